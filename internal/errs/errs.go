@@ -1,0 +1,91 @@
+// Package errs holds the one set of sentinel errors and error types of the whole SDK.
+//
+// It lives under internal so that the leaf packages (codec, retry) can share it without
+// importing each other; users reach the same values through their public re-exports
+// (repo.ErrNotFound, codec.ErrInvalidInput, retry.ErrTransient, ...). Because the re-exports
+// are the same variables, errors.Is works whichever package a caller names.
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The sentinels. Every error the SDK returns for one of these conditions wraps exactly one
+// of them, so that callers test with errors.Is and never parse messages.
+var (
+	// ErrNotFound: the entity, table, queue message or blob does not exist.
+	ErrNotFound = errors.New("tablepatterns: not found")
+	// ErrAlreadyExists: an insert met an existing entity (or a create met an existing resource).
+	ErrAlreadyExists = errors.New("tablepatterns: already exists")
+	// ErrPreconditionFailed: an If-Match ETag no longer matches (another writer won).
+	ErrPreconditionFailed = errors.New("tablepatterns: precondition failed (ETag mismatch)")
+	// ErrTableBeingDeleted: the table name is still being deleted by the service and cannot
+	// be created again yet (real Azure keeps this state for 40 s and more).
+	ErrTableBeingDeleted = errors.New("tablepatterns: table being deleted")
+	// ErrInvalidInput: the input breaks a service limit or rule; no request was sent.
+	ErrInvalidInput = errors.New("tablepatterns: invalid input")
+	// ErrTransient: a transient failure (timeout, server busy, connection reset) that
+	// persisted after every retry allowed by the policy.
+	ErrTransient = errors.New("tablepatterns: transient failure, retries exhausted")
+)
+
+// InvalidInputError describes input refused before any request was sent. It unwraps to
+// ErrInvalidInput.
+//
+// Fields that do not apply are left empty or zero: a table name error has no Type, a
+// malformed key has no Limit.
+type InvalidInputError struct {
+	// Type is the Go type being encoded, if any (e.g. "main.Employee").
+	Type string
+	// Field names what broke the rule: a struct field, a property name, "PartitionKey",
+	// "RowKey", "table name", "transaction", ...
+	Field string
+	// Size is the measured size of the offending value in the unit of Limit
+	// (bytes, UTF-16 code units, count of properties or actions).
+	Size int
+	// Limit is the service limit that was exceeded, in the same unit as Size.
+	Limit int
+	// Reason says what rule was broken, in words.
+	Reason string
+}
+
+// Error implements error.
+func (e *InvalidInputError) Error() string {
+	var b strings.Builder
+	b.WriteString("tablepatterns: invalid input")
+	if e.Type != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Type)
+	}
+	if e.Field != "" {
+		if e.Type != "" {
+			b.WriteByte('.')
+		} else {
+			b.WriteString(": ")
+		}
+		b.WriteString(e.Field)
+	}
+	if e.Reason != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Reason)
+	}
+	if e.Limit > 0 {
+		fmt.Fprintf(&b, " (size %d, limit %d)", e.Size, e.Limit)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrInvalidInput.
+func (e *InvalidInputError) Unwrap() error { return ErrInvalidInput }
+
+// Invalid is a short constructor for an InvalidInputError without sizes.
+func Invalid(field, reasonFormat string, args ...any) *InvalidInputError {
+	return &InvalidInputError{Field: field, Reason: fmt.Sprintf(reasonFormat, args...)}
+}
+
+// TooLarge is a short constructor for an InvalidInputError about a size limit.
+func TooLarge(field, reason string, size, limit int) *InvalidInputError {
+	return &InvalidInputError{Field: field, Reason: reason, Size: size, Limit: limit}
+}
