@@ -1,0 +1,132 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"syscall"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// IsTransient reports whether err is worth retrying: the service was busy, timed out or
+// was moving a partition (seeds/003: "Server Busy" and "Timeout" come from load
+// balancing and clear by themselves), or the connection failed.
+//
+// Transient:
+//   - a response (an *azcore.ResponseError, or an *errs.ServiceError carrying the status,
+//     which is preferred: it may hold the real code parsed from a transaction body) with
+//     status 408, 429, 500, 502, 503, 504 or another 5xx except 501 and 505, or with the
+//     code ServerBusy, OperationTimedOut or InternalError whatever the status. seeds/003
+//     keeps 501 and 505 out of retries and lists 503 and 504 as examples; the storage
+//     service uses 500 only for InternalError and OperationTimedOut, both transient, so
+//     500 is retried.
+//   - io.ErrUnexpectedEOF anywhere in the chain; io.EOF from the HTTP client (inside a
+//     *url.Error or *net.OpError: the server closed the connection before answering; a
+//     bare io.EOF is not a transport error).
+//   - syscall.ECONNRESET, ECONNREFUSED, ECONNABORTED, EPIPE, ETIMEDOUT; a net.Error whose
+//     Timeout() is true (an http.Client timeout, a dial or read deadline); a DNS error the
+//     resolver marks temporary or timed out.
+//
+// Never transient: nil, any other status (400, 401, 403, 404, 409, 412, 413, 501, 505,
+// and 202 from a failed transaction), errs.ErrInvalidInput, errs.ErrTransient (retries
+// already exhausted in a lower layer: retrying again would multiply requests), errors
+// azcore marks NonRetriable, context.Canceled, and the context.DeadlineExceeded sentinel
+// (IsTransient cannot tell the caller's deadline from a per-try timeout; Do can, see Do).
+func IsTransient(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, errs.ErrInvalidInput),
+		errors.Is(err, errs.ErrTransient),
+		errors.Is(err, context.Canceled),
+		chainHas(err, context.DeadlineExceeded):
+		return false
+	}
+	var nr interface{ NonRetriable() }
+	if errors.As(err, &nr) {
+		return false
+	}
+	if status, code, ok := statusOf(err); ok {
+		return transientStatus(status, code)
+	}
+	return transientTransport(err)
+}
+
+// statusOf returns the HTTP status and error code the error carries, if any.
+func statusOf(err error) (status int, code string, ok bool) {
+	var se *errs.ServiceError
+	if errors.As(err, &se) && se.StatusCode != 0 {
+		return se.StatusCode, se.Code, true
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode, re.ErrorCode, true
+	}
+	return 0, "", false
+}
+
+func transientStatus(status int, code string) bool {
+	switch code {
+	case "ServerBusy", "OperationTimedOut", "InternalError":
+		return true
+	}
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return false
+	}
+	return status >= 500 && status <= 599
+}
+
+func transientTransport(err error) bool {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	if errors.Is(err, io.EOF) {
+		var ue *url.Error
+		var oe *net.OpError
+		return errors.As(err, &ue) || errors.As(err, &oe)
+	}
+	for _, e := range []error{syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.ECONNABORTED, syscall.EPIPE, syscall.ETIMEDOUT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsTimeout || dns.IsTemporary
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// chainHas reports whether target itself (compared with ==, not errors.Is) is in err's
+// chain. An http.Client timeout matches errors.Is(err, context.DeadlineExceeded) but is
+// a transport timeout; only the sentinel itself comes from a context.
+func chainHas(err, target error) bool {
+	for err != nil {
+		if err == target {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if chainHas(e, target) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}

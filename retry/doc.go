@@ -1,0 +1,52 @@
+// Package retry retries storage operations: jittered exponential backoff, the
+// classification of transient errors, and one zap log entry per retry.
+//
+// # The formula (seeds/003)
+//
+// seeds/003 ("Designing a scalable partitioning strategy") explains that the service
+// answers Server Busy (503) and Timeout errors while it moves an overloaded partition to
+// another server, that the partition comes back after a few seconds, and that these errors
+// (unlike 401 and most 4xx, or 501 and 505) should be retried with exponential backoff and
+// a random element, so that many clients do not come back at the same moment. Its formula,
+// with x the retry number (1 for the first retry), z the default backoff and zmin/zmax the
+// bounds:
+//
+//	y = Rand(0.8z, 1.2z) * (2^x - 1)
+//	y = Min(zmin + y, zmax)
+//
+// Policy maps z, zmin and zmax to Delay, MinDelay and MaxDelay; Policy.NewBackOff returns
+// it as a backoff.BackOff of cenkalti/backoff/v4 for code that drives its own loop.
+//
+// # Defaults
+//
+// The zero Policy is for interactive calls: z = 200 ms, zmin = 100 ms, zmax = 10 s,
+// 6 retries, 1 minute in all. The waits are then about 0.3 s, 0.7 s, 1.4 s, 3.1 s, 6.3 s
+// and 10 s: about 22 s, which covers the few seconds a partition is offline during load
+// balancing without holding a user for minutes. azcore's own default is 3 retries from
+// 0.8 s; we retry more often and sooner, with the same order of total time.
+//
+// BatchPolicy holds the values of seeds/003's code sample (defaultBackoff 30 s,
+// backoffMin 3 s, backoffMax 90 s, retryCount 5) for batch jobs and queue workers.
+//
+// # One layer of retries
+//
+// azcore retries every HTTP call by itself (3 retries from 0.8 s on 408, 429, 500, 502,
+// 503, 504 and transport errors, POST included). Under Do, and under a queue's
+// redeliveries, one failing call would become up to 4 x 7 x 5 = 140 requests, and the
+// waits would not follow the formula. So every client the SDK builds sets azcore's
+// policy.RetryOptions.MaxRetries to -1 (0 means azcore's default of 3), and this package
+// owns all retries: transient ones (IsTransient) and semantic ones (Op.Retryable, e.g. a
+// 412 in a read-modify-write loop). For the same reason IsTransient never retries an
+// error that already is ErrTransient: an exhausted inner retry loop is final.
+//
+// An application that hands in its own aztables client keeps that client's retry
+// options; if they are azcore's defaults, each attempt of Do may itself be up to four
+// requests. Build such clients with MaxRetries -1.
+//
+// # Errors
+//
+// Do returns a non-retryable error as it is, an *ExhaustedError (which unwraps to both
+// ErrTransient and the last error, so errors.As still reaches *azcore.ResponseError) when
+// the policy gives up, or the context's error when ctx ends. Log entries and error texts
+// never contain URL query strings, SAS signatures, account keys or Authorization values.
+package retry

@@ -1,0 +1,129 @@
+package retry
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// ErrTransient is the sentinel of an operation that kept failing with transient errors
+// until the policy gave up. Every *ExhaustedError unwraps to it. It is the same value as
+// the SDK's other re-exports of it, so errors.Is works whichever one a caller names.
+var ErrTransient = errs.ErrTransient
+
+// The defaults of Policy, for interactive calls (a request handler waiting on a table).
+// With them the waits are about 0.3 s, 0.7 s, 1.4 s, 3.1 s, 6.3 s and 10 s (each ±20 %
+// of its variable part), about 22 s in all: long enough to ride out the few seconds a
+// partition is offline while the service moves it (seeds/003), short enough for a caller
+// that waits.
+const (
+	DefaultDelay      = 200 * time.Millisecond // z
+	DefaultMinDelay   = 100 * time.Millisecond // zmin
+	DefaultMaxDelay   = 10 * time.Second       // zmax
+	DefaultMaxRetries = 6
+	DefaultMaxElapsed = time.Minute
+)
+
+// Off is the value that turns a setting off where Policy says so (-1).
+const Off = -1
+
+// Policy configures retries: the backoff formula of seeds/003, with x the retry number
+// (1 for the first retry), z = Delay, zmin = MinDelay and zmax = MaxDelay:
+//
+//	y = Rand(0.8z, 1.2z) * (2^x - 1)
+//	wait = Min(zmin + y, zmax)
+//
+// The zero value means the defaults: in every field 0 means "the default", and -1 (Off)
+// turns the setting off where noted. Other negative values are invalid (see Validate).
+// A Policy is a plain value: copy it and change fields freely.
+type Policy struct {
+	// Delay is z, the default backoff the jitter and the exponent apply to.
+	// Defaults to DefaultDelay (200 ms). Off (-1) means 0: every wait is MinDelay, the
+	// fixed backoff strategy of seeds/003.
+	Delay time.Duration
+	// MinDelay is zmin, added to every wait. Defaults to DefaultMinDelay (100 ms), or to
+	// MaxDelay when that is set lower. Off (-1) means 0.
+	MinDelay time.Duration
+	// MaxDelay is zmax, the longest single wait. Defaults to DefaultMaxDelay (10 s).
+	// Off (-1) means no cap (MaxElapsed still applies).
+	MaxDelay time.Duration
+	// MaxRetries is the number of retries after the first attempt, so fn runs at most
+	// MaxRetries+1 times. Defaults to DefaultMaxRetries (6). Off (-1) means no retries.
+	MaxRetries int
+	// MaxElapsed bounds the time from the first attempt to the start of the last one: no
+	// wait starts that would end after it. Defaults to DefaultMaxElapsed (1 min).
+	// Off (-1) means no limit (MaxRetries still applies).
+	MaxElapsed time.Duration
+	// Logger receives one Warn entry per retry. Defaults to zap.NewNop().
+	Logger *zap.Logger
+}
+
+// BatchPolicy is the policy of seeds/003's code sample, for batch jobs and queue workers
+// that can afford to wait: z = 30 s (defaultBackoff), zmin = 3 s (backoffMin),
+// zmax = 90 s (backoffMax), 5 retries (the sample's retryCount), and at most 10 minutes
+// in all. The waits are about 27-39 s, then 75-90 s, then 90 s.
+var BatchPolicy = Policy{
+	Delay:      30 * time.Second,
+	MinDelay:   3 * time.Second,
+	MaxDelay:   90 * time.Second,
+	MaxRetries: 5,
+	MaxElapsed: 10 * time.Minute,
+}
+
+// NoRetry calls an operation once: Do returns its error as it is, or an *ExhaustedError
+// when the error was retryable.
+var NoRetry = Policy{MaxRetries: Off}
+
+// WithDefaults returns p with every zero field replaced by its default. Off (-1) and
+// invalid values are kept as they are.
+func (p Policy) WithDefaults() Policy {
+	if p.Delay == 0 {
+		p.Delay = DefaultDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.MinDelay == 0 {
+		p.MinDelay = DefaultMinDelay
+		if p.MaxDelay > 0 && p.MaxDelay < p.MinDelay {
+			p.MinDelay = p.MaxDelay
+		}
+	}
+	if p.MaxRetries == 0 {
+		p.MaxRetries = DefaultMaxRetries
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = DefaultMaxElapsed
+	}
+	if p.Logger == nil {
+		p.Logger = zap.NewNop()
+	}
+	return p
+}
+
+// Validate checks p (before or after WithDefaults).
+//
+// It returns an *errs.InvalidInputError naming the field when a duration or MaxRetries is
+// negative but not Off (-1), or when MinDelay is above MaxDelay. Do calls it first.
+func (p Policy) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Delay", p.Delay}, {"MinDelay", p.MinDelay}, {"MaxDelay", p.MaxDelay}, {"MaxElapsed", p.MaxElapsed},
+	} {
+		if f.v < 0 && f.v != Off {
+			return errs.Invalid("retry.Policy."+f.name, "must be >= 0 or -1 (off), got %v", f.v)
+		}
+	}
+	if p.MaxRetries < Off {
+		return errs.Invalid("retry.Policy.MaxRetries", "must be >= 0 or -1 (off), got %d", p.MaxRetries)
+	}
+	d := p.WithDefaults()
+	if d.MaxDelay > 0 && d.MinDelay > d.MaxDelay {
+		return errs.Invalid("retry.Policy.MinDelay", "%v is above MaxDelay %v", d.MinDelay, d.MaxDelay)
+	}
+	return nil
+}
