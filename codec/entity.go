@@ -17,8 +17,10 @@ type Entity struct {
 	ETag string
 	// Timestamp is read from "Timestamp" by DecodeEntity and never written (the service
 	// owns it).
-	Timestamp  time.Time
-	Properties map[string]any
+	Timestamp time.Time
+	// Properties maps property names to values. The extra tag lets Entity be used as the
+	// type of a codec (For[Entity]) and so of a repo.Table: a table of dynamic entities.
+	Properties map[string]any `table:",extra"`
 }
 
 // EncodeEntity returns the JSON body for writing e, checking the same limits as
