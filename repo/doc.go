@@ -1,0 +1,48 @@
+// Package repo is the typed repository layer of tablepatterns: Table[T] reads and writes
+// entities of a Go struct type T in one Azure table, and every pattern package is a short
+// composition of its operations.
+//
+// # What it does for you
+//
+//   - Point reads, inserts, upserts and updates (Replace or Merge), deletes and idempotent
+//     deletes, with ETag optimistic concurrency: an update is conditional on the value's
+//     ETag when T carries one (ErrPreconditionFailed when another writer won).
+//   - Queries built with package filter, whose values can never change the filter's
+//     structure; projections ($select) into a smaller struct with Project; results as an
+//     iter.Seq2 that follows continuation tokens, or one page at a time with a token that
+//     can be stored and used to resume in another process.
+//   - Entity group transactions (Submit) across entity types of one partition, refused
+//     before sending when they break a limit (one table, one partition, one action per
+//     entity, at most 100 actions, under 4 MiB), with the failed action's index and real
+//     error code on failure and each action's new ETag on success.
+//   - Bulk writes (BulkWrite) that are not atomic and say so: grouped by partition,
+//     chunked into transactions, run in parallel across partitions, one result per entity.
+//   - Parallel queries with bounded concurrency (QueryParallel).
+//
+// # Errors
+//
+// Every error wraps one of the sentinels when it applies (ErrNotFound, ErrAlreadyExists,
+// ErrPreconditionFailed, ErrTableBeingDeleted, ErrInvalidInput, ErrTransient) and keeps
+// the *azcore.ResponseError reachable with errors.As. Input that breaks a service limit
+// is refused with an *InvalidInputError before any request is sent: Azurite, the
+// emulator, does not enforce many of those limits, the real service does.
+//
+// # Retries
+//
+// Every request goes through package retry: transient failures (timeouts, server busy,
+// dropped connections) are retried with the jittered exponential backoff of seeds/003 and
+// logged. Clients built by NewClients (or with TableClientOptions) have the Azure SDK's own
+// retries turned off, so one failure is never retried by two layers at once.
+//
+// Non-idempotent writes are retried safely. When a retry meets the echo of an earlier
+// attempt whose response was lost — the insert finds an entity, the conditional update
+// finds the ETag moved, the delete finds nothing — the operation reads the entity and
+// reports success if it is exactly in the state the write leaves it in. The cost is one
+// extra read, only on that path.
+//
+// # Cost in requests
+//
+// Get, Insert, Upsert, Update and Delete: one request. Submit: one request for up to 100
+// entities. A query: one request per page of up to 1,000 entities. BulkWrite of n
+// entities over p partitions: about p + n/100 requests.
+package repo

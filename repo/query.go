@@ -1,0 +1,227 @@
+package repo
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"iter"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// MaxPageSize is the most entities the service returns in one page.
+const MaxPageSize = 1000
+
+// Query describes a query of a table. The zero Query reads the whole table (a table scan:
+// the slowest shape the guide describes; prefer a filter on PartitionKey).
+type Query struct {
+	// Filter selects entities; build it with package filter so that values can never change
+	// its structure. The zero Expr selects everything.
+	Filter filter.Expr
+	// Select lists the stored property names to return ($select). nil returns every
+	// property, or the projection's properties for a table from Project.
+	Select []string
+	// Top is the most entities the query returns in all (0: no limit). Each request asks
+	// for at most what is still wanted, so "the newest 10" is one request of $top=10.
+	Top int
+	// PageSize is the most entities per request, at most MaxPageSize (0: MaxPageSize).
+	PageSize int
+	// Token resumes a query where an earlier Page ended (Page.Token). It is only valid
+	// with the same Filter.
+	Token string
+}
+
+func (q *Query) validate() error {
+	if err := q.Filter.Err(); err != nil {
+		return err
+	}
+	if q.Top < 0 {
+		return errs.Invalid("Query.Top", "must not be negative, got %d", q.Top)
+	}
+	if q.PageSize < 0 || q.PageSize > MaxPageSize {
+		return errs.TooLarge("Query.PageSize", "must be between 0 (default) and the service's page size", q.PageSize, MaxPageSize)
+	}
+	for _, s := range q.Select {
+		if strings.ContainsAny(s, ", ") || s == "" {
+			return errs.Invalid("Query.Select", "property name %q is not a single name", s)
+		}
+	}
+	return nil
+}
+
+// Page is one page of results.
+type Page[T any] struct {
+	// Items are the page's entities. A page may be short or even empty and still not be
+	// the last: the service ends a page after 1,000 entities, 5 seconds, or a partition
+	// boundary.
+	Items []T
+	// Token resumes the query after this page, in this process or another (pass it as
+	// Query.Token); "" when the query is complete. It is opaque, URL-safe and contains
+	// only the service's continuation keys.
+	Token string
+}
+
+// Pager reads a query one page at a time. It does no I/O until Next is called.
+type Pager[T any] struct {
+	t       *Table[T]
+	q       Query
+	err     error
+	started bool
+	done    bool
+	next    continuation
+	count   int
+}
+
+type continuation struct {
+	PK string `json:"pk"`
+	RK string `json:"rk,omitempty"`
+}
+
+func (c continuation) empty() bool { return c.PK == "" && c.RK == "" }
+
+func encodeToken(c continuation) string {
+	if c.empty() {
+		return ""
+	}
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(s string) (continuation, error) {
+	var c continuation
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.empty() {
+		return continuation{}, errs.Invalid("Query.Token", "is not a token returned by Page.Token")
+	}
+	return c, nil
+}
+
+// Pages returns a pager over q. Errors in q are reported by the first Next.
+func (t *Table[T]) Pages(q Query) *Pager[T] {
+	p := &Pager[T]{t: t, q: q}
+	if p.err = q.validate(); p.err == nil && q.Token != "" {
+		p.next, p.err = decodeToken(q.Token)
+	}
+	return p
+}
+
+// More reports whether Next may return more entities.
+func (p *Pager[T]) More() bool { return p.err != nil || !p.done }
+
+// Next reads the next page. After the last page it returns an empty Page and More is false.
+//
+// Errors: ErrInvalidInput (the query; nothing sent), ErrNotFound (no such table),
+// ErrTransient, *Error.
+func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
+	if p.err != nil {
+		err := p.err
+		p.err, p.done = nil, true
+		return Page[T]{}, err
+	}
+	if p.done {
+		return Page[T]{}, nil
+	}
+	t := p.t
+	opts := &aztables.ListEntitiesOptions{}
+	if f := p.q.Filter.String(); f != "" {
+		opts.Filter = &f
+	}
+	sel := p.q.Select
+	if sel == nil {
+		sel = t.sel
+	}
+	if len(sel) > 0 {
+		s := strings.Join(sel, ",")
+		opts.Select = &s
+	}
+	size := p.q.PageSize
+	if size == 0 {
+		size = MaxPageSize
+	}
+	if p.q.Top > 0 && p.q.Top-p.count < size {
+		size = p.q.Top - p.count
+	}
+	top := int32(size)
+	opts.Top = &top // never 0: aztables' pager loops forever on Top 0
+	if !p.next.empty() {
+		opts.NextPartitionKey = &p.next.PK
+		if p.next.RK != "" {
+			opts.NextRowKey = &p.next.RK
+		}
+	}
+	var resp aztables.ListEntitiesResponse
+	err := retry.Do(ctx, t.opts.Retry, t.op("query", "", ""), func(ctx context.Context, _ int) error {
+		var err error
+		resp, err = t.client.NewListEntitiesPager(opts).NextPage(ctx)
+		return errs.Wrap(err, "query", t.name, "", "")
+	})
+	if err != nil {
+		return Page[T]{}, err
+	}
+	page := Page[T]{Items: make([]T, len(resp.Entities))}
+	for i, raw := range resp.Entities {
+		if err := t.codec.Decode(raw, &page.Items[i]); err != nil {
+			return Page[T]{}, err
+		}
+	}
+	p.count += len(page.Items)
+	p.next = continuation{}
+	if resp.NextPartitionKey != nil {
+		p.next.PK = *resp.NextPartitionKey
+	}
+	if resp.NextRowKey != nil {
+		p.next.RK = *resp.NextRowKey
+	}
+	if p.next.empty() || (p.q.Top > 0 && p.count >= p.q.Top) {
+		p.done = true
+	} else {
+		page.Token = encodeToken(p.next)
+	}
+	return page, nil
+}
+
+// Query returns the entities matching q, following continuation tokens across pages
+// (short and empty pages included). Iteration stops at the first error, which is yielded
+// with the zero T. Breaking out of the loop stops the query.
+//
+// Errors: as Pager.Next.
+func (t *Table[T]) Query(ctx context.Context, q Query) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		p := t.Pages(q)
+		for p.More() {
+			page, err := p.Next(ctx)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, v := range page.Items {
+				if !yield(v, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Collect runs q and returns all its entities in a slice.
+//
+// Errors: as Pager.Next.
+func (t *Table[T]) Collect(ctx context.Context, q Query) ([]T, error) {
+	var out []T
+	for v, err := range t.Query(ctx, q) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,184 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Options configures a Table. The zero value (or nil) gives the documented defaults.
+type Options struct {
+	// Retry is the policy for transient failures. Defaults to retry's defaults.
+	Retry retry.Policy
+	// Logger receives retry and progress logs. Defaults to zap.NewNop(). It is also the
+	// retry logger when Retry.Logger is nil.
+	Logger *zap.Logger
+	// Concurrency bounds the requests BulkWrite and QueryParallel run at once.
+	// Defaults to 8.
+	Concurrency int
+	// CreateWait bounds how long CreateIfNotExists keeps retrying while the service answers
+	// TableBeingDeleted (real Azure keeps a deleted name for 40 s and more). Defaults to
+	// 2 minutes; -1 means do not wait.
+	CreateWait time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = zap.NewNop()
+	}
+	if out.Retry.Logger == nil {
+		out.Retry.Logger = out.Logger
+	}
+	out.Retry = out.Retry.WithDefaults()
+	if out.Concurrency == 0 {
+		out.Concurrency = 8
+	}
+	if out.CreateWait == 0 {
+		out.CreateWait = 2 * time.Minute
+	}
+	return out
+}
+
+func (o Options) validate() error {
+	if o.Concurrency < 1 {
+		return errs.Invalid("Options.Concurrency", "must be at least 1, got %d", o.Concurrency)
+	}
+	if o.CreateWait < -1 {
+		return errs.Invalid("Options.CreateWait", "must be positive, 0 (default) or -1 (off), got %v", o.CreateWait)
+	}
+	return o.Retry.Validate()
+}
+
+// Table is a typed repository over one table: entities are values of the struct type T,
+// mapped by package codec (see its doc for the tags). A Table is safe for concurrent use.
+type Table[T any] struct {
+	name   string
+	svc    *aztables.ServiceClient
+	client *aztables.Client
+	codec  *codec.Codec[T]
+	opts   Options
+	// sel is the $select of a projection (see Project); nil selects every property.
+	sel []string
+}
+
+// New returns the repository of table name for entities of type T. It builds T's codec
+// once and checks the table name and options; it sends nothing (the table need not exist
+// yet: see CreateIfNotExists).
+//
+// Errors: ErrInvalidInput (an *InvalidInputError) for a bad table name, options, or a type
+// T that codec cannot map (no PartitionKey/RowKey field, unsupported field types).
+func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table[T], error) {
+	if svc == nil {
+		return nil, errs.Invalid("service client", "is nil")
+	}
+	if err := codec.ValidateTableName(name); err != nil {
+		return nil, err
+	}
+	c, err := codec.For[T]()
+	if err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o}, nil
+}
+
+// Project returns a read-only view of t's table whose queries decode into P and ask the
+// service for P's properties only ($select), e.g. the review fields of an employee row.
+// P needs the key fields like any entity type.
+//
+// Errors: ErrInvalidInput if codec cannot map P.
+func Project[P, T any](t *Table[T]) (*Table[P], error) {
+	c, err := codec.For[P]()
+	if err != nil {
+		return nil, err
+	}
+	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select()}, nil
+}
+
+// Name returns the table's name.
+func (t *Table[T]) Name() string { return t.name }
+
+// Codec returns the codec of T used by this table.
+func (t *Table[T]) Codec() *codec.Codec[T] { return t.codec }
+
+// Client returns the underlying aztables client, for operations this package does not wrap.
+func (t *Table[T]) Client() *aztables.Client { return t.client }
+
+func (t *Table[T]) op(name, pk, rk string) retry.Op {
+	return retry.Op{Name: name, Resource: t.name, PartitionKey: pk, RowKey: rk}
+}
+
+// CreateIfNotExists creates the table. An existing table is success. While the service
+// answers TableBeingDeleted (the name of a recently deleted table), it keeps retrying with
+// the jittered backoff for up to Options.CreateWait, then returns ErrTableBeingDeleted.
+//
+// Errors: ErrTableBeingDeleted, ErrTransient, or an *Error for other refusals.
+func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
+	p := t.opts.Retry
+	if t.opts.CreateWait > 0 {
+		p.MaxElapsed = t.opts.CreateWait
+		p.MaxRetries = 1 << 20 // bounded by MaxElapsed
+	} else {
+		p.MaxRetries = -1
+	}
+	op := t.op("create table", "", "")
+	op.Retryable = func(err error) bool {
+		return errors.Is(err, ErrTableBeingDeleted) || retry.IsTransient(err)
+	}
+	err := retry.Do(ctx, p, op, func(ctx context.Context, _ int) error {
+		_, err := t.client.CreateTable(ctx, nil)
+		err = errs.Wrap(err, "create table", t.name, "", "")
+		if errors.Is(err, ErrAlreadyExists) {
+			return nil
+		}
+		return err
+	})
+	return err
+}
+
+// DeleteTable deletes the table and every entity in it with one request: the cheap way to
+// delete a large amount of data (see patterns/periodtable). The service may keep the name
+// unusable for a while (TableBeingDeleted).
+//
+// Errors: ErrNotFound if the table does not exist, ErrTransient, *Error.
+func (t *Table[T]) DeleteTable(ctx context.Context) error {
+	return retry.Do(ctx, t.opts.Retry, t.op("delete table", "", ""), func(ctx context.Context, attempt int) error {
+		_, err := t.client.Delete(ctx, nil)
+		err = errs.Wrap(err, "delete table", t.name, "", "")
+		if attempt > 1 && errors.Is(err, ErrNotFound) {
+			return nil // our earlier attempt deleted it; its response was lost
+		}
+		return err
+	})
+}
+
+// Exists reports whether the table exists, with one query for at most one entity.
+//
+// Errors: ErrTransient, *Error.
+func (t *Table[T]) Exists(ctx context.Context) (bool, error) {
+	top := int32(1)
+	sel := "PartitionKey"
+	err := retry.Do(ctx, t.opts.Retry, t.op("exists", "", ""), func(ctx context.Context, _ int) error {
+		pager := t.client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Top: &top, Select: &sel})
+		_, err := pager.NextPage(ctx)
+		return errs.Wrap(err, "exists", t.name, "", "")
+	})
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,262 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Transaction limits of the service (seeds/004, "entity group transactions").
+const (
+	// MaxTransactionActions is the most actions one entity group transaction may hold.
+	MaxTransactionActions = 100
+	// MaxTransactionBytes is the size a transaction's payload must stay under (4 MiB).
+	MaxTransactionBytes = 4 << 20
+)
+
+// Action is one write of an entity group transaction, built by a Table's InsertAction,
+// UpsertAction, UpdateAction or DeleteAction. Actions of different entity types may be
+// mixed (a Department and its Employees) as long as they address the same table and
+// partition. The value is encoded and checked when the action is built; Submit reports
+// any refusal before it sends anything.
+type Action struct {
+	w  writeAction
+	rp retry.Policy
+}
+
+// InsertAction returns an insert of v for Submit.
+func (t *Table[T]) InsertAction(v *T) Action {
+	return Action{w: t.insertAction(v), rp: t.opts.Retry}
+}
+
+// UpsertAction returns an upsert of v (replace by default, or merge) for Submit.
+func (t *Table[T]) UpsertAction(v *T, opts *UpsertOptions) Action {
+	return Action{w: t.upsertAction(v, opts), rp: t.opts.Retry}
+}
+
+// UpdateAction returns an update of v for Submit: conditional on v's ETag like Update.
+// Unlike a bare aztables update action, it never silently inserts a missing entity.
+func (t *Table[T]) UpdateAction(v *T, opts *UpdateOptions) Action {
+	return Action{w: t.updateAction(v, opts), rp: t.opts.Retry}
+}
+
+// DeleteAction returns a delete for Submit, conditional if opts.ETag is set.
+func (t *Table[T]) DeleteAction(pk, rk string, opts *DeleteOptions) Action {
+	return Action{w: t.deleteAction(pk, rk, opts), rp: t.opts.Retry}
+}
+
+// Keys returns the action's PartitionKey and RowKey.
+func (a Action) Keys() (pk, rk string) { return a.w.pk, a.w.rk }
+
+// Submit runs actions as one entity group transaction: all are applied or none is.
+//
+// Before sending, it refuses with ErrInvalidInput (no request sent) a transaction that the
+// service would refuse or that would not be atomic: no actions, actions on two tables or
+// two partitions, two actions on one entity, more than MaxTransactionActions actions, a
+// payload of MaxTransactionBytes or more, or any action whose entity broke a limit. A
+// transaction that does not fit is never split.
+//
+// On success each insert/upsert/update action's value has its new ETag (when the service
+// returns one; see TableClientOptions), and the ETags are returned in action order ("" for
+// deletes). When an action fails, the error is an *ActionError with its index, keys and
+// real error code, unwrapping to the sentinel of that code.
+//
+// Transient failures are retried. A retried transaction whose earlier attempt was applied
+// but not acknowledged fails on the service (the insert meets its own entity, the ETag
+// moved); Submit then reads every entity and reports success if all are in the state the
+// transaction leaves them in.
+//
+// Errors: *ActionError, ErrInvalidInput, ErrTransient, *Error.
+func Submit(ctx context.Context, actions ...Action) ([]string, error) {
+	if err := checkTransaction(actions); err != nil {
+		return nil, err
+	}
+	first := &actions[0].w
+	etags := make([]string, len(actions))
+	op := retry.Op{Name: "transaction", Resource: first.table, PartitionKey: first.pk}
+	err := retry.Do(ctx, actions[0].rp, op, func(ctx context.Context, attempt int) error {
+		err := submitOnce(ctx, actions, etags)
+		var ae *ActionError
+		if err != nil && attempt > 1 && errors.As(err, &ae) {
+			ok, verr := verifyAll(ctx, actions, etags)
+			if verr != nil {
+				return verr
+			}
+			if ok {
+				err = nil
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range actions {
+		if actions[i].w.setETag != nil {
+			actions[i].w.setETag(etags[i])
+		}
+	}
+	return etags, nil
+}
+
+func checkTransaction(actions []Action) error {
+	if len(actions) == 0 {
+		return errs.Invalid("transaction", "has no actions")
+	}
+	if len(actions) > MaxTransactionActions {
+		return errs.TooLarge("transaction", "too many actions for one entity group transaction", len(actions), MaxTransactionActions)
+	}
+	first := &actions[0].w
+	seen := make(map[string]int, len(actions))
+	for i := range actions {
+		w := &actions[i].w
+		if w.err != nil {
+			return errs.Invalid("transaction", "action %d (PartitionKey=%q, RowKey=%q): %v", i, w.pk, w.rk, w.err)
+		}
+		if w.svc != first.svc || w.table != first.table {
+			return errs.Invalid("transaction", "action %d addresses table %q, action 0 table %q: a transaction covers one table", i, w.table, first.table)
+		}
+		if w.pk != first.pk {
+			return errs.Invalid("transaction", "action %d has PartitionKey %q, action 0 %q: a transaction covers one partition", i, w.pk, first.pk)
+		}
+		if j, dup := seen[w.rk]; dup {
+			return errs.Invalid("transaction", "actions %d and %d both address RowKey %q: one action per entity", j, i, w.rk)
+		}
+		seen[w.rk] = i
+	}
+	// Measure what will be sent. The endpoint is unknown here; allow 256 bytes for it per action.
+	wire := make([]wireAction, len(actions))
+	for i := range actions {
+		wire[i] = actions[i].w.wire()
+	}
+	body, _, err := renderBatch("", wire)
+	if err != nil {
+		return err
+	}
+	if n := len(body) + 256*len(actions); n >= MaxTransactionBytes {
+		return errs.TooLarge("transaction", "payload must stay under 4 MiB", n, MaxTransactionBytes)
+	}
+	return nil
+}
+
+// submitOnce sends the transaction once and fills etags on success.
+func submitOnce(ctx context.Context, actions []Action, etags []string) error {
+	first := &actions[0].w
+	ex := &batchExchange{actions: make([]wireAction, len(actions))}
+	fallback := make([]aztables.TransactionAction, len(actions))
+	for i := range actions {
+		ex.actions[i] = actions[i].w.wire()
+		fallback[i] = fallbackAction(&actions[i].w)
+	}
+	_, err := first.client.SubmitTransaction(withBatchExchange(ctx, ex), fallback, nil)
+	contentType, body, status := ex.contentType, ex.response, ex.status
+	if !ex.applied {
+		// The client was built without TableClientOptions: read what aztables kept.
+		var re *azcore.ResponseError
+		if err == nil || !errors.As(err, &re) || re.RawResponse == nil {
+			return errs.Wrap(err, "transaction", first.table, first.pk, "")
+		}
+		body, _ = runtime.Payload(re.RawResponse)
+		contentType, status = re.RawResponse.Header.Get("Content-Type"), re.StatusCode
+	}
+	if status != http.StatusAccepted {
+		if err == nil {
+			return nil
+		}
+		return errs.Wrap(err, "transaction", first.table, first.pk, "")
+	}
+	subs, perr := parseBatchResponse(contentType, body)
+	if perr != nil {
+		if err != nil {
+			return errs.Wrap(err, "transaction", first.table, first.pk, "")
+		}
+		return &errs.ServiceError{Op: "transaction", Resource: first.table, PartitionKey: first.pk, StatusCode: status, Err: perr}
+	}
+	for _, s := range subs {
+		if s.status >= 300 {
+			return actionError(actions, s, err)
+		}
+	}
+	for i := range subs {
+		if i < len(etags) {
+			etags[i] = subs[i].etag
+		}
+	}
+	if err != nil {
+		// aztables saw a failure our parse did not: report it rather than guess.
+		return errs.Wrap(err, "transaction", first.table, first.pk, "")
+	}
+	return nil
+}
+
+func actionError(actions []Action, s subResponse, err error) error {
+	idx, msg, ok := failedIndex(s.message)
+	if !ok || idx >= len(actions) {
+		idx = 0
+		if len(actions) == 1 {
+			ok = true
+		}
+	}
+	ae := &ActionError{Index: idx, StatusCode: s.status, Code: s.code, Message: msg, Err: err}
+	if !ok {
+		ae.Index = -1
+	} else {
+		ae.PartitionKey, ae.RowKey = actions[idx].w.pk, actions[idx].w.rk
+	}
+	if ae.Err == nil {
+		ae.Err = errors.New(s.code)
+	}
+	return ae
+}
+
+// fallbackAction is what aztables renders if batchPolicy is not installed.
+func fallbackAction(w *writeAction) aztables.TransactionAction {
+	a := aztables.TransactionAction{Entity: w.body}
+	var m *azcore.ETag
+	if w.ifMatch != "" {
+		e := azcore.ETag(w.ifMatch)
+		m = &e
+	}
+	switch w.kind {
+	case kindInsert:
+		a.ActionType = aztables.TransactionTypeAdd
+	case kindUpsertReplace:
+		a.ActionType = aztables.TransactionTypeInsertReplace
+	case kindUpsertMerge:
+		a.ActionType = aztables.TransactionTypeInsertMerge
+	case kindUpdateReplace:
+		a.ActionType, a.IfMatch = aztables.TransactionTypeUpdateReplace, m
+	case kindUpdateMerge:
+		a.ActionType, a.IfMatch = aztables.TransactionTypeUpdateMerge, m
+	case kindDelete:
+		a.ActionType, a.IfMatch = aztables.TransactionTypeDelete, m
+		a.Entity = deleteStub(w.pk, w.rk)
+	}
+	return a
+}
+
+func deleteStub(pk, rk string) []byte {
+	b, _ := json.Marshal(map[string]string{"PartitionKey": pk, "RowKey": rk})
+	return b
+}
+
+// verifyAll reports whether every action's entity is in the state the transaction leaves
+// it in (see writeAction.verify), filling etags.
+func verifyAll(ctx context.Context, actions []Action, etags []string) (bool, error) {
+	for i := range actions {
+		etag, ok, err := actions[i].w.verify(ctx)
+		if err != nil || !ok {
+			return false, err
+		}
+		etags[i] = etag
+	}
+	return true, nil
+}

@@ -1,0 +1,317 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// Mode says how a write treats the properties already stored.
+type Mode int
+
+const (
+	// Replace stores exactly the properties sent: properties absent from the new value are
+	// removed. It is the default, because a typed value is the whole entity.
+	Replace Mode = iota
+	// Merge updates the properties sent and keeps the others. Beware of merging a struct
+	// with omitempty fields: an omitted property keeps its old value.
+	Merge
+)
+
+// UpsertOptions configures Upsert and UpsertAction. nil means the zero value.
+type UpsertOptions struct {
+	// Mode: Replace (default) or Merge.
+	Mode Mode
+	// Properties, if set, restricts the write to these properties (stored names or Go field
+	// names) and requires Mode Merge: the way to set one point of a data series.
+	Properties []string
+}
+
+// UpdateOptions configures Update and UpdateAction. nil means the zero value.
+type UpdateOptions struct {
+	// Mode: Replace (default) or Merge.
+	Mode Mode
+	// Properties, if set, restricts the write to these properties and requires Mode Merge.
+	Properties []string
+	// Unconditional sends If-Match: * even when the value carries an ETag. By default an
+	// update is conditional on the value's ETag when T has an ETag field and it is set,
+	// and unconditional otherwise. Either way the entity must exist (ErrNotFound).
+	Unconditional bool
+}
+
+// DeleteOptions configures Delete and DeleteAction. nil means the zero value.
+type DeleteOptions struct {
+	// ETag, if set, makes the delete conditional (ErrPreconditionFailed if it changed).
+	ETag string
+}
+
+type actionKind uint8
+
+const (
+	kindInsert actionKind = iota
+	kindUpsertReplace
+	kindUpsertMerge
+	kindUpdateReplace
+	kindUpdateMerge
+	kindDelete
+)
+
+var kindNames = [...]string{"insert", "upsert", "upsert (merge)", "update", "update (merge)", "delete"}
+
+func (k actionKind) String() string { return kindNames[k] }
+
+// writeAction is one entity write, prepared (encoded and checked) before any request. The
+// same value serves single writes and transaction actions, so that both share one
+// definition of what "already applied" means (see verify).
+type writeAction struct {
+	kind    actionKind
+	table   string
+	svc     *aztables.ServiceClient
+	client  *aztables.Client
+	pk, rk  string
+	ifMatch string // update/delete: "*" or an ETag
+	body    []byte // nil for delete
+	setETag func(string)
+	err     error // a refusal found while preparing; reported before anything is sent
+}
+
+func (w *writeAction) wire() wireAction {
+	a := wireAction{table: w.table, pk: w.pk, rk: w.rk, body: w.body}
+	switch w.kind {
+	case kindInsert:
+		a.method = "POST"
+	case kindUpsertReplace:
+		a.method = "PUT"
+	case kindUpsertMerge:
+		a.method = "MERGE"
+	case kindUpdateReplace:
+		a.method, a.ifMatch = "PUT", w.ifMatch
+	case kindUpdateMerge:
+		a.method, a.ifMatch = "MERGE", w.ifMatch
+	case kindDelete:
+		a.method, a.ifMatch = "DELETE", w.ifMatch
+	}
+	return a
+}
+
+// checkAddressable refuses keys aztables cannot address in a URL. The service accepts an
+// empty PartitionKey, but aztables v1.4.1 refuses it for get, update, upsert and delete, so
+// such an entity could be inserted and never touched again: refuse it everywhere.
+func checkAddressable(pk, rk string) error {
+	if pk == "" {
+		return errs.Invalid("PartitionKey", "is empty: valid for the service, but aztables cannot address it in get, update or delete")
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return err
+	}
+	return codec.ValidateKey("RowKey", rk)
+}
+
+func (t *Table[T]) prepare(kind actionKind, v *T, mode Mode, props []string, ifMatch string) writeAction {
+	w := writeAction{kind: kind, table: t.name, svc: t.svc, client: t.client, ifMatch: ifMatch}
+	if v == nil {
+		w.err = errs.Invalid("entity", "is nil")
+		return w
+	}
+	if t.sel != nil {
+		w.err = errs.Invalid("table", "is a projection (Project): it reads a subset of the properties and cannot write")
+		return w
+	}
+	w.pk, w.rk = t.codec.Keys(v)
+	if w.err = checkAddressable(w.pk, w.rk); w.err != nil {
+		return w
+	}
+	if len(props) > 0 {
+		if mode != Merge {
+			w.err = errs.Invalid("Properties", "a write restricted to some properties must use Mode Merge (Replace would remove the others)")
+			return w
+		}
+		w.body, w.err = t.codec.EncodeProperties(v, props...)
+	} else {
+		w.body, w.err = t.codec.Encode(v)
+	}
+	if t.codec.HasETag() {
+		w.setETag = func(etag string) { t.codec.SetETag(v, etag) }
+	}
+	return w
+}
+
+func (t *Table[T]) insertAction(v *T) writeAction {
+	return t.prepare(kindInsert, v, Replace, nil, "")
+}
+
+func (t *Table[T]) upsertAction(v *T, o *UpsertOptions) writeAction {
+	if o == nil {
+		o = &UpsertOptions{}
+	}
+	kind := kindUpsertReplace
+	if o.Mode == Merge {
+		kind = kindUpsertMerge
+	}
+	return t.prepare(kind, v, o.Mode, o.Properties, "")
+}
+
+func (t *Table[T]) updateAction(v *T, o *UpdateOptions) writeAction {
+	if o == nil {
+		o = &UpdateOptions{}
+	}
+	kind := kindUpdateReplace
+	if o.Mode == Merge {
+		kind = kindUpdateMerge
+	}
+	ifMatch := "*"
+	if !o.Unconditional && v != nil {
+		if etag := t.codec.ETag(v); etag != "" {
+			ifMatch = etag
+		}
+	}
+	return t.prepare(kind, v, o.Mode, o.Properties, ifMatch)
+}
+
+func (t *Table[T]) deleteAction(pk, rk string, o *DeleteOptions) writeAction {
+	w := writeAction{kind: kindDelete, table: t.name, svc: t.svc, client: t.client, pk: pk, rk: rk, ifMatch: "*"}
+	if o != nil && o.ETag != "" {
+		w.ifMatch = o.ETag
+	}
+	w.err = checkAddressable(pk, rk)
+	return w
+}
+
+// send performs one write with the single-entity API of aztables. It returns the new ETag.
+func (w *writeAction) send(ctx context.Context) (string, error) {
+	var etag azcore.ETag
+	var err error
+	switch w.kind {
+	case kindInsert:
+		var r aztables.AddEntityResponse
+		r, err = w.client.AddEntity(ctx, w.body, nil)
+		etag = r.ETag
+	case kindUpsertReplace, kindUpsertMerge:
+		mode := aztables.UpdateModeReplace
+		if w.kind == kindUpsertMerge {
+			mode = aztables.UpdateModeMerge
+		}
+		var r aztables.UpsertEntityResponse
+		r, err = w.client.UpsertEntity(ctx, w.body, &aztables.UpsertEntityOptions{UpdateMode: mode})
+		etag = r.ETag
+	case kindUpdateReplace, kindUpdateMerge:
+		mode := aztables.UpdateModeReplace
+		if w.kind == kindUpdateMerge {
+			mode = aztables.UpdateModeMerge
+		}
+		m := azcore.ETag(w.ifMatch)
+		var r aztables.UpdateEntityResponse
+		r, err = w.client.UpdateEntity(ctx, w.body, &aztables.UpdateEntityOptions{UpdateMode: mode, IfMatch: &m})
+		etag = r.ETag
+	case kindDelete:
+		m := azcore.ETag(w.ifMatch)
+		_, err = w.client.DeleteEntity(ctx, w.pk, w.rk, &aztables.DeleteEntityOptions{IfMatch: &m})
+	}
+	return string(etag), errs.Wrap(err, w.kind.String(), w.table, w.pk, w.rk)
+}
+
+// ambiguous reports whether err, met on a retry, may be the echo of an earlier attempt
+// that was applied but whose response was lost: the insert now finds "its" entity, the
+// conditional write finds "its" ETag changed, the delete finds the entity gone.
+func (w *writeAction) ambiguous(err error) bool {
+	switch w.kind {
+	case kindInsert:
+		return errors.Is(err, ErrAlreadyExists)
+	case kindUpdateReplace, kindUpdateMerge:
+		return errors.Is(err, ErrPreconditionFailed)
+	case kindDelete:
+		return errors.Is(err, ErrPreconditionFailed) || errors.Is(err, ErrNotFound)
+	}
+	return false
+}
+
+// verify reads the entity and reports whether it is in the state w leaves it in, with the
+// stored ETag. This is how a retried non-idempotent write is recognised as already applied:
+// by content. Another writer storing exactly the same content in between is
+// indistinguishable from our own write, and harmless for the caller: the state it asked
+// for holds.
+func (w *writeAction) verify(ctx context.Context) (etag string, ok bool, err error) {
+	resp, err := w.client.GetEntity(ctx, w.pk, w.rk, nil)
+	err = errs.Wrap(err, "get", w.table, w.pk, w.rk)
+	if w.kind == kindDelete {
+		if errors.Is(err, ErrNotFound) {
+			return "", true, nil
+		}
+		return "", false, err
+	}
+	if errors.Is(err, ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	stored, err := codec.DecodeEntity(resp.Value)
+	if err != nil {
+		return "", false, err
+	}
+	sent, err := codec.DecodeEntity(w.body)
+	if err != nil {
+		return "", false, err
+	}
+	exact := w.kind != kindUpsertMerge && w.kind != kindUpdateMerge
+	if !sameProperties(sent.Properties, stored.Properties, exact) {
+		return "", false, nil
+	}
+	return string(resp.ETag), true, nil
+}
+
+// sameProperties reports whether stored holds every sent property with an equal value and,
+// when exact, nothing else.
+func sameProperties(sent, stored map[string]any, exact bool) bool {
+	if exact && len(sent) != len(stored) {
+		return false
+	}
+	for k, v := range sent {
+		s, ok := stored[k]
+		if !ok || !sameValue(v, s) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && string(x) == string(y)
+	}
+	if x, ok := a.(int64); ok {
+		if y, ok := b.(int64); ok {
+			return x == y
+		}
+	}
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return a == b
+}
+
+// number widens the numeric property types: the service answers a whole Edm.Double
+// without annotation, which decodes as Int32.
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
