@@ -104,10 +104,10 @@ func (p *plan) appendEncode(dst []byte, base unsafe.Pointer, only *subset, disc 
 		}
 	}
 	if e.count > MaxProperties {
-		return dst[:start], tooLarge(p.typeName, "", "too many properties", e.count, MaxProperties)
+		return dst[:start], tooLarge(p.typeName, "(properties)", "too many custom properties", e.count, MaxProperties)
 	}
 	if e.size > MaxEntityBytes {
-		return dst[:start], tooLarge(p.typeName, "", "entity larger than 1 MiB", e.size, MaxEntityBytes)
+		return dst[:start], tooLarge(p.typeName, "(entity)", "entity larger than 1 MiB", e.size, MaxEntityBytes)
 	}
 	return append(dst, '}'), nil
 }

@@ -58,10 +58,10 @@ func EncodeEntity(e *Entity) ([]byte, error) {
 		}
 	}
 	if enc.count > MaxProperties {
-		return nil, tooLarge(typeName, "", "too many properties", enc.count, MaxProperties)
+		return nil, tooLarge(typeName, "(properties)", "too many custom properties", enc.count, MaxProperties)
 	}
 	if enc.size > MaxEntityBytes {
-		return nil, tooLarge(typeName, "", "entity larger than 1 MiB", enc.size, MaxEntityBytes)
+		return nil, tooLarge(typeName, "(entity)", "entity larger than 1 MiB", enc.size, MaxEntityBytes)
 	}
 	return append(dst, '}'), nil
 }

@@ -109,6 +109,19 @@ func Project[P, T any](t *Table[T]) (*Table[P], error) {
 	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select()}, nil
 }
 
+// OfType returns the same table for entities of another type U, with the same client and
+// options: the way to mix entity types in one partition (seeds/004, "heterogeneous entity
+// types") and in one transaction. It sends nothing.
+//
+// Errors: ErrInvalidInput if codec cannot map U.
+func OfType[U, T any](t *Table[T]) (*Table[U], error) {
+	c, err := codec.For[U]()
+	if err != nil {
+		return nil, err
+	}
+	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts}, nil
+}
+
 // Name returns the table's name.
 func (t *Table[T]) Name() string { return t.name }
 

@@ -95,3 +95,13 @@ func ConnectionString(t testing.TB) string {
 func cleanupContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
+
+// ExampleConnectionString returns the connection string of the account of this test
+// binary for Example functions, which have no testing.TB. It panics if TestMain did not
+// call Main: an example run without a server must fail loudly, not pass.
+func ExampleConnectionString() string {
+	if shared == nil {
+		panic("testenv: no storage server: the package's TestMain must call testenv.Main (run `make test`, which installs Azurite)")
+	}
+	return shared.ConnectionString
+}
