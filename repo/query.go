@@ -34,6 +34,11 @@ type Query struct {
 	// Token resumes a query where an earlier Page ended (Page.Token). It is only valid
 	// with the same Filter.
 	Token string
+	// FullMetadata asks the service to annotate the type of every property. Typed values
+	// do not need it (they decode by their fields' types); dynamic entities (codec.Entity)
+	// do, to tell a whole Edm.Double from an Edm.Int32. The real service annotates doubles
+	// then; Azurite does not.
+	FullMetadata bool
 }
 
 func (q *Query) validate() error {
@@ -131,6 +136,10 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	}
 	t := p.t
 	opts := &aztables.ListEntitiesOptions{}
+	if p.q.FullMetadata {
+		full := aztables.MetadataFormatFull
+		opts.Format = &full
+	}
 	if f := p.q.Filter.String(); f != "" {
 		opts.Filter = &f
 	}
