@@ -1,0 +1,115 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Outcome says what a job found and did.
+type Outcome string
+
+const (
+	// OutcomeMoved: the job copied its data to the target and removed it from the source.
+	OutcomeMoved Outcome = "moved"
+	// OutcomeAlreadyArchived: an earlier run (or a duplicate message) had done the work;
+	// nothing was left to do.
+	OutcomeAlreadyArchived Outcome = "already-archived"
+	// OutcomeMissing: neither the source nor the target holds the data: nothing to do,
+	// and something an operator should look at.
+	OutcomeMissing Outcome = "missing"
+	// OutcomeRestored: a restore job wrote an archived table back.
+	OutcomeRestored Outcome = "restored"
+)
+
+// ErrNothingToArchive is the error the worker handlers cancel a message with when a job
+// finds OutcomeMissing; the message goes to the poison queue with it.
+var ErrNothingToArchive = errors.New("consistency: nothing to archive: neither the source nor the target holds the data")
+
+// Options configures an Archiver. nil means the zero value; zero fields take the defaults.
+type Options struct {
+	// Retry is the policy of every storage request, and of the restart of a move whose
+	// source changed under it. Defaults to retry's defaults.
+	Retry retry.Policy
+	// Logger receives progress logs (table exports log every ProgressEvery entities).
+	// Defaults to zap.NewNop().
+	Logger *zap.Logger
+	// ProgressEvery is how many entities a table job handles between progress logs.
+	// Defaults to 10,000.
+	ProgressEvery int
+}
+
+// Archiver runs archive jobs against one storage account. It is safe for concurrent use.
+type Archiver struct {
+	clients *repo.Clients
+	opts    Options
+	topts   *repo.Options
+	// step, when set (by tests), is called after each step of a job; an error stops the
+	// job there, as a crash would.
+	step func(job, step string) error
+}
+
+// New returns an Archiver over clients (from repo.NewClients). It sends nothing.
+//
+// Errors: ErrInvalidInput for nil clients or invalid options.
+func New(clients *repo.Clients, opts *Options) (*Archiver, error) {
+	if clients == nil || clients.Tables == nil || clients.Blobs == nil {
+		return nil, errs.Invalid("clients", "need the table and blob clients (repo.NewClients)")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Retry.Logger == nil {
+		o.Retry.Logger = o.Logger
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 10000
+	}
+	if o.ProgressEvery < 0 {
+		return nil, errs.Invalid("Options.ProgressEvery", "must be positive, got %d", o.ProgressEvery)
+	}
+	if err := o.Retry.Validate(); err != nil {
+		return nil, err
+	}
+	return &Archiver{clients: clients, opts: o, topts: &repo.Options{Retry: o.Retry, Logger: o.Logger}}, nil
+}
+
+func (a *Archiver) after(job, step string) error {
+	if a.step == nil {
+		return nil
+	}
+	return a.step(job, step)
+}
+
+func (a *Archiver) table(name string) (*repo.Table[codec.Entity], error) {
+	return repo.New[codec.Entity](a.clients.Tables, name, a.topts)
+}
+
+func (a *Archiver) blobs() *azblob.Client { return a.clients.Blobs }
+
+// createContainer creates a container if it does not exist.
+func (a *Archiver) createContainer(ctx context.Context, name string) error {
+	return retry.Do(ctx, a.opts.Retry, retry.Op{Name: "create container", Resource: name}, func(ctx context.Context, _ int) error {
+		_, err := a.blobs().CreateContainer(ctx, name, nil)
+		err = errs.Wrap(err, "create container", name, "", "")
+		if errors.Is(err, errs.ErrAlreadyExists) {
+			return nil
+		}
+		return err
+	})
+}
+
+// now is the archiver's clock (tests keep the real one).
+var now = time.Now

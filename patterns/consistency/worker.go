@@ -1,0 +1,99 @@
+package consistency
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tablepatterns/tablepatterns/queueworker"
+)
+
+// The message kinds of the archive jobs.
+const (
+	KindArchiveEntity = "archive-entity"
+	KindArchiveTable  = "archive-table"
+	KindRestoreTable  = "restore-table"
+)
+
+// Register adds the handlers of the three archive job kinds to r. A job that finds
+// nothing to do because the data is already where it should be succeeds; a job that finds
+// nothing at all (OutcomeMissing) and an invalid job are cancelled into the poison queue.
+// Transient failures return an error, so the message is delivered again.
+//
+// Errors: those of queueworker.Handle (a kind registered twice).
+func (a *Archiver) Register(r *queueworker.Registry) error {
+	if err := queueworker.Handle(r, KindArchiveEntity, func(ctx context.Context, msg *queueworker.Message[ArchiveEntityJob]) error {
+		if err := msg.Payload.Validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		out, err := a.ArchiveEntity(ctx, msg.Payload)
+		return outcomeError(out, err, fmt.Sprintf("%s(%s,%s)", msg.Payload.Source, msg.Payload.PartitionKey, msg.Payload.RowKey))
+	}); err != nil {
+		return err
+	}
+	if err := queueworker.Handle(r, KindArchiveTable, func(ctx context.Context, msg *queueworker.Message[ArchiveTableJob]) error {
+		if err := msg.Payload.validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		rep, err := a.ArchiveTable(ctx, msg.Payload)
+		return outcomeError(rep.Outcome, err, "table "+msg.Payload.Table)
+	}); err != nil {
+		return err
+	}
+	return queueworker.Handle(r, KindRestoreTable, func(ctx context.Context, msg *queueworker.Message[RestoreTableJob]) error {
+		if err := msg.Payload.validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		rep, err := a.RestoreTable(ctx, msg.Payload)
+		return outcomeError(rep.Outcome, err, "archive of table "+msg.Payload.Table)
+	})
+}
+
+func outcomeError(out Outcome, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if out == OutcomeMissing {
+		return queueworker.Cancel(fmt.Errorf("%s: %w", what, ErrNothingToArchive))
+	}
+	return nil
+}
+
+// EnqueueArchiveEntity enqueues an archive-entity job: the first step of the eventually
+// consistent move (the message is the durable intent). The message id is derived from the
+// job, so duplicates of one job carry the same id.
+//
+// Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
+func EnqueueArchiveEntity(ctx context.Context, c *queueworker.Client, job ArchiveEntityJob) error {
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	target := job.TargetTable
+	if target == "" {
+		target = "blob:" + job.TargetContainer
+	}
+	id := fmt.Sprintf("%s|%s|%s|%s", job.Source, job.PartitionKey, job.RowKey, target)
+	_, err := queueworker.Enqueue(ctx, c, KindArchiveEntity, id, job, nil)
+	return err
+}
+
+// EnqueueArchiveTable enqueues an archive-table job.
+//
+// Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
+func EnqueueArchiveTable(ctx context.Context, c *queueworker.Client, job ArchiveTableJob) error {
+	if err := job.validate(); err != nil {
+		return err
+	}
+	_, err := queueworker.Enqueue(ctx, c, KindArchiveTable, "table|"+job.Table+"|"+job.Container, job, nil)
+	return err
+}
+
+// EnqueueRestoreTable enqueues a restore-table job.
+//
+// Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
+func EnqueueRestoreTable(ctx context.Context, c *queueworker.Client, job RestoreTableJob) error {
+	if err := job.validate(); err != nil {
+		return err
+	}
+	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target, job, nil)
+	return err
+}
