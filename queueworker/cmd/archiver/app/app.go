@@ -1,0 +1,375 @@
+// Package app is the archiver command (queueworker/cmd/archiver), as a function that
+// programs and tests can call: the demo runs the archiver through it.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// DefaultQueue is the queue of archive jobs.
+const DefaultQueue = "archive-jobs"
+
+const usage = `archiver runs the archive jobs of tablepatterns (patterns/consistency) from a queue.
+
+Usage:
+  archiver run [flags]                  run the worker until SIGINT/SIGTERM (or -drain)
+  archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
+  archiver enqueue archive-table  [flags] -table T -container C [-keep-table]
+  archiver enqueue restore-table  [flags] -table T -container C [-target T]
+  archiver poison list [flags] [-n 32]  show poison messages with their last error
+  archiver poison requeue [flags] [-max 0]
+                                        move poison messages back to the queue (0: all)
+
+Every command takes:
+  -queue NAME                 the job queue (default archive-jobs; poison: NAME-poison)
+  -connection-string-env VAR  the variable holding the storage connection string
+                              (default AZURE_STORAGE_CONNECTION_STRING; unset: local Azurite
+                              on 127.0.0.1:10000-10002)
+  -log-level LEVEL            debug, info, warn or error (default info)
+
+run also takes:
+  -drain                      exit 0 once the queue is empty and no job runs
+  -concurrency N              jobs at once (default 16)
+  -visibility DURATION        message lock, renewed at half (default 5m)
+  -max-dequeue N              deliveries before a failing job goes to the poison queue (default 5)
+  -shutdown-timeout DURATION  how long in-flight jobs may finish on shutdown (default 30s)
+
+Exit codes: 0 done, 1 failed, 2 bad command line or configuration.
+`
+
+// usageError is a bad command line or configuration.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// Main runs the archiver with args (without the program name) and returns its exit code.
+// getenv reads the environment (os.Getenv in the binary).
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	err := run(ctx, args, stdout, stderr, getenv)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	case errors.As(err, &ue) || errors.Is(err, errs.ErrInvalidInput):
+		fmt.Fprintf(stderr, "archiver: %v\n\nRun 'archiver help' for usage.\n", err)
+		return ExitUsage
+	default:
+		fmt.Fprintf(stderr, "archiver: %v\n", err)
+		return ExitFailed
+	}
+}
+
+// common are the flags every command takes.
+type common struct {
+	queue    string
+	connEnv  string
+	logLevel string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.queue, "queue", DefaultQueue, "")
+	fs.StringVar(&c.connEnv, "connection-string-env", "AZURE_STORAGE_CONNECTION_STRING", "")
+	fs.StringVar(&c.logLevel, "log-level", "info", "")
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by Main
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) == 0 {
+		return usagef("no command")
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return flag.ErrHelp
+	case "run":
+		return runWorker(ctx, args[1:], stdout, stderr, getenv)
+	case "enqueue":
+		if len(args) < 2 {
+			return usagef("enqueue: which job? archive-entity, archive-table or restore-table")
+		}
+		return enqueue(ctx, args[1], args[2:], stdout, stderr, getenv)
+	case "poison":
+		if len(args) < 2 {
+			return usagef("poison: list or requeue?")
+		}
+		return poison(ctx, args[1], args[2:], stdout, stderr, getenv)
+	}
+	return usagef("unknown command %q", args[0])
+}
+
+// env is what every command builds from the common flags.
+type env struct {
+	clients *repo.Clients
+	logger  *zap.Logger
+	queue   string
+}
+
+func setup(c common, stderr io.Writer, getenv func(string) string) (*env, error) {
+	var level zapcore.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usagef("-log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	if err := validQueueName(c.queue); err != nil {
+		return nil, err
+	}
+	connStr := getenv(c.connEnv)
+	if connStr == "" {
+		// The local Azurite on its default ports: the development default, never a
+		// production account by accident.
+		connStr = "DefaultEndpointsProtocol=http;AccountName=" + azurite.DevAccountName + ";AccountKey=" + azurite.DevAccountKey +
+			";BlobEndpoint=http://127.0.0.1:10000/" + azurite.DevAccountName +
+			";QueueEndpoint=http://127.0.0.1:10001/" + azurite.DevAccountName +
+			";TableEndpoint=http://127.0.0.1:10002/" + azurite.DevAccountName + ";"
+	}
+	clients, err := repo.NewClients(connStr, nil)
+	if err != nil {
+		// Never the connection string itself: it holds the account key.
+		return nil, usagef("the connection string in %s is not usable: %v", c.connEnv, err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), level))
+	return &env{clients: clients, logger: logger, queue: c.queue}, nil
+}
+
+// validQueueName checks a queue name, leaving room for the "-poison" suffix.
+func validQueueName(name string) error {
+	max := 63 - len(queueworker.PoisonSuffix)
+	if len(name) < 3 || len(name) > max {
+		return usagef("-queue %q: a queue name has 3 to %d characters here (its poison queue adds %q)", name, max, queueworker.PoisonSuffix)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return usagef("-queue %q: only lowercase letters, digits and dashes", name)
+		}
+	}
+	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
+		return usagef("-queue %q: must start and end with a letter or digit, without two dashes in a row", name)
+	}
+	return nil
+}
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	var c common
+	var drain bool
+	var concurrency, maxDequeue int
+	var visibility, shutdown time.Duration
+	fs := newFlagSet("run")
+	c.register(fs)
+	fs.BoolVar(&drain, "drain", false, "")
+	fs.IntVar(&concurrency, "concurrency", 16, "")
+	fs.IntVar(&maxDequeue, "max-dequeue", queueworker.DefaultMaxDequeueCount, "")
+	fs.DurationVar(&visibility, "visibility", 5*time.Minute, "")
+	fs.DurationVar(&shutdown, "shutdown-timeout", queueworker.DefaultShutdownTimeout, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if concurrency < 1 || maxDequeue < 1 || visibility < time.Second || shutdown <= 0 {
+		return usagef("run: -concurrency and -max-dequeue must be at least 1, -visibility at least 1s, -shutdown-timeout positive")
+	}
+	e, err := setup(c, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	defer e.logger.Sync()
+	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger})
+	if err != nil {
+		return err
+	}
+	reg := queueworker.NewRegistry()
+	if err := a.Register(reg); err != nil {
+		return err
+	}
+	q := e.clients.Queues.NewQueueClient(e.queue)
+	if err := createQueue(ctx, q); err != nil {
+		return err
+	}
+	w, err := queueworker.New(queueworker.Config{
+		Queue: q, Service: e.clients.Queues, Registry: reg,
+		Concurrency: concurrency, BatchSize: min(concurrency, queueworker.MaxBatchSize),
+		VisibilityTimeout: visibility, MaxDequeueCount: maxDequeue, ShutdownTimeout: shutdown,
+		Logger: e.logger,
+	})
+	if err != nil {
+		return err
+	}
+	e.logger.Info("archiver started", zap.String("queue", e.queue), zap.Int("concurrency", concurrency), zap.Bool("drain", drain))
+	if drain {
+		err = w.Drain(ctx)
+	} else {
+		err = w.Run(ctx)
+		if errors.Is(err, context.Canceled) {
+			err = nil // SIGINT/SIGTERM: a graceful stop
+		}
+	}
+	s := w.Stats()
+	e.logger.Info("archiver stopped", zap.Int64("processed", s.Processed), zap.Int64("failed", s.Failed),
+		zap.Int64("poisoned", s.Poisoned), zap.Int64("retried", s.Retried))
+	fmt.Fprintf(stdout, "processed %d, failed %d, poisoned %d\n", s.Processed, s.Failed, s.Poisoned)
+	return err
+}
+
+// createQueue creates the job queue if it does not exist.
+func createQueue(ctx context.Context, q *azqueue.QueueClient) error {
+	_, err := q.Create(ctx, nil)
+	err = errs.Wrap(err, "create queue", "", "", "")
+	if err == nil || errors.Is(err, errs.ErrAlreadyExists) {
+		return nil
+	}
+	return err
+}
+
+func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	var c common
+	fs := newFlagSet("enqueue " + kind)
+	c.register(fs)
+	var entity consistency.ArchiveEntityJob
+	var table consistency.ArchiveTableJob
+	var restore consistency.RestoreTableJob
+	switch kind {
+	case consistency.KindArchiveEntity:
+		fs.StringVar(&entity.Source, "source", "", "")
+		fs.StringVar(&entity.PartitionKey, "pk", "", "")
+		fs.StringVar(&entity.RowKey, "rk", "", "")
+		fs.StringVar(&entity.TargetTable, "target-table", "", "")
+		fs.StringVar(&entity.TargetContainer, "target-container", "", "")
+	case consistency.KindArchiveTable:
+		fs.StringVar(&table.Table, "table", "", "")
+		fs.StringVar(&table.Container, "container", "", "")
+		fs.BoolVar(&table.KeepTable, "keep-table", false, "")
+	case consistency.KindRestoreTable:
+		fs.StringVar(&restore.Table, "table", "", "")
+		fs.StringVar(&restore.Container, "container", "", "")
+		fs.StringVar(&restore.Target, "target", "", "")
+	default:
+		return usagef("enqueue: unknown job %q: archive-entity, archive-table or restore-table", kind)
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	e, err := setup(c, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	q := e.clients.Queues.NewQueueClient(e.queue)
+	if err := createQueue(ctx, q); err != nil {
+		return err
+	}
+	client, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case consistency.KindArchiveEntity:
+		err = consistency.EnqueueArchiveEntity(ctx, client, entity)
+	case consistency.KindArchiveTable:
+		err = consistency.EnqueueArchiveTable(ctx, client, table)
+	default:
+		err = consistency.EnqueueRestoreTable(ctx, client, restore)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "enqueued %s on %s\n", kind, e.queue)
+	return nil
+}
+
+func poison(ctx context.Context, sub string, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	var c common
+	fs := newFlagSet("poison " + sub)
+	c.register(fs)
+	var n, max int
+	switch sub {
+	case "list":
+		fs.IntVar(&n, "n", 32, "")
+	case "requeue":
+		fs.IntVar(&max, "max", 0, "")
+	default:
+		return usagef("poison: unknown command %q: list or requeue", sub)
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if sub == "list" && (n < 1 || n > 32) {
+		return usagef("poison list: -n is 1 to 32 (the service's peek limit)")
+	}
+	if max < 0 {
+		return usagef("poison requeue: -max is 0 (all) or more")
+	}
+	e, err := setup(c, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	pq := e.clients.Queues.NewQueueClient(e.queue + queueworker.PoisonSuffix)
+	if sub == "list" {
+		msgs, err := queueworker.PeekPoison(ctx, pq, n)
+		if errors.Is(err, errs.ErrNotFound) {
+			msgs, err = nil, nil // no poison queue yet: nothing was poisoned
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d poison message(s) on %s%s\n", len(msgs), e.queue, queueworker.PoisonSuffix)
+		for _, m := range msgs {
+			fmt.Fprintf(stdout, "- %s id=%s poisoned=%s deliveries=%d\n  payload: %s\n  error: %s\n",
+				m.Kind, m.ID, m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount, m.Payload, m.Error)
+		}
+		return nil
+	}
+	client, err := queueworker.NewClient(e.clients.Queues.NewQueueClient(e.queue), &queueworker.ClientOptions{Logger: e.logger})
+	if err != nil {
+		return err
+	}
+	moved, err := queueworker.RequeuePoison(ctx, pq, client, max)
+	if errors.Is(err, errs.ErrNotFound) && moved == 0 {
+		err = nil
+	}
+	fmt.Fprintf(stdout, "requeued %d message(s) to %s\n", moved, e.queue)
+	return err
+}

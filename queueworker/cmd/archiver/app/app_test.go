@@ -1,0 +1,155 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// archiver runs the command with the test account's connection string in TP_CONN.
+func archiver(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	cs := testenv.ConnectionString(t)
+	getenv := func(k string) string {
+		if k == "TP_CONN" {
+			return cs
+		}
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	code := app.Main(ctx, append(args, "-connection-string-env", "TP_CONN"), &out, &errOut, getenv)
+	return code, out.String(), errOut.String()
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"frobnicate"},
+		{"run", "-concurrency", "0"},
+		{"run", "-queue", "Bad_Queue"},
+		{"run", "-log-level", "loud"},
+		{"enqueue", "archive-entity", "-pk", "p", "-rk", "r", "-target-table", "Archive"}, // no -source
+		{"enqueue", "archive-table", "-table", "t1", "-container", "cold"},                // bad table name
+		{"enqueue", "nothing"},
+		{"poison", "list", "-n", "99"},
+		{"run", "stray-argument"},
+	} {
+		code, _, stderr := archiver(t, args...)
+		if code != app.ExitUsage || !strings.Contains(stderr, "archiver:") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 with a message", args, code, stderr)
+		}
+	}
+	var out strings.Builder
+	if code := app.Main(t.Context(), nil, &out, &out, func(string) string { return "" }); code != app.ExitUsage {
+		t.Errorf("no command: exit %d", code)
+	}
+	out.Reset()
+	if code := app.Main(t.Context(), []string{"help"}, &out, &out, func(string) string { return "" }); code != app.ExitOK || !strings.Contains(out.String(), "archiver enqueue archive-table") {
+		t.Errorf("help: exit %d, %q", code, out.String())
+	}
+}
+
+func TestArchiverEndToEnd(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := testenv.TableName(t)
+	current, _ := repo.New[codec.Entity](clients.Tables, name+"Cur", nil)
+	archive, _ := repo.New[codec.Entity](clients.Tables, name+"Arc", nil)
+	day, _ := repo.New[codec.Entity](clients.Tables, name+"Day", nil)
+	for _, tb := range []*repo.Table[codec.Entity]{current, archive, day} {
+		if err := tb.CreateIfNotExists(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tb.DeleteTable(context.Background()) })
+	}
+	var emps, signIns []*codec.Entity
+	for i := 0; i < 5; i++ {
+		emps = append(emps, &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i), Properties: map[string]any{"Age": int32(30 + i)}})
+	}
+	for i := 0; i < 120; i++ {
+		signIns = append(signIns, &codec.Entity{PartitionKey: fmt.Sprintf("user%d", i%4), RowKey: fmt.Sprintf("%04d", i), Properties: map[string]any{"OK": i%2 == 0}})
+	}
+	if err := current.BulkWrite(ctx, emps, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := day.BulkWrite(ctx, signIns, nil); err != nil {
+		t.Fatal(err)
+	}
+	queue := testenv.QueueName(t)
+	container := testenv.ContainerName(t)
+	for i := 0; i < 3; i++ {
+		code, _, stderr := archiver(t, "enqueue", "archive-entity", "-queue", queue, "-source", current.Name(),
+			"-pk", "Sales", "-rk", fmt.Sprintf("%06d", i), "-target-table", archive.Name())
+		if code != 0 {
+			t.Fatalf("enqueue: %d %s", code, stderr)
+		}
+	}
+	steps := [][]string{
+		{"enqueue", "archive-entity", "-queue", queue, "-source", current.Name(), "-pk", "Sales", "-rk", "000004", "-target-container", container},
+		{"enqueue", "archive-entity", "-queue", queue, "-source", current.Name(), "-pk", "Sales", "-rk", "ghost", "-target-table", archive.Name()},
+		{"enqueue", "archive-table", "-queue", queue, "-table", day.Name(), "-container", container},
+	}
+	for _, s := range steps {
+		if code, _, stderr := archiver(t, s...); code != 0 {
+			t.Fatalf("%q: %d %s", s, code, stderr)
+		}
+	}
+	code, out, stderr := archiver(t, "run", "-drain", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "processed 5") || !strings.Contains(out, "poisoned 1") {
+		t.Fatalf("run -drain: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "table archived") {
+		t.Fatalf("no progress in the logs:\n%s", stderr)
+	}
+	moved, err := archive.Collect(ctx, repo.Query{Filter: filter.PartitionKey("Sales")})
+	if err != nil || len(moved) != 3 {
+		t.Fatalf("archive holds %d employees (%v)", len(moved), err)
+	}
+	left, err := current.Collect(ctx, repo.Query{})
+	if err != nil || len(left) != 1 || left[0].RowKey != "000003" {
+		t.Fatalf("current holds %v (%v)", left, err)
+	}
+	if ok, _ := day.Exists(ctx); ok {
+		t.Fatal("the archived day table still exists")
+	}
+
+	code, out, _ = archiver(t, "poison", "list", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "1 poison message") || !strings.Contains(out, "nothing to archive") || !strings.Contains(out, "ghost") {
+		t.Fatalf("poison list: %d\n%s", code, out)
+	}
+	code, out, _ = archiver(t, "poison", "requeue", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "requeued 1") {
+		t.Fatalf("poison requeue: %d\n%s", code, out)
+	}
+	// The restore job brings the day table back under another name.
+	restored := name + "Back"
+	if code, _, stderr := archiver(t, "enqueue", "restore-table", "-queue", queue, "-table", day.Name(), "-container", container, "-target", restored); code != 0 {
+		t.Fatalf("enqueue restore: %s", stderr)
+	}
+	code, out, stderr = archiver(t, "run", "-drain", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "processed 1") || !strings.Contains(out, "poisoned 1") {
+		t.Fatalf("second run -drain: exit %d\n%s\n%s", code, out, stderr)
+	}
+	back, _ := repo.New[codec.Entity](clients.Tables, restored, nil)
+	t.Cleanup(func() { _ = back.DeleteTable(context.Background()) })
+	got, err := back.Collect(ctx, repo.Query{})
+	if err != nil || len(got) != 120 {
+		t.Fatalf("restored table holds %d entities (%v)", len(got), err)
+	}
+}

@@ -1,0 +1,30 @@
+// Command archiver runs tablepatterns' archive jobs: it is a queue worker for the jobs of
+// package patterns/consistency, plus the commands an operator needs around it.
+//
+//	archiver run [-drain] [-queue archive-jobs] [-concurrency 16] ...
+//	archiver enqueue archive-entity -source Current -pk Sales -rk 000123 -target-table Archive
+//	archiver enqueue archive-table  -table SignIns20240601 -container cold
+//	archiver enqueue restore-table  -table SignIns20240601 -container cold [-target T]
+//	archiver poison list [-n 32]
+//	archiver poison requeue [-max 0]
+//
+// The storage account comes from AZURE_STORAGE_CONNECTION_STRING (or -connection-string-env
+// NAME); without it, the local Azurite on its default ports. Exit codes: 0 done, 1 failed,
+// 2 bad command line or configuration. Run `archiver help` for the flags.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
