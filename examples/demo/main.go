@@ -1,11 +1,13 @@
 // Command demo runs tablepatterns' main job end to end on an embedded, in-memory Azurite:
-// it stores a few of the guide's employees, reads them back by point query and by
-// partition query, and changes one under optimistic concurrency.
+// it stores the guide's employees in a Current table and an old per-day table of sign-in
+// attempts, enqueues archive jobs (some employees to an Archive table, one to a blob, the
+// old day table to cold blob storage), runs the archiver until its queue drains, and
+// prints what moved where.
 //
 //	make demo
 //
 // With -use-env it runs against the account of AZURE_STORAGE_CONNECTION_STRING instead
-// (it creates a table with a unique name and deletes it at the end).
+// (its tables, queue and container get unique names; the tables are deleted at the end).
 package main
 
 import (
@@ -16,10 +18,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
@@ -43,12 +49,25 @@ func start(ctx context.Context, out io.Writer, useEnv bool) error {
 		if err != nil {
 			return err
 		}
-		defer srv.Close()
+		defer func() {
+			srv.Close()
+			fmt.Fprintln(out, "Azurite stopped")
+		}()
 		connStr = srv.ConnectionString
 	} else if connStr == "" {
 		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
 	}
-	return run(ctx, out, connStr, fmt.Sprintf("DemoEmployees%d", time.Now().UnixNano()%1e9))
+	return run(ctx, out, connStr, names{}.suffixed(fmt.Sprintf("%06d", time.Now().UnixNano()%1e6)))
+}
+
+// names are the resources of one demo run.
+type names struct {
+	current, archive, day, queue, container string
+}
+
+func (n names) suffixed(s string) names {
+	return names{current: "Employees" + s, archive: "EmployeesArchive" + s, day: "SignIns20240101x" + s,
+		queue: "archive-jobs-" + strings.ToLower(s), container: "cold-" + strings.ToLower(s)}
 }
 
 // Employee is the guide's employee entity: the department is the PartitionKey and the
@@ -69,59 +88,133 @@ var staff = []Employee{
 	{Department: "Sales", EmployeeID: "000152", FirstName: "Jun", LastName: "Cao", Age: 47, Email: "junc@contoso.com"},
 	{Department: "Sales", EmployeeID: "000155", FirstName: "Ken", LastName: "Kwok", Age: 23, Email: "kenk@contoso.com"},
 	{Department: "Marketing", EmployeeID: "000223", FirstName: "Jeff", LastName: "Phillips", Age: 45, Email: "jeffp@contoso.com"},
+	{Department: "Marketing", EmployeeID: "000224", FirstName: "Sara", LastName: "Davis", Age: 31, Email: "sarad@contoso.com"},
 }
 
-func run(ctx context.Context, out io.Writer, connStr, tableName string) error {
+func run(ctx context.Context, out io.Writer, connStr string, n names) error {
 	clients, err := repo.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}
-	emps, err := repo.New[Employee](clients.Tables, tableName, nil)
+	current, err := repo.New[Employee](clients.Tables, n.current, nil)
 	if err != nil {
 		return err
 	}
-	if err := emps.CreateIfNotExists(ctx); err != nil {
+	archive, err := repo.New[Employee](clients.Tables, n.archive, nil)
+	if err != nil {
 		return err
 	}
-	defer emps.DeleteTable(context.WithoutCancel(ctx))
+	day, err := repo.New[codec.Entity](clients.Tables, n.day, nil)
+	if err != nil {
+		return err
+	}
+	cleanup := context.WithoutCancel(ctx)
+	for _, create := range []func(context.Context) error{current.CreateIfNotExists, archive.CreateIfNotExists, day.CreateIfNotExists} {
+		if err := create(ctx); err != nil {
+			return err
+		}
+	}
+	defer current.DeleteTable(cleanup)
+	defer archive.DeleteTable(cleanup)
+	defer day.DeleteTable(cleanup) // gone already once archived: ErrNotFound is fine
 
+	// 1. The application's data: employees, and yesterday's sign-in attempts.
 	items := make([]*Employee, len(staff))
 	for i := range staff {
 		e := staff[i]
 		e.HireDate = time.Date(2010+i, 4, 1, 9, 0, 0, 0, time.UTC)
 		items[i] = &e
 	}
-	if err := emps.BulkWrite(ctx, items, nil); err != nil {
+	if err := current.BulkWrite(ctx, items, nil); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "stored %d employees in table %s\n", len(items), tableName)
+	var attempts []*codec.Entity
+	for i := 0; i < 500; i++ {
+		attempts = append(attempts, &codec.Entity{
+			PartitionKey: fmt.Sprintf("user%03d", i%40), RowKey: fmt.Sprintf("%05d", i),
+			Properties: map[string]any{"At": time.Date(2024, 1, 1, 0, 0, i, 0, time.UTC), "Succeeded": i%5 != 0, "IP": fmt.Sprintf("10.0.0.%d", i%250)},
+		})
+	}
+	if err := day.BulkWrite(ctx, attempts, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "stored %d employees in %s and %d sign-in attempts in the day table %s\n", len(items), n.current, len(attempts), n.day)
 
-	e, err := emps.Get(ctx, "Sales", "000152")
+	// 2. Enqueue the archive jobs with the archiver's own command line: the message is the
+	// durable intent of each eventually consistent move.
+	getenv := func(k string) string {
+		if k == "DEMO_CONNECTION_STRING" {
+			return connStr
+		}
+		return ""
+	}
+	archiver := func(args ...string) error {
+		args = append(args, "-queue", n.queue, "-connection-string-env", "DEMO_CONNECTION_STRING", "-log-level", "warn")
+		var buf strings.Builder
+		if code := app.Main(ctx, args, &buf, &buf, getenv); code != app.ExitOK {
+			return fmt.Errorf("archiver %s: exit %d\n%s", args[0], code, buf.String())
+		}
+		fmt.Fprintf(out, "  $ archiver %s\n    %s", strings.Join(args[:len(args)-6], " "), buf.String())
+		return nil
+	}
+	fmt.Fprintln(out, "enqueueing archive jobs:")
+	for _, rk := range []string{"000152", "000155"} {
+		if err := archiver("enqueue", consistency.KindArchiveEntity, "-source", n.current, "-pk", "Sales", "-rk", rk, "-target-table", n.archive); err != nil {
+			return err
+		}
+	}
+	if err := archiver("enqueue", consistency.KindArchiveEntity, "-source", n.current, "-pk", "Marketing", "-rk", "000224", "-target-container", n.container); err != nil {
+		return err
+	}
+	if err := archiver("enqueue", consistency.KindArchiveTable, "-table", n.day, "-container", n.container); err != nil {
+		return err
+	}
+
+	// 3. Run the archiver until the queue drains.
+	fmt.Fprintln(out, "running the archiver until the queue drains:")
+	if err := archiver("run", "-drain"); err != nil {
+		return err
+	}
+
+	// 4. What moved where.
+	left, err := current.Collect(ctx, repo.Query{})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "point query Sales/000152: %s %s, %d, hired %s\n", e.FirstName, e.LastName, e.Age, e.HireDate.Format("2006-01-02"))
-
-	sales, err := emps.Collect(ctx, repo.Query{Filter: filter.PartitionKey("Sales")})
+	fmt.Fprintf(out, "%s now holds %d employees:", n.current, len(left))
+	for _, e := range left {
+		fmt.Fprintf(out, " %s/%s", e.Department, e.EmployeeID)
+	}
+	fmt.Fprintln(out)
+	moved, err := archive.Collect(ctx, repo.Query{Filter: filter.PartitionKey("Sales")})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "partition query Sales: %d employees\n", len(sales))
-	for _, s := range sales {
-		fmt.Fprintf(out, "  %s  %-5s %-8s %s\n", s.EmployeeID, s.FirstName, s.LastName, s.Email)
+	fmt.Fprintf(out, "%s holds %d employees:", n.archive, len(moved))
+	for _, e := range moved {
+		fmt.Fprintf(out, " %s/%s (%s %s)", e.Department, e.EmployeeID, e.FirstName, e.LastName)
 	}
-
-	// Optimistic concurrency: the first update wins, the stale copy is refused.
-	stale := e
-	e.Age++
-	if err := emps.Update(ctx, &e, nil); err != nil {
+	fmt.Fprintln(out)
+	arch, err := consistency.New(clients, nil)
+	if err != nil {
 		return err
 	}
-	stale.Email = "someone-else@contoso.com"
-	if err := emps.Update(ctx, &stale, nil); !errors.Is(err, repo.ErrPreconditionFailed) {
-		return fmt.Errorf("a stale update was not refused: %v", err)
+	blob, err := arch.ReadArchivedEntity(ctx, n.container, n.current, "Marketing", "000224")
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(out, "update with the current ETag: stored; update with a stale ETag: refused (ErrPreconditionFailed)")
+	fmt.Fprintf(out, "blob %s/%s holds %s %s\n", n.container, consistency.EntityBlobName(n.current, "Marketing", "000224"),
+		blob.Properties["FirstName"], blob.Properties["LastName"])
+	m, err := arch.ReadManifest(ctx, n.container, n.day)
+	if err != nil {
+		return err
+	}
+	exists, err := day.Exists(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "day table %s: exported to %s/%s (%d entities in %d partitions, sha256 %s...); table deleted: %v\n",
+		n.day, n.container, m.DataBlob, m.Entities, m.Partitions, m.SHA256[:12], !exists)
 	fmt.Fprintln(out, "demo finished")
 	return nil
 }
