@@ -173,7 +173,7 @@ func setup(c common, stderr io.Writer, getenv func(string) string) (*env, error)
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), level))
+	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(stderr)), level))
 	return &env{clients: clients, logger: logger, queue: c.queue}, nil
 }
 
