@@ -6,7 +6,39 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 )
+
+// GetMany reads the entities with the given keys (PartitionKey, RowKey pairs) with bounded
+// parallel point queries, at most Options.Concurrency at a time: the lookup step of the
+// index patterns. out[i] is the entity of keys[i]; found[i] is false for a key with no
+// entity (not an error).
+//
+// Errors: ErrInvalidInput (a key; nothing sent), the first other failure, as Get.
+func (t *Table[T]) GetMany(ctx context.Context, keys [][2]string) (out []T, found []bool, err error) {
+	for _, k := range keys {
+		if err := checkAddressable(k[0], k[1]); err != nil {
+			return nil, nil, err
+		}
+	}
+	out, found = make([]T, len(keys)), make([]bool, len(keys))
+	err = fanout.Do(ctx, len(keys), t.opts.Concurrency, func(ctx context.Context, i int) error {
+		v, err := t.Get(ctx, keys[i][0], keys[i][1])
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out[i], found[i] = v, true
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, found, nil
+}
 
 // QueryParallel runs several queries at once, at most Options.Concurrency at a time, and
 // returns each query's entities in the order of qs (seeds/004, "asynchronous and parallel
@@ -21,7 +53,7 @@ func (t *Table[T]) QueryParallel(ctx context.Context, qs []Query) ([][]T, error)
 		}
 	}
 	out := make([][]T, len(qs))
-	err := fanOut(ctx, len(qs), t.opts.Concurrency, func(ctx context.Context, i int) error {
+	err := fanout.Do(ctx, len(qs), t.opts.Concurrency, func(ctx context.Context, i int) error {
 		var err error
 		out[i], err = t.Collect(ctx, qs[i])
 		return err
@@ -30,37 +62,6 @@ func (t *Table[T]) QueryParallel(ctx context.Context, qs []Query) ([][]T, error)
 		return nil, err
 	}
 	return out, nil
-}
-
-// fanOut calls fn(ctx, i) for i in [0, n) with at most limit calls at once. The first error
-// cancels the context of the others and is returned.
-func fanOut(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				cancel(err)
-			}
-		}(i)
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
 }
 
 // BulkMode selects the write BulkWrite uses for every entity.
@@ -156,7 +157,7 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []*T, opts *BulkOptions)
 	}
 	chunks := chunkPartitions(byPartition, actions)
 	var mu sync.Mutex
-	err := fanOut(ctx, len(chunks), t.opts.Concurrency, func(ctx context.Context, c int) error {
+	err := fanout.Do(ctx, len(chunks), t.opts.Concurrency, func(ctx context.Context, c int) error {
 		res := submitChunk(ctx, actions, chunks[c])
 		mu.Lock()
 		defer mu.Unlock()

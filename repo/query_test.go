@@ -192,3 +192,24 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+func TestGetMany(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	emps := table[Employee](t, b, nil)
+	seed(t, emps, b, 3, 10)
+	keys := [][2]string{{"Dept00", "000001"}, {"Dept02", "000009"}, {"Dept01", "nobody"}, {"Dept01", "000000"}}
+	got, found, err := emps.GetMany(b.ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		wantFound := k[1] != "nobody"
+		if found[i] != wantFound || (wantFound && (got[i].Department != k[0] || got[i].EmployeeID != k[1] || got[i].ETag == "")) {
+			t.Fatalf("key %v: found %v, %+v", k, found[i], got[i])
+		}
+	}
+	if _, _, err := emps.GetMany(b.ctx, [][2]string{{"Dept00", "a/b"}}); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("bad key: %v", err)
+	}
+}
