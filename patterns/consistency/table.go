@@ -60,8 +60,10 @@ type TableReport struct {
 	Manifest Manifest
 }
 
-// DataBlobName and ManifestBlobName are the blobs of a table export.
-func DataBlobName(table string) string     { return table + "/entities.jsonl.gz" }
+// DataBlobName is the blob that holds a table's export: gzip JSON lines, one entity each.
+func DataBlobName(table string) string { return table + "/entities.jsonl.gz" }
+
+// ManifestBlobName is the blob that holds a table export's Manifest.
 func ManifestBlobName(table string) string { return table + "/manifest.json" }
 
 func (j ArchiveTableJob) validate() error {
