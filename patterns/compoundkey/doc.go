@@ -1,0 +1,57 @@
+// Package compoundkey implements the compound key pattern of the table design guide
+// (seeds/004 and seeds/000, "compound key pattern"; keys are built by package keys, after
+// seeds/001's concatenated keys): related entities found with one range query, because
+// their RowKeys share a prefix.
+//
+// # The problem
+//
+// A relational database returns an employee's yearly reviews with a join. Table storage
+// has no join, and a separate reviews table cannot be updated atomically with the
+// employee, nor read in the same request.
+//
+// # The solution
+//
+// Store the reviews in the employee's table and partition, as another entity type, under a
+// compound RowKey made of the employee id and the year:
+//
+//	PartitionKey  RowKey               properties
+//	Sales         empid_000123         FirstName LastName Age Email
+//	Sales         empid_000123_2012    ManagerRating PeerRating Comments
+//	Sales         empid_000123_2013    ManagerRating PeerRating Comments
+//
+// A Layout builds and parses such keys ("empid", 2 parts); a Table reads and writes the
+// entities of one layout:
+//
+//	reviews, _ := compoundkey.New(reviewRows, compoundkey.MustLayout("empid", 2, nil))
+//	rk, _ := reviews.Layout().Key("000123", "2012")            // "empid_000123_2012"
+//	for r, err := range reviews.List(ctx, "Sales", "000123") { // every review of 000123
+//
+// List is one range query with a $select of the review type's properties: the guide's
+// "$filter=(PartitionKey eq 'Sales') and (RowKey ge 'empid_000123') and (RowKey lt
+// 'empid_000124')&$select=RowKey,Manager Rating,Peer Rating,Comments", with exact bounds:
+// "empid_000123_" to "empid_000123`", so that neither the employee row "empid_000123" nor
+// the reviews of "empid_0001234" fall in the range.
+//
+// The readable "_" of the guide needs parts without "_" and of fixed width (pad numbers
+// with keys.Pad) to keep their order; LayoutOptions.Escaped selects the escaped encoding
+// of package keys, which takes any parts and keeps their order.
+//
+// # Consistency
+//
+// Each entity is written by one request. Because the reviews share the employee's
+// partition, InsertAction, UpsertAction and DeleteAction put them in one entity group
+// transaction with the employee (repo.Submit): strong consistency between an employee and
+// its reviews, which separate tables cannot give (seeds/004, issues and considerations).
+// A RowKey that does not follow the layout is refused before anything is sent.
+//
+// # Cost in requests
+//
+// Get: one point query. List: one range query per 1,000 entities, transferring only the
+// selected properties. Writes: one request, or one transaction for related entities.
+//
+// # Issues and considerations
+//
+//   - The partition now holds the employee and all its reviews: if reviews are read
+//     rarely and the employee often, the guide suggests separate entities anyway.
+//   - Choose a separator that makes keys easy to parse and keep the parts' widths fixed.
+package compoundkey

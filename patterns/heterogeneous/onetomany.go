@@ -1,0 +1,229 @@
+package heterogeneous
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Count is the type of a parent's child count: an Edm.Int32 or Edm.Int64 field.
+type Count interface{ ~int32 | ~int64 }
+
+// OneToMany is the guide's one-to-many relationship with both entity types in one
+// partition (seeds/004, "one-to-many relationships", first approach): a parent of type P
+// (the department) and its children of type C (the employees), the parent holding the
+// number of its children (EmployeeCount), kept exact by writing each child together with
+// its parent in one entity group transaction. A OneToMany is safe for concurrent use.
+type OneToMany[P, C any, N Count] struct {
+	t      *Table
+	parent func(pk string) string
+	count  func(p *P) *N
+}
+
+// NewOneToMany returns the relationship between the parents P and children C of t: the
+// parent of partition pk has the RowKey parentRowKey(pk), and count points at its child
+// count field. P and C must be registered in t. It sends nothing.
+//
+// Errors: ErrInvalidInput (a nil argument, P or C not registered, P and C the same type).
+func NewOneToMany[P, C any, N Count](t *Table, parentRowKey func(pk string) string, count func(p *P) *N) (*OneToMany[P, C, N], error) {
+	if t == nil || parentRowKey == nil || count == nil {
+		return nil, errs.Invalid("one-to-many", "the table, parentRowKey and count are required")
+	}
+	if _, err := registered[P](t); err != nil {
+		return nil, err
+	}
+	if _, err := registered[C](t); err != nil {
+		return nil, err
+	}
+	if reflect.TypeFor[P]() == reflect.TypeFor[C]() {
+		return nil, errs.Invalid("one-to-many", "parent and child are both %s", typeName[P]())
+	}
+	return &OneToMany[P, C, N]{t: t, parent: parentRowKey, count: count}, nil
+}
+
+func (r *OneToMany[P, C, N]) parentKey(pk string) (string, error) {
+	if pk == "" {
+		return "", errs.Invalid("PartitionKey", "is empty: the partition names the parent")
+	}
+	return r.parent(pk), nil
+}
+
+// errRace marks an attempt whose transaction met a concurrent change of the parent.
+var errRace = errors.New("heterogeneous: the parent changed, starting over")
+
+type race struct{ err error }
+
+func (r *race) Error() string   { return r.err.Error() }
+func (r *race) Unwrap() []error { return []error{errRace, r.err} }
+
+func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
+	return retry.Op{Name: name, Resource: r.t.name, PartitionKey: pk, RowKey: rk, Retryable: func(err error) bool { return errors.Is(err, errRace) }}
+}
+
+// Add inserts child and increments its parent's count in one entity group transaction:
+// read the parent, add one, write both, conditional on the parent's ETag. When another
+// writer changed the parent in between (the transaction fails with 412 and nothing is
+// written), it reads the parent again and retries with the jittered backoff. On success
+// child's ETag field holds its new ETag.
+//
+// Errors: repo.ErrNotFound (no parent in the child's partition), repo.ErrAlreadyExists
+// (the child exists; nothing written), *TypeMismatchError (the parent's keys hold another
+// type), ErrInvalidInput (nothing sent), repo.ErrTransient (also when concurrent writers
+// kept winning until the retry policy gave up), *repo.Error.
+func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
+	_, c, err := entityOf(r.t, child)
+	if err != nil {
+		return err
+	}
+	pk, rk := c.Keys(child)
+	prk, err := r.parentKey(pk)
+	if err != nil {
+		return err
+	}
+	if rk == prk {
+		return errs.Invalid("RowKey", "the child %q has the parent's key", rk)
+	}
+	return retry.Do(ctx, r.t.retry, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
+		p, err := Get[P](ctx, r.t, pk, prk)
+		if err != nil {
+			return r.noParent(err, pk, prk)
+		}
+		*r.count(p)++
+		return r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, p, nil))
+	})
+}
+
+// Remove deletes the child (pk, rk) and decrements its parent's count in one entity group
+// transaction, conditional on the ETags of both as read just before; it starts over when
+// either changed in between.
+//
+// Errors: repo.ErrNotFound (no such child, or no parent), *TypeMismatchError (the entity
+// is not a C), ErrInvalidInput (nothing sent), repo.ErrTransient, *repo.Error.
+func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
+	prk, err := r.parentKey(pk)
+	if err != nil {
+		return err
+	}
+	if rk == prk {
+		return errs.Invalid("RowKey", "%q is the parent's key, not a child's", rk)
+	}
+	cc, err := registered[C](r.t)
+	if err != nil {
+		return err
+	}
+	return retry.Do(ctx, r.t.retry, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
+		child, err := Get[C](ctx, r.t, pk, rk) // makes sure it is a child, and gives its ETag
+		if err != nil {
+			return err
+		}
+		p, err := Get[P](ctx, r.t, pk, prk)
+		if err != nil {
+			return r.noParent(err, pk, prk)
+		}
+		*r.count(p)--
+		return r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(child)}), UpdateAction(r.t, p, nil))
+	})
+}
+
+// submit runs a child action and the parent's update, and turns a lost race into a retry.
+func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
+	err := r.t.Submit(ctx, child, parent)
+	var ae *repo.ActionError
+	if errors.As(err, &ae) {
+		switch {
+		case errors.Is(err, repo.ErrPreconditionFailed):
+			return &race{err: err} // the parent (or the child being removed) changed
+		case ae.Index == 1 && errors.Is(err, repo.ErrNotFound):
+			return &race{err: err} // the parent was deleted and maybe recreated: read again
+		}
+	}
+	return err
+}
+
+func (r *OneToMany[P, C, N]) noParent(err error, pk, prk string) error {
+	if errors.Is(err, repo.ErrNotFound) {
+		return fmt.Errorf("heterogeneous: partition %q has no parent %q: %w", pk, prk, err)
+	}
+	return err
+}
+
+// Load reads the parent of partition pk and its children with one query of the partition,
+// each entity decoded into its own type (entities of other types are ignored).
+//
+// Errors: repo.ErrNotFound (no parent in the partition), ErrInvalidInput (nothing sent),
+// and those of Table.Query.
+func (r *OneToMany[P, C, N]) Load(ctx context.Context, pk string) (*P, []*C, error) {
+	prk, err := r.parentKey(pk)
+	if err != nil {
+		return nil, nil, err
+	}
+	pc, err := registered[P](r.t)
+	if err != nil {
+		return nil, nil, err
+	}
+	var parent *P
+	var children []*C
+	for v, err := range r.t.Query(ctx, repo.Query{Filter: filter.PartitionKey(pk)}) {
+		if err != nil {
+			return nil, nil, err
+		}
+		switch v := v.(type) {
+		case *P:
+			if _, rk := pc.Keys(v); rk == prk {
+				parent = v
+			}
+		case *C:
+			children = append(children, v)
+		}
+	}
+	if parent == nil {
+		return nil, nil, &errs.ServiceError{Op: "load", Resource: r.t.name, PartitionKey: pk, RowKey: prk, Kind: repo.ErrNotFound,
+			Err: fmt.Errorf("partition %q has no parent", pk)}
+	}
+	return parent, children, nil
+}
+
+// Recount sets the parent's count to the number of children actually stored, for
+// partitions written around this type (imports, other programs). It counts with one
+// query of the children's keys, then updates the parent conditional on the ETag read
+// before counting: a child added or removed meanwhile changes the parent, and the count
+// starts over. It returns the count.
+//
+// Errors: repo.ErrNotFound (no parent), ErrInvalidInput (nothing sent),
+// repo.ErrTransient, *repo.Error.
+func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) {
+	prk, err := r.parentKey(pk)
+	if err != nil {
+		return 0, err
+	}
+	var n N
+	err = retry.Do(ctx, r.t.retry, r.op("recount", pk, prk), func(ctx context.Context, _ int) error {
+		p, err := Get[P](ctx, r.t, pk, prk)
+		if err != nil {
+			return r.noParent(err, pk, prk)
+		}
+		n = 0
+		for _, err := range QueryOf[C](ctx, r.t, repo.Query{Filter: filter.PartitionKey(pk), Select: []string{"RowKey"}}) {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		if *r.count(p) == n {
+			return nil
+		}
+		*r.count(p) = n
+		err = Update(ctx, r.t, p, nil)
+		if errors.Is(err, repo.ErrPreconditionFailed) {
+			return &race{err: err}
+		}
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,323 @@
+package heterogeneous
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Options configures a Table. nil means the zero value.
+type Options struct {
+	// Registry says where the entity type is kept: by default a property "EntityType" (the
+	// guide's second option), or a prefix of the RowKey or PartitionKey
+	// ("EMPLOYEE_000123", the guide's first option).
+	Registry codec.RegistryOptions
+	// Table configures retries and logging (see repo.Options).
+	Table repo.Options
+}
+
+// Table is one table holding entities of several Go types, each registered under a type
+// name (seeds/004, "work with heterogeneous entity types"). Every write goes through the
+// registry, so the discriminator is always stored, and every read decodes each entity
+// into the type its discriminator names. A Table is safe for concurrent use once its
+// types are registered.
+type Table struct {
+	name   string
+	client *aztables.Client
+	reg    *codec.Registry
+	ropts  codec.RegistryOptions // with defaults
+	dyn    *repo.Table[codec.Entity]
+	retry  retry.Policy
+	mu     sync.RWMutex
+	names  map[reflect.Type][]string // every name of each registered type, canonical first
+}
+
+// New returns the table name for heterogeneous entities; register the types with Register
+// before use. It sends nothing.
+//
+// Errors: ErrInvalidInput for a bad table name or options.
+func New(svc *aztables.ServiceClient, name string, opts *Options) (*Table, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	reg, err := codec.NewRegistry(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := repo.New[codec.Entity](svc, name, &o.Table)
+	if err != nil {
+		return nil, err
+	}
+	ro := o.Registry
+	if ro.Property == "" {
+		ro.Property = "EntityType"
+	}
+	if ro.Separator == "" {
+		ro.Separator = "_"
+	}
+	p := o.Table.Retry
+	if p.Logger == nil {
+		p.Logger = o.Table.Logger
+	}
+	if p.Logger == nil {
+		p.Logger = zap.NewNop()
+	}
+	return &Table{name: name, client: dyn.Client(), reg: reg, ropts: ro, dyn: dyn, retry: p.WithDefaults(), names: map[reflect.Type][]string{}}, nil
+}
+
+// Register maps the type name to the struct type T: entities written as T carry name,
+// and entities carrying name are read as *T. Register every type before the first read
+// or write; a Go type may be registered under several names, the first being the one
+// written (older names are read into the current type).
+//
+// Errors: ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
+// cannot appear in a key, or T has a field stored under the discriminator property).
+func Register[T any](t *Table, name string) error {
+	if err := codec.Register[T](t.reg, name); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	typ := reflect.TypeFor[T]()
+	t.names[typ] = append(t.names[typ], name)
+	return nil
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.name }
+
+// Registry returns the table's type registry.
+func (t *Table) Registry() *codec.Registry { return t.reg }
+
+// CreateIfNotExists creates the table (see repo.Table.CreateIfNotExists).
+//
+// Errors: as repo.Table.CreateIfNotExists.
+func (t *Table) CreateIfNotExists(ctx context.Context) error { return t.dyn.CreateIfNotExists(ctx) }
+
+// TypeMismatchError is returned by Get when the entity at the keys is of another
+// registered type (or of none). It unwraps to ErrTypeMismatch.
+type TypeMismatchError struct {
+	PartitionKey, RowKey string
+	// Want is the Go type asked for, Got the type name the entity carries.
+	Want, Got string
+}
+
+// ErrTypeMismatch is wrapped by every *TypeMismatchError.
+var ErrTypeMismatch = errors.New("heterogeneous: the entity is of another type")
+
+// Error implements error.
+func (e *TypeMismatchError) Error() string {
+	return fmt.Sprintf("heterogeneous: entity (%q, %q) is a %q, not a %s", e.PartitionKey, e.RowKey, e.Got, e.Want)
+}
+
+// Unwrap returns ErrTypeMismatch.
+func (e *TypeMismatchError) Unwrap() error { return ErrTypeMismatch }
+
+// Get reads the entity (pk, rk), which must be of type T, with one point query.
+//
+// Errors: repo.ErrNotFound, *TypeMismatchError (an entity of another type, or of an
+// unregistered one), ErrInvalidInput (T not registered, bad keys; nothing sent),
+// repo.ErrTransient, *repo.Error, *codec.DecodeError.
+func Get[T any](ctx context.Context, t *Table, pk, rk string) (*T, error) {
+	c, err := registered[T](t)
+	if err != nil {
+		return nil, err
+	}
+	if pk == "" {
+		return nil, errs.Invalid("PartitionKey", "is empty: valid for the service, but aztables cannot address it")
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return nil, err
+	}
+	var out any
+	err = retry.Do(ctx, t.retry, retry.Op{Name: "get", Resource: t.name, PartitionKey: pk, RowKey: rk}, func(ctx context.Context, _ int) error {
+		resp, err := t.client.GetEntity(ctx, pk, rk, nil)
+		if err != nil {
+			return errs.Wrap(err, "get", t.name, pk, rk)
+		}
+		if out, err = t.reg.Decode(resp.Value); err != nil {
+			return err
+		}
+		if v, ok := out.(*T); ok && c.ETag(v) == "" {
+			c.SetETag(v, string(resp.ETag))
+		}
+		return nil
+	})
+	var unknown *codec.UnknownEntityTypeError
+	if errors.As(err, &unknown) {
+		return nil, &TypeMismatchError{PartitionKey: pk, RowKey: rk, Want: typeName[T](), Got: unknown.Name}
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, ok := out.(*T)
+	if !ok {
+		got, _ := t.reg.TypeName(out)
+		return nil, &TypeMismatchError{PartitionKey: pk, RowKey: rk, Want: typeName[T](), Got: got}
+	}
+	return v, nil
+}
+
+func typeName[T any]() string { return fmt.Sprintf("%T", *new(T)) }
+
+// registered returns T's codec, or an error if T is not registered in t.
+func registered[T any](t *Table) (*codec.Codec[T], error) {
+	if _, ok := t.reg.TypeName(new(T)); !ok {
+		return nil, errs.Invalid("entity type", "%s is not registered in the table's registry: call Register", typeName[T]())
+	}
+	return codec.For[T]()
+}
+
+// Query returns the entities matching q, each decoded into the type its discriminator
+// names (a *T of a registered type, as codec.Registry.Decode returns): one query over a
+// partition yields the department and its employees, each in its own Go type. It follows
+// continuation tokens; q.Token is not supported (use repo for resumable paging of one
+// type). When q.Select is set, the discriminator property is added to it.
+//
+// Errors (yielded): ErrInvalidInput (the query; nothing sent), *codec.UnknownEntityTypeError
+// for an entity of an unregistered type (unless RegistryOptions.UnknownAsEntity, which
+// yields it as a *codec.Entity), *codec.DecodeError, repo.ErrNotFound (no such table),
+// repo.ErrTransient, *repo.Error.
+func (t *Table) Query(ctx context.Context, q repo.Query) iter.Seq2[any, error] {
+	return func(yield func(any, error) bool) {
+		opts, err := t.listOptions(q)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		count := 0
+		for {
+			size := int32(repo.MaxPageSize)
+			if q.PageSize > 0 {
+				size = int32(q.PageSize)
+			}
+			if q.Top > 0 && int32(q.Top-count) < size {
+				size = int32(q.Top - count)
+			}
+			opts.Top = &size // never 0: aztables' pager loops forever on Top 0
+			var resp aztables.ListEntitiesResponse
+			err := retry.Do(ctx, t.retry, retry.Op{Name: "query", Resource: t.name}, func(ctx context.Context, _ int) error {
+				var err error
+				resp, err = t.client.NewListEntitiesPager(opts).NextPage(ctx)
+				return errs.Wrap(err, "query", t.name, "", "")
+			})
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, raw := range resp.Entities {
+				v, err := t.reg.Decode(raw)
+				if !yield(v, err) || err != nil {
+					return
+				}
+				count++
+			}
+			if resp.NextPartitionKey == nil || (q.Top > 0 && count >= q.Top) {
+				return
+			}
+			opts.NextPartitionKey, opts.NextRowKey = resp.NextPartitionKey, resp.NextRowKey
+		}
+	}
+}
+
+func (t *Table) listOptions(q repo.Query) (*aztables.ListEntitiesOptions, error) {
+	if err := q.Filter.Err(); err != nil {
+		return nil, err
+	}
+	if q.Token != "" {
+		return nil, errs.Invalid("Query.Token", "resumable paging is not supported for queries of several types")
+	}
+	if q.Top < 0 {
+		return nil, errs.Invalid("Query.Top", "must not be negative, got %d", q.Top)
+	}
+	if q.PageSize < 0 || q.PageSize > repo.MaxPageSize {
+		return nil, errs.TooLarge("Query.PageSize", "must be between 0 (default) and the service's page size", q.PageSize, repo.MaxPageSize)
+	}
+	opts := &aztables.ListEntitiesOptions{}
+	if f := q.Filter.String(); f != "" {
+		opts.Filter = &f
+	}
+	if q.Select != nil {
+		for _, s := range q.Select {
+			if s == "" || strings.ContainsAny(s, ", ") {
+				return nil, errs.Invalid("Query.Select", "property name %q is not a single name", s)
+			}
+		}
+		// The keys and the discriminator are needed to decode any entity.
+		sel := append([]string{"PartitionKey", "RowKey"}, q.Select...)
+		if t.ropts.Discriminator == codec.ByProperty {
+			sel = append(sel, t.ropts.Property)
+		}
+		slices.Sort(sel)
+		s := strings.Join(slices.Compact(sel), ",")
+		opts.Select = &s
+	}
+	return opts, nil
+}
+
+// QueryOf returns the entities of type T among those matching q, in key order: the
+// discriminator is added to the filter (EntityType eq 'Employee', or the RowKey or
+// PartitionKey range of the type's prefix; one such condition per name T is registered
+// under), so that entities of other types are not even read.
+//
+// Errors (yielded): ErrInvalidInput (T not registered, the query; nothing sent), and those
+// of Query.
+func QueryOf[T any](ctx context.Context, t *Table, q repo.Query) iter.Seq2[*T, error] {
+	return func(yield func(*T, error) bool) {
+		if _, err := registered[T](t); err != nil {
+			yield(nil, err)
+			return
+		}
+		t.mu.RLock()
+		names := t.names[reflect.TypeFor[T]()]
+		t.mu.RUnlock()
+		alts := make([]filter.Expr, len(names))
+		for i, name := range names {
+			switch t.ropts.Discriminator {
+			case codec.ByProperty:
+				alts[i] = filter.Eq(t.ropts.Property, name)
+			default:
+				key := "RowKey"
+				if t.ropts.Discriminator == codec.ByPartitionKeyPrefix {
+					key = "PartitionKey"
+				}
+				lo, hi := keys.PrefixRange(name + t.ropts.Separator)
+				alts[i] = filter.And(filter.Ge(key, lo), filter.Lt(key, hi))
+			}
+		}
+		f := filter.Or(alts...)
+		q.Filter = filter.And(q.Filter, f)
+		for v, err := range t.Query(ctx, q) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			typed, ok := v.(*T)
+			if !ok {
+				continue // an alias registered to another type cannot match; be safe
+			}
+			if !yield(typed, nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,123 @@
+// Package secondaryindex implements the two secondary index patterns of the table design
+// guide (seeds/004 and seeds/000, "intra-partition secondary index pattern" and
+// "inter-partition secondary index pattern"): find entities by a property other than
+// their keys, or list them in another order, with point and range queries instead of scans.
+//
+// # The problem
+//
+// Table storage indexes PartitionKey and RowKey only. With employees stored under
+// (department, employee id), finding one by email is a partition scan — every employee
+// of the department read and filtered on the server — and there is no way to list them in
+// email order.
+//
+// # The solution
+//
+// Store each entity several times, once per access path, under a key made of the value
+// that path searches by. An Index names the path and says how to get its value from an
+// entity; the key of a copy is the index name, "_", and the value, as in the guide.
+//
+// Intra keeps all copies in the entity's own partition, under RowKey prefixes:
+//
+//	PartitionKey  RowKey                      properties
+//	Sales         empid_000223                EmployeeId FirstName LastName Age Email
+//	Sales         email_jonesj@contoso.com    EmployeeId FirstName LastName Email
+//
+//	x, _ := secondaryindex.NewIntra(clients.Tables, "Employees", byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+//	err := x.Insert(ctx, &e)                                        // both copies, one transaction
+//	e, err := x.Lookup(ctx, "Sales", "email", "jonesj@contoso.com") // one point query
+//	for e, err := range x.Range(ctx, "Sales", "empid", "000100", "000200") { ... }
+//
+// Inter keeps the copies in other partitions — "email_Sales" holds the email index of
+// the Sales department — or other tables, when one partition could not take the load:
+//
+//	PartitionKey  RowKey                          (primary: Sales / 000223)
+//	email_Sales   jonesj@contoso.2Ecom!000223     EmployeeId FirstName LastName Email
+//	email_Sales   !000223                         Key SourceETag   (bookkeeping, see below)
+//
+// A copy of an Intra index with duplicates (AllowDuplicates), and every copy of an Inter
+// index, is keyed by the value and then the primary's key, joined with the escaped,
+// order-preserving encoding of package keys ('.' is written ".2E"): keys stay unique,
+// sort by value first, and any value works. Unique Intra copies use the guide's plain
+// "email_" + value, and values that no key can hold ('/', '\', '#', '?', control
+// characters) are refused before anything is sent, naming the index.
+//
+// A copy may carry only the properties its queries need (Index.Properties). Reads through
+// it return the other fields zero, and Intra refuses to write such a value back.
+//
+// # Consistency
+//
+// Intra is atomic. Insert writes every copy in one entity group transaction. Update
+// reads the primary copy (for the old values) and then, in one transaction conditional
+// on what it read, replaces the copies whose value is unchanged, deletes the copies of
+// old values and inserts those of new values: a reader never sees an entity under both
+// its old and new email, nor under neither. A unique index (the default) makes a write
+// that would give a value to a second entity fail as a whole, with a
+// *UniqueViolationError naming the index. Concurrency is optimistic: a value read through
+// any copy carries that copy's ETag, and a write from it fails with
+// repo.ErrPreconditionFailed if any copy changed since, because every write rewrites every
+// copy. Without an ETag a write is last-writer-wins, retried with jittered backoff when a
+// concurrent writer moves the entity between its read and its transaction.
+//
+// Inter is eventually consistent (seeds/004, "eventually consistent transactions pattern"):
+// an entity group transaction cannot span partitions. A write is three steps, each safe to
+// interrupt:
+//
+//  1. enqueue a reconciliation message for the entity, invisible for SafetyDelay;
+//  2. write the primary entity (bounded to SafetyDelay/2);
+//  3. enqueue the same message, visible at once.
+//
+// A stop after 1 leaves a message that finds nothing to change; a stop after 2 leaves the
+// message of 1, which reconciles the entity once it becomes visible. The worker's handler
+// (Register; Reconcile is its body) trusts nothing in the message but the keys: it reads
+// the entity and brings every index in line with it. To know which copy to delete when a
+// value changes, each index partition holds one small "ref" row per entity (RowKey "!" +
+// its key, below every copy) that records the key of the copy written and the ETag of the
+// primary it was made from. Per index, a reconciliation reads the ref, then the primary,
+// and, only if they differ, runs one transaction in the index partition: the new copy, the
+// deletion of the old one, and the ref, conditional on the ref's ETag. Hence:
+//
+//   - duplicated, reordered and replayed messages all reconcile the current state, and a
+//     message about an old state changes nothing stale;
+//   - two reconciliations of one entity are serialized by the ref's ETag; the one that
+//     loses starts over from fresh reads, and the ref is read before the primary, so the
+//     reconciliation that commits last read the newest primary;
+//   - a reconciliation stopped between two indexes is finished by any later one.
+//
+// Between a write and its reconciliation, a copy may be missing or stale: Find can return
+// an entity that no longer has the value, or two entities for a unique value. A reader
+// that cannot accept that asks for ReadOptions.Verify: each hit is checked against the
+// primary (and returned as the primary holds it), stale hits are dropped and their
+// repair enqueued. Uniqueness cannot be enforced across partitions without a
+// transaction, so an Inter index never refuses a duplicate; it keeps both entities
+// findable.
+//
+// A value that can never be indexed (a '#' in an email) is refused by Inter's writes
+// before anything is sent. Written around this package and then reconciled, it is
+// removed from that index, the other indexes are still reconciled, and the message goes
+// to the poison queue with the reason.
+//
+// # Cost in requests
+//
+// Intra: Insert 1 transaction; Update, Upsert and Delete 1 read and 1 transaction (more
+// only when a concurrent writer wins); Get and Lookup 1 point query; Find, Range and
+// Prefix 1 range query per 1,000 entities. A partition holds 1 + (number of indexes)
+// entities per logical entity, and an update changes them all, so the partition's
+// throughput target is shared by every copy (seeds/004, issues and considerations).
+// BenchmarkFindByEmail compares a lookup by email with the partition scan it replaces.
+//
+// Inter: a write is 2 enqueues and 1 write (1 enqueue with SafetyDelay -1); a
+// reconciliation reads 1 ref per index and the primary, plus 1 transaction per index whose
+// copy is out of date (the second message of a write finds nothing to do); a lookup is 1
+// range query, plus 1 point query per hit with Verify.
+//
+// # Issues and considerations
+//
+//   - Pad numbers (keys.Pad) so that ranges and order are numeric, as the guide says of
+//     "empid_000223".
+//   - The primary value of Intra identifies the entity and cannot change: delete the
+//     entity and insert it again under the new value.
+//   - Duplicating is cheap, but every copy counts against the partition's targets (Intra)
+//     and the storage bill: copy only what the queries need (Index.Properties).
+//   - Writing the primary table of an Inter around it (repo, another program) leaves the
+//     copies stale until Notify is called for the entity.
+package secondaryindex

@@ -1,0 +1,6 @@
+package secondaryindex
+
+// SetTestHook makes x call f between the steps of its writes and reconciliations
+// ("written", "read", "index <name> done"); an error from f stops the run there, as a
+// crash of the process would.
+func SetTestHook[T any](x *Inter[T], f func(stage string) error) { x.testHook = f }

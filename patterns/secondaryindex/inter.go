@@ -1,0 +1,718 @@
+package secondaryindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// InterOptions configures an Inter. Queue is required; the other fields have defaults.
+type InterOptions struct {
+	// Queue carries the reconciliation messages (see Register for the consuming side).
+	// Required.
+	Queue *queueworker.Client
+	// Kind is the message kind of this index set's reconciliations. Defaults to
+	// "secondaryindex:" followed by the primary table's name; set it when two index sets
+	// of one table share a queue.
+	Kind string
+	// SafetyDelay is how long the message enqueued before each primary write stays
+	// invisible: if the process stops after the write and before the prompt message is
+	// enqueued, that first message still reconciles the entity after SafetyDelay. The
+	// primary write is bounded to half of it, so that the message can never run before the
+	// write ends. Defaults to 5 minutes; -1 turns the safety message off (one enqueue per
+	// write instead of two; a stop between the write and the enqueue then leaves the copies
+	// stale until the entity is written or Notify is called again).
+	SafetyDelay time.Duration
+	// Table configures the primary table and the index tables (retries, logger,
+	// concurrency of verified reads).
+	Table repo.Options
+}
+
+func (o *InterOptions) withDefaults(table string) InterOptions {
+	var out InterOptions
+	if o != nil {
+		out = *o
+	}
+	if out.Kind == "" {
+		out.Kind = "secondaryindex:" + table
+	}
+	if out.SafetyDelay == 0 {
+		out.SafetyDelay = defaultSafetyDelay
+	}
+	if out.Table.Logger == nil {
+		out.Table.Logger = zap.NewNop()
+	}
+	if out.Table.Concurrency == 0 {
+		out.Table.Concurrency = 8
+	}
+	return out
+}
+
+func (o InterOptions) validate() error {
+	if o.Queue == nil {
+		return errs.Invalid("InterOptions.Queue", "is required: the copies are written by the queue's worker")
+	}
+	if o.SafetyDelay < -1 {
+		return errs.Invalid("InterOptions.SafetyDelay", "must be positive, 0 (default) or -1 (off), got %v", o.SafetyDelay)
+	}
+	if o.SafetyDelay > 0 && o.SafetyDelay < 2*time.Second {
+		return errs.Invalid("InterOptions.SafetyDelay", "must be at least 2 s (the queue counts whole seconds and the write gets half), got %v", o.SafetyDelay)
+	}
+	return nil
+}
+
+// Ref is the payload of a reconciliation message: the keys of the primary entity whose
+// copies to reconcile. It carries nothing else on purpose: the worker reads the entity.
+type Ref struct {
+	PartitionKey string `json:"pk"`
+	RowKey       string `json:"rk"`
+}
+
+// refRow is the bookkeeping entity of one index for one primary entity: the RowKey of the
+// copy currently written and the primary's ETag it was made from. It lives in the index
+// partition next to the copies, so that moving a copy and updating the ref is one entity
+// group transaction, conditional on the ref's ETag.
+type refRow struct {
+	PartitionKey string `table:",pk"`
+	RowKey       string `table:",rk"`
+	Key          string `table:"Key"`
+	SourceETag   string `table:"SourceETag"`
+	ETag         string `table:",etag"`
+}
+
+// refPrefix starts the RowKey of every ref. Copies are keyed by escaped values
+// (keys.Join), whose first character is always above '!', so refs sort before every copy
+// and never appear in a value range.
+const refPrefix = "!"
+
+// lowestCopy is the lowest RowKey a copy can have (see refPrefix).
+const lowestCopy = "\""
+
+// interIndex is one index of an Inter with its tables.
+type interIndex[T any] struct {
+	*index[T]
+	copies *repo.Table[codec.Entity]
+	refs   *repo.Table[refRow]
+}
+
+// partition is the index partition of the primary partition pk: the guide's "email_Sales".
+func (ix *interIndex[T]) partition(pk string) (string, error) {
+	p := ix.Name + sep + pk
+	if err := codec.ValidateKey("PartitionKey", p); err != nil {
+		return "", ix.invalid(err)
+	}
+	return p, nil
+}
+
+// copyKey is the RowKey of the copy of the primary entity rk for value: the value, then
+// the primary's RowKey, escaped (keys.Join) so that any value works and copies sort by
+// value, then by primary key.
+func (ix *interIndex[T]) copyKey(value, rk string) (string, error) {
+	k := keys.Join(value, rk)
+	if err := codec.ValidateKey("RowKey", k); err != nil {
+		return "", ix.invalid(err)
+	}
+	return k, nil
+}
+
+func refKey(rk string) string { return refPrefix + keys.Join(rk) }
+
+// Inter keeps copies of entities of type T in other partitions (the guide's "empid_Sales"
+// and "email_Sales"), or other tables, eventually consistent with the primary entities
+// through a queue (seeds/004, "inter-partition secondary index pattern"). See the package
+// documentation for the protocol. An Inter is safe for concurrent use.
+type Inter[T any] struct {
+	primary *repo.Table[T]
+	c       *codec.Codec[T]
+	idx     []*interIndex[T]
+	named   map[string]*interIndex[T]
+	opts    InterOptions
+	retry   retry.Policy
+	// testHook, when set by tests, is called between the steps of writes and
+	// reconciliations ("written", "read", "index <name> done"), to stop a run there.
+	testHook func(stage string) error
+}
+
+// NewInter returns the inter-partition indexes of the entities of type T stored in table
+// (the primary table, whose keys are T's PartitionKey and RowKey). It sends nothing: create
+// the tables with CreateIfNotExists and the queue with azqueue.
+//
+// Errors: ErrInvalidInput (nothing sent) for a bad table name, options or index (see
+// Index), or a missing InterOptions.Queue.
+func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
+	o := opts.withDefaults(table)
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	primary, err := repo.New[T](svc, table, &o.Table)
+	if err != nil {
+		return nil, err
+	}
+	if len(indexes) == 0 {
+		return nil, errs.Invalid("indexes", "none given")
+	}
+	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table)}
+	seen := map[string]bool{}
+	for _, spec := range indexes {
+		ix, err := compile(x.c, spec, seen)
+		if err != nil {
+			return nil, err
+		}
+		name := spec.Table
+		if name == "" {
+			name = table
+		}
+		ii := &interIndex[T]{index: ix}
+		if ii.copies, err = repo.New[codec.Entity](svc, name, &o.Table); err != nil {
+			return nil, err
+		}
+		if ii.refs, err = repo.New[refRow](svc, name, &o.Table); err != nil {
+			return nil, err
+		}
+		x.idx = append(x.idx, ii)
+		x.named[ix.Name] = ii
+	}
+	return x, nil
+}
+
+// Kind returns the message kind of this index set's reconciliations.
+func (x *Inter[T]) Kind() string { return x.opts.Kind }
+
+// Primary returns the repository of the primary table, for reads. Writing through it
+// bypasses the index: call Notify after such a write.
+func (x *Inter[T]) Primary() *repo.Table[T] { return x.primary }
+
+// CreateIfNotExists creates the primary table and every index table.
+//
+// Errors: as repo.Table.CreateIfNotExists.
+func (x *Inter[T]) CreateIfNotExists(ctx context.Context) error {
+	if err := x.primary.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+	for _, ix := range x.idx {
+		if ix.copies.Name() == x.primary.Name() {
+			continue
+		}
+		if err := ix.copies.CreateIfNotExists(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *Inter[T]) hook(stage string) error {
+	if x.testHook == nil {
+		return nil
+	}
+	return x.testHook(stage)
+}
+
+// check refuses, before anything is sent, a value that could be written to the primary
+// but never indexed: the reconciliation would fail on it forever.
+func (x *Inter[T]) check(v *T) (pk, rk string, err error) {
+	if v == nil {
+		return "", "", errs.Invalid("entity", "is nil")
+	}
+	if _, err := x.c.Encode(v); err != nil {
+		return "", "", err
+	}
+	pk, rk = x.c.Keys(v)
+	if pk == "" {
+		return "", "", errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
+	}
+	for _, ix := range x.idx {
+		val, err := ix.value(v)
+		if err != nil {
+			return "", "", err
+		}
+		if val == "" {
+			continue
+		}
+		if _, err := ix.partition(pk); err != nil {
+			return "", "", err
+		}
+		if _, err := ix.copyKey(val, rk); err != nil {
+			return "", "", err
+		}
+	}
+	return pk, rk, nil
+}
+
+// Insert inserts v into the primary table and has its copies written by the worker:
+// see the package documentation for the three steps and why each is safe to interrupt.
+// On success v's ETag field holds the primary's new ETag.
+//
+// Errors: those of repo.Table.Insert (ErrAlreadyExists, ErrInvalidInput with nothing sent,
+// also for a value that cannot be indexed), and those of queueworker.Enqueue.
+func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
+	pk, rk, err := x.check(v)
+	if err != nil {
+		return err
+	}
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Insert(ctx, v) })
+}
+
+// Update updates the primary entity (conditional on v's ETag, as repo.Table.Update) and
+// has its copies reconciled by the worker.
+//
+// Errors: those of repo.Table.Update and queueworker.Enqueue; ErrInvalidInput (nothing
+// sent) also for a value that cannot be indexed.
+func (x *Inter[T]) Update(ctx context.Context, v *T, opts *repo.UpdateOptions) error {
+	pk, rk, err := x.check(v)
+	if err != nil {
+		return err
+	}
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Update(ctx, v, opts) })
+}
+
+// Upsert inserts or replaces (or merges) the primary entity and has its copies reconciled
+// by the worker.
+//
+// Errors: those of repo.Table.Upsert and queueworker.Enqueue; ErrInvalidInput (nothing
+// sent) also for a value that cannot be indexed.
+func (x *Inter[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
+	pk, rk, err := x.check(v)
+	if err != nil {
+		return err
+	}
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Upsert(ctx, v, opts) })
+}
+
+// Delete deletes the primary entity (conditional if opts.ETag is set) and has its copies
+// removed by the worker.
+//
+// Errors: those of repo.Table.Delete and queueworker.Enqueue.
+func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+	if err := checkRef(pk, rk); err != nil {
+		return err
+	}
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
+}
+
+func checkRef(pk, rk string) error {
+	if pk == "" {
+		return errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return err
+	}
+	return codec.ValidateKey("RowKey", rk)
+}
+
+// write runs the three steps of an eventually consistent write: the safety message
+// (invisible for SafetyDelay), the primary write (bounded to half of it), the prompt
+// message.
+func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Context) error) error {
+	wctx := ctx
+	if d := x.opts.SafetyDelay; d > 0 {
+		if err := x.enqueue(ctx, pk, rk, d); err != nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, d/2)
+		defer cancel()
+	}
+	if err := do(wctx); err != nil {
+		return err // the safety message, if any, finds nothing to change
+	}
+	if err := x.hook("written"); err != nil {
+		return err
+	}
+	err := x.Notify(ctx, pk, rk)
+	if err == nil {
+		return nil
+	}
+	if x.opts.SafetyDelay > 0 {
+		// The write is done and the safety message will reconcile it: report nothing, so
+		// that the caller does not repeat a write that succeeded.
+		x.opts.Table.Logger.Warn("secondaryindex: prompt reconciliation not enqueued; the safety message will run it",
+			zap.String("table", x.primary.Name()), zap.String("partitionKey", pk), zap.String("rowKey", rk),
+			zap.Duration("after", x.opts.SafetyDelay), zap.Error(err))
+		return nil
+	}
+	return fmt.Errorf("secondaryindex: %s/%s was written but its reconciliation could not be enqueued (call Notify): %w", pk, rk, err)
+}
+
+// Notify enqueues a reconciliation of the primary entity (pk, rk), visible at once: what
+// every write of this Inter does last, and what to call after writing the primary table
+// another way.
+//
+// Errors: ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
+func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
+	if err := checkRef(pk, rk); err != nil {
+		return err
+	}
+	return x.enqueue(ctx, pk, rk, 0)
+}
+
+func (x *Inter[T]) enqueue(ctx context.Context, pk, rk string, delay time.Duration) error {
+	_, err := queueworker.Enqueue(ctx, x.opts.Queue, x.opts.Kind, "", Ref{PartitionKey: pk, RowKey: rk},
+		&queueworker.EnqueueOptions{VisibilityDelay: delay})
+	return err
+}
+
+// Register registers the reconciliation handler for Kind on r. The handler calls
+// Reconcile; a message that can never succeed (keys or a stored value that cannot be
+// indexed) is cancelled into the poison queue, any other failure is retried by the
+// worker.
+//
+// Errors: those of queueworker.Handle (Kind already registered).
+func (x *Inter[T]) Register(r *queueworker.Registry) error {
+	return queueworker.Handle(r, x.opts.Kind, func(ctx context.Context, m *queueworker.Message[Ref]) error {
+		err := x.Reconcile(ctx, m.Payload.PartitionKey, m.Payload.RowKey)
+		if errors.Is(err, repo.ErrInvalidInput) {
+			return queueworker.Cancel(err)
+		}
+		return err
+	})
+}
+
+// Reconcile makes every index copy of the primary entity (pk, rk) match what the primary
+// table holds now: it writes the copies of the current values, removes the copies of
+// values the entity no longer has, and removes every copy of an entity that is gone. It
+// trusts nothing but the tables, so any number of calls for any entities, duplicated,
+// reordered, concurrent or replayed long after, leave the copies of the last state of
+// each entity. It is the message handler's body, and safe to call directly.
+//
+// Per index it reads the index's ref row (which copy is written, from which version of
+// the primary), then the primary, and, only if they differ, runs one entity group
+// transaction in the index partition: the new copy, the removal of the old one and the ref,
+// conditional on the ref's ETag. A concurrent reconciliation of the same entity therefore
+// makes one of them start over from fresh reads, and the one whose primary read is newer
+// always commits last.
+//
+// Errors: ErrInvalidInput (bad keys, or a stored value that cannot be indexed; the other
+// indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
+// kept winning until the retry policy gave up), *repo.Error.
+func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
+	if err := checkRef(pk, rk); err != nil {
+		return err
+	}
+	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
+	var bad error
+	err := retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+		bad = nil
+		parts := make([]string, len(x.idx))
+		refs := make([]*refRow, len(x.idx))
+		for i, ix := range x.idx {
+			p, err := ix.partition(pk)
+			if err != nil {
+				return err
+			}
+			parts[i] = p
+			// The ref is read before the primary: a reconciliation that commits after
+			// another has therefore read a primary at least as new as the other's.
+			ref, err := ix.refs.Get(ctx, p, refKey(rk))
+			switch {
+			case errors.Is(err, repo.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				refs[i] = &ref
+			}
+		}
+		cur, err := x.primary.Get(ctx, pk, rk)
+		var curp *T
+		switch {
+		case errors.Is(err, repo.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			curp = &cur
+		}
+		if err := x.hook("read"); err != nil {
+			return err
+		}
+		for i, ix := range x.idx {
+			err := x.reconcileIndex(ctx, ix, parts[i], rk, curp, refs[i])
+			if errors.Is(err, repo.ErrInvalidInput) {
+				bad = errors.Join(bad, err)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := x.hook("index " + ix.Name + " done"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return bad
+}
+
+// reconcileIndex brings one index's copy of the entity rk (cur, nil if it is gone) in
+// line, given its ref (nil if none).
+func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, rk string, cur *T, ref *refRow) error {
+	want, etag := "", ""
+	var invalid error
+	if cur != nil {
+		etag = x.c.ETag(cur)
+		val, err := ix.value(cur)
+		if err == nil && val != "" {
+			want, err = ix.copyKey(val, rk)
+		}
+		if err != nil {
+			// Written around this package: the entity cannot have a copy in this index.
+			// Remove the old one, and report it.
+			want, invalid = "", err
+		}
+	}
+	have := ""
+	if ref != nil {
+		have = ref.Key
+	}
+	if want == have && (want == "" || ref.SourceETag == etag) {
+		return invalid // up to date
+	}
+	var acts []repo.Action
+	var dropAt = -1
+	switch {
+	case ref == nil:
+		acts = append(acts, ix.refs.InsertAction(&refRow{PartitionKey: part, RowKey: refKey(rk), Key: want, SourceETag: etag}))
+	case want == "":
+		acts = append(acts, ix.refs.DeleteAction(part, ref.RowKey, &repo.DeleteOptions{ETag: ref.ETag}))
+	default:
+		next := *ref
+		next.Key, next.SourceETag = want, etag
+		acts = append(acts, ix.refs.UpdateAction(&next, nil))
+	}
+	if want != "" {
+		e, err := project(x.c, cur, part, want, ix.props)
+		if err != nil {
+			return err
+		}
+		acts = append(acts, ix.copies.UpsertAction(e, &repo.UpsertOptions{}))
+	}
+	if have != "" && have != want {
+		dropAt = len(acts)
+		acts = append(acts, ix.copies.DeleteAction(part, have, nil))
+	}
+	_, err := repo.Submit(ctx, acts...)
+	var ae *repo.ActionError
+	if err != nil && errors.As(err, &ae) {
+		switch {
+		case ae.Index == dropAt && errors.Is(err, repo.ErrNotFound):
+			// The old copy was removed by hand: finish without it.
+			_, err = repo.Submit(ctx, acts[:dropAt]...)
+			if err != nil && errors.As(err, &ae) && ae.Index == 0 {
+				return again(err)
+			}
+		case ae.Index == 0:
+			return again(err) // another reconciliation moved the ref: start over
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return invalid
+}
+
+// ReadOptions configures the reads of an Inter. nil means the zero value.
+type ReadOptions struct {
+	// Verify checks every hit against the primary (one point query per hit, at most
+	// Options.Concurrency at once): a copy whose entity is gone or no longer has the value
+	// is dropped (and a reconciliation of it enqueued), and the others are returned as
+	// the primary holds them, with every property and the primary's ETag. Without Verify a
+	// hit is the copy as the worker last wrote it: possibly stale, with only the index's
+	// properties, and no ETag.
+	Verify bool
+}
+
+// hit is one copy found by a read, and what verifying it gave.
+type hit[T any] struct {
+	v     T
+	err   error
+	value string
+	rk    string
+	stale bool
+}
+
+// Lookup returns the entity of partition pk whose value in index is value: the first
+// hit of Find (one range query over that value's copies, plus one point query with
+// Verify).
+//
+// Errors: repo.ErrNotFound, and those of Find.
+func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string, opts *ReadOptions) (T, error) {
+	for v, err := range x.Find(ctx, pk, index, value, opts) {
+		return v, err
+	}
+	var zero T
+	return zero, &errs.ServiceError{Op: "index lookup", Resource: x.primary.Name(), PartitionKey: pk, Kind: repo.ErrNotFound,
+		Err: fmt.Errorf("no entity with %s %q", index, value)}
+}
+
+// Find returns the entities of partition pk whose value in index is value, with one
+// range query in the index partition (the copies of one value; usually one). Several hits
+// for a unique value mean that the worker has not caught up yet or that the primary data
+// holds duplicates: ask for Verify to get only entities that still hold the value.
+//
+// Errors (yielded): ErrInvalidInput (unknown index, empty value; nothing sent),
+// repo.ErrTransient, *repo.Error.
+func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *ReadOptions) iter.Seq2[T, error] {
+	ix, part, err := x.target(pk, index)
+	if err == nil && value == "" {
+		err = errs.Invalid(fmt.Sprintf("index %q", index), "the value is empty: entities without a value have no entry")
+	}
+	if err != nil {
+		return fail[T](err)
+	}
+	lo, hi, _ := keys.Escaped.Range(value)
+	return x.scan(ctx, ix, pk, filter.RowKeyRange(part, lo, hi), opts)
+}
+
+// Range returns the entities of partition pk whose value in index is in [from, to), in
+// value order, with one range query per 1,000 copies. An empty from or to leaves that end
+// open.
+//
+// Errors (yielded): ErrInvalidInput (unknown index; nothing sent), repo.ErrTransient,
+// *repo.Error.
+func (x *Inter[T]) Range(ctx context.Context, pk, index, from, to string, opts *ReadOptions) iter.Seq2[T, error] {
+	ix, part, err := x.target(pk, index)
+	if err != nil {
+		return fail[T](err)
+	}
+	lo, hi := lowestCopy, ""
+	if from != "" {
+		lo = keys.Join(from)
+	}
+	if to != "" {
+		hi = keys.Join(to)
+	}
+	return x.scan(ctx, ix, pk, filter.RowKeyRange(part, lo, hi), opts)
+}
+
+// Prefix returns the entities of partition pk whose value in index starts with prefix,
+// in value order (the guide's "email addresses starting with 'a'"). An empty prefix
+// returns every entity with a value in the index.
+//
+// Errors (yielded): as Range.
+func (x *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string, opts *ReadOptions) iter.Seq2[T, error] {
+	if prefix == "" {
+		return x.Range(ctx, pk, index, "", "", opts)
+	}
+	ix, part, err := x.target(pk, index)
+	if err != nil {
+		return fail[T](err)
+	}
+	return x.scan(ctx, ix, pk, filter.RowKeyPrefix(part, keys.Join(prefix)), opts)
+}
+
+func (x *Inter[T]) target(pk, index string) (*interIndex[T], string, error) {
+	ix := x.named[index]
+	if ix == nil {
+		return nil, "", errs.Invalid("index", "%q is not an index of this table", index)
+	}
+	if pk == "" {
+		return nil, "", errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
+	}
+	part, err := ix.partition(pk)
+	return ix, part, err
+}
+
+// scan reads the copies selected by f page by page and yields their entities, verified
+// against the primary if asked.
+func (x *Inter[T]) scan(ctx context.Context, ix *interIndex[T], pk string, f filter.Expr, opts *ReadOptions) iter.Seq2[T, error] {
+	verify := opts != nil && opts.Verify
+	return func(yield func(T, error) bool) {
+		var zero T
+		pager := ix.copies.Pages(repo.Query{Filter: f})
+		for pager.More() {
+			page, err := pager.Next(ctx)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			hits := make([]hit[T], 0, len(page.Items))
+			for i := range page.Items {
+				h, ok := x.decodeCopy(&page.Items[i], pk)
+				if ok {
+					hits = append(hits, h)
+				}
+			}
+			if verify {
+				x.verify(ctx, ix, pk, hits)
+			}
+			for _, h := range hits {
+				if h.stale {
+					continue
+				}
+				if !yield(h.v, h.err) || h.err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// decodeCopy turns a copy back into a T with the primary's keys. Rows that are not copies
+// (none should be in a copy range) are skipped.
+func (x *Inter[T]) decodeCopy(e *codec.Entity, pk string) (hit[T], bool) {
+	parts, err := keys.Split(e.RowKey)
+	if err != nil || len(parts) != 2 {
+		return hit[T]{}, false
+	}
+	h := hit[T]{value: parts[0], rk: parts[1]}
+	e.PartitionKey, e.RowKey, e.ETag = pk, parts[1], ""
+	body, err := codec.EncodeEntity(e)
+	if err == nil {
+		err = x.c.Decode(body, &h.v)
+	}
+	h.err = err
+	return h, true
+}
+
+// verify replaces each hit by its primary, or marks it stale, with at most
+// Options.Concurrency point queries at once.
+func (x *Inter[T]) verify(ctx context.Context, ix *interIndex[T], pk string, hits []hit[T]) {
+	sem := make(chan struct{}, x.opts.Table.Concurrency)
+	var wg sync.WaitGroup
+	for i := range hits {
+		h := &hits[i]
+		if h.err != nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cur, err := x.primary.Get(ctx, pk, h.rk)
+			switch {
+			case errors.Is(err, repo.ErrNotFound):
+				h.stale = true
+			case err != nil:
+				h.err = err
+			case ix.Value(&cur) != h.value:
+				h.stale = true
+			default:
+				h.v = cur
+			}
+			if h.stale {
+				// Read repair: the copy outlived its entity's state; have it reconciled.
+				if err := x.Notify(ctx, pk, h.rk); err != nil {
+					x.opts.Table.Logger.Warn("secondaryindex: could not enqueue the repair of a stale copy",
+						zap.String("index", ix.Name), zap.String("partitionKey", pk), zap.String("rowKey", h.rk), zap.Error(err))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
