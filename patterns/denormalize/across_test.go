@@ -1,0 +1,339 @@
+package denormalize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Departments in a table of their own, managers in their departments' partitions: the
+// copies follow through the worker.
+func TestAcrossGuideFlow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, true)
+	q := b.queue()
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	ctx := b.ctx
+	jones, cao := manager("Sales", "000152", "Jun", "Jones", "555-0152"), manager("Marketing", "000223", "Jeff", "Cao", "555-0223")
+	b.insert(jones, cao)
+	for _, d := range []*Department{dept("Departments", "Sales", "Sales", jones), dept("Departments", "Support", "Support", jones), dept("Departments", "Marketing", "Marketing", cao)} {
+		if err := r.PutTarget(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if d.ManagerName == "" {
+			t.Fatalf("PutTarget did not copy the manager into %s", d.ID)
+		}
+	}
+	st := b.drain(q, r)
+	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Sales"}, Key{"Departments", "Support"})
+	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Marketing"})
+
+	jones.Phone = "555-7777"
+	if err := r.UpdateSource(ctx, jones); err != nil {
+		t.Fatal(err)
+	}
+	st2 := b.drain(q, r)
+	for _, id := range []string{"Sales", "Support"} {
+		if d := b.checkCopy(r, Key{"Departments", id}); d.ManagerPhone != "555-7777" {
+			t.Fatalf("%s not refreshed: %+v", id, d)
+		}
+	}
+	// Support gets Cao as manager; then Marketing is deleted.
+	support := dept("Departments", "Support", "Support", cao)
+	if err := r.PutTarget(ctx, support); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteTarget(ctx, Key{"Departments", "Marketing"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st3 := b.drain(q, r)
+	b.checkCopy(r, Key{"Departments", "Support"})
+	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Sales"})
+	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Support"})
+	if st.Processed != 3 || st2.Processed != 1 || st3.Processed != 2 || st.Poisoned+st2.Poisoned+st3.Poisoned != 0 {
+		t.Fatalf("worker stats: %+v / %+v / %+v", st, st2, st3)
+	}
+	// A source without copies is updated without a message.
+	loner := manager("Sales", "000999", "Lo", "Ner", "1")
+	b.insert(loner)
+	loner.Phone = "2"
+	if err := r.UpdateSource(ctx, loner); err != nil {
+		t.Fatal(err)
+	}
+	if ms := b.takeMessages(q); len(ms) != 0 {
+		t.Fatalf("%d messages for a source without copies", len(ms))
+	}
+}
+
+// The Done-when item for denormalization across partitions: duplicated, reordered and
+// replayed messages, taken from the queue as the API wrote them, leave the right copies and
+// links.
+func TestAcrossMessagesDuplicatedReorderedReplayed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, true)
+	q := b.queue()
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	r.now = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
+	jones, cao := manager("Sales", "000152", "Jun", "Jones", "1"), manager("Marketing", "000223", "Jeff", "Cao", "1")
+	b.insert(jones, cao)
+	handle := func(ms ...message) {
+		t.Helper()
+		for _, m := range ms {
+			if err := b.handle(r, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sales := dept("Departments", "Sales", "Sales", jones)
+	if err := r.PutTarget(b.ctx, sales); err != nil {
+		t.Fatal(err)
+	}
+	mPut := b.takeMessages(q)[0]
+	handle(mPut)
+	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Sales"})
+
+	// Three changes, handled late and out of order.
+	jones.Phone = "2"
+	if err := r.UpdateSource(b.ctx, jones); err != nil {
+		t.Fatal(err)
+	}
+	mSrc1 := b.takeMessages(q)[0]
+	jones.Phone = "3"
+	jones.ETag = ""
+	if err := r.UpdateSource(b.ctx, jones); err != nil {
+		t.Fatal(err)
+	}
+	mSrc2 := b.takeMessages(q)[0]
+	moved := dept("Departments", "Sales", "Sales", cao)
+	if err := r.PutTarget(b.ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	mMove := b.takeMessages(q)[0]
+	cao.Phone = "9"
+	if err := r.UpdateSource(b.ctx, cao); err != nil {
+		t.Fatal(err)
+	}
+	if ms := b.takeMessages(q); len(ms) != 0 {
+		t.Fatalf("Cao had no link yet, so no message: got %d", len(ms))
+	}
+	// Reordered: the newest source message first, then the move, then the older one.
+	handle(mSrc2, mMove, mSrc1)
+	b.checkCopy(r, Key{"Departments", "Sales"})
+	b.checkCopies(r, Key{"Sales", "000152"})
+	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Sales"})
+	// Duplicated and replayed: all of them again, the first put last.
+	handle(mMove, mSrc1, mSrc2, mMove, mPut)
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "9" || d.ManagerName != "Jeff Cao" {
+		t.Fatalf("department %+v", d)
+	}
+	b.checkCopies(r, Key{"Sales", "000152"})
+	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Sales"})
+}
+
+// A stop between any two steps converges after the worker runs: after the message and
+// before the write, and inside the handler between its steps.
+func TestAcrossCrashBetweenSteps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, true)
+	q := b.queue()
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	jones := manager("Sales", "000152", "Jun", "Jones", "1")
+	b.insert(jones)
+	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q, r)
+	crash := errors.New("process stopped")
+	crashAt := func(at string, times int) {
+		var n int
+		var mu sync.Mutex
+		r.hook = func(_ context.Context, step string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if step == at && n < times {
+				n++
+				return crash
+			}
+			return nil
+		}
+	}
+	// Message stored, source never written: the copies stay equal to the source.
+	crashAt("write", 1)
+	jones.Phone = "2"
+	if err := r.UpdateSource(b.ctx, jones); !errors.Is(err, crash) {
+		t.Fatalf("stopped update: %v", err)
+	}
+	r.hook = nil
+	start := time.Now()
+	if st := b.drain(q, r); st.Snoozed == 0 || time.Since(start) < time.Second {
+		t.Fatalf("the handler did not wait for the write: %+v", st)
+	}
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "1" {
+		t.Fatalf("copy %+v", d)
+	}
+	// Rerun, with the worker stopping once before each of its steps.
+	jones.ETag = ""
+	if err := r.UpdateSource(b.ctx, jones); err != nil {
+		t.Fatal(err)
+	}
+	crashAt("copy", 1)
+	if st := b.drain(q, r); st.Failed != 1 {
+		t.Fatalf("the stop inside the handler did not happen: %+v", st)
+	}
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "2" {
+		t.Fatalf("copy %+v", d)
+	}
+	// A new target whose handler stops before linking, then before unlinking the old
+	// source on a move.
+	cao := manager("Marketing", "000223", "Jeff", "Cao", "7")
+	b.insert(cao)
+	crashAt("link", 1)
+	if err := r.PutTarget(b.ctx, dept("Departments", "Support", "Support", jones)); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q, r)
+	crashAt("unlink", 1)
+	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", cao)); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q, r)
+	r.hook = nil
+	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Support"})
+	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Sales"})
+	b.checkCopy(r, Key{"Departments", "Sales"})
+	b.checkCopy(r, Key{"Departments", "Support"})
+}
+
+// Many writers and refreshes at once; after the worker drains, every copy equals its
+// source.
+func TestAcrossConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, true)
+	q := b.queue()
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	jones := manager("Sales", "000152", "Jun", "Jones", "0")
+	b.insert(jones)
+	var want []Key
+	var wg sync.WaitGroup
+	for i := range 10 {
+		id := fmt.Sprintf("D%02d", i)
+		want = append(want, Key{"Departments", id})
+		wg.Go(func() {
+			if err := r.PutTarget(b.ctx, dept("Departments", id, id, jones)); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := r.UpdateSource(b.ctx, manager("Sales", "000152", "Jun", "Jones", fmt.Sprint(i+1))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// Handlers running concurrently with each other too.
+	var hw sync.WaitGroup
+	for range 4 {
+		hw.Go(func() {
+			if err := r.RefreshSource(b.ctx, Key{"Sales", "000152"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	b.drain(q, r)
+	hw.Wait()
+	b.checkCopies(r, Key{"Sales", "000152"}, want...)
+	for _, k := range want {
+		b.checkCopy(r, k)
+	}
+}
+
+// Faults on the wire: a duplicated message (lost enqueue response), busy servers and a
+// lost response of a copy's update.
+func TestAcrossFaults(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, true)
+	q := b.queue()
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	jones := manager("Sales", "000152", "Jun", "Jones", "1")
+	b.insert(jones)
+	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "dup", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.DropAfterForward()})
+	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.drain(q, r); st.Processed != 2 || st.Poisoned != 0 {
+		t.Fatalf("the lost enqueue response should have stored the message twice: %+v", st)
+	}
+	b.proxies.Table.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEntityWrite, Times: 2, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.PathContains("Departments")), Times: 1, Action: faultproxy.DropAfterForward()})
+	jones.Phone = "2"
+	if err := r.UpdateSource(b.ctx, jones); err != nil {
+		t.Fatal(err)
+	}
+	st := b.drain(q, r)
+	if b.proxies.Queue.Fired("dup") != 1 || b.proxies.Table.Fired("busy") != 2 || b.proxies.Table.Fired("lost") != 1 {
+		t.Fatalf("faults fired: dup %d busy %d lost %d", b.proxies.Queue.Fired("dup"), b.proxies.Table.Fired("busy"), b.proxies.Table.Fired("lost"))
+	}
+	if st.Processed != 1 || st.Poisoned != 0 {
+		t.Fatalf("worker stats %+v", st)
+	}
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "2" {
+		t.Fatalf("copy %+v", d)
+	}
+	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Sales"})
+}
+
+// Handlers wait for an announced write that has not landed, and stop waiting once the
+// message is Settle old; malformed keys are cancelled (poisoned), not retried.
+func TestAcrossHandlersSettle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, true)
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: b.queue()})
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	jones := manager("Sales", "000152", "Jun", "Jones", "1")
+	b.insert(jones)
+	src := &queueworker.Message[SourceChange]{Payload: SourceChange{PartitionKey: "Sales", RowKey: "000152", Fingerprint: "not yet"}, EnqueuedAt: now}
+	var snooze *queueworker.SnoozeError
+	if err := r.HandleSource(b.ctx, src); !errors.As(err, &snooze) {
+		t.Fatalf("young source message whose write has not landed: %v", err)
+	}
+	src.EnqueuedAt = now.Add(-time.Minute)
+	if err := r.HandleSource(b.ctx, src); err != nil {
+		t.Fatalf("settled: %v", err)
+	}
+	src.Payload.Fingerprint = r.fingerprint(jones)
+	src.EnqueuedAt = now
+	if err := r.HandleSource(b.ctx, src); err != nil {
+		t.Fatalf("landed: %v", err)
+	}
+	ref := Key{"Sales", "000152"}
+	tgt := &queueworker.Message[TargetChange]{Payload: TargetChange{PartitionKey: "Departments", RowKey: "Sales", Ref: &ref}, EnqueuedAt: now}
+	if err := r.HandleTarget(b.ctx, tgt); !errors.As(err, &snooze) {
+		t.Fatalf("young target message whose write has not landed: %v", err)
+	}
+	bad := &queueworker.Message[TargetChange]{Payload: TargetChange{PartitionKey: "Departments", RowKey: "a/b"}}
+	var cancel *queueworker.CancelError
+	if err := r.HandleTarget(b.ctx, bad); !errors.As(err, &cancel) {
+		t.Fatalf("malformed key: %v", err)
+	}
+	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.HandleTarget(b.ctx, tgt); err != nil {
+		t.Fatalf("landed: %v", err)
+	}
+	if _, err := r.Copies(b.ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	b.checkCopies(r, ref, Key{"Departments", "Sales"})
+	if err := r.DeleteTarget(b.ctx, Key{"Departments", "Nope"}, nil); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("delete of a missing target: %v", err)
+	}
+}

@@ -1,0 +1,85 @@
+// Package denormalize implements the denormalization pattern of the table design guide
+// (seeds/004 "denormalization pattern"; seeds/000, the same pattern): copies of related
+// data kept inside the entity that is read, and kept consistent with their source.
+//
+// # The problem
+//
+// Normalized data costs round trips. With a department entity that holds its manager's
+// employee id, showing a department with its manager's name and phone takes two point
+// queries: the department, then the manager's employee entity.
+//
+// # The solution
+//
+// Keep a copy of the manager's details in the department entity, so that one point query
+// returns everything (the guide's "denormalized, combined department entity"). The price
+// is a little storage and the duty the guide names: keep the two copies of the manager's
+// details consistent.
+//
+// A Relation[S, D] ties a source type S (the manager's Employee) to a target type D (the
+// Department). Ref tells which source a target copies; Copy writes the source's details
+// into the target. The Relation then offers:
+//
+//   - UpdateSource: write a source and its copies together;
+//   - PutTarget: write a target with a fresh copy of its source (assigning a manager);
+//   - DeleteTarget;
+//   - Copies: where a source is copied (the departments a person manages).
+//
+// Copies are found through link rows kept in the source's partition (RowKeys
+// "link!<Name>!<source RowKey>!<target PartitionKey>!<target RowKey>"), read with one
+// range query; no scan for "Manager eq X" is ever needed.
+//
+// # Consistency: two modes
+//
+// InPartition (the guide's layout: the department entity and its manager's employee
+// entity in the same partition). Every write is one entity group transaction, so sources
+// and copies change together or not at all: UpdateSource updates the source, every copy
+// (each conditional on the ETag read) and the source's link header; PutTarget writes the
+// target, its link and the header. The header (RowKey "link!<Name>!<source RowKey>")
+// counts the source's copies and is written, conditional on its ETag, by every write that
+// concerns the source: an UpdateSource and a PutTarget that race for one source therefore
+// conflict, and the loser reads again and starts over (with the jittered backoff of
+// seeds/003), so no copy is ever left stale by a race. (UpdateSource inserts the header of
+// a source that has none yet, so every source updated through a Relation keeps one small
+// header row.) Because one transaction holds 100
+// actions, a source may have at most MaxInPartitionCopies (98) copies in its partition;
+// linking one more is refused with ErrInvalidInput.
+//
+// AcrossPartitions (targets in other partitions or tables). No transaction spans them, so
+// copies are eventually consistent, with the message-first discipline of the eventually
+// consistent transactions pattern: a write enqueues a message (SourceChange, TargetChange)
+// and then writes the entity, within Settle/2. A queueworker handler (Register) then
+// reconciles by re-reading: RefreshSource reads the source and its links and rewrites
+// every copy that differs; ReconcileTarget reads the target, upserts its link, deletes the
+// links of the sources it no longer copies (named by the message), refreshes its copy,
+// and reads the target again, starting over if it changed. Handlers trust only the keys
+// of a message, so duplicated, reordered and replayed messages, concurrent handlers and a
+// stop at any point converge to the same state. A handler that finds the announced write
+// not yet visible snoozes the message until it is Settle old, so a stop between enqueue
+// and write ends with the message settling and changing nothing. Links are written by
+// ReconcileTarget only, and a target links itself before it copies, so a source update
+// either finds the link or the target's own reconciliation copies the new details.
+//
+// Deleting a source is the application's decision (reassign or delete its targets first;
+// Copies lists them): the Relation does not delete sources.
+//
+// # Cost in requests
+//
+// A read of a target with its copy: 1 point query (instead of 2 normalized).
+//
+// InPartition: UpdateSource 2 + n (read the source, one range query of its header and
+// links, n point reads of its copies in parallel) and 1 transaction; PutTarget 3 (the
+// target, the source, the source's links) and 1 transaction, 1 more read when the target
+// changes source; DeleteTarget 2 and 1 transaction.
+//
+// AcrossPartitions: UpdateSource 2 reads, 1 enqueue (only when the source has copies) and
+// 1 write; PutTarget 2 reads, 1 enqueue, 1 write; DeleteTarget 1 read, 1 enqueue, 1
+// delete. The worker: RefreshSource 3 reads + 2 per copy (read, write if it differs);
+// ReconcileTarget 3 reads and 1 to 3 writes.
+//
+// # Where the link rows live
+//
+// Link rows share the sources' partitions, as heterogeneous entity types (seeds/004): a
+// query of a whole source partition returns them too. They occupy Relation.KeyRange, which
+// source (and, in InPartition mode, target) RowKeys may not enter; the Relation refuses
+// such keys.
+package denormalize

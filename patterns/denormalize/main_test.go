@@ -1,0 +1,295 @@
+package denormalize
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// Employee is the source: the guide's employee entity, here the department's manager.
+type Employee struct {
+	Department string `table:",pk"`
+	EmployeeID string `table:",rk"`
+	FirstName  string `table:"FirstName"`
+	LastName   string `table:"LastName"`
+	Phone      string `table:"Phone"`
+	Email      string `table:"Email"`
+	ETag       string `table:",etag"`
+}
+
+// Department is the target: the guide's department entity with a copy of its manager's
+// details.
+type Department struct {
+	Partition     string `table:",pk"`
+	ID            string `table:",rk"`
+	Name          string `table:"Name"`
+	EmployeeCount int32  `table:"EmployeeCount"`
+	ManagerPK     string `table:"ManagerPartition,omitempty"`
+	ManagerID     string `table:"ManagerID,omitempty"`
+	ManagerName   string `table:"ManagerName,omitempty"`
+	ManagerPhone  string `table:"ManagerPhone,omitempty"`
+	ManagerEmail  string `table:"ManagerEmail,omitempty"`
+	ETag          string `table:",etag"`
+}
+
+func managerOf(d *Department) (Key, bool) {
+	return Key{d.ManagerPK, d.ManagerID}, d.ManagerID != ""
+}
+
+func copyManager(d *Department, s *Employee) {
+	d.ManagerName = s.FirstName + " " + s.LastName
+	d.ManagerPhone = s.Phone
+	d.ManagerEmail = s.Email
+}
+
+func manager(dept, id, first, last, phone string) *Employee {
+	return &Employee{Department: dept, EmployeeID: id, FirstName: first, LastName: last, Phone: phone, Email: id + "@contoso.com"}
+}
+
+func dept(pk, id, name string, mgr *Employee) *Department {
+	d := &Department{Partition: pk, ID: id, Name: name, EmployeeCount: 10}
+	if mgr != nil {
+		d.ManagerPK, d.ManagerID = mgr.Department, mgr.EmployeeID
+	}
+	return d
+}
+
+var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 8, MaxElapsed: 20 * time.Second}
+
+type bed struct {
+	t       *testing.T
+	ctx     context.Context
+	clients *repo.Clients
+	proxies *testenv.ProxySet
+	emps    *repo.Table[Employee]
+	depts   *repo.Table[Department]
+	log     *zap.Logger
+}
+
+// setup makes a bed with a table for employees and, when separate, another for departments.
+func setup(t *testing.T, proxied, separate bool) *bed {
+	t.Helper()
+	b := &bed{t: t, ctx: t.Context(), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
+	cs := testenv.ConnectionString(t)
+	if proxied {
+		b.proxies = testenv.Proxies(t)
+		cs = b.proxies.ConnectionString
+	}
+	var err error
+	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+		t.Fatal(err)
+	}
+	empTable := testenv.TableName(t)
+	testenv.Table(t, empTable)
+	deptTable := empTable
+	if separate {
+		deptTable = testenv.TableName(t)
+		testenv.Table(t, deptTable)
+	}
+	b.emps = must(repo.New[Employee](b.clients.Tables, empTable, &repo.Options{Retry: fast, Logger: b.log}))
+	b.depts = must(repo.New[Department](b.clients.Tables, deptTable, &repo.Options{Retry: fast, Logger: b.log}))
+	return b
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func (b *bed) relation(opts Options[Employee, Department]) *Relation[Employee, Department] {
+	b.t.Helper()
+	if opts.Name == "" {
+		opts.Name = "Manager"
+	}
+	opts.Ref, opts.Copy = managerOf, copyManager
+	if opts.Logger == nil {
+		opts.Logger = b.log
+	}
+	if opts.Mode == AcrossPartitions && opts.Settle == 0 {
+		opts.Settle = 2 * time.Second
+	}
+	r, err := New(b.emps, b.depts, opts)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+func (b *bed) insert(es ...*Employee) {
+	b.t.Helper()
+	for _, e := range es {
+		if err := b.emps.Insert(b.ctx, e); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+}
+
+// checkCopy asserts that the department holds the manager's current details.
+func (b *bed) checkCopy(r *Relation[Employee, Department], k Key) Department {
+	b.t.Helper()
+	d, err := r.Targets().Get(b.ctx, k.PartitionKey, k.RowKey)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	src, ok := managerOf(&d)
+	if !ok {
+		if d.ManagerName != "" {
+			b.t.Fatalf("%v has no manager but a copy %q", k, d.ManagerName)
+		}
+		return d
+	}
+	s, err := b.emps.Get(b.ctx, src.PartitionKey, src.RowKey)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	want := d
+	copyManager(&want, &s)
+	if d != want {
+		b.t.Fatalf("%v copies %q %q %q, the manager has %q %q %q", k, d.ManagerName, d.ManagerPhone, d.ManagerEmail, want.ManagerName, want.ManagerPhone, want.ManagerEmail)
+	}
+	return d
+}
+
+func (b *bed) checkCopies(r *Relation[Employee, Department], src Key, want ...Key) {
+	b.t.Helper()
+	got, err := r.Copies(b.ctx, src)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	slices.SortFunc(want, compareKeys)
+	if len(got) != len(want) || (len(got) > 0 && !slices.Equal(got, want)) {
+		b.t.Fatalf("Copies(%v) = %v, want %v", src, got, want)
+	}
+}
+
+// header returns the copy count of src's link header (-1 when there is none).
+func (b *bed) header(r *Relation[Employee, Department], src Key) int {
+	b.t.Helper()
+	hdr, _, err := r.readLinks(b.ctx, src)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if hdr == nil {
+		return -1
+	}
+	return int(hdr.Copies)
+}
+
+func (b *bed) queue() *queueworker.Client {
+	b.t.Helper()
+	name := testenv.QueueName(b.t)
+	q := b.clients.Queues.NewQueueClient(name)
+	if _, err := q.Create(b.ctx, nil); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = q.Delete(ctx, nil)
+		_, _ = b.clients.Queues.NewQueueClient(name+queueworker.PoisonSuffix).Delete(ctx, nil)
+	})
+	c, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fast, Logger: b.log})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return c
+}
+
+func (b *bed) drain(q *queueworker.Client, r *Relation[Employee, Department]) queueworker.Stats {
+	b.t.Helper()
+	reg := queueworker.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		b.t.Fatal(err)
+	}
+	w, err := queueworker.New(queueworker.Config{
+		Queue: q.Queue(), Service: b.clients.Queues, Registry: reg,
+		VisibilityTimeout: 30 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
+		ShutdownTimeout: 10 * time.Second, Retry: fast, Logger: b.log,
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
+	defer cancel()
+	if err := w.Drain(ctx); err != nil {
+		b.t.Fatalf("drain: %v", err)
+	}
+	return w.Stats()
+}
+
+// message is one dequeued message, decoded as the worker would.
+type message struct {
+	kind       string
+	payload    json.RawMessage
+	enqueuedAt time.Time
+}
+
+func (b *bed) takeMessages(q *queueworker.Client) []message {
+	b.t.Helper()
+	var out []message
+	n := int32(32)
+	for {
+		resp, err := q.Queue().DequeueMessages(b.ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: &n})
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if len(resp.Messages) == 0 {
+			return out
+		}
+		for _, m := range resp.Messages {
+			raw, err := base64.StdEncoding.DecodeString(*m.MessageText)
+			if err != nil {
+				b.t.Fatal(err)
+			}
+			var env struct {
+				Kind       string
+				Payload    json.RawMessage
+				EnqueuedAt time.Time
+			}
+			if err := json.Unmarshal(raw, &env); err != nil {
+				b.t.Fatal(err)
+			}
+			out = append(out, message{env.Kind, env.Payload, env.EnqueuedAt})
+			if _, err := q.Queue().DeleteMessage(b.ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
+				b.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// handle runs the relation's handler for m, as the worker would.
+func (b *bed) handle(r *Relation[Employee, Department], m message) error {
+	b.t.Helper()
+	switch m.kind {
+	case r.SourceKind():
+		var c SourceChange
+		if err := json.Unmarshal(m.payload, &c); err != nil {
+			b.t.Fatal(err)
+		}
+		return r.HandleSource(b.ctx, &queueworker.Message[SourceChange]{Kind: m.kind, Payload: c, EnqueuedAt: m.enqueuedAt})
+	case r.TargetKind():
+		var c TargetChange
+		if err := json.Unmarshal(m.payload, &c); err != nil {
+			b.t.Fatal(err)
+		}
+		return r.HandleTarget(b.ctx, &queueworker.Message[TargetChange]{Kind: m.kind, Payload: c, EnqueuedAt: m.enqueuedAt})
+	}
+	b.t.Fatalf("unknown kind %q", m.kind)
+	return nil
+}

@@ -1,0 +1,516 @@
+package denormalize
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Key identifies an entity: its PartitionKey and RowKey.
+type Key struct {
+	PartitionKey, RowKey string
+}
+
+func compareKeys(a, b Key) int {
+	if c := strings.Compare(a.PartitionKey, b.PartitionKey); c != 0 {
+		return c
+	}
+	return strings.Compare(a.RowKey, b.RowKey)
+}
+
+// Mode says where a relation's copies live and so how they are kept consistent.
+type Mode int
+
+const (
+	// InPartition: every target lives in its source's partition of the same table (the
+	// guide's department entity next to its manager's employee entity). The source, its
+	// copies and the bookkeeping change in one entity group transaction: atomic.
+	InPartition Mode = iota
+	// AcrossPartitions: targets live anywhere (another partition, another table). Writes
+	// enqueue a message first; the worker refreshes the copies: eventual.
+	AcrossPartitions
+)
+
+// String returns the mode's name, "InPartition" or "AcrossPartitions".
+func (m Mode) String() string {
+	if m == AcrossPartitions {
+		return "AcrossPartitions"
+	}
+	return "InPartition"
+}
+
+// MaxInPartitionCopies is the most copies one source may have in InPartition mode: one
+// entity group transaction holds 100 actions, and an update of the source needs two more
+// (the source and its link header).
+const MaxInPartitionCopies = repo.MaxTransactionActions - 2
+
+// DefaultSettle is the default Options.Settle.
+const DefaultSettle = time.Minute
+
+// DefaultConcurrency bounds the reads and writes of copies run at once.
+const DefaultConcurrency = 8
+
+// DefaultConflictPolicy is the backoff of the read-modify-write loops when another writer
+// changed an entity first (412), created it (409) or deleted it (404): the seeds/003
+// formula with z = 25 ms, zmin = 5 ms, zmax = 1 s, 30 retries and 1 minute in all.
+var DefaultConflictPolicy = retry.Policy{
+	Delay:      25 * time.Millisecond,
+	MinDelay:   5 * time.Millisecond,
+	MaxDelay:   time.Second,
+	MaxRetries: 30,
+	MaxElapsed: time.Minute,
+}
+
+// maxRounds bounds the re-reads of one reconciliation while the entities keep changing
+// under it; past it the message is retried later.
+const maxRounds = 8
+
+// Options configures a Relation. Name, Ref and Copy are required, and Queue in
+// AcrossPartitions mode.
+type Options[S, D any] struct {
+	// Name names the relation, e.g. "Manager". Link entities have RowKeys
+	// "link!<Name>!<source RowKey>!..." in the source's partition, and messages the kinds
+	// "denormalize/<Name>/source" and "denormalize/<Name>/target". 1 to 64 characters.
+	Name string
+	// Mode is InPartition (the default) or AcrossPartitions.
+	Mode Mode
+	// Ref returns the key of the source d copies (the department's manager); ok false when
+	// it copies none. It must be a pure function of d.
+	Ref func(d *D) (src Key, ok bool)
+	// Copy writes the details of s that d keeps (the manager's name and phone) into d. It
+	// must be deterministic and must not change d's keys or its reference.
+	Copy func(d *D, s *S)
+	// Queue receives the messages of AcrossPartitions mode (see Register). Unused in
+	// InPartition mode.
+	Queue *queueworker.Client
+	// Settle bounds, in AcrossPartitions mode, how long a change may take to become visible:
+	// a write enqueues its message first and then writes within Settle/2; a worker that
+	// finds the write not (yet) there reconciles what it finds and looks again until the
+	// message is Settle old. Defaults to DefaultSettle; at least 2 seconds.
+	Settle time.Duration
+	// MaxCopies bounds the copies of one source in InPartition mode, checked when a target
+	// is linked. Defaults to MaxInPartitionCopies, which is also the most it may be.
+	MaxCopies int
+	// Concurrency bounds the reads and writes of copies run at once. Defaults to
+	// DefaultConcurrency.
+	Concurrency int
+	// Conflict is the backoff of writes retried after another writer changed an entity
+	// first. Zero fields take DefaultConflictPolicy's values.
+	Conflict retry.Policy
+	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Relation keeps copies of a source entity's details (type S, the manager's employee
+// entity) inside target entities (type D, the departments) consistent: UpdateSource
+// writes a source and its copies together, PutTarget writes a target with a fresh copy of
+// its source, and Copies lists where a source is copied. See the package documentation for
+// the two modes. A Relation is safe for concurrent use.
+//
+// Write sources and targets only through the Relation: a write through the tables alone
+// leaves the copies or the links behind.
+type Relation[S, D any] struct {
+	sources   *repo.Table[S]
+	targets   *repo.Table[D]
+	links     *repo.Table[linkRow]
+	scodec    *codec.Codec[S]
+	tcodec    *codec.Codec[D]
+	name      string
+	mode      Mode
+	ref       func(*D) (Key, bool)
+	copyFn    func(*D, *S)
+	queue     *queueworker.Client
+	settle    time.Duration
+	maxCopies int
+	conc      int
+	conflict  retry.Policy
+	lo, hi    string // the RowKeys of this relation's link rows, in every source partition
+
+	// hook, set by tests, runs between the steps of a write or a reconciliation; an error
+	// stops it there, as a crash would.
+	hook func(ctx context.Context, step string) error
+	// now is the clock of the handlers (tests move it).
+	now func() time.Time
+}
+
+// linkRow is a link (source -> one target) or, with no target, the link header of a source
+// (InPartition mode: the count of its copies, and the entity every write of the relation
+// touches, so that concurrent writes of one source's relation serialise on its ETag).
+type linkRow struct {
+	PartitionKey       string `table:",pk"`
+	RowKey             string `table:",rk"`
+	TargetPartitionKey string `table:"TargetPartitionKey,omitempty"`
+	TargetRowKey       string `table:"TargetRowKey,omitempty"`
+	Copies             int32  `table:"Copies"`
+	ETag               string `table:",etag"`
+}
+
+const tagLink = "link"
+
+const maxNameChars = 64
+
+// New returns the relation between the sources of one table and the targets of another (or
+// the same). In InPartition mode both must be the same table. It sends nothing.
+//
+// Errors: ErrInvalidInput when a table is nil, S or D has no ETag field (the pattern
+// relies on optimistic concurrency), the tables differ in InPartition mode, a required
+// option is missing or an option is out of range.
+func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], opts Options[S, D]) (*Relation[S, D], error) {
+	if sources == nil || targets == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	if !sources.Codec().HasETag() || !targets.Codec().HasETag() {
+		return nil, errs.Invalid("entity type", "sources and targets need an ETag field: copies are written conditional on the version read")
+	}
+	if opts.Name == "" || utf8.RuneCountInString(opts.Name) > maxNameChars || !utf8.ValidString(opts.Name) {
+		return nil, errs.Invalid("Options.Name", "must be 1 to %d characters of valid UTF-8, got %q", maxNameChars, opts.Name)
+	}
+	switch {
+	case opts.Ref == nil:
+		return nil, errs.Invalid("Options.Ref", "is nil")
+	case opts.Copy == nil:
+		return nil, errs.Invalid("Options.Copy", "is nil")
+	case opts.Mode != InPartition && opts.Mode != AcrossPartitions:
+		return nil, errs.Invalid("Options.Mode", "unknown mode %d", opts.Mode)
+	case opts.Mode == AcrossPartitions && opts.Queue == nil:
+		return nil, errs.Invalid("Options.Queue", "is required in AcrossPartitions mode")
+	case opts.Mode == InPartition && targets.Name() != sources.Name():
+		return nil, errs.Invalid("targets", "table %q differs from the sources' table %q: InPartition mode keeps targets in their source's partition", targets.Name(), sources.Name())
+	}
+	r := &Relation[S, D]{
+		sources: sources, targets: targets, scodec: sources.Codec(), tcodec: targets.Codec(),
+		name: opts.Name, mode: opts.Mode, ref: opts.Ref, copyFn: opts.Copy, queue: opts.Queue,
+		settle: opts.Settle, maxCopies: opts.MaxCopies, conc: opts.Concurrency, now: time.Now,
+	}
+	switch {
+	case r.settle == 0:
+		r.settle = DefaultSettle
+	case r.settle < 2*time.Second:
+		return nil, errs.Invalid("Options.Settle", "must be at least 2s, got %v", r.settle)
+	}
+	switch {
+	case r.maxCopies == 0:
+		r.maxCopies = MaxInPartitionCopies
+	case r.maxCopies < 1 || r.maxCopies > MaxInPartitionCopies:
+		return nil, errs.Invalid("Options.MaxCopies", "must be 1 to %d, got %d", MaxInPartitionCopies, r.maxCopies)
+	}
+	switch {
+	case r.conc == 0:
+		r.conc = DefaultConcurrency
+	case r.conc < 1:
+		return nil, errs.Invalid("Options.Concurrency", "must be at least 1, got %d", r.conc)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	r.conflict = conflictPolicy(opts.Conflict, logger)
+	if err := r.conflict.Validate(); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.links, err = repo.OfType[linkRow](sources); err != nil {
+		return nil, err
+	}
+	if opts.Mode == InPartition {
+		// One service client for both, so that they can share a transaction.
+		if r.targets, err = repo.OfType[D](sources); err != nil {
+			return nil, err
+		}
+	}
+	if r.lo, r.hi, err = keys.Escaped.Range(tagLink, opts.Name); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func conflictPolicy(p retry.Policy, logger *zap.Logger) retry.Policy {
+	d := DefaultConflictPolicy
+	if p.Delay == 0 {
+		p.Delay = d.Delay
+	}
+	if p.MinDelay == 0 {
+		p.MinDelay = d.MinDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = d.MaxDelay
+	}
+	if p.MaxRetries == 0 {
+		p.MaxRetries = d.MaxRetries
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = d.MaxElapsed
+	}
+	if p.Logger == nil {
+		p.Logger = logger
+	}
+	return p
+}
+
+// Sources returns the repository of the sources, for reads. Writes through it bypass the
+// relation.
+func (r *Relation[S, D]) Sources() *repo.Table[S] { return r.sources }
+
+// Targets returns the repository of the targets, for reads. Writes through it bypass the
+// relation.
+func (r *Relation[S, D]) Targets() *repo.Table[D] { return r.targets }
+
+// Mode returns the relation's mode.
+func (r *Relation[S, D]) Mode() Mode { return r.mode }
+
+// KeyRange returns the RowKeys [lo, hi) that this relation's link rows occupy in the
+// sources' partitions. Source and (in InPartition mode) target RowKeys may not fall in it.
+func (r *Relation[S, D]) KeyRange() (lo, hi string) { return r.lo, r.hi }
+
+func (r *Relation[S, D]) step(ctx context.Context, name string) error {
+	if r.hook != nil {
+		return r.hook(ctx, name)
+	}
+	return nil
+}
+
+// checkKey validates a key for a request, and keeps it out of the link rows' range when it
+// lives in the sources' table.
+func (r *Relation[S, D]) checkKey(field string, k Key, inSourceTable bool) error {
+	if k.PartitionKey == "" {
+		return errs.Invalid(field+" PartitionKey", "is empty")
+	}
+	if err := codec.ValidateKey("PartitionKey", k.PartitionKey); err != nil {
+		return err
+	}
+	if err := codec.ValidateKey("RowKey", k.RowKey); err != nil {
+		return err
+	}
+	if inSourceTable && k.RowKey >= r.lo && (r.hi == "" || k.RowKey < r.hi) {
+		return errs.Invalid(field+" RowKey", "%q lies in the RowKeys of relation %q's link rows [%q, %q)", k.RowKey, r.name, r.lo, r.hi)
+	}
+	return nil
+}
+
+func (r *Relation[S, D]) targetsShareSourceTable() bool { return r.targets.Name() == r.sources.Name() }
+
+// checkTarget refuses, before any request, a target the relation cannot store.
+func (r *Relation[S, D]) checkTarget(d *D) (k, ref Key, ok bool, err error) {
+	if d == nil {
+		return Key{}, Key{}, false, errs.Invalid("target", "is nil")
+	}
+	if _, err := r.tcodec.Encode(d); err != nil {
+		return Key{}, Key{}, false, err
+	}
+	pk, rk := r.tcodec.Keys(d)
+	k = Key{pk, rk}
+	if err := r.checkKey("target", k, r.targetsShareSourceTable()); err != nil {
+		return Key{}, Key{}, false, err
+	}
+	ref, ok = r.ref(d)
+	if !ok {
+		return k, Key{}, false, nil
+	}
+	if err := r.checkKey("source", ref, true); err != nil {
+		return Key{}, Key{}, false, err
+	}
+	if _, err := r.linkKey(ref, k); err != nil {
+		return Key{}, Key{}, false, err
+	}
+	if r.mode == InPartition && ref.PartitionKey != k.PartitionKey {
+		return Key{}, Key{}, false, errs.Invalid("source", "PartitionKey %q differs from the target's %q: InPartition mode keeps targets in their source's partition (use AcrossPartitions)", ref.PartitionKey, k.PartitionKey)
+	}
+	return k, ref, true, nil
+}
+
+// checkSource refuses, before any request, a source the relation cannot store.
+func (r *Relation[S, D]) checkSource(s *S) (Key, error) {
+	if s == nil {
+		return Key{}, errs.Invalid("source", "is nil")
+	}
+	if _, err := r.scodec.Encode(s); err != nil {
+		return Key{}, err
+	}
+	pk, rk := r.scodec.Keys(s)
+	k := Key{pk, rk}
+	return k, r.checkKey("source", k, true)
+}
+
+// headerKey and linkKey are the RowKeys of a source's link header and of one link.
+func (r *Relation[S, D]) headerKey(src Key) string { return keys.Join(tagLink, r.name, src.RowKey) }
+
+func (r *Relation[S, D]) linkKey(src, target Key) (string, error) {
+	rk := keys.Join(tagLink, r.name, src.RowKey, target.PartitionKey, target.RowKey)
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return "", errs.Invalid("link", "the link row's RowKey (escaped \"link!%s!<source RowKey>!<target PartitionKey>!<target RowKey>\") breaks the key rules: %v", r.name, err)
+	}
+	return rk, nil
+}
+
+// readLinks reads a source's link header (nil if absent) and its links with one range
+// query of the source's partition.
+func (r *Relation[S, D]) readLinks(ctx context.Context, src Key) (*linkRow, []linkRow, error) {
+	header := r.headerKey(src)
+	_, hi, _ := keys.Escaped.Range(tagLink, r.name, src.RowKey)
+	rows, err := r.links.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(src.PartitionKey, header, hi)})
+	if err != nil {
+		return nil, nil, err
+	}
+	var hdr *linkRow
+	links := rows[:0]
+	for i := range rows {
+		switch {
+		case rows[i].RowKey == header:
+			h := rows[i] // copied: links reuses rows' array
+			hdr = &h
+		case rows[i].TargetPartitionKey != "":
+			links = append(links, rows[i])
+		}
+	}
+	return hdr, links, nil
+}
+
+func targetOf(l *linkRow) Key { return Key{l.TargetPartitionKey, l.TargetRowKey} }
+
+// Copies returns where the source src is copied: the keys of its targets, in PartitionKey,
+// RowKey order, read from its links with one range query of its partition. In
+// AcrossPartitions mode the links follow the targets eventually (a target written moments
+// ago may be missing until the worker ran).
+//
+// Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error.
+func (r *Relation[S, D]) Copies(ctx context.Context, src Key) ([]Key, error) {
+	if err := r.checkKey("source", src, true); err != nil {
+		return nil, err
+	}
+	_, links, err := r.readLinks(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Key, len(links))
+	for i := range links {
+		out[i] = targetOf(&links[i])
+	}
+	slices.SortFunc(out, compareKeys)
+	return out, nil
+}
+
+// getTarget reads a target; found is false when it does not exist.
+func (r *Relation[S, D]) getTarget(ctx context.Context, k Key) (D, bool, error) {
+	d, err := r.targets.Get(ctx, k.PartitionKey, k.RowKey)
+	if errors.Is(err, repo.ErrNotFound) {
+		return d, false, nil
+	}
+	return d, err == nil, err
+}
+
+// getSource reads a source, naming it in a not-found error.
+func (r *Relation[S, D]) getSource(ctx context.Context, src Key) (S, error) {
+	s, err := r.sources.Get(ctx, src.PartitionKey, src.RowKey)
+	if errors.Is(err, repo.ErrNotFound) {
+		return s, &sourceNotFoundError{src: src, err: err}
+	}
+	return s, err
+}
+
+type sourceNotFoundError struct {
+	src Key
+	err error
+}
+
+func (e *sourceNotFoundError) Error() string {
+	return "denormalize: source (PartitionKey=" + e.src.PartitionKey + ", RowKey=" + e.src.RowKey + ") not found: " + e.err.Error()
+}
+func (e *sourceNotFoundError) Unwrap() error { return e.err }
+
+// copied returns d with a fresh copy of s, and whether that changes what d stores.
+func (r *Relation[S, D]) copied(d D, s *S) (D, bool) {
+	before, err1 := r.tcodec.Encode(&d)
+	next := d
+	r.copyFn(&next, s)
+	after, err2 := r.tcodec.Encode(&next)
+	return next, err1 != nil || err2 != nil || !bytes.Equal(before, after)
+}
+
+// fingerprint identifies the content of a source, so that a handler can tell whether the
+// write its message announced has landed.
+func (r *Relation[S, D]) fingerprint(s *S) string {
+	b, err := r.scodec.Encode(s)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// retryable marks an attempt's error as a conflict worth a fresh read and another try.
+type retryable struct{ err error }
+
+func (e *retryable) Error() string { return e.err.Error() }
+func (e *retryable) Unwrap() error { return e.err }
+
+func isRetryable(err error) bool {
+	var r *retryable
+	return errors.As(err, &r)
+}
+
+func isConflict(err error) bool {
+	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound)
+}
+
+// actionConflict reports whether err is a conflict on an action of a transaction at index
+// from or later.
+func actionConflict(err error, from int) bool {
+	var ae *repo.ActionError
+	return errors.As(err, &ae) && ae.Index >= from && isConflict(err)
+}
+
+func (r *Relation[S, D]) loop(ctx context.Context, name string, k Key, attempt func(ctx context.Context) error) error {
+	op := retry.Op{Name: "denormalize " + name, Resource: r.sources.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, Retryable: isRetryable}
+	return retry.Do(ctx, r.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
+}
+
+// preconditionFailed is the error of a write whose caller-supplied ETag no longer matches,
+// found by the read that precedes the write (so nothing was written).
+func preconditionFailed(op, table string, k Key) error {
+	return &errs.ServiceError{Op: op, Resource: table, PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: errs.ErrPreconditionFailed, Err: errors.New("the entity changed since it was read")}
+}
+
+// parallel calls fn(ctx, i) for i in [0, n), at most limit at once; the first error cancels
+// the others and is returned.
+func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}

@@ -1,0 +1,125 @@
+package indexentity
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// BenchmarkLookupByLastName compares, on one Azurite and one partition of 10,000 employees
+// with 500 last names (20 employees each), finding the employees with one last name:
+//
+//   - impl=index-entity: SamePartition.Lookup, the guide's option 2: one range query for
+//     the index entity, then 20 point queries, 8 at a time;
+//   - impl=index-ids: SamePartition.IDs alone (the list, one request);
+//   - impl=partition-scan: the naive way, a partition scan with a property filter
+//     (PartitionKey eq 'Sales' and LastName eq '...'), which reads all 10,000 rows on the
+//     server.
+func BenchmarkLookupByLastName(b *testing.B) {
+	const employees, names = 10000, 500
+	ctx := context.Background()
+	clients, err := repo.NewClients(testenv.ConnectionString(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	table := testenv.TableName(b)
+	testenv.Table(b, table)
+	emps := must(repo.New[Employee](clients.Tables, table, nil))
+	ix := must(NewSamePartition(emps, SamePartitionOptions[Employee]{Name: "LastName", Value: lastName}))
+
+	// Seed: the employees with BulkWrite, and the index entities exactly as Insert lays
+	// them out (Insert one by one would take minutes; the layout is checked below).
+	items := make([]*Employee, employees)
+	ids := map[string][]string{}
+	for i := range items {
+		last := fmt.Sprintf("Name%03d", i%names)
+		items[i] = emp("Sales", fmt.Sprintf("%06d", i), last)
+		ids[last] = append(ids[last], items[i].EmployeeID)
+	}
+	var pages []*codec.Entity
+	for value, list := range ids {
+		slices.Sort(list)
+		loc := must(ix.location("Sales", value))
+		var set []*page
+		for _, id := range list {
+			set = addLocal(ix, loc, set, id)
+		}
+		for _, p := range set {
+			pages = append(pages, ix.pages.entity(loc, p.rk, "", p.entries))
+		}
+	}
+	if err := emps.BulkWrite(ctx, items, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := ix.pages.tbl.BulkWrite(ctx, pages, nil); err != nil {
+		b.Fatal(err)
+	}
+	want := ids["Name123"]
+	if got, err := ix.IDs(ctx, "Sales", "Name123"); err != nil || !slices.Equal(got, want) {
+		b.Fatalf("seeded index: %v, %v", got, err)
+	}
+
+	// The same operations through a fault proxy, once each, to count their requests (the
+	// timed loops go straight to Azurite).
+	proxies := testenv.Proxies(b)
+	pclients := must(repo.NewClients(proxies.ConnectionString, nil))
+	pemps := must(repo.New[Employee](pclients.Tables, table, nil))
+	pix := must(NewSamePartition(pemps, SamePartitionOptions[Employee]{Name: "LastName", Value: lastName}))
+
+	lookups := 0
+	next := func() string { lookups++; return fmt.Sprintf("Name%03d", (lookups*7)%names) }
+	impls := []struct {
+		name string
+		run  func(ix *SamePartition[Employee], emps *repo.Table[Employee], value string) (int, error)
+	}{
+		{"impl=index-entity", func(ix *SamePartition[Employee], _ *repo.Table[Employee], value string) (int, error) {
+			got, err := ix.Lookup(ctx, "Sales", value)
+			return len(got), err
+		}},
+		{"impl=index-ids", func(ix *SamePartition[Employee], _ *repo.Table[Employee], value string) (int, error) {
+			got, err := ix.IDs(ctx, "Sales", value)
+			return len(got), err
+		}},
+		{"impl=partition-scan", func(_ *SamePartition[Employee], emps *repo.Table[Employee], value string) (int, error) {
+			got, err := emps.Collect(ctx, repo.Query{Filter: filter.And(filter.PartitionKey("Sales"), filter.Eq("LastName", value))})
+			return len(got), err
+		}},
+	}
+	for _, impl := range impls {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, err := impl.run(ix, emps, next()); err != nil || n != employees/names {
+					b.Fatalf("found %d, %v", n, err)
+				}
+			}
+			mark := proxies.Table.Count()
+			if _, err := impl.run(pix, pemps, next()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(proxies.Table.Count()-mark), "requests/lookup")
+		})
+	}
+}
+
+// addLocal applies to an in-memory page set the add that planAdd plans (for seeding).
+func addLocal(ix *SamePartition[Employee], loc location, set []*page, id string) []*page {
+	i, rk, present, err := ix.pages.place(loc, set, id)
+	switch {
+	case err != nil:
+		panic(err)
+	case present:
+		return set
+	case i < 0:
+		return append(set, &page{rk: rk, entries: []string{id}, size: utf16Bytes(id)})
+	}
+	set[i].entries = withEntry(set[i], id)
+	set[i].size = listSize(set[i].entries)
+	return set
+}

@@ -1,0 +1,108 @@
+// Package indexentity implements the index entities pattern of the table design guide
+// (seeds/004 "index entities pattern"; seeds/000, the same pattern with the current client
+// vocabulary), with all three of its options.
+//
+// # The problem
+//
+// Table storage indexes PartitionKey and RowKey only. An application that keeps employees
+// under (department, employee id) can read one employee with a point query, but "every
+// employee named Jones" is a scan: of the partition (a department) or of the whole table.
+// Last names are not unique, so the intra-partition secondary index (a copy of the entity
+// per value, see patterns/secondaryindex) does not fit; what is needed is, for each last
+// name, the list of the employees that have it.
+//
+// # The solution: a list per value, three places to keep it
+//
+// A lookup reads the list for the value, then the entities it names with point queries
+// (here: at most Concurrency at once). The guide keeps the list in one of three places:
+//
+//   - Option 1, a blob per value (BlobStore with Eventual): one blob per last name listing
+//     the PartitionKey and RowKey of each employee, across the table. No size limit.
+//   - Option 2, an index entity in the entities' own partition (SamePartition): RowKey
+//     "idx!LastName!Jones!000000" next to the employees of Sales, listing their RowKeys
+//     (employee ids) in a property "IDs". It is changed together with the employee in one
+//     entity group transaction, so it is always exact, but it only answers per partition
+//     ("the Joneses of Sales").
+//   - Option 3, an index entity in another partition or table (TableStore with Eventual):
+//     partition "idx!LastName!Jones", listing PartitionKey and RowKey of every Jones across
+//     the table (the guide's EmployeeDetails: department and id pairs).
+//
+// Keys are built with the escaped, order-preserving encoding of codec/keys, so a value may
+// hold anything ("O'Brien", "a/b", non-ASCII); only its length is bounded (the index key
+// must stay within 1 KiB, a blob name within 1,024 characters), and a longer value is
+// refused before any request.
+//
+// # Lists that grow: spilling instead of failing
+//
+// The guide assumes a list stays under an entity's 1 MiB; a string property holds even
+// less, 64 KiB (of UTF-16). Options 2 and 3 never meet either limit: a list is kept in
+// pages, index entities numbered 000000, 000001, ..., each holding at most PageBytes (64
+// KiB by default, about 4,600 six-digit ids) in one string property. An id goes to the
+// first page with room; when all are full a new page is inserted; a page emptied by
+// removals is deleted. The pages of one value are adjacent keys, read with one range
+// query. Every write touches at most three pages of at most 64 KiB (a rename: one removed
+// from, one added to), so a transaction stays far below the 4 MiB and 100-action limits
+// however long the lists get, and nothing can fail late. An entry larger than a page (an
+// id over PageBytes) is refused before any request. Option 1 has no such limit: a blob
+// simply grows, each change rewriting it.
+//
+// # Consistency
+//
+// Option 2 is atomic. Insert follows the guide's steps: read the value's index entity
+// (keeping its ETag), submit one transaction that inserts the employee and updates the
+// index entity with If-Match on that ETag, and start over from the read when the
+// transaction fails with 412 (another writer updated the index entity), 409 (another
+// writer created it first: the first-creation race) or 404 (another writer deleted it
+// with its last id), with the jittered backoff of seeds/003 (DefaultConflictPolicy).
+// A rename is one transaction of three entities (the employee, the old value's index
+// entity and the new value's), a delete one of two. No id is ever lost or duplicated, and
+// readers never see the employee without its index entry or the reverse.
+//
+// Options 1 and 3 are eventually consistent: the list lives where no transaction reaches.
+// Each write follows the message-first discipline of the eventually consistent
+// transactions pattern:
+//
+//  1. enqueue a Change naming the entity, the value it will have and the value it had;
+//  2. write the entity, within Settle/2.
+//
+// A queueworker handler (Eventual.Register) then reconciles: it reads the entity, lists
+// its key under its current value, removes it from the lists of the old values the
+// message names, and reads the entity again, starting over if it changed meanwhile. It
+// trusts nothing in the message but the keys, so duplicated, reordered and replayed
+// messages, concurrent handlers and a stop at any point all end in the same lists. When
+// the handler finds the entity not yet in the state the message announces (the write has
+// not landed, failed, or was overtaken), it reconciles what it finds and, while the
+// message is younger than Settle, snoozes it to look again: a stop between steps 1 and 2
+// therefore ends with the message settling and changing nothing. Lookups check every
+// entity they fetch against the value, so a reader never gets a wrong entity; it may miss
+// one written in the last moments.
+//
+// The guide's trade-off holds: option 2 serialises all writers of one value in one
+// partition through one index entity (contention shows up as conflict retries; see the
+// partition's scalability targets in seeds/003), while options 1 and 3 take that load off
+// the partition and answer across partitions, at the price of eventual consistency.
+//
+// # Cost in requests
+//
+// Option 2: Insert 2 (a range query of the value's pages, a transaction), plus 2 per
+// conflict; Update 2 when the value is unchanged (a read, a transaction), 4 for a rename
+// (a read, two range queries, a transaction); Delete 3; Lookup 1 + n point queries for n
+// entities, run in parallel; IDs 1.
+//
+// Options 1 and 3: Insert 2 (an enqueue, a write); Update 2 (read, write) or 3 when the
+// value changes (read, enqueue, write); Delete 3. The handler: 2 reads of the entity plus,
+// per value touched, a read of the list and a write when it changes (a blob or one page),
+// plus the queue's own dequeue and delete. Lookup 1 + n point queries.
+//
+// # Where the index entities live
+//
+// Option 2's index entities share their partition with the entities they index, as
+// heterogeneous entity types (seeds/004): a query of the whole partition returns them too.
+// Their RowKeys occupy SamePartition.KeyRange ("idx!<Name>!" ...), which entity RowKeys may
+// not enter (Insert refuses them); leave the range out of partition queries, or use a
+// codec.Registry to tell the types apart.
+//
+// Writes must go through the index (Insert, Update, Delete): a write through the table
+// alone leaves the index behind, and for options 1 and 3 the handler only cleans the old
+// values a message names.
+package indexentity

@@ -1,0 +1,111 @@
+package indexentity
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// DefaultConcurrency bounds the point queries a lookup runs at once.
+const DefaultConcurrency = 8
+
+// DefaultConflictPolicy is the backoff of the read-modify-write loops on index entities
+// and blobs when another writer won (412), created the entity first (409) or deleted it
+// (404): the seeds/003 formula with z = 25 ms, zmin = 5 ms, zmax = 1 s, 30 retries and
+// 1 minute in all. A conflict clears as soon as the winner's write is done, which takes
+// milliseconds, so the waits start far below the defaults for transient failures; the
+// jitter spreads writers that lost together so that they do not meet again.
+var DefaultConflictPolicy = retry.Policy{
+	Delay:      25 * time.Millisecond,
+	MinDelay:   5 * time.Millisecond,
+	MaxDelay:   time.Second,
+	MaxRetries: 30,
+	MaxElapsed: time.Minute,
+}
+
+// conflictPolicy fills the zero fields of p from DefaultConflictPolicy; logger is the
+// default of its Logger.
+func conflictPolicy(p retry.Policy, logger *zap.Logger) retry.Policy {
+	d := DefaultConflictPolicy
+	if p.Delay == 0 {
+		p.Delay = d.Delay
+	}
+	if p.MinDelay == 0 {
+		p.MinDelay = d.MinDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = d.MaxDelay
+	}
+	if p.MaxRetries == 0 {
+		p.MaxRetries = d.MaxRetries
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = d.MaxElapsed
+	}
+	if p.Logger == nil {
+		p.Logger = logger
+	}
+	return p
+}
+
+// isConflict reports whether err says that another writer got to an entity or blob first:
+// its ETag moved (412), it was created meanwhile (409) or deleted meanwhile (404).
+func isConflict(err error) bool {
+	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound)
+}
+
+// actionConflict reports whether err is a conflict on an action of a transaction at index
+// from or later (the index entities; the primary's action comes first).
+func actionConflict(err error, from int) bool {
+	var ae *repo.ActionError
+	return errors.As(err, &ae) && ae.Index >= from && isConflict(err)
+}
+
+// fetch reads the entities of ks with point queries, at most limit at once. Entities that no
+// longer exist are left out (a lookup raced with a delete). The result keeps the order of ks.
+func fetch[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int) ([]T, error) {
+	got := make([]*T, len(ks))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range ks {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			v, err := t.Get(ctx, ks[i].PartitionKey, ks[i].RowKey)
+			switch {
+			case err == nil:
+				got[i] = &v
+			case errors.Is(err, repo.ErrNotFound):
+			default:
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(ks))
+	for _, v := range got {
+		if v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
+}

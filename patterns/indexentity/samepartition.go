@@ -1,0 +1,441 @@
+package indexentity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// SamePartitionOptions configures a SamePartition index. Name and Value are required; the
+// zero value of every other field is its documented default.
+type SamePartitionOptions[T any] struct {
+	// Name names the index, e.g. "LastName". Index entities have RowKeys
+	// "idx!<Name>!<value>!<page>" (escaped as codec/keys.Join does). 1 to 64 characters.
+	Name string
+	// Value returns the indexed value of an entity, e.g. its last name. "" means the entity
+	// is not indexed. It must be a pure function of the entity.
+	Value func(v *T) string
+	// PageBytes is the most UTF-16 bytes of ids one index entity holds before the list
+	// spills into the next entity. Defaults to DefaultPageBytes (64 KiB, the limit of a
+	// string property); at least 64.
+	PageBytes int
+	// Concurrency bounds the point queries of Lookup. Defaults to DefaultConcurrency.
+	Concurrency int
+	// Conflict is the backoff of the read-modify-write loop when another writer changed an
+	// index entity first. Zero fields take DefaultConflictPolicy's values.
+	Conflict retry.Policy
+	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
+	Logger *zap.Logger
+}
+
+// SamePartition is option 2 of the guide's index entities pattern: for each value of an
+// indexed property (a last name) and each partition (a department), index entities in that
+// same partition list the RowKeys (employee ids) of the entities with that value. Every
+// write of an entity and of its index entities is one entity group transaction,
+// conditional on the ETags read just before; when another writer got there first the
+// write is planned again from a fresh read, with jittered backoff. See the package
+// documentation for the layout, the consistency and the cost.
+//
+// Write entities only through Insert, Update and Delete: a write through the table alone
+// leaves the index behind. A SamePartition is safe for concurrent use.
+type SamePartition[T any] struct {
+	primary  *repo.Table[T]
+	codec    *codec.Codec[T]
+	pages    pageStore
+	name     string
+	value    func(*T) string
+	conc     int
+	conflict retry.Policy
+	lo, hi   string // the RowKeys of this index's entities, in every partition
+
+	// hook, set by tests, runs before each transaction is sent; an error stops the write
+	// there, as a crash would.
+	hook func(ctx context.Context, step string) error
+}
+
+const maxNameChars = 64
+
+// NewSamePartition returns the option 2 index over the entities of primary. The index
+// entities live in primary's table; nothing is sent.
+//
+// Errors: ErrInvalidInput when primary is nil, T has no ETag field (the pattern relies on
+// optimistic concurrency), Name or Value is missing, or an option is out of range.
+func NewSamePartition[T any](primary *repo.Table[T], opts SamePartitionOptions[T]) (*SamePartition[T], error) {
+	if primary == nil {
+		return nil, errs.Invalid("primary", "is nil")
+	}
+	if !primary.Codec().HasETag() {
+		return nil, errs.Invalid("primary", "entity type has no ETag field: the index entities pattern needs optimistic concurrency on the entity")
+	}
+	if err := checkName(opts.Name); err != nil {
+		return nil, err
+	}
+	if opts.Value == nil {
+		return nil, errs.Invalid("SamePartitionOptions.Value", "is nil")
+	}
+	pageBytes, err := pageBytesOf(opts.PageBytes, "SamePartitionOptions.PageBytes")
+	if err != nil {
+		return nil, err
+	}
+	conc, err := concurrencyOf(opts.Concurrency, "SamePartitionOptions.Concurrency")
+	if err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	conflict := conflictPolicy(opts.Conflict, logger)
+	if err := conflict.Validate(); err != nil {
+		return nil, err
+	}
+	pagesTbl, err := repo.OfType[codec.Entity](primary)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi, err := keys.Escaped.Range(tagIndex, opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	return &SamePartition[T]{
+		primary: primary, codec: primary.Codec(),
+		pages: pageStore{tbl: pagesTbl, prop: "IDs", capacity: pageBytes},
+		name:  opts.Name, value: opts.Value, conc: conc, conflict: conflict, lo: lo, hi: hi,
+	}, nil
+}
+
+func checkName(name string) error {
+	if name == "" || utf8.RuneCountInString(name) > maxNameChars || !utf8.ValidString(name) {
+		return errs.Invalid("Name", "must be 1 to %d characters of valid UTF-8, got %q", maxNameChars, name)
+	}
+	return nil
+}
+
+func pageBytesOf(n int, field string) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultPageBytes, nil
+	case n < minPageBytes || n > codec.MaxStringBytes:
+		return 0, errs.Invalid(field, "must be between %d and %d (codec.MaxStringBytes), got %d", minPageBytes, codec.MaxStringBytes, n)
+	}
+	return n, nil
+}
+
+func concurrencyOf(n int, field string) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultConcurrency, nil
+	case n < 1:
+		return 0, errs.Invalid(field, "must be at least 1, got %d", n)
+	}
+	return n, nil
+}
+
+// Table returns the repository of the indexed entities, for reads. Writes through it
+// bypass the index.
+func (ix *SamePartition[T]) Table() *repo.Table[T] { return ix.primary }
+
+// KeyRange returns the RowKeys [lo, hi) that this index's entities occupy in every
+// partition. A query that reads the entities of a partition can leave them out with two
+// range queries, or skip rows in that range; the indexed entities' RowKeys may not fall
+// in it (Insert refuses them).
+func (ix *SamePartition[T]) KeyRange() (lo, hi string) { return ix.lo, ix.hi }
+
+// location returns where the pages of value live in partition pk, refusing a value whose
+// index RowKey would break the 1 KiB key limit.
+func (ix *SamePartition[T]) location(pk, value string) (location, error) {
+	if err := checkValue(value); err != nil {
+		return location{}, err
+	}
+	longest := keys.Join(tagIndex, ix.name, value, pageNumber(maxPages))
+	if n := utf16Bytes(longest); n > codec.MaxKeyBytes {
+		return location{}, errs.TooLarge("value", fmt.Sprintf("index %q: the index entity's RowKey (escaped \"idx!%s!<value>!<page>\") would exceed the key limit (UTF-16 bytes)", ix.name, ix.name), n, codec.MaxKeyBytes)
+	}
+	lo, hi, _ := keys.Escaped.Range(tagIndex, ix.name, value)
+	return location{pk: pk, lo: lo, hi: hi, rowKey: func(n int) string {
+		return keys.Join(tagIndex, ix.name, value, pageNumber(n))
+	}}, nil
+}
+
+// check refuses, before any request, an entity this index cannot store.
+func (ix *SamePartition[T]) check(v *T) (pk, rk string, err error) {
+	if v == nil {
+		return "", "", errs.Invalid("entity", "is nil")
+	}
+	if _, err := ix.codec.Encode(v); err != nil {
+		return "", "", err
+	}
+	pk, rk = ix.codec.Keys(v)
+	if err := ix.checkKeys(pk, rk); err != nil {
+		return "", "", err
+	}
+	if value := ix.value(v); value != "" {
+		if _, err := ix.location(pk, value); err != nil {
+			return "", "", err
+		}
+	}
+	return pk, rk, nil
+}
+
+func (ix *SamePartition[T]) checkKeys(pk, rk string) error {
+	if err := checkKey(Key{pk, rk}); err != nil {
+		return err
+	}
+	if rk >= ix.lo && (ix.hi == "" || rk < ix.hi) {
+		return errs.Invalid("RowKey", "%q lies in the RowKeys of index %q's entities [%q, %q)", rk, ix.name, ix.lo, ix.hi)
+	}
+	return ix.pages.fits(rk)
+}
+
+// retryable marks an attempt's error as a conflict worth a fresh read and another try.
+type retryable struct{ err error }
+
+func (r *retryable) Error() string { return r.err.Error() }
+func (r *retryable) Unwrap() error { return r.err }
+
+func isRetryable(err error) bool {
+	var r *retryable
+	return errors.As(err, &r)
+}
+
+// loop runs attempt until it succeeds or fails with an error it did not mark retryable,
+// with the conflict backoff between attempts.
+func (ix *SamePartition[T]) loop(ctx context.Context, name, pk, rk string, attempt func(ctx context.Context) error) error {
+	op := retry.Op{Name: "index entity " + name, Resource: ix.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetryable}
+	return retry.Do(ctx, ix.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
+}
+
+func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []repo.Action) error {
+	if ix.hook != nil {
+		if err := ix.hook(ctx, step); err != nil {
+			return err
+		}
+	}
+	_, err := repo.Submit(ctx, actions...)
+	return err
+}
+
+// Insert adds v and lists its RowKey in the index entity of its value, in one entity group
+// transaction (seeds/004, option 2, steps 1 to 3): read the value's index entities, then
+// insert v and update the index entity conditional on its ETag (or insert it: the first
+// writer of a value creates it); when another writer changed or created it first, read
+// again and retry with jittered backoff. No id is lost however many writers add entities
+// with the same value at once. An entity whose value is "" is inserted without an index
+// entry. On success v's ETag field holds its new ETag.
+//
+// Errors: ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
+// index's KeyRange, its value would make an index RowKey over 1 KiB, its id is longer than
+// a page); ErrAlreadyExists (an *repo.ActionError) when v exists; ErrTransient wrapping
+// ErrPreconditionFailed when contention outlasted the Conflict policy; ErrTransient,
+// *repo.Error.
+func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
+	pk, rk, err := ix.check(v)
+	if err != nil {
+		return err
+	}
+	value := ix.value(v)
+	return ix.loop(ctx, "insert", pk, rk, func(ctx context.Context) error {
+		actions := []repo.Action{ix.primary.InsertAction(v)}
+		if value != "" {
+			add, err := ix.planAdd(ctx, pk, value, rk)
+			if err != nil {
+				return err
+			}
+			actions = append(actions, add...)
+		}
+		err := ix.submit(ctx, "insert", actions)
+		if actionConflict(err, 1) {
+			return &retryable{err}
+		}
+		return err
+	})
+}
+
+func (ix *SamePartition[T]) planAdd(ctx context.Context, pk, value, rk string) ([]repo.Action, error) {
+	loc, err := ix.location(pk, value)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := ix.pages.read(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	a, ok, err := ix.pages.planAdd(loc, pages, rk)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []repo.Action{a}, nil
+}
+
+func (ix *SamePartition[T]) planRemove(ctx context.Context, pk, value, rk string) ([]repo.Action, error) {
+	loc, err := ix.location(pk, value)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := ix.pages.read(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	return ix.pages.planRemove(loc, pages, rk), nil
+}
+
+// Update replaces the stored entity with v. When v's indexed value differs from the stored
+// one (a rename: Jones becomes Smith), one entity group transaction updates three entities
+// (seeds/004): the entity, the old value's index entity (the id removed; deleted when it
+// becomes empty) and the new value's (the id added; created when it is the first), each
+// conditional on the ETag read just before. When the value is unchanged it is a single
+// conditional update.
+//
+// When v carries an ETag the update is conditional on it: ErrPreconditionFailed if the
+// entity changed since v was read. Without one, Update reads the entity and retries on
+// conflicts (last writer wins). Conflicts on index entities are always retried. On success
+// v's ETag field holds the new ETag.
+//
+// Errors: ErrInvalidInput before any request (as Insert); ErrNotFound; ErrPreconditionFailed;
+// ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// policy; ErrTransient, *repo.Error.
+func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
+	pk, rk, err := ix.check(v)
+	if err != nil {
+		return err
+	}
+	callerETag := ix.codec.ETag(v)
+	newValue := ix.value(v)
+	err = ix.loop(ctx, "update", pk, rk, func(ctx context.Context) error {
+		cur, err := ix.primary.Get(ctx, pk, rk)
+		if err != nil {
+			return err
+		}
+		if callerETag != "" && ix.codec.ETag(&cur) != callerETag {
+			return preconditionFailed("update", ix.primary.Name(), pk, rk)
+		}
+		ix.codec.SetETag(v, ix.codec.ETag(&cur))
+		actions := []repo.Action{ix.primary.UpdateAction(v, nil)}
+		if oldValue := ix.value(&cur); oldValue != newValue {
+			if oldValue != "" {
+				rm, err := ix.planRemove(ctx, pk, oldValue, rk)
+				if err != nil {
+					return err
+				}
+				actions = append(actions, rm...)
+			}
+			if newValue != "" {
+				add, err := ix.planAdd(ctx, pk, newValue, rk)
+				if err != nil {
+					return err
+				}
+				actions = append(actions, add...)
+			}
+		}
+		err = ix.submit(ctx, "update", actions)
+		if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
+			return &retryable{err}
+		}
+		return err
+	})
+	if err != nil {
+		ix.codec.SetETag(v, callerETag)
+	}
+	return err
+}
+
+// Delete removes the entity and its id from its value's index entity (the index entity is
+// deleted with its last id), in one entity group transaction. With opts.ETag set the
+// delete is conditional on it; without, it deletes whatever is stored, retrying on
+// conflicts.
+//
+// Errors: ErrInvalidInput (keys; nothing sent); ErrNotFound; ErrPreconditionFailed;
+// ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// policy; ErrTransient, *repo.Error.
+func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+	if err := checkKey(Key{pk, rk}); err != nil {
+		return err
+	}
+	var want string
+	if opts != nil {
+		want = opts.ETag
+	}
+	return ix.loop(ctx, "delete", pk, rk, func(ctx context.Context) error {
+		cur, err := ix.primary.Get(ctx, pk, rk)
+		if err != nil {
+			return err
+		}
+		etag := ix.codec.ETag(&cur)
+		if want != "" && etag != want {
+			return preconditionFailed("delete", ix.primary.Name(), pk, rk)
+		}
+		actions := []repo.Action{ix.primary.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: etag})}
+		if value := ix.value(&cur); value != "" {
+			rm, err := ix.planRemove(ctx, pk, value, rk)
+			if err != nil {
+				return err
+			}
+			actions = append(actions, rm...)
+		}
+		err = ix.submit(ctx, "delete", actions)
+		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
+			return &retryable{err}
+		}
+		return err
+	})
+}
+
+// IDs returns the RowKeys the index lists for value in partition pk, sorted: one range
+// query (index entities of one value are read together, however many pages the list
+// spilled into). An unknown value gives an empty list.
+//
+// Errors: ErrInvalidInput (nothing sent) for an empty or over-long value or a bad key;
+// ErrTransient, *repo.Error.
+func (ix *SamePartition[T]) IDs(ctx context.Context, pk, value string) ([]string, error) {
+	if err := checkKey(Key{pk, ""}); err != nil {
+		return nil, err
+	}
+	loc, err := ix.location(pk, value)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := ix.pages.read(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	return entriesOf(pages), nil
+}
+
+// Lookup returns the entities of partition pk whose value is value, in RowKey order
+// (seeds/004, option 2, "find all employees named Jones in Sales"): the index entities with
+// one range query, then the entities with point queries, at most Concurrency at once.
+// An entity deleted or renamed between the two steps is left out, so every entity
+// returned has the value.
+//
+// Errors: as IDs, and those of repo.Table.Get.
+func (ix *SamePartition[T]) Lookup(ctx context.Context, pk, value string) ([]T, error) {
+	ids, err := ix.IDs(ctx, pk, value)
+	if err != nil {
+		return nil, err
+	}
+	ks := make([]Key, len(ids))
+	for i, id := range ids {
+		ks[i] = Key{pk, id}
+	}
+	got, err := fetch(ctx, ix.primary, ks, ix.conc)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(got, func(v T) bool { return ix.value(&v) != value }), nil
+}
+
+// preconditionFailed is the error of a write whose caller-supplied ETag no longer matches,
+// found by the read that precedes the transaction (so no write was sent).
+func preconditionFailed(op, table, pk, rk string) error {
+	return &errs.ServiceError{Op: op, Resource: table, PartitionKey: pk, RowKey: rk, StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: errs.ErrPreconditionFailed, Err: errors.New("the entity changed since it was read")}
+}

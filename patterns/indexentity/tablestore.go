@@ -1,0 +1,177 @@
+package indexentity
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// TableStoreOptions configures a TableStore. Name is required.
+type TableStoreOptions struct {
+	// Name names the index, e.g. "LastName": a value's index entities live in the
+	// partition "idx!<Name>!<value>" (escaped as codec/keys.Join does), so several indexes
+	// can share a table, the primary's included. 1 to 64 characters.
+	Name string
+	// PageBytes is the most UTF-16 bytes of keys one index entity holds before the list
+	// spills into the next entity. Defaults to DefaultPageBytes; at least 64.
+	PageBytes int
+	// Conflict is the backoff of the read-modify-write loop when another writer changed an
+	// index entity first. Zero fields take DefaultConflictPolicy's values.
+	Conflict retry.Policy
+	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
+	Logger *zap.Logger
+}
+
+// TableStore is option 3 of the guide's index entities pattern: index entities in a
+// partition of their own (or another table), one partition per indexed value, listing the
+// PartitionKey and RowKey of every entity with that value across the whole table. A list
+// that outgrows a page spills into more entities of the same partition (RowKeys "000000",
+// "000001", ...), all read with one query. Every change is a conditional write of one page
+// retried on conflicts. Use it as the Store of an Eventual index. It is safe for
+// concurrent use.
+type TableStore struct {
+	pages    pageStore
+	name     string
+	conflict retry.Policy
+}
+
+// NewTableStore returns the store of index entities in t's table. It sends nothing.
+//
+// Errors: ErrInvalidInput for a nil table, a missing Name or an option out of range.
+func NewTableStore(t *repo.Table[codec.Entity], opts TableStoreOptions) (*TableStore, error) {
+	if t == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	if err := checkName(opts.Name); err != nil {
+		return nil, err
+	}
+	pageBytes, err := pageBytesOf(opts.PageBytes, "TableStoreOptions.PageBytes")
+	if err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	cp := conflictPolicy(opts.Conflict, logger)
+	if err := cp.Validate(); err != nil {
+		return nil, err
+	}
+	return &TableStore{pages: pageStore{tbl: t, prop: "Keys", capacity: pageBytes}, name: opts.Name, conflict: cp}, nil
+}
+
+// Table returns the repository of the index entities.
+func (s *TableStore) Table() *repo.Table[codec.Entity] { return s.pages.tbl }
+
+// PartitionKey returns the partition of value's index entities.
+//
+// Errors: ErrInvalidInput for an empty value or one that makes a key over 1 KiB.
+func (s *TableStore) PartitionKey(value string) (string, error) {
+	l, err := s.location(value)
+	return l.pk, err
+}
+
+func (s *TableStore) location(value string) (location, error) {
+	if err := checkValue(value); err != nil {
+		return location{}, err
+	}
+	pk := keys.Join(tagIndex, s.name, value)
+	if n := utf16Bytes(pk); n > codec.MaxKeyBytes {
+		return location{}, errs.TooLarge("value", fmt.Sprintf("index %q: the index partition key (escaped \"idx!%s!<value>\") would exceed the key limit (UTF-16 bytes)", s.name, s.name), n, codec.MaxKeyBytes)
+	}
+	return location{pk: pk, rowKey: pageNumber}, nil
+}
+
+// Check implements Store: it refuses a value whose index key would be invalid.
+func (s *TableStore) Check(value string) error {
+	_, err := s.location(value)
+	return err
+}
+
+// Keys implements Store: the keys listed for value, sorted, with one query.
+//
+// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the table does not exist,
+// ErrTransient, *repo.Error.
+func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
+	l, err := s.location(value)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := s.pages.read(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	entries := entriesOf(pages)
+	out := make([]Key, 0, len(entries))
+	for _, e := range entries {
+		if k, ok := keyOf(e); ok {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Add implements Store: it lists k under value unless it is listed already, writing one
+// page conditional on its ETag (or inserting the first or a spill page), retried on
+// conflicts. It is idempotent.
+//
+// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the table does not exist,
+// ErrTransient (wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// policy), *repo.Error.
+func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
+	return s.change(ctx, "index add", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
+		a, ok, err := s.pages.planAdd(l, pages, entry)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return []repo.Action{a}, nil
+	})
+}
+
+// Remove implements Store: it removes k from value's list, writing the pages that list it
+// (a page left empty is deleted) in one transaction conditional on their ETags, retried on
+// conflicts. It is idempotent.
+//
+// Errors: as Add.
+func (s *TableStore) Remove(ctx context.Context, value string, k Key) error {
+	return s.change(ctx, "index remove", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
+		return s.pages.planRemove(l, pages, entry), nil
+	})
+}
+
+func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan func(location, []*page, string) ([]repo.Action, error)) error {
+	l, err := s.location(value)
+	if err != nil {
+		return err
+	}
+	if err := checkKey(k); err != nil {
+		return err
+	}
+	entry := entryOf(k)
+	if err := s.pages.fits(entry); err != nil {
+		return err
+	}
+	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk, Retryable: isRetryable}
+	return retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+		pages, err := s.pages.read(ctx, l)
+		if err != nil {
+			return err
+		}
+		actions, err := plan(l, pages, entry)
+		if err != nil || len(actions) == 0 {
+			return err
+		}
+		_, err = repo.Submit(ctx, actions...)
+		if actionConflict(err, 0) {
+			return &retryable{err}
+		}
+		return err
+	})
+}
