@@ -1,0 +1,59 @@
+// Package dataseries implements the data series pattern of the table design guide
+// (seeds/004 and seeds/000, "data series pattern"): store a complete series of data in a
+// single entity, to minimize the number of requests.
+//
+// # The problem
+//
+// An application records, every hour, how many IM messages each employee sent, and plots
+// each employee's last 24 hours. One entity per employee and hour makes each update easy to
+// find, but plotting a day means retrieving 24 entities.
+//
+// # The solution
+//
+// Store the series in one entity, one property per point: H00 to H23 for the hours of a
+// day. One point is updated with a merge of that single property; the whole series is read
+// with one point query.
+//
+//	hours, _ := dataseries.New[int64](clients.Tables, "MessageStats",
+//		dataseries.Layout{Points: 24, Prefix: "H"}, nil)
+//	err := hours.Set(ctx, "000123", "20240501", 13, 42)                 // merge of H13 only
+//	n, err := hours.Add(ctx, "000123", "20240501", 13, 1, nil)          // +1 under If-Match
+//	day, err := hours.Get(ctx, "000123", "20240501")                    // 24 points, 1 request
+//
+// Set writes an absolute value (last writer wins), Put all the points at once. Add and
+// Update are read-modify-writes: they read the series, change it, and write the changed
+// points with a merge conditional on the ETag they read; when another writer got there
+// first (412), they read again and retry after a jittered backoff. With an operation id
+// (AddOptions.OpID) they become idempotent: the series remembers the ids of the last
+// operations it applied, in the same entity and the same write as the change, so a
+// redelivered queue message or a retry after a crash is not counted twice. That makes
+// Add suitable as the body of a queue handler (package queueworker) that counts events.
+//
+// # Consistency
+//
+// A series is one entity, so every write is atomic. Set and Put are idempotent. Add and
+// Update lose no update under any number of concurrent writers (optimistic concurrency on
+// the ETag, seeds/004 "managing concurrency"), and with an OpID apply each operation
+// once. A point that was never written reads as 0.
+//
+// # Cost in requests
+//
+//   - Get: one request for the whole series, against one per point (24 point queries) or
+//     one range query returning 24 entities (see BenchmarkReadSeries).
+//   - Set, Put: one request.
+//   - Add, Update: two requests (read, conditional merge); each conflict costs two more.
+//
+// # Issues and considerations
+//
+//   - A series must fit in one entity: at most 252 properties (MaxPoints, 251, leaves one
+//     for the applied operations) and 1 MiB. A longer series is refused by New with an
+//     ErrInvalidInput that says so, by design rather than by accident: store it as a wide
+//     entity (patterns/wideentity: several entities of one partition, written in one
+//     transaction) or in a blob (seeds/004 "large entities"; an eventually consistent
+//     update as in "eventually consistent transactions").
+//   - Many clients updating one series conflict often: each conflict costs a read and a
+//     write (the guide warns of it). Spread hot counters, or aggregate in a queue worker
+//     that writes once per batch.
+//   - Merge, not replace: a point written by Set is never erased by a concurrent Set of
+//     another point (seeds/004, "merge or replace").
+package dataseries

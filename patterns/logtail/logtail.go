@@ -1,0 +1,281 @@
+package logtail
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// tickWidth is the width of the inverted ticks at the start of every entry key ("D19").
+const tickWidth = 19
+
+// MaxWriterIDLen is the longest Options.WriterID accepted.
+const MaxWriterIDLen = 64
+
+// appendCollisions bounds how many times Append moves to the next tick when its key is
+// already taken (only possible when two writers share a WriterID).
+const appendCollisions = 8
+
+// Options configures a Log. The zero value (or nil) gives the documented defaults.
+type Options struct {
+	// Prefix is put before the inverted ticks in every entry's RowKey, so that the log can
+	// share its partitions with other entities (an employee row next to the employee's
+	// expense claims, for example). The log only ever reads the keys that start with Prefix
+	// followed by a digit. Defaults to "" (the log's keys start with the digits).
+	Prefix string
+	// WriterID makes the keys of Append unique across writers that append to the same
+	// partition in the same tick: it ends every key Append builds. It must be unique among
+	// the Logs appending at the same time (one per process or goroutine pool), contain only
+	// characters allowed in keys and be at most MaxWriterIDLen bytes. Defaults to 12 random
+	// hex digits per Log.
+	WriterID string
+	// Clock is the time source of Append. Defaults to time.Now.
+	Clock func() time.Time
+}
+
+// Log is the log tail of one table (seeds/004, "log tail pattern"): entities of T stored
+// with RowKeys that sort newest first, so that the newest n entries of a partition are the
+// first n of a range query. A Log is safe for concurrent use.
+type Log[T any] struct {
+	table     *repo.Table[T]
+	setRowKey func(*T, string)
+	prefix    string
+	writer    string
+	clock     func() time.Time
+
+	mu   sync.Mutex
+	last int64 // the last tick Append used: Append's ticks strictly increase
+}
+
+// New returns the log tail over table. The entries are values of T whose PartitionKey
+// field the caller sets (the employee, device or stream the entry belongs to) and whose
+// RowKey field the log sets. It sends nothing.
+//
+// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil table, an invalid Prefix
+// or WriterID, or a T whose RowKey field cannot be set (reached through an embedded
+// pointer).
+func New[T any](table *repo.Table[T], opts *Options) (*Log[T], error) {
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := keys.Validate(o.Prefix); err != nil {
+		return nil, errs.Invalid("Options.Prefix", "%v", err)
+	}
+	if o.WriterID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		o.WriterID = hex.EncodeToString(b[:])
+	}
+	if len(o.WriterID) > MaxWriterIDLen {
+		return nil, errs.TooLarge("Options.WriterID", "too long", len(o.WriterID), MaxWriterIDLen)
+	}
+	if err := keys.Validate(o.WriterID); err != nil {
+		return nil, errs.Invalid("Options.WriterID", "%v", err)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	set, err := rowKeySetter(table.Codec())
+	if err != nil {
+		return nil, err
+	}
+	return &Log[T]{table: table, setRowKey: set, prefix: o.Prefix, writer: o.WriterID, clock: o.Clock}, nil
+}
+
+// Table returns the table the log reads and writes.
+func (l *Log[T]) Table() *repo.Table[T] { return l.table }
+
+// WriterID returns the id that ends the keys of this Log's Appends.
+func (l *Log[T]) WriterID() string { return l.writer }
+
+// RowKey returns the RowKey of an entry at time at with id: Prefix, the inverted ticks of
+// at (.NET's string.Format("{0:D19}", DateTime.MaxValue.Ticks - at.Ticks)), "_" and id.
+// Keys of later times sort first; keys of one tick sort by id. Times outside years 1 to
+// 9999 are clamped, as in keys.Ticks.
+func (l *Log[T]) RowKey(at time.Time, id string) string {
+	return l.prefix + keys.InvertedTicksUnique(at, id)
+}
+
+// ParseRowKey returns the time and the id of an entry's RowKey.
+//
+// Errors: ErrInvalidInput when rk is not a key of this log (wrong prefix, not 19 digits
+// and "_", ticks above DateTime.MaxValue).
+func (l *Log[T]) ParseRowKey(rk string) (time.Time, string, error) {
+	rest, ok := strings.CutPrefix(rk, l.prefix)
+	if !ok {
+		return time.Time{}, "", errs.Invalid("RowKey", "%q does not start with the log's prefix %q", rk, l.prefix)
+	}
+	return keys.SplitInvertedTicksUnique(rest)
+}
+
+// TimeOf returns the time of the entry v from its RowKey.
+//
+// Errors: as ParseRowKey.
+func (l *Log[T]) TimeOf(v *T) (time.Time, error) {
+	_, rk := l.table.Codec().Keys(v)
+	at, _, err := l.ParseRowKey(rk)
+	return at, err
+}
+
+// tick returns the tick for the next Append: the clock's, or one more than the last one
+// used if the clock has not moved (coarse clocks) or went back (clock adjustments). Keys of
+// one Log therefore never collide and keep the order of the Append calls.
+func (l *Log[T]) tick() int64 {
+	now := keys.Ticks(l.clock())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now <= l.last {
+		now = l.last + 1
+	}
+	l.last = now
+	return now
+}
+
+// Append stores v as the newest entry of its partition, stamped with the Log's clock, and
+// returns the entry's time. It sets v's RowKey (see RowKey; the id is the WriterID) and,
+// if T has one, its ETag field. One request (an insert).
+//
+// Entries appended in the same tick do not collide: the ticks of one Log strictly increase
+// (a burst faster than the clock is spread over consecutive 100 ns ticks, so the stored time
+// may run ahead of the clock by that much), and the WriterID separates Logs. If the key is
+// taken anyway (two Logs given one WriterID), Append moves on to the next tick. A retried
+// insert whose first attempt was stored is recognised (see repo.Table.Insert): the entry is
+// stored once. A second call is a second entry: for writes that may be run again (a queue
+// handler, an import), use AppendAt with the event's own time and id.
+//
+// Errors: ErrInvalidInput (v nil, its PartitionKey or properties break a limit; nothing
+// sent), ErrAlreadyExists (the key stayed taken after several ticks), ErrTransient, *repo.Error.
+func (l *Log[T]) Append(ctx context.Context, v *T) (time.Time, error) {
+	if v == nil {
+		return time.Time{}, errs.Invalid("entry", "is nil")
+	}
+	var err error
+	for range appendCollisions {
+		at, ferr := keys.FromTicks(l.tick())
+		if ferr != nil { // the clock is at DateTime.MaxValue: no later tick exists
+			return time.Time{}, errs.Invalid("clock", "no tick left after %v", l.clock())
+		}
+		l.setRowKey(v, l.RowKey(at, l.writer))
+		if err = l.table.Insert(ctx, v); !errors.Is(err, repo.ErrAlreadyExists) {
+			if err != nil {
+				return time.Time{}, err
+			}
+			return at, nil
+		}
+	}
+	return time.Time{}, err
+}
+
+// AppendAt stores v as the entry at time at with id: the time an event happened (when an
+// expense claim was submitted) rather than when it is logged. id must be unique among the
+// partition's entries of that tick: the claim's id, a message id, a GUID. It sets v's RowKey
+// (see RowKey) and, if T has one, its ETag field. One request.
+//
+// An entry is identified by its time and id, so AppendAt is idempotent: it writes with
+// insert-or-replace, and running it again (a retried import, a redelivered message)
+// leaves one entry, the last one written.
+//
+// Errors: ErrInvalidInput (v nil, id empty or with characters keys may not hold, a limit
+// broken; nothing sent), ErrTransient, *repo.Error.
+func (l *Log[T]) AppendAt(ctx context.Context, at time.Time, id string, v *T) error {
+	if v == nil {
+		return errs.Invalid("entry", "is nil")
+	}
+	if id == "" {
+		return errs.Invalid("id", "is empty: entries of one tick are told apart by their id")
+	}
+	if err := keys.Validate(id); err != nil {
+		return err
+	}
+	l.setRowKey(v, l.RowKey(at, id))
+	return l.table.Upsert(ctx, v, nil)
+}
+
+// bounds returns the RowKey range [lo, hi) of the entries with from <= time < to; a zero
+// from or to leaves that side open. Later times have smaller keys, so to gives lo.
+func (l *Log[T]) bounds(from, to time.Time) (lo, hi string) {
+	lo, hi = l.prefix+"0", l.prefix+":" // every key of the log starts with a digit
+	if !to.IsZero() {
+		// time < to  <=>  inverted ticks >= MaxTicks - Ticks(to) + 1
+		lo = l.prefix + padTicks(keys.MaxTicks-keys.Ticks(to)+1)
+	}
+	if !from.IsZero() {
+		// time >= from  <=>  inverted ticks < MaxTicks - Ticks(from) + 1
+		hi = l.prefix + padTicks(keys.MaxTicks-keys.Ticks(from)+1)
+	}
+	return lo, hi
+}
+
+func padTicks(n int64) string {
+	var b [tickWidth]byte
+	for i := tickWidth - 1; i >= 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[:])
+}
+
+// Query returns the query of partition pk's entries with from <= time < to, newest first:
+// a range query on RowKey. A zero from or to leaves that side open, so Query(pk, zero,
+// zero) is the whole log of the partition. Use it with the table's Pages to browse a long
+// log a page at a time with a resumable token, or add Top and Select.
+func (l *Log[T]) Query(pk string, from, to time.Time) repo.Query {
+	lo, hi := l.bounds(from, to)
+	return repo.Query{Filter: filter.RowKeyRange(pk, lo, hi)}
+}
+
+// Newest returns the n newest entries of partition pk, newest first. For n up to
+// repo.MaxPageSize (1,000) it is one request, a range query with $top=n, however long the
+// log is: the point of the pattern. Larger n read ceil(n/1000) pages.
+//
+// Errors: ErrInvalidInput (n < 1; nothing sent), ErrNotFound (no such table),
+// ErrTransient, *repo.Error.
+func (l *Log[T]) Newest(ctx context.Context, pk string, n int) ([]T, error) {
+	if n < 1 {
+		return nil, errs.Invalid("n", "must be at least 1, got %d", n)
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return nil, err
+	}
+	q := l.Query(pk, time.Time{}, time.Time{})
+	q.Top = n
+	out := make([]T, 0, min(n, repo.MaxPageSize))
+	for v, err := range l.table.Query(ctx, q) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Range returns partition pk's entries with from <= time < to, newest first, following
+// continuation tokens. A zero from or to leaves that side open. It sends one request per
+// page of up to 1,000 entries, and nothing until the first iteration.
+//
+// Errors (yielded): ErrInvalidInput (pk breaks the key rules; nothing sent), ErrNotFound
+// (no such table), ErrTransient, *repo.Error.
+func (l *Log[T]) Range(ctx context.Context, pk string, from, to time.Time) iter.Seq2[T, error] {
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return func(yield func(T, error) bool) {
+			var zero T
+			yield(zero, err)
+		}
+	}
+	return l.table.Query(ctx, l.Query(pk, from, to))
+}

@@ -1,0 +1,64 @@
+package logtail
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// rowKeySetter returns a function that stores a RowKey into a *T. The log owns the RowKey
+// of its entries, so it must write it; package codec maps T but exposes no key setter. The
+// field is found by the codec's own rules (the "rk" tag option, else a string field named
+// RowKey) and the result is then checked against the codec itself: a probe value is set
+// and read back with Codec.Keys. A type the two disagree on is refused at construction
+// rather than written with a wrong key.
+func rowKeySetter[T any](c *codec.Codec[T]) (func(*T, string), error) {
+	rt := reflect.TypeFor[T]()
+	var tagged, named []reflect.StructField
+	for _, f := range reflect.VisibleFields(rt) {
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		tag, hasTag := f.Tag.Lookup("table")
+		if tag == "-" {
+			continue
+		}
+		if hasTag {
+			_, opts, _ := strings.Cut(tag, ",")
+			for _, o := range strings.Split(opts, ",") {
+				if o == "rk" {
+					tagged = append(tagged, f)
+				}
+			}
+		}
+		if f.Name == "RowKey" && (!hasTag || !strings.Contains(tag, ",")) {
+			named = append(named, f)
+		}
+	}
+	cands := tagged
+	if len(cands) == 0 {
+		cands = named
+	}
+	if len(cands) != 1 || cands[0].Type.Kind() != reflect.String {
+		return nil, errs.Invalid("RowKey", "cannot find the string RowKey field of %s", rt)
+	}
+	index := cands[0].Index
+	set := func(v *T, rk string) {
+		f, err := reflect.ValueOf(v).Elem().FieldByIndexErr(index)
+		if err == nil {
+			f.SetString(rk)
+		}
+	}
+	var probe T
+	const want = "logtail-probe"
+	if _, err := reflect.ValueOf(&probe).Elem().FieldByIndexErr(index); err != nil {
+		return nil, errs.Invalid("RowKey", "the RowKey field of %s is reached through an embedded pointer; embed the struct by value", rt)
+	}
+	set(&probe, want)
+	if _, rk := c.Keys(&probe); rk != want {
+		return nil, errs.Invalid("RowKey", "cannot find the RowKey field of %s that codec maps", rt)
+	}
+	return set, nil
+}

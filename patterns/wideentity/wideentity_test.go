@@ -1,0 +1,542 @@
+package wideentity_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/wideentity"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// chunksOf reads the physical chunks of a logical entity directly.
+func chunksOf(t *testing.T, b *bed, pk, rk string) []codec.Entity {
+	t.Helper()
+	raw, err := repo.New[codec.Entity](b.direct.Tables, b.name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := raw.Collect(b.ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, ""))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// checkWhole asserts that the stored chunks are exactly one write: n chunks, one revision.
+func checkWhole(t *testing.T, b *bed, pk, rk string, n int) string {
+	t.Helper()
+	chunks := chunksOf(t, b, pk, rk)
+	if len(chunks) != n {
+		t.Fatalf("%d chunks stored, want %d", len(chunks), n)
+	}
+	rev := chunks[0].Properties[wideentity.RevProperty]
+	for _, c := range chunks {
+		if c.Properties[wideentity.RevProperty] != rev {
+			t.Fatalf("chunks of two revisions stored: %v and %v", rev, c.Properties[wideentity.RevProperty])
+		}
+	}
+	return rev.(string)
+}
+
+// 365 daily counts go in as one transaction and come back with one query.
+func TestInsertAndGet365Properties(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	e := &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(7)}
+	mark := b.proxy.Count()
+	if err := s.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	reqs := b.proxy.Requests()[mark:]
+	if len(reqs) != 1 || !strings.HasSuffix(reqs[0].Path, "$batch") {
+		t.Fatalf("Insert sent %v, want one transaction", reqs)
+	}
+	rev := checkWhole(t, b, "Sales", "000123", wideentity.DefaultChunks)
+	if e.Rev != rev {
+		t.Fatalf("Insert set Rev %q, stored %q", e.Rev, rev)
+	}
+	for _, c := range chunksOf(t, b, "Sales", "000123") {
+		if n := len(c.Properties) - 2; n > wideentity.PropertiesPerChunk || n < 100 {
+			t.Fatalf("chunk %s holds %d properties", c.RowKey, n)
+		}
+	}
+	mark = b.proxy.Count()
+	got, err := s.Get(b.ctx, "Sales", "000123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.proxy.Count() - mark; n != 1 {
+		t.Fatalf("Get sent %d requests", n)
+	}
+	if !reflect.DeepEqual(got.Properties, year(7)) || got.Rev != rev {
+		t.Fatalf("read back %d properties (rev %q), want the 366 written", len(got.Properties), got.Rev)
+	}
+	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(1)}); !errors.Is(err, repo.ErrAlreadyExists) {
+		t.Fatalf("second Insert: %v", err)
+	}
+	if _, err := s.Get(b.ctx, "Sales", "000999"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("Get of a missing entity: %v", err)
+	}
+	// Another entity of the partition whose RowKey extends this one is not mixed in.
+	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123!x", Properties: map[string]any{"D001": int32(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(b.ctx, "Sales", "000123"); err != nil || !reflect.DeepEqual(got.Properties, year(7)) {
+		t.Fatalf("after a neighbour was written: %v", err)
+	}
+}
+
+// SetProperty is one merge of one property on the chunk that holds it.
+func TestSetPropertyMergesOneChunk(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	e := &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(3)}
+	if err := s.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var sent []map[string]any
+	b.proxy.AddRule(faultproxy.Rule{Name: "capture", Match: func(r *http.Request) bool {
+		if faultproxy.IsEntityWrite(r) {
+			var m map[string]any
+			raw, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(raw, &m)
+			mu.Lock()
+			sent = append(sent, m)
+			mu.Unlock()
+		}
+		return false
+	}})
+	mark := b.proxy.Count()
+	if err := s.SetProperty(b.ctx, "Sales", "000123", "D200", int32(1234)); err != nil {
+		t.Fatal(err)
+	}
+	reqs := b.proxy.Requests()[mark:]
+	if len(reqs) != 1 || (reqs[0].Method != "MERGE" && reqs[0].Method != "PATCH") {
+		t.Fatalf("SetProperty sent %v, want one merge", reqs)
+	}
+	wantKey := keys.Join("000123", "02", fmt.Sprintf("%02d", keys.Bucket("D200", 2)))
+	if !strings.Contains(reqs[0].Path, "RowKey='"+wantKey+"'") {
+		t.Fatalf("merged into %s, want the chunk %s", reqs[0].Path, wantKey)
+	}
+	mu.Lock()
+	var props []string
+	for k := range sent[0] {
+		props = append(props, k)
+	}
+	mu.Unlock()
+	slices.Sort(props)
+	if !slices.Equal(props, []string{"D200", "PartitionKey", "RowKey"}) {
+		t.Fatalf("merge body %v", props)
+	}
+	got, err := s.Get(b.ctx, "Sales", "000123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := year(3)
+	want["D200"] = int32(1234)
+	if !reflect.DeepEqual(got.Properties, want) || got.Rev != e.Rev {
+		t.Fatalf("after SetProperty: D200=%v rev %q (was %q)", got.Properties["D200"], got.Rev, e.Rev)
+	}
+	// A new property goes to its chunk too.
+	if err := s.SetProperty(b.ctx, "Sales", "000123", "Team", "North"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(b.ctx, "Sales", "000123"); got.Properties["Team"] != "North" {
+		t.Fatal("new property lost")
+	}
+	if err := s.SetProperty(b.ctx, "Sales", "nobody", "D001", int32(1)); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("SetProperty of a missing entity: %v", err)
+	}
+}
+
+// A crash during a write — the transaction dropped before it reaches the service, or its
+// response lost after — leaves the old version or the new one, whole, never a mix; running
+// the write again completes it. Also when the write changes the number of chunks.
+func TestCrashDuringWriteLeavesOneWholeVersion(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name        string
+		action      faultproxy.Action
+		newApplied  bool
+		chunksAfter int
+	}{
+		{"drop-before/same-layout", faultproxy.DropBeforeForward(), false, 2},
+		{"drop-after/same-layout", faultproxy.DropAfterForward(), true, 2},
+		{"drop-before/re-layout", faultproxy.DropBeforeForward(), false, 3},
+		{"drop-after/re-layout", faultproxy.DropAfterForward(), true, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, true)
+			old := storeOn(t, b.direct, b.name, nil)
+			if err := old.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+				t.Fatal(err)
+			}
+			o := &wideentity.Options{Chunks: c.chunksAfter, Table: repo.Options{Retry: retry.NoRetry}}
+			crashing := store(t, b, o) // one attempt: the process "dies" with the request
+			b.proxy.AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: c.action})
+			if err := crashing.Put(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err == nil {
+				t.Fatal("the crashed write reported success")
+			}
+			if b.proxy.Fired("crash") != 1 {
+				t.Fatal("the crash did not happen")
+			}
+			want, n := year(1), 2
+			if c.newApplied {
+				want, n = year(2), c.chunksAfter
+			}
+			checkWhole(t, b, "P", "E", n)
+			got, err := old.Get(b.ctx, "P", "E")
+			if err != nil || !reflect.DeepEqual(got.Properties, want) {
+				t.Fatalf("after the crash: %v, %q", err, got.Properties["Name"])
+			}
+			// The rerun completes the write.
+			rerun := store(t, b, &wideentity.Options{Chunks: c.chunksAfter})
+			if err := rerun.Put(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err != nil {
+				t.Fatal(err)
+			}
+			checkWhole(t, b, "P", "E", c.chunksAfter)
+			if got, err := rerun.Get(b.ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, year(2)) {
+				t.Fatalf("after the rerun: %v", err)
+			}
+		})
+	}
+}
+
+// With retries on, a transaction whose response was lost is recognised as applied.
+func TestLostResponseIsRecognised(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	e := &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}
+	if err := s.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	e.Properties = year(5)
+	if err := s.Put(b.ctx, e); err != nil { // conditional Put of the inserted entity
+		t.Fatal(err)
+	}
+	if b.proxy.Fired("lost") != 1 {
+		t.Fatal("no response was lost")
+	}
+	rev := checkWhole(t, b, "P", "E", 2)
+	if rev != e.Rev {
+		t.Fatalf("stored rev %q, Put says %q", rev, e.Rev)
+	}
+	// The ETags Put recorded are the stored ones: a further conditional Put works.
+	e.Properties["Name"] = "again"
+	if err := s.Put(b.ctx, e); err != nil {
+		t.Fatalf("conditional Put after a recovered one: %v", err)
+	}
+}
+
+// A write that commits between the pages of a read gives the reader chunks of two
+// revisions; the reader detects it and reads again.
+func TestTornReadIsDetectedAndRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	core, logs := observer.New(zap.WarnLevel)
+	reader := store(t, b, &wideentity.Options{Table: repo.Options{Logger: zap.New(core)}})
+	writer := storeOn(t, b.direct, b.name, nil)
+	if err := writer.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+		t.Fatal(err)
+	}
+	// One chunk per page, as Azure may answer; before the second page, a writer commits.
+	b.proxy.EmulatePaging(1, false)
+	var once sync.Once
+	var werr error
+	b.proxy.AddRule(faultproxy.Rule{Name: "interleave", Match: func(r *http.Request) bool {
+		if faultproxy.IsListEntities(r) && strings.Contains(r.URL.RawQuery, "NextRowKey") {
+			once.Do(func() {
+				werr = writer.Put(r.Context(), &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)})
+			})
+		}
+		return false
+	}})
+	got, err := reader.Get(b.ctx, "P", "E")
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Properties, year(2)) {
+		t.Fatalf("read %q, want version 2", got.Properties["Name"])
+	}
+	torn := logs.FilterField(zap.String("op", "wide get")).Len()
+	if torn != 1 {
+		t.Fatalf("%d torn reads retried, want 1", torn)
+	}
+}
+
+// Chunks damaged outside this package (another revision, a missing chunk, a property in
+// two chunks) are reported as torn once the retries are spent, never returned as an entity.
+func TestDamagedChunksAreReportedTorn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	s := store(t, b, nil)
+	raw, _ := repo.New[codec.Entity](b.direct.Tables, b.name, nil)
+	damage := map[string]func(rk string, chunks []codec.Entity) error{
+		"other revision": func(rk string, chunks []codec.Entity) error {
+			c := chunks[1]
+			c.Properties[wideentity.RevProperty] = "someone-else"
+			return raw.Upsert(b.ctx, &c, nil)
+		},
+		"missing chunk": func(rk string, chunks []codec.Entity) error {
+			return raw.Delete(b.ctx, "P", chunks[0].RowKey, nil)
+		},
+		"property twice": func(rk string, chunks []codec.Entity) error {
+			c := chunks[0]
+			for k, v := range chunks[1].Properties {
+				if strings.HasPrefix(k, "D") {
+					c.Properties[k] = v
+					break
+				}
+			}
+			return raw.Upsert(b.ctx, &c, nil)
+		},
+	}
+	for name, f := range damage {
+		rk := strings.ReplaceAll(name, " ", "")
+		if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: rk, Properties: year(4)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f(rk, chunksOf(t, b, "P", rk)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Get(b.ctx, "P", rk)
+		if !errors.Is(err, wideentity.ErrTorn) || !errors.Is(err, retry.ErrTransient) {
+			t.Errorf("%s: %v, want ErrTorn after retries", name, err)
+		}
+		// Put overwrites the damage (it replaces and deletes what it reads).
+		if name != "other revision" { // a damaged read cannot be the base of a write...
+			continue
+		}
+		if err := s.Delete(b.ctx, "P", rk); err != nil { // ...but Delete clears any chunks
+			t.Fatal(err)
+		}
+		if got := chunksOf(t, b, "P", rk); len(got) != 0 {
+			t.Fatalf("Delete left %d chunks", len(got))
+		}
+	}
+}
+
+// Concurrent read-modify-writes of one logical entity lose no update.
+func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	s := store(t, b, nil)
+	const writers, each = 6, 8
+	var wg sync.WaitGroup
+	errc := make(chan error, writers*each)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := s.Update(b.ctx, "P", "E", func(e *wideentity.Entity) error {
+					total, _ := e.Properties["Total"].(int32)
+					mine, _ := e.Properties[fmt.Sprintf("W%d", w)].(int32)
+					e.Properties["Total"] = total + 1
+					e.Properties[fmt.Sprintf("W%d", w)] = mine + 1
+					return nil
+				})
+				if err != nil {
+					errc <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	got, err := s.Get(b.ctx, "P", "E")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Properties["Total"] != int32(writers*each) {
+		t.Fatalf("Total = %v, want %d", got.Properties["Total"], writers*each)
+	}
+	for w := range writers {
+		if got.Properties[fmt.Sprintf("W%d", w)] != int32(each) {
+			t.Fatalf("W%d = %v", w, got.Properties[fmt.Sprintf("W%d", w)])
+		}
+	}
+	checkWhole(t, b, "P", "E", 2)
+}
+
+// Put of an entity read earlier is conditional on every chunk; a Put of a built entity
+// overwrites; an error of fn writes nothing.
+func TestPutConcurrencyAndUpdateErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	s := store(t, b, nil)
+	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Get(b.ctx, "P", "E")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone changes one property of one chunk.
+	if err := s.SetProperty(b.ctx, "P", "E", "D010", int32(-1)); err != nil {
+		t.Fatal(err)
+	}
+	e.Properties["Name"] = "stale write"
+	if err := s.Put(b.ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("Put over a changed chunk: %v", err)
+	}
+	fresh := &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"Only": "this"}}
+	if err := s.Put(b.ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Get(b.ctx, "P", "E")
+	if !reflect.DeepEqual(got.Properties, map[string]any{"Only": "this"}) {
+		t.Fatalf("overwrite: %v", got.Properties)
+	}
+	boom := errors.New("boom")
+	if _, err := s.Update(b.ctx, "P", "E", func(e *wideentity.Entity) error { e.Properties["Only"] = "no"; return boom }); err != boom {
+		t.Fatalf("fn error: %v", err)
+	}
+	notFound := fmt.Errorf("lookup: %w", repo.ErrNotFound) // an fn error that looks retryable is not retried
+	calls := 0
+	if _, err := s.Update(b.ctx, "P", "E", func(*wideentity.Entity) error { calls++; return notFound }); err != notFound || calls != 1 {
+		t.Fatalf("fn error %v after %d calls", err, calls)
+	}
+	if got, _ := s.Get(b.ctx, "P", "E"); got.Properties["Only"] != "this" {
+		t.Fatal("a failed Update wrote")
+	}
+}
+
+// Changing Options.Chunks: SetProperty aimed at the new layout finds no chunk and rewrites
+// the entity in it; nothing of the old layout is left.
+func TestLayoutChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	two := store(t, b, nil)
+	three := store(t, b, &wideentity.Options{Chunks: 3})
+	if err := two.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(6)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := three.Get(b.ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, year(6)) {
+		t.Fatalf("a 3-chunk store reads a 2-chunk entity: %v", err)
+	}
+	if err := three.SetProperty(b.ctx, "P", "E", "D001", int32(500)); err != nil {
+		t.Fatal(err)
+	}
+	checkWhole(t, b, "P", "E", 3)
+	want := year(6)
+	want["D001"] = int32(500)
+	if got, err := two.Get(b.ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, want) {
+		t.Fatalf("after the re-layout: %v", err)
+	}
+}
+
+// Delete removes every chunk in one transaction and is idempotent; a crash before the
+// transaction leaves the entity whole, and the rerun deletes it.
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+		t.Fatal(err)
+	}
+	crashing := store(t, b, &wideentity.Options{Table: repo.Options{Retry: retry.NoRetry}})
+	b.proxy.AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropBeforeForward()})
+	if err := crashing.Delete(b.ctx, "P", "E"); err == nil {
+		t.Fatal("the crashed delete reported success")
+	}
+	checkWhole(t, b, "P", "E", 2)
+	for range 2 {
+		if err := s.Delete(b.ctx, "P", "E"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(chunksOf(t, b, "P", "E")); n != 0 {
+		t.Fatalf("%d chunks left", n)
+	}
+	if _, err := s.Get(b.ctx, "P", "E"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+}
+
+// Limits are checked before any request, and the error names the chunk.
+func TestLimitsRefusedWithoutRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	single := store(t, b, &wideentity.Options{Chunks: 1})
+	broken := store(t, b, &wideentity.Options{ChunkOf: func(string, int) int { return 7 }})
+	many := make(map[string]any, 600)
+	for i := range 600 {
+		many[fmt.Sprintf("P%03d", i)] = int32(i)
+	}
+	big := make(map[string]any, 20)
+	for i := range 20 {
+		big[fmt.Sprintf("Text%02d", i)] = strings.Repeat("x", 30000) // 60 KB each as UTF-16
+	}
+	mark := b.proxy.Count()
+	var ie *repo.InvalidInputError
+	err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: many})
+	if !errors.As(err, &ie) || !strings.HasPrefix(ie.Field, "chunk ") || ie.Limit != wideentity.PropertiesPerChunk {
+		t.Fatalf("600 properties in 2 chunks: %v", err)
+	}
+	calls := map[string]error{
+		"over 1 MiB in a chunk": single.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: big}),
+		"reserved name":         s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{wideentity.RevProperty: "x"}}),
+		"invalid name":          s.Put(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"a-b": "x"}}),
+		"bad value":             s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": struct{}{}}}),
+		"bad key":               s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P/1", RowKey: "E"}),
+		"empty partition":       s.SetProperty(b.ctx, "", "E", "X", "y"),
+		"long key":              s.SetProperty(b.ctx, "P", strings.Repeat("k", 510), "X", "y"),
+		"set reserved":          s.SetProperty(b.ctx, "P", "E", wideentity.ChunksProperty, int32(1)),
+		"set bad value":         s.SetProperty(b.ctx, "P", "E", "X", []int{1}),
+		"chunkOf out of range":  broken.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": "y"}}),
+		"nil entity":            s.Put(b.ctx, nil),
+		"delete bad key":        s.Delete(b.ctx, "P", "E#"),
+	}
+	_, calls["get bad key"] = s.Get(b.ctx, "P?", "E")
+	_, calls["update nil fn"] = s.Update(b.ctx, "P", "E", nil)
+	for name, err := range calls {
+		if !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
+		}
+	}
+	if n := b.proxy.Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent for refused input", n)
+	}
+	// Spread over more chunks, the same data fits.
+	wide := store(t, b, &wideentity.Options{Chunks: 3})
+	p := maps.Clone(many)
+	if err := wide.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "many", Properties: p}); err != nil {
+		t.Fatalf("600 properties in 3 chunks: %v", err)
+	}
+	for _, o := range []*wideentity.Options{{Chunks: -1}, {Chunks: 101}, {TornRetry: retry.Policy{MaxRetries: -3}}} {
+		if _, err := wideentity.New(b.clients.Tables, b.name, o); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("New(%+v): %v", o, err)
+		}
+	}
+}
