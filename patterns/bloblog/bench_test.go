@@ -1,0 +1,170 @@
+package bloblog_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// LogEntity is the table form of a log record that the guide advises against: spread over
+// partitions by source instance, so a time range has to scan them all.
+type LogEntity struct {
+	PartitionKey string    `table:",pk"`
+	RowKey       string    `table:",rk"`
+	Time         time.Time `table:"LogTime"`
+	Message      string    `table:"Message"`
+}
+
+func benchClients(b *testing.B) (*repo.Clients, string) {
+	b.Helper()
+	clients, err := repo.NewClients(testenv.ConnectionString(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cname := testenv.ContainerName(b)
+	if _, err := clients.Blobs.CreateContainer(context.Background(), cname, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _, _ = clients.Blobs.DeleteContainer(context.Background(), cname, nil) })
+	return clients, cname
+}
+
+func logLine(i int) bloblog.Record {
+	return bloblog.Record{Time: t0.Add(time.Duration(i) * time.Second), Data: fmt.Appendf(nil, "level=Info request=%d path=/orders/%d status=200", i, 200000+i%997)}
+}
+
+// BenchmarkWriteLog stores 1,000 log records: buffered appends (bloblog), one append per
+// record, and one table insert per record (the log data anti-pattern).
+func BenchmarkWriteLog(b *testing.B) {
+	clients, cname := benchClients(b)
+	ctx := context.Background()
+	const n = 1000
+	b.Run("impl=bloblog-buffered", func(b *testing.B) {
+		b.ReportAllocs()
+		run := 0
+		for b.Loop() {
+			run++
+			w, err := bloblog.NewWriter(clients.Blobs, cname, fmt.Sprintf("buffered%d", run), &bloblog.Options{FlushInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range n {
+				if err := w.Write(ctx, logLine(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := w.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=append-per-record", func(b *testing.B) {
+		b.ReportAllocs()
+		run := 0
+		for b.Loop() {
+			run++
+			c := clients.Blobs.ServiceClient().NewContainerClient(cname).NewAppendBlobClient(fmt.Sprintf("each%d/log", run))
+			if _, err := c.Create(ctx, nil); err != nil {
+				b.Fatal(err)
+			}
+			for i := range n {
+				r := logLine(i)
+				line := append(append([]byte(r.Time.Format(time.RFC3339Nano)+"\t"), r.Data...), '\n')
+				if _, err := c.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(line)), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("impl=table-insert-per-record", func(b *testing.B) {
+		name := testenv.TableName(b)
+		testenv.Table(b, name)
+		tb, err := repo.New[LogEntity](clients.Tables, name, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		run := 0
+		for b.Loop() {
+			run++
+			for i := range n {
+				r := logLine(i)
+				e := &LogEntity{PartitionKey: fmt.Sprintf("web%02d", i%16), RowKey: fmt.Sprintf("%d_%06d", run, i), Time: r.Time, Message: string(r.Data)}
+				if err := tb.Insert(ctx, e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkReadLogRange reads two minutes (120 records) out of three hours of log
+// (10,800 records): bloblog's prefix listing and one blob download, against a scan of a
+// table whose log entities are spread over 16 partitions (the guide's second design).
+func BenchmarkReadLogRange(b *testing.B) {
+	clients, cname := benchClients(b)
+	ctx := context.Background()
+	const n = 3 * 3600
+	w, err := bloblog.NewWriter(clients.Blobs, cname, "web", &bloblog.Options{FlushInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := testenv.TableName(b)
+	testenv.Table(b, name)
+	tb, err := repo.New[LogEntity](clients.Tables, name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := make([]*LogEntity, n)
+	for i := range n {
+		r := logLine(i)
+		if err := w.Write(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		items[i] = &LogEntity{PartitionKey: fmt.Sprintf("web%02d", i%16), RowKey: fmt.Sprintf("%06d", i), Time: r.Time, Message: string(r.Data)}
+	}
+	if err := w.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := tb.BulkWrite(ctx, items, nil); err != nil {
+		b.Fatal(err)
+	}
+	reader, err := bloblog.NewReader(clients.Blobs, cname, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	from, to := t0.Add(64*time.Minute), t0.Add(66*time.Minute)
+	b.Run("impl=bloblog-prefix", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			got := 0
+			for _, err := range reader.Read(ctx, "web", from, to) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				got++
+			}
+			if got != 120 {
+				b.Fatal(got)
+			}
+		}
+	})
+	b.Run("impl=table-scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			got, err := tb.Collect(ctx, repo.Query{Filter: filter.And(filter.Ge("LogTime", from), filter.Lt("LogTime", to))})
+			if err != nil || len(got) != 120 {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+}

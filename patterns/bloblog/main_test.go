@@ -1,0 +1,156 @@
+package bloblog_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
+
+// t0 is 2014-07-31 18:00 UTC, the guide's "queue/2014/07/31/1800/000001.log".
+var t0 = time.Date(2014, 7, 31, 18, 0, 0, 0, time.UTC)
+
+type bed struct {
+	t      *testing.T
+	ctx    context.Context
+	blobs  *azblob.Client // through the proxy when proxied
+	raw    *container.Client
+	proxy  *faultproxy.Proxy
+	cname  string
+	create bool
+}
+
+func setup(t *testing.T, proxied, create bool) *bed {
+	t.Helper()
+	b := &bed{t: t, ctx: t.Context(), cname: testenv.ContainerName(t)}
+	cs := testenv.ConnectionString(t)
+	if proxied {
+		ps := testenv.Proxies(t)
+		cs, b.proxy = ps.ConnectionString, ps.Blob
+	}
+	clients, err := repo.NewClients(cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.blobs = clients.Blobs
+	b.raw = testenv.BlobService(t).ServiceClient().NewContainerClient(b.cname)
+	if create {
+		if _, err := b.raw.Create(b.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = b.raw.Delete(ctx, nil)
+	})
+	return b
+}
+
+func (b *bed) writer(source string, o *bloblog.Options) *bloblog.Writer {
+	b.t.Helper()
+	if o == nil {
+		o = &bloblog.Options{}
+	}
+	if o.Retry.Delay == 0 {
+		o.Retry = fast
+	}
+	w, err := bloblog.NewWriter(b.blobs, b.cname, source, o)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { _ = w.Close(context.Background()) })
+	return w
+}
+
+func (b *bed) reader(o *bloblog.ReaderOptions) *bloblog.Reader {
+	b.t.Helper()
+	if o == nil {
+		o = &bloblog.ReaderOptions{}
+	}
+	o.Retry = fast
+	r, err := bloblog.NewReader(b.blobs, b.cname, o)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+// names lists every blob name in the container.
+func (b *bed) names() []string {
+	b.t.Helper()
+	var out []string
+	p := b.raw.NewListBlobsFlatPager(nil)
+	for p.More() {
+		page, err := p.NextPage(b.ctx)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			out = append(out, *it.Name)
+		}
+	}
+	return out
+}
+
+// readAll reads source's records of [from, to).
+func (b *bed) readAll(r *bloblog.Reader, source string, from, to time.Time) []bloblog.Record {
+	b.t.Helper()
+	var out []bloblog.Record
+	for rec, err := range r.Read(b.ctx, source, from, to) {
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func rec(at time.Time, format string, args ...any) bloblog.Record {
+	return bloblog.Record{Time: at, Data: fmt.Appendf(nil, format, args...)}
+}
+
+// exactlyOnce checks that got holds every record of want once, whatever the order.
+func exactlyOnce(t *testing.T, got, want []bloblog.Record) {
+	t.Helper()
+	key := func(r bloblog.Record) string { return r.Time.Format(time.RFC3339Nano) + "|" + string(r.Data) }
+	g := make([]string, len(got))
+	for i, r := range got {
+		g[i] = key(r)
+	}
+	w := make([]string, len(want))
+	for i, r := range want {
+		w[i] = key(r)
+	}
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Fatalf("read %d records, wrote %d (lost or duplicated records)", len(g), len(w))
+	}
+}

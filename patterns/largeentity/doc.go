@@ -1,0 +1,97 @@
+// Package largeentity implements the large entities pattern of the Azure Table storage
+// design guide (seeds/004, "大型エンティティ パターン"; seeds/000, "Large entities
+// pattern"): properties too large for an entity live in Blob storage, and the entity keeps
+// a reference to them.
+//
+// # The problem
+//
+// An entity holds at most 1 MiB in all, and one Edm.String or Edm.Binary property at most
+// 64 KiB. An employee with a photo of a few hundred kilobytes does not fit.
+//
+// # The solution
+//
+// Store the large value in a blob and its address in a property of the entity — the
+// guide's example is the employee's Photo property pointing to the photo in Blob storage.
+// Here a property of type Blob does that: the Store uploads its content to a blob, and
+// the entity keeps the blob's name with the content's size, SHA-256 and content type
+// (so a reader can verify what it downloads and size a buffer before it does). Content up
+// to Options.InlineLimit (16 KiB by default) stays inside the entity, which saves a
+// request per read.
+//
+//	photos, err := largeentity.New(employees, clients.Blobs, "employee-photos", nil)
+//	e := &Employee{Department: "Sales", EmployeeID: "000123", Name: "Don Hall",
+//		Photo: largeentity.NewBlob(jpeg, "image/jpeg")}
+//	err = photos.Insert(ctx, e)                                  // blob, then entity
+//	got, err := photos.Get(ctx, "Sales", "000123", nil)         // entity only
+//	err = photos.Load(ctx, &got)                                 // parts on demand
+//	got, err = photos.Get(ctx, "Sales", "000123", &largeentity.GetOptions{Eager: true})
+//
+// # Consistency: the entity never points to a missing blob
+//
+// An entity and a blob cannot change in one transaction; the guide suggests the eventually
+// consistent transactions pattern. The Store orders its steps so that every crash leaves
+// at worst an unreferenced blob (an orphan), never a reference to a missing one:
+//
+//  1. upload the new content to a blob under a fresh name (never used before, so no entity
+//     references it and a retry may store it again);
+//  2. write the entity, conditional on the ETag it had when the write read it, so the
+//     write knows exactly which blobs it replaces;
+//  3. delete the blobs the entity referenced before and no longer does.
+//
+// A stop after step 1 leaves a new orphan; after step 2, old orphans. Nothing is lost: the
+// entity always holds either the old references (old blobs intact) or the new ones (new
+// blobs complete). A write whose entity write was definitely refused (a conflict, a
+// precondition) deletes its new blobs at once; one that failed ambiguously (a timeout, a
+// lost response: the entity may be written) leaves them to the sweeper, which checks.
+// Delete removes the entity first and its blobs after.
+//
+// A part that carries no new content keeps what the entity holds for that property at
+// the time of the write, never a reference read earlier (its blob may already have been
+// replaced and deleted by another writer): that is why Update and Upsert read the entity
+// first.
+//
+// A reader may still meet a missing blob: it read the entity, then a writer replaced the
+// part and deleted the old blob. Load tells this from a real dangling reference by reading
+// the entity again, and an eager Get simply re-reads.
+//
+// # The sweeper and its race
+//
+// Sweep lists the Store's blobs and deletes those whose entity does not reference them.
+// The race: a write has uploaded blob B (step 1) and not yet written its entity (step 2);
+// a sweeper reading the entity now sees B unreferenced. Deleting B would leave the entity,
+// once written, pointing to nothing. So the sweeper only judges blobs older than
+// Options.SweepGrace (1 hour by default), measured from the blob's creation by the
+// service's own clock (the listing's Date header, so the sweeper's clock does not matter),
+// and reads the entity only after listing; and every write sends its entity write within
+// Options.MaxWriteTime (5 minutes by default) of starting its first upload, or gives up
+// and leaves its blobs to the sweeper. SweepGrace must be at least twice MaxWriteTime:
+// the margin covers a request in flight at the deadline and clock drift. A blob is deleted
+// only if its ETag is still the listed one. SweepEntity does the same for one entity.
+//
+// With Options.Sweeps, cleaning up does not wait for a periodic sweep. Every write that
+// uploads a blob first enqueues a message (the eventually consistent transactions pattern:
+// the message before the work), visible once the write's blobs are old enough to judge;
+// Delete enqueues one before it deletes. HandleSweep, registered on a queueworker with
+// Register, runs SweepEntity for the message's entity: it re-reads the entity and the
+// listing, so duplicate, late or reordered messages are harmless, and it snoozes the
+// message while some of the entity's blobs are still too young.
+//
+// # Cost in requests
+//
+// Insert: one upload per out-of-line part, one insert. Update and Upsert: one read, one
+// upload per new out-of-line part, one conditional write, one delete per replaced blob.
+// Get: one point query, plus one download per out-of-line part when eager (at least two
+// storage transactions for the whole entity, as the guide notes). Delete: one read, one
+// delete, one blob delete per part. Sweep: one list per 5,000 blobs, one read per entity
+// with old blobs, one delete per orphan. With Options.Sweeps, one enqueue more per write
+// that uploads and per Delete of an entity with blobs, and one SweepEntity per message.
+//
+// # Errors
+//
+// Input that breaks a limit (the entity's, a part larger than Options.MaxPartBytes, a bad
+// content type) is refused with an *repo.InvalidInputError before any request. Service
+// errors wrap the SDK's sentinels (repo.ErrNotFound, repo.ErrPreconditionFailed,
+// repo.ErrTransient, ...). ErrContentMismatch reports content that does not match the
+// entity's size and hash; ErrDangling an entity pointing to a blob deleted outside the
+// Store.
+package largeentity
