@@ -15,9 +15,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -39,6 +41,9 @@ Usage:
   archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
   archiver enqueue archive-table  [flags] -table T -container C [-keep-table]
   archiver enqueue restore-table  [flags] -table T -container C [-target T]
+  archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C
+                                        one archive-table job per period table (patterns/periodtable)
+                                        whose period ended at or before -before (hot/cold data)
   archiver poison list [flags] [-n 32]  show poison messages with their last error
   archiver poison requeue [flags] [-max 0]
                                         move poison messages back to the queue (0: all)
@@ -130,7 +135,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runWorker(ctx, args[1:], stdout, stderr, getenv)
 	case "enqueue":
 		if len(args) < 2 {
-			return usagef("enqueue: which job? archive-entity, archive-table or restore-table")
+			return usagef("enqueue: which job? archive-entity, archive-table, restore-table or archive-periods")
+		}
+		if args[1] == "archive-periods" {
+			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)
 		}
 		return enqueue(ctx, args[1], args[2:], stdout, stderr, getenv)
 	case "poison":
@@ -317,6 +325,71 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		return err
 	}
 	fmt.Fprintf(stdout, "enqueued %s on %s\n", kind, e.queue)
+	return nil
+}
+
+// periods are the period names archive-periods accepts.
+var periods = map[string]periodtable.Period{
+	"hourly": periodtable.Hourly, "daily": periodtable.Daily, "weekly": periodtable.Weekly, "monthly": periodtable.Monthly,
+}
+
+// enqueuePeriods enqueues an archive-table job for every table of a period scheme whose
+// period ended at or before a cutoff: Tablestore's hot/cold separation (seeds/001) with
+// the per-period tables of seeds/004's high-volume delete pattern.
+func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	var c common
+	var prefix, period, before, container string
+	fs := newFlagSet("enqueue archive-periods")
+	c.register(fs)
+	fs.StringVar(&prefix, "prefix", "", "")
+	fs.StringVar(&period, "period", "", "")
+	fs.StringVar(&before, "before", "", "")
+	fs.StringVar(&container, "container", "", "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p, ok := periods[period]
+	if !ok {
+		return usagef("enqueue archive-periods: -period %q: want hourly, daily, weekly or monthly", period)
+	}
+	cutoff, err := time.Parse("2006-01-02", before)
+	if err != nil {
+		if cutoff, err = time.Parse(time.RFC3339, before); err != nil {
+			return usagef("enqueue archive-periods: -before %q: want a date (2024-06-01) or an RFC 3339 time", before)
+		}
+	}
+	scheme := periodtable.Scheme{Prefix: prefix, Period: p}
+	if err := scheme.Validate(); err != nil {
+		return err
+	}
+	e, err := setup(c, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	tables, err := periodtable.New[codec.Entity](e.clients.Tables, scheme, &periodtable.Options{TimeProperty: "Timestamp"})
+	if err != nil {
+		return err
+	}
+	old, err := tables.List(ctx, &periodtable.ListOptions{EndBefore: cutoff})
+	if err != nil {
+		return err
+	}
+	q := e.clients.Queues.NewQueueClient(e.queue)
+	if err := createQueue(ctx, q); err != nil {
+		return err
+	}
+	client, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
+	if err != nil {
+		return err
+	}
+	for _, t := range old {
+		if err := consistency.EnqueueArchiveTable(ctx, client, consistency.ArchiveTableJob{Table: t.Name, Container: container}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "enqueued archive-table %s (%s to %s) on %s\n", t.Name,
+			t.Start.Format(time.RFC3339), t.End.Format(time.RFC3339), e.queue)
+	}
+	fmt.Fprintf(stdout, "%d period table(s) of %s ended at or before %s\n", len(old), prefix, cutoff.Format(time.RFC3339))
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -151,5 +153,69 @@ func TestArchiverEndToEnd(t *testing.T) {
 	got, err := back.Collect(ctx, repo.Query{})
 	if err != nil || len(got) != 120 {
 		t.Fatalf("restored table holds %d entities (%v)", len(got), err)
+	}
+}
+
+// Hot/cold separation: the day tables older than the cutoff are exported to blobs and
+// dropped by the archiver; the newer one stays.
+func TestArchivePeriods(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type SignIn struct {
+		User string    `table:",pk"`
+		ID   string    `table:",rk"`
+		At   time.Time `table:"At"`
+	}
+	scheme := periodtable.Scheme{Prefix: testenv.TableName(t) + "Day", Period: periodtable.Daily}
+	days, err := periodtable.New[SignIn](clients.Tables, scheme, &periodtable.Options{TimeProperty: "At"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := 1; d <= 3; d++ {
+		for i := 0; i < 30; i++ {
+			at := time.Date(2024, 6, d, 10, i, 0, 0, time.UTC)
+			if err := days.Insert(ctx, &SignIn{User: fmt.Sprintf("u%d", i%3), ID: fmt.Sprintf("%d-%02d", d, i), At: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Cleanup(func() {
+		all, _ := days.List(context.Background(), nil)
+		for _, tb := range all {
+			_ = days.Drop(context.Background(), tb)
+		}
+	})
+	queue, container := testenv.QueueName(t), testenv.ContainerName(t)
+	code, out, stderr := archiver(t, "enqueue", "archive-periods", "-queue", queue, "-prefix", scheme.Prefix,
+		"-period", "daily", "-before", "2024-06-03", "-container", container)
+	if code != 0 || !strings.Contains(out, "2 period table(s)") {
+		t.Fatalf("enqueue archive-periods: %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, stderr := archiver(t, "run", "-drain", "-queue", queue); code != 0 || !strings.Contains(out, "processed 2, failed 0, poisoned 0") {
+		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
+	}
+	left, err := days.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name != scheme.Prefix+"20240603" {
+		t.Fatalf("tables left: %+v", left)
+	}
+	arch, err := consistency.New(clients, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, day := range []string{"20240601", "20240602"} {
+		m, err := arch.ReadManifest(ctx, container, scheme.Prefix+day)
+		if err != nil || m.Entities != 30 {
+			t.Fatalf("manifest of %s: %+v %v", day, m, err)
+		}
+	}
+	if code, _, _ := archiver(t, "enqueue", "archive-periods", "-queue", queue, "-prefix", scheme.Prefix, "-period", "fortnightly", "-before", "2024-06-03", "-container", container); code != app.ExitUsage {
+		t.Fatalf("a bad period: exit %d", code)
 	}
 }
