@@ -184,3 +184,15 @@ func TestPolicyDefaultsAndValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestOrFillsOnlyZeroFields(t *testing.T) {
+	own := Policy{Delay: time.Second, MaxRetries: Off}
+	got := own.Or(ConflictPolicy)
+	want := Policy{Delay: time.Second, MinDelay: ConflictPolicy.MinDelay, MaxDelay: ConflictPolicy.MaxDelay, MaxRetries: Off, MaxElapsed: ConflictPolicy.MaxElapsed}
+	if got != want {
+		t.Fatalf("Or: %+v, want %+v", got, want)
+	}
+	if err := ConflictPolicy.Validate(); err != nil {
+		t.Fatalf("ConflictPolicy is invalid: %v", err)
+	}
+}

@@ -72,6 +72,45 @@ var BatchPolicy = Policy{
 	MaxElapsed: 10 * time.Minute,
 }
 
+// ConflictPolicy is the policy of optimistic-concurrency loops: read, change, write with
+// If-Match, and on 412 (or a 409 creation race) read again and retry. A conflict clears as
+// soon as the winner's write is done, which takes milliseconds, so the waits start far
+// below the defaults for transient failures; the jitter spreads the writers that lost
+// together so that they do not meet again; and the retries are many, because under
+// contention each attempt only has its fair share of winning. Use it with an Op whose
+// Retryable accepts the conflict errors.
+var ConflictPolicy = Policy{
+	Delay:      10 * time.Millisecond,
+	MinDelay:   2 * time.Millisecond,
+	MaxDelay:   500 * time.Millisecond,
+	MaxRetries: 50,
+	MaxElapsed: time.Minute,
+}
+
+// Or returns p with every zero field (Logger included) taken from d: the way to give a
+// policy from options the defaults of a preset, e.g. opts.Conflict.Or(ConflictPolicy).
+func (p Policy) Or(d Policy) Policy {
+	if p.Delay == 0 {
+		p.Delay = d.Delay
+	}
+	if p.MinDelay == 0 {
+		p.MinDelay = d.MinDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = d.MaxDelay
+	}
+	if p.MaxRetries == 0 {
+		p.MaxRetries = d.MaxRetries
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = d.MaxElapsed
+	}
+	if p.Logger == nil {
+		p.Logger = d.Logger
+	}
+	return p
+}
+
 // NoRetry calls an operation once: Do returns its error as it is, or an *ExhaustedError
 // when the error was retryable.
 var NoRetry = Policy{MaxRetries: Off}

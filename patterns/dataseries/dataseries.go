@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -41,16 +40,8 @@ const MaxOpIDLen = 64
 const DefaultOpHistory = 64
 
 // DefaultConflictPolicy is the backoff between read-modify-write attempts that lost a race
-// to another writer (412 or 409): short, since the next attempt usually wins, with jitter,
-// so that colliding writers spread out, and persistent, since under contention each
-// attempt has only a fair share of winning.
-var DefaultConflictPolicy = retry.Policy{
-	Delay:      10 * time.Millisecond,
-	MinDelay:   2 * time.Millisecond,
-	MaxDelay:   500 * time.Millisecond,
-	MaxRetries: 50,
-	MaxElapsed: time.Minute,
-}
+// to another writer (412 or 409): retry.ConflictPolicy.
+var DefaultConflictPolicy = retry.ConflictPolicy
 
 // Layout is the shape of every series of a Store: how many points, and the property names
 // that hold them.

@@ -68,15 +68,9 @@ const DefaultSettle = time.Minute
 const DefaultConcurrency = 8
 
 // DefaultConflictPolicy is the backoff of the read-modify-write loops when another writer
-// changed an entity first (412), created it (409) or deleted it (404): the seeds/003
-// formula with z = 25 ms, zmin = 5 ms, zmax = 1 s, 30 retries and 1 minute in all.
-var DefaultConflictPolicy = retry.Policy{
-	Delay:      25 * time.Millisecond,
-	MinDelay:   5 * time.Millisecond,
-	MaxDelay:   time.Second,
-	MaxRetries: 30,
-	MaxElapsed: time.Minute,
-}
+// changed an entity first (412), created it (409) or deleted it (404):
+// retry.ConflictPolicy.
+var DefaultConflictPolicy = retry.ConflictPolicy
 
 // maxRounds bounds the re-reads of one reconciliation while the entities keep changing
 // under it; past it the message is retried later.
@@ -221,7 +215,7 @@ func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], opts Options[
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	r.conflict = conflictPolicy(opts.Conflict, logger)
+	r.conflict = opts.Conflict.Or(retry.Policy{Logger: logger}.Or(DefaultConflictPolicy))
 	if err := r.conflict.Validate(); err != nil {
 		return nil, err
 	}
@@ -239,29 +233,6 @@ func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], opts Options[
 		return nil, err
 	}
 	return r, nil
-}
-
-func conflictPolicy(p retry.Policy, logger *zap.Logger) retry.Policy {
-	d := DefaultConflictPolicy
-	if p.Delay == 0 {
-		p.Delay = d.Delay
-	}
-	if p.MinDelay == 0 {
-		p.MinDelay = d.MinDelay
-	}
-	if p.MaxDelay == 0 {
-		p.MaxDelay = d.MaxDelay
-	}
-	if p.MaxRetries == 0 {
-		p.MaxRetries = d.MaxRetries
-	}
-	if p.MaxElapsed == 0 {
-		p.MaxElapsed = d.MaxElapsed
-	}
-	if p.Logger == nil {
-		p.Logger = logger
-	}
-	return p
 }
 
 // Sources returns the repository of the sources, for reads. Writes through it bypass the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -16,42 +15,13 @@ import (
 const DefaultConcurrency = 8
 
 // DefaultConflictPolicy is the backoff of the read-modify-write loops on index entities
-// and blobs when another writer won (412), created the entity first (409) or deleted it
-// (404): the seeds/003 formula with z = 25 ms, zmin = 5 ms, zmax = 1 s, 30 retries and
-// 1 minute in all. A conflict clears as soon as the winner's write is done, which takes
-// milliseconds, so the waits start far below the defaults for transient failures; the
-// jitter spreads writers that lost together so that they do not meet again.
-var DefaultConflictPolicy = retry.Policy{
-	Delay:      25 * time.Millisecond,
-	MinDelay:   5 * time.Millisecond,
-	MaxDelay:   time.Second,
-	MaxRetries: 30,
-	MaxElapsed: time.Minute,
-}
+// and index blobs when another writer got there first: retry.ConflictPolicy.
+var DefaultConflictPolicy = retry.ConflictPolicy
 
-// conflictPolicy fills the zero fields of p from DefaultConflictPolicy; logger is the
-// default of its Logger.
+// conflictPolicy fills the zero fields of p from DefaultConflictPolicy, with logger as
+// the default of its Logger.
 func conflictPolicy(p retry.Policy, logger *zap.Logger) retry.Policy {
-	d := DefaultConflictPolicy
-	if p.Delay == 0 {
-		p.Delay = d.Delay
-	}
-	if p.MinDelay == 0 {
-		p.MinDelay = d.MinDelay
-	}
-	if p.MaxDelay == 0 {
-		p.MaxDelay = d.MaxDelay
-	}
-	if p.MaxRetries == 0 {
-		p.MaxRetries = d.MaxRetries
-	}
-	if p.MaxElapsed == 0 {
-		p.MaxElapsed = d.MaxElapsed
-	}
-	if p.Logger == nil {
-		p.Logger = logger
-	}
-	return p
+	return p.Or(retry.Policy{Logger: logger}.Or(DefaultConflictPolicy))
 }
 
 // isConflict reports whether err says that another writer got to an entity or blob first:
