@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"context"
 	"reflect"
 	"unsafe"
 )
@@ -9,6 +10,8 @@ import (
 // back. It is safe for concurrent use. Get one with For.
 type Codec[T any] struct {
 	p *plan
+	// enc encrypts the fields with the encrypt option (WithEncryption); nil for For's codec.
+	enc *Encryption
 }
 
 // For returns the codec for T, built once per type by reflection and cached.
@@ -49,10 +52,14 @@ func (c *Codec[T]) Encode(v *T) ([]byte, error) {
 // AppendEncode is Encode appending to dst. On error it returns dst unchanged and an
 // *InvalidInputError.
 func (c *Codec[T]) AppendEncode(dst []byte, v *T) ([]byte, error) {
+	return c.appendEncode(context.Background(), dst, v)
+}
+
+func (c *Codec[T]) appendEncode(ctx context.Context, dst []byte, v *T) ([]byte, error) {
 	if v == nil {
 		return dst, invalid(c.p.typeName, "", "nil entity")
 	}
-	return c.p.appendEncode(dst, unsafe.Pointer(v), nil, nil)
+	return c.p.appendEncode(ctx, dst, unsafe.Pointer(v), nil, nil, c.enc)
 }
 
 // EncodeProperties is Encode restricted to PartitionKey, RowKey and the named properties
@@ -65,11 +72,14 @@ func (c *Codec[T]) EncodeProperties(v *T, names ...string) ([]byte, error) {
 	if v == nil {
 		return nil, invalid(c.p.typeName, "", "nil entity")
 	}
+	if c.p.encrypted > 0 {
+		return nil, mergeRefused(c.p.typeName)
+	}
 	sub, err := c.p.subset(unsafe.Pointer(v), names)
 	if err != nil {
 		return nil, err
 	}
-	return c.p.appendEncode(make([]byte, 0, 128), unsafe.Pointer(v), sub, nil)
+	return c.p.appendEncode(context.Background(), make([]byte, 0, 128), unsafe.Pointer(v), sub, nil, nil)
 }
 
 func (p *plan) subset(base unsafe.Pointer, names []string) (*subset, error) {
@@ -117,9 +127,7 @@ func (c *Codec[T]) Decode(data []byte, v *T) error {
 	if v == nil {
 		return &DecodeError{Type: c.p.typeName, Reason: "nil destination"}
 	}
-	var zero T
-	*v = zero
-	return c.p.decode(data, unsafe.Pointer(v), "")
+	return c.DecodeContext(context.Background(), data, v)
 }
 
 // Keys returns the PartitionKey and RowKey of v ("", "" for a nil v).
@@ -128,6 +136,19 @@ func (c *Codec[T]) Keys(v *T) (pk, rk string) {
 		return "", ""
 	}
 	return c.p.keys(unsafe.Pointer(v))
+}
+
+// SetKeys stores pk and rk in v's PartitionKey and RowKey fields; it does nothing for a nil
+// v. With encryption, set the keys before encoding: ciphertexts are bound to the keys they
+// were encoded with, so an entity re-keyed after encoding (as a dynamic Entity, say) reads
+// as tampered. A copy of an entity under other keys is encoded again, with its own keys.
+func (c *Codec[T]) SetKeys(v *T, pk, rk string) {
+	if v == nil {
+		return
+	}
+	base := unsafe.Pointer(v)
+	*(*string)(c.p.pk.addr(base, true)) = pk
+	*(*string)(c.p.rk.addr(base, true)) = rk
 }
 
 // ETag returns the ETag held in v, or "" if T has no etag field.

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding"
 	"encoding/json"
 	"math"
@@ -28,14 +29,18 @@ func (p *plan) decodeErr(goName, prop string, t *token, reason string, err error
 }
 
 // decode fills the zeroed struct at base from one entity object. skip names a property
-// that is neither mapped nor captured (a Registry's discriminator).
-func (p *plan) decode(data []byte, base unsafe.Pointer, skip string) error {
+// that is neither mapped nor captured (a Registry's discriminator). x decrypts the fields
+// with the encrypt option; ctx is the context of its key operations.
+func (p *plan) decode(ctx context.Context, data []byte, base unsafe.Pointer, skip string, x *Encryption) error {
 	s := scanner{d: data}
 	if err := s.begin(); err != nil {
 		return p.syntax(err)
 	}
 	var nameBuf, valBuf [64]byte
 	var unknown, annots []pending
+	var sealed []sealedProp
+	var meta token
+	hasMeta := false
 	for first := true; ; first = false {
 		nameTok, val, ok, serr := s.next(first)
 		if serr != nil {
@@ -76,7 +81,17 @@ func (p *plan) decode(data []byte, base unsafe.Pointer, skip string) error {
 			}
 			continue
 		}
+		if string(name) == EncryptionMetadataProperty {
+			meta, hasMeta = val, true
+			if p.encrypted > 0 {
+				continue // read by decrypt, never captured
+			}
+		}
 		if f := p.byName[string(name)]; f != nil {
+			if f.encrypt {
+				sealed = append(sealed, sealedProp{f: f, tok: val})
+				continue // decrypted once the metadata is known (it may come later)
+			}
 			if err := p.setField(f, base, &val, valBuf[:0]); err != nil {
 				return err
 			}
@@ -89,6 +104,11 @@ func (p *plan) decode(data []byte, base unsafe.Pointer, skip string) error {
 			annots = append(annots, pending{name: string(name[:len(name)-len(annotationSuffix)]), tok: val})
 		} else if string(name) != skip {
 			unknown = append(unknown, pending{name: string(name), tok: val})
+		}
+	}
+	if p.encrypted > 0 || hasMeta {
+		if err := p.decrypt(ctx, base, x, sealed, &meta, hasMeta, unknown); err != nil {
+			return err
 		}
 	}
 	if len(unknown) == 0 {

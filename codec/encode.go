@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"context"
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
@@ -40,7 +41,9 @@ type discProp struct {
 	annotKey    []byte // `"Name":`
 }
 
-func (p *plan) appendEncode(dst []byte, base unsafe.Pointer, only *subset, disc *discProp) ([]byte, error) {
+// appendEncode writes the entity at base. x encrypts the fields with the encrypt option; a
+// type with such fields is refused without it. ctx is the context of the key operations.
+func (p *plan) appendEncode(ctx context.Context, dst []byte, base unsafe.Pointer, only *subset, disc *discProp, x *Encryption) ([]byte, error) {
 	e := encoder{typeName: p.typeName}
 	start := len(dst)
 	pk, rk := p.keys(base)
@@ -60,13 +63,36 @@ func (p *plan) appendEncode(dst []byte, base unsafe.Pointer, only *subset, disc 
 	dst = append(dst, `,"RowKey":`...)
 	dst, _, _ = appendString(dst, rk)
 
+	var env *entitySealer
+	if p.encrypted > 0 {
+		if only != nil {
+			return dst[:start], mergeRefused(p.typeName)
+		}
+		if x == nil || x.Key == nil {
+			return dst[:start], invalid(p.typeName, "", "the type has encrypted fields (the encrypt option) but the codec has no Encryption with a Key: use WithEncryption, or repo.Options.Encryption")
+		}
+		env = newEntitySealer(pk, rk)
+		defer env.wipe()
+	}
 	fields := p.fields
 	if only != nil {
 		fields = only.fields
 	}
 	for _, f := range fields {
+		if f.encrypt {
+			if dst, err = e.appendEncrypted(dst, f, base, env); err != nil {
+				return dst[:start], err
+			}
+			continue
+		}
 		if dst, err = e.appendField(dst, f, base); err != nil {
 			return dst[:start], err
+		}
+	}
+	if env != nil {
+		var xerr error
+		if dst, xerr = e.appendMetadata(ctx, dst, env, x.Key); xerr != nil {
+			return dst[:start], xerr
 		}
 	}
 	if disc != nil {
@@ -93,6 +119,9 @@ func (p *plan) appendEncode(dst []byte, base unsafe.Pointer, only *subset, disc 
 			for _, name := range names {
 				if disc != nil && name == disc.name {
 					continue // the registry's discriminator wins over a captured copy
+				}
+				if env != nil && name == EncryptionMetadataProperty {
+					continue // written afresh above; a captured copy is stale
 				}
 				if _, dup := p.byName[name]; dup {
 					return dst[:start], invalid(p.typeName, name, "extra property duplicates a property of the type")

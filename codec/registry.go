@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"sync"
@@ -37,6 +38,10 @@ type RegistryOptions struct {
 	// instead of an *UnknownEntityTypeError. Useful for tools that must pass every entity
 	// through (archivers, exports).
 	UnknownAsEntity bool
+	// Encryption encrypts and decrypts the fields with the encrypt option of the registered
+	// types (see Codec.WithEncryption). nil: a registered type with encrypted fields
+	// cannot be encoded, and its entities cannot be decoded.
+	Encryption *Encryption
 }
 
 func (o RegistryOptions) withDefaults() RegistryOptions {
@@ -50,6 +55,11 @@ func (o RegistryOptions) withDefaults() RegistryOptions {
 }
 
 func (o RegistryOptions) validate() error {
+	if o.Encryption != nil {
+		if err := o.Encryption.validate(); err != nil {
+			return err
+		}
+	}
 	switch o.Discriminator {
 	case ByProperty:
 		if err := validatePropertyName("", o.Property); err != nil {
@@ -222,7 +232,7 @@ func (r *Registry) Decode(data []byte) (any, error) {
 	if r.opts.Discriminator == ByProperty {
 		skip = r.opts.Property
 	}
-	if err := e.p.decode(data, v.UnsafePointer(), skip); err != nil {
+	if err := e.p.decode(context.Background(), data, v.UnsafePointer(), skip, r.opts.Encryption); err != nil {
 		return nil, err
 	}
 	return v.Interface(), nil
@@ -250,7 +260,7 @@ func (r *Registry) Encode(v any) ([]byte, error) {
 			return nil, invalid(e.p.typeName, r.keyField(), "key "+key+" does not start with the entity type prefix "+e.name+r.opts.Separator)
 		}
 	}
-	return e.p.appendEncode(make([]byte, 0, 128+64*len(e.p.fields)), base, nil, e.disc)
+	return e.p.appendEncode(context.Background(), make([]byte, 0, 128+64*len(e.p.fields)), base, nil, e.disc, r.opts.Encryption)
 }
 
 // TypeName returns the name under which the type of v (a *T or a T) is written, and

@@ -78,6 +78,10 @@ type field struct {
 	key       []byte // `"Name":`
 	annot     []byte // `"Name@odata.type":"Edm.X",` or nil
 	nameBytes int    // 2 * UTF-16 length of the name, for the entity size
+	// encrypt marks a property stored encrypted (the encrypt option): annot then says
+	// Edm.Binary, and plain renders the plaintext value (no name, no annotation).
+	encrypt bool
+	plain   *field
 }
 
 // plan is the non-generic core of a Codec: everything precomputed for one struct type.
@@ -93,6 +97,9 @@ type plan struct {
 	byName map[string]*field // stored property name -> field
 	byGo   map[string]string // Go field name -> stored property name (incl. system fields)
 	sel    []string          // $select list
+	// encrypted counts the fields with the encrypt option; such a type gets the
+	// EncryptionMetadataProperty on every entity.
+	encrypted int
 }
 
 var (
@@ -113,7 +120,7 @@ func planFor(t reflect.Type) (*plan, error) {
 }
 
 type tagOpts struct {
-	pk, rk, etag, timestamp, omitEmpty, json, extra bool
+	pk, rk, etag, timestamp, omitEmpty, json, extra, encrypt bool
 }
 
 func parseTag(tag string) (name string, o tagOpts, bad string) {
@@ -136,6 +143,8 @@ func parseTag(tag string) (name string, o tagOpts, bad string) {
 			o.json = true
 		case "extra":
 			o.extra = true
+		case "encrypt":
+			o.encrypt = true
 		case "":
 		default:
 			if bad == "" {
@@ -168,8 +177,15 @@ func buildPlan(t reflect.Type) (*plan, error) {
 	if !b.rkSeen {
 		return nil, invalid(p.typeName, "RowKey", `no RowKey field (name a string field RowKey or tag one table:",rk")`)
 	}
-	if len(p.fields) > MaxProperties {
-		return nil, tooLarge(p.typeName, "", "more properties than an entity may have", len(p.fields), MaxProperties)
+	props := len(p.fields)
+	if p.encrypted > 0 {
+		props++ // the encryption metadata
+		if f := p.byName[EncryptionMetadataProperty]; f != nil {
+			return nil, invalid(p.typeName, f.goName, "property name "+EncryptionMetadataProperty+" is reserved for the encryption metadata of a type with encrypted fields")
+		}
+	}
+	if props > MaxProperties {
+		return nil, tooLarge(p.typeName, "", "more properties than an entity may have", props, MaxProperties)
 	}
 	p.sel = append(p.sel, "PartitionKey", "RowKey")
 	if p.ts != nil {
@@ -177,6 +193,9 @@ func buildPlan(t reflect.Type) (*plan, error) {
 	}
 	for _, f := range p.fields {
 		p.sel = append(p.sel, f.name)
+	}
+	if p.encrypted > 0 {
+		p.sel = append(p.sel, EncryptionMetadataProperty)
 	}
 	return p, nil
 }
@@ -242,6 +261,12 @@ func (b *builder) addField(sf reflect.StructField, name string, opts tagOpts, l 
 		return invalid(p.typeName, sf.Name, "two fields named "+sf.Name+" (through embedded structs); tag one table:\"-\"")
 	}
 	b.goSeen[sf.Name] = true
+	if opts.encrypt && (opts.pk || opts.rk || opts.etag || opts.timestamp || opts.extra ||
+		name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || (name == "ETag" && ft.Kind() == reflect.String && !opts.json)) {
+		// The keys address the entity and the service writes Timestamp and ETag: none of
+		// them can be encrypted (seeds/004, "encrypt table data").
+		return invalid(p.typeName, sf.Name, "the encrypt option applies to properties only: PartitionKey, RowKey, Timestamp, ETag and the extra map are never encrypted")
+	}
 	switch {
 	case opts.pk || (name == "PartitionKey" && !opts.rk):
 		if ft.Kind() != reflect.String {
@@ -307,7 +332,14 @@ func (b *builder) addField(sf reflect.StructField, name string, opts tagOpts, l 
 	units, _ := utf16Units(name)
 	f.nameBytes = 2 * units
 	f.key = []byte(`"` + name + `":`)
-	if edm := f.edmAnnotation(); edm != "" {
+	if opts.encrypt {
+		plain := *f
+		plain.key, plain.annot = nil, nil
+		f.plain = &plain // rendered without name or annotation: the plaintext to seal
+		f.encrypt = true
+		f.annot = []byte(`"` + name + `@odata.type":"Edm.Binary",`)
+		p.encrypted++
+	} else if edm := f.edmAnnotation(); edm != "" {
 		f.annot = []byte(`"` + name + `@odata.type":"` + edm + `",`)
 	}
 	p.fields = append(p.fields, f)

@@ -18,6 +18,14 @@
 //   - Bulk writes (BulkWrite) that are not atomic and say so: grouped by partition,
 //     chunked into transactions, run in parallel across partitions, one result per entity.
 //   - Parallel queries with bounded concurrency (QueryParallel).
+//   - Client-side encryption of the properties tagged "encrypt" (Options.Encryption; the
+//     envelope, its layout and what it binds are in codec's doc, "Encryption"): every
+//     write encrypts, every read decrypts, merges of such entities are refused, and
+//     RotateKeys re-wraps a table's content keys under a new key-encryption key,
+//     resumably (seeds/004, "encrypt table data").
+//   - Clients authorized by a shared access signature instead of the account key
+//     (NewTablesWithSAS, with tokens from package repo/sas; seeds/004, "control access
+//     with shared access signatures").
 //
 // # Errors
 //
@@ -44,5 +52,7 @@
 //
 // Get, Insert, Upsert, Update and Delete: one request. Submit: one request for up to 100
 // entities. A query: one request per page of up to 1,000 entities. BulkWrite of n
-// entities over p partitions: about p + n/100 requests.
+// entities over p partitions: about p + n/100 requests. Encryption adds no request (one
+// WrapKey per write and one UnwrapKey per read, local for a codec.LocalKey). RotateKeys of
+// n entities: n/1000 queries and about one transaction per 100 entities of a partition.
 package repo

@@ -22,7 +22,7 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 		if err != nil {
 			return errs.Wrap(err, "get", t.name, pk, rk)
 		}
-		if err := t.codec.Decode(resp.Value, &out); err != nil {
+		if err := t.codec.DecodeContext(ctx, resp.Value, &out); err != nil {
 			return err
 		}
 		if t.codec.ETag(&out) == "" {

@@ -177,7 +177,7 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	}
 	page := Page[T]{Items: make([]T, len(resp.Entities))}
 	for i, raw := range resp.Entities {
-		if err := t.codec.Decode(raw, &page.Items[i]); err != nil {
+		if err := t.codec.DecodeContext(ctx, raw, &page.Items[i]); err != nil {
 			return Page[T]{}, err
 		}
 	}

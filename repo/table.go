@@ -27,6 +27,13 @@ type Options struct {
 	// TableBeingDeleted (real Azure keeps a deleted name for 40 s and more). Defaults to
 	// 2 minutes; -1 means do not wait.
 	CreateWait time.Duration
+	// Encryption encrypts the fields tagged "encrypt" of every entity written and decrypts
+	// them on every read, with client-side envelope encryption (see codec's doc,
+	// "Encryption"): the storage account never sees them in plaintext. It is required
+	// when T has such fields. Merges of such entities are refused (ErrInvalidInput), and
+	// RotateKeys re-wraps a table's content keys under Encryption.Key. Defaults to nil:
+	// no encryption.
+	Encryption *codec.Encryption
 }
 
 func (o *Options) withDefaults() Options {
@@ -77,7 +84,8 @@ type Table[T any] struct {
 // yet: see CreateIfNotExists).
 //
 // Errors: ErrInvalidInput (an *InvalidInputError) for a bad table name, options, or a type
-// T that codec cannot map (no PartitionKey/RowKey field, unsupported field types).
+// T that codec cannot map (no PartitionKey/RowKey field, unsupported field types), or a T
+// with encrypted fields and no Options.Encryption.
 func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table[T], error) {
 	if svc == nil {
 		return nil, errs.Invalid("service client", "is nil")
@@ -85,24 +93,41 @@ func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table
 	if err := codec.ValidateTableName(name); err != nil {
 		return nil, err
 	}
-	c, err := codec.For[T]()
-	if err != nil {
-		return nil, err
-	}
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	c, err := codecFor[T](o.Encryption)
+	if err != nil {
+		return nil, err
+	}
 	return &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o}, nil
+}
+
+// codecFor returns T's codec, encrypting with x if set. A type with encrypted fields and no
+// x is refused at construction: such a table could neither write nor read.
+func codecFor[T any](x *codec.Encryption) (*codec.Codec[T], error) {
+	c, err := codec.For[T]()
+	if err != nil {
+		return nil, err
+	}
+	if x != nil {
+		return c.WithEncryption(x)
+	}
+	if c.Encrypted() {
+		return nil, errs.Invalid("Options.Encryption", "is nil, but the entity type has fields tagged encrypt: configure a codec.Encryption")
+	}
+	return c, nil
 }
 
 // Project returns a read-only view of t's table whose queries decode into P and ask the
 // service for P's properties only ($select), e.g. the review fields of an employee row.
 // P needs the key fields like any entity type.
 //
-// Errors: ErrInvalidInput if codec cannot map P.
+// Errors: ErrInvalidInput if codec cannot map P, or P has encrypted fields and t has no
+// Options.Encryption.
 func Project[P, T any](t *Table[T]) (*Table[P], error) {
-	c, err := codec.For[P]()
+	c, err := codecFor[P](t.opts.Encryption)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +138,10 @@ func Project[P, T any](t *Table[T]) (*Table[P], error) {
 // options: the way to mix entity types in one partition (seeds/004, "heterogeneous entity
 // types") and in one transaction. It sends nothing.
 //
-// Errors: ErrInvalidInput if codec cannot map U.
+// Errors: ErrInvalidInput if codec cannot map U, or U has encrypted fields and t has no
+// Options.Encryption.
 func OfType[U, T any](t *Table[T]) (*Table[U], error) {
-	c, err := codec.For[U]()
+	c, err := codecFor[U](t.opts.Encryption)
 	if err != nil {
 		return nil, err
 	}

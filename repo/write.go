@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -125,6 +126,12 @@ func (t *Table[T]) prepare(kind actionKind, v *T, mode Mode, props []string, ifM
 	}
 	w.pk, w.rk = t.codec.Keys(v)
 	if w.err = checkAddressable(w.pk, w.rk); w.err != nil {
+		return w
+	}
+	if t.codec.Encrypted() && (mode == Merge || len(props) > 0) {
+		w.err = &InvalidInputError{Type: fmt.Sprintf("%T", *v), Field: "Mode", Reason: "a merge of an entity with encrypted properties is refused: " +
+			"its properties are encrypted under one content key recorded with the entity, which a merge would overwrite or leave stale, " +
+			"losing data (seeds/004, \"encrypt table data\"); use Mode Replace (the default), which writes the whole entity"}
 		return w
 	}
 	if len(props) > 0 {
