@@ -192,6 +192,19 @@ func (s *pageStore) planAdd(l location, pages []*page, entry string) (repo.Actio
 	return s.tbl.UpdateAction(s.entity(l, p.rk, p.etag, withEntry(p, entry)), nil), true, nil
 }
 
+// planGuard returns a rewrite of the page that lists entry, unchanged and conditional on
+// its ETag, or ok false when no page lists it. Sent in the same transaction as a write
+// that relies on the entry being listed, it makes that transaction fail (412) if another
+// writer removed the entry after it was read: the entry's presence was read, not locked.
+func (s *pageStore) planGuard(l location, pages []*page, entry string) (repo.Action, bool) {
+	for _, p := range pages {
+		if _, found := slices.BinarySearch(p.entries, entry); found {
+			return s.tbl.UpdateAction(s.entity(l, p.rk, p.etag, p.entries), nil), true
+		}
+	}
+	return repo.Action{}, false
+}
+
 // planRemove returns the writes that remove entry from every page that lists it (normally
 // one), each conditional on the page's ETag; a page left empty is deleted.
 func (s *pageStore) planRemove(l location, pages []*page, entry string) []repo.Action {

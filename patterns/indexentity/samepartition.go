@@ -271,8 +271,17 @@ func (ix *SamePartition[T]) planAdd(ctx context.Context, pk, value, rk string) (
 		return nil, err
 	}
 	a, ok, err := ix.pages.planAdd(loc, pages, rk)
-	if err != nil || !ok {
+	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		// Listed already (a stale entry, or an earlier attempt of this write): the entity
+		// write that goes with it must not succeed unless the entry is still listed when
+		// it is applied, or a concurrent delete that removes the entry would leave the
+		// entity unlisted.
+		if a, ok = ix.pages.planGuard(loc, pages, rk); !ok {
+			return nil, nil
+		}
 	}
 	return []repo.Action{a}, nil
 }

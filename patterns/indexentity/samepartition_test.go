@@ -173,6 +173,38 @@ func TestSamePartitionFirstCreationRace(t *testing.T) {
 	b.checkIndex(ix, "Sales")
 }
 
+// An insert reads the index, finds its id listed (the entity it replaces still exists),
+// and before it writes, another writer deletes that entity and its entry. The insert must
+// not succeed without listing its entity: the page it read is sent back as a guard
+// conditional on its ETag, so the insert fails with 412, reads again, and lists the id.
+func TestSamePartitionInsertRacesDeleteOfTheSameID(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	if err := ix.Insert(b.ctx, emp("Sales", "000004", "Smith")); err != nil {
+		t.Fatal(err)
+	}
+	var raced atomic.Bool
+	ix.hook = func(ctx context.Context, step string) error {
+		if step == "insert" && raced.CompareAndSwap(false, true) {
+			// The insert has read the index (000004 listed); the entity goes away now.
+			return ix.Delete(ctx, "Sales", "000004", nil)
+		}
+		return nil
+	}
+	if err := ix.Insert(b.ctx, emp("Sales", "000004", "Smith")); err != nil {
+		t.Fatalf("insert after the concurrent delete: %v", err)
+	}
+	if !raced.Load() {
+		t.Fatal("the race was not staged")
+	}
+	ids, err := ix.IDs(b.ctx, "Sales", "Smith")
+	if err != nil || !slices.Equal(ids, []string{"000004"}) {
+		t.Fatalf("index lists %v (%v): the inserted entity is not listed", ids, err)
+	}
+	b.checkIndex(ix, "Sales")
+}
+
 // Writers insert, rename and delete at random over a few values and shared ids; whatever
 // the interleaving, the index ends up listing exactly what the entities say.
 func TestSamePartitionConcurrentMixedWrites(t *testing.T) {
