@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -450,5 +452,28 @@ func TestIntraBackfill(t *testing.T) {
 	items[17].Age = 99
 	if err := x.Update(b.ctx, items[17]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A type with encrypted fields is refused at construction, before anything is written:
+// its index copies would read back as tampered.
+func TestEncryptedTypesAreRefused(t *testing.T) {
+	type Secret struct {
+		Dept string `table:",pk"`
+		ID   string `table:",rk"`
+		SSN  string `table:"SSN,encrypt"`
+	}
+	svc := testenv.TableService(t)
+	key, err := codec.NewLocalKey("k1", make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}}
+	byID := secondaryindex.Index[Secret]{Name: "id", Value: func(s *Secret) string { return s.ID }}
+	if _, err := secondaryindex.NewIntra(svc, "Secrets", byID, nil, opts); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("NewIntra with an encrypted type: %v, want ErrInvalidInput", err)
+	}
+	if _, err := secondaryindex.NewInter(svc, "Secrets", []secondaryindex.Index[Secret]{byID}, &secondaryindex.InterOptions{Table: *opts}); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("NewInter with an encrypted type: %v, want ErrInvalidInput", err)
 	}
 }
