@@ -73,13 +73,21 @@ type Page[T any] struct {
 
 // Pager reads a query one page at a time. It does no I/O until Next is called.
 type Pager[T any] struct {
-	t       *Table[T]
-	q       Query
-	err     error
-	started bool
-	done    bool
-	next    continuation
-	count   int
+	src    source
+	q      Query
+	decode func(ctx context.Context, data []byte, v *T) error
+	err    error
+	done   bool
+	next   continuation
+	count  int
+}
+
+// source is what a pager needs of its table, whatever the type it decodes into.
+type source struct {
+	client *aztables.Client
+	name   string
+	sel    []string // the projection's $select, nil for all properties
+	retry  retry.Policy
 }
 
 type continuation struct {
@@ -111,7 +119,12 @@ func decodeToken(s string) (continuation, error) {
 
 // Pages returns a pager over q. Errors in q are reported by the first Next.
 func (t *Table[T]) Pages(q Query) *Pager[T] {
-	p := &Pager[T]{t: t, q: q}
+	return newPager(t, q, t.codec.DecodeContext)
+}
+
+func newPager[T, V any](t *Table[T], q Query, decode func(ctx context.Context, data []byte, v *V) error) *Pager[V] {
+	src := source{client: t.client, name: t.name, sel: t.sel, retry: t.opts.Retry}
+	p := &Pager[V]{src: src, q: q, decode: decode}
 	if p.err = q.validate(); p.err == nil && q.Token != "" {
 		p.next, p.err = decodeToken(q.Token)
 	}
@@ -134,7 +147,7 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	if p.done {
 		return Page[T]{}, nil
 	}
-	t := p.t
+	t := p.src
 	opts := &aztables.ListEntitiesOptions{}
 	if p.q.FullMetadata {
 		full := aztables.MetadataFormatFull
@@ -167,7 +180,7 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 		}
 	}
 	var resp aztables.ListEntitiesResponse
-	err := retry.Do(ctx, t.opts.Retry, t.op("query", "", ""), func(ctx context.Context, _ int) error {
+	err := retry.Do(ctx, t.retry, retry.Op{Name: "query", Resource: t.name}, func(ctx context.Context, _ int) error {
 		var err error
 		resp, err = t.client.NewListEntitiesPager(opts).NextPage(ctx)
 		return errs.Wrap(err, "query", t.name, "", "")
@@ -177,7 +190,7 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	}
 	page := Page[T]{Items: make([]T, len(resp.Entities))}
 	for i, raw := range resp.Entities {
-		if err := t.codec.DecodeContext(ctx, raw, &page.Items[i]); err != nil {
+		if err := p.decode(ctx, raw, &page.Items[i]); err != nil {
 			return Page[T]{}, err
 		}
 	}
@@ -203,12 +216,16 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 //
 // Errors: as Pager.Next.
 func (t *Table[T]) Query(ctx context.Context, q Query) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		p := t.Pages(q)
+	return pages(ctx, t.Pages(q))
+}
+
+// pages yields the entities of every page of p, and stops at the first error.
+func pages[V any](ctx context.Context, p *Pager[V]) iter.Seq2[V, error] {
+	return func(yield func(V, error) bool) {
 		for p.More() {
 			page, err := p.Next(ctx)
 			if err != nil {
-				var zero T
+				var zero V
 				yield(zero, err)
 				return
 			}
@@ -219,6 +236,20 @@ func (t *Table[T]) Query(ctx context.Context, q Query) iter.Seq2[T, error] {
 			}
 		}
 	}
+}
+
+// QueryFunc runs q on t's table like Query, but decodes each entity with decode instead of
+// T's codec: for a table that holds entities of several types (decode is then
+// codec.Registry.Decode). Paging, Top and tokens work as in Query; decode receives one
+// entity's JSON as the service returns it.
+//
+// Errors: as Pager.Next, and decode's.
+func QueryFunc[V, T any](ctx context.Context, t *Table[T], q Query, decode func(data []byte) (V, error)) iter.Seq2[V, error] {
+	return pages(ctx, newPager(t, q, func(_ context.Context, data []byte, v *V) error {
+		var err error
+		*v, err = decode(data)
+		return err
+	}))
 }
 
 // Collect runs q and returns all its entities in a slice.

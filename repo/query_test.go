@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
@@ -211,5 +212,38 @@ func TestGetMany(t *testing.T) {
 	}
 	if _, _, err := emps.GetMany(b.ctx, [][2]string{{"Dept00", "a/b"}}); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("bad key: %v", err)
+	}
+}
+
+// QueryFunc decodes with the caller's function (a registry of several entity types, in
+// patterns/heterogeneous), with the same paging, Top and tokens as Query.
+func TestQueryFunc(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	emps := table[Employee](t, b, nil)
+	seed(t, emps, b, 1, 25)
+	rowKey := func(data []byte) (string, error) {
+		e, err := codec.DecodeEntity(data)
+		if err != nil {
+			return "", err
+		}
+		return e.RowKey, nil
+	}
+	var got []string
+	for rk, err := range repo.QueryFunc(b.ctx, emps, repo.Query{Filter: filter.PartitionKey("Dept00"), PageSize: 10, Top: 23}, rowKey) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rk)
+	}
+	if len(got) != 23 || got[0] != "000000" || got[22] != "000022" {
+		t.Fatalf("QueryFunc: %d rows %v", len(got), got)
+	}
+	boom := errors.New("boom")
+	for _, err := range repo.QueryFunc(b.ctx, emps, repo.Query{}, func([]byte) (int, error) { return 0, boom }) {
+		if !errors.Is(err, boom) {
+			t.Fatalf("decode error: %v", err)
+		}
+		break
 	}
 }

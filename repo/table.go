@@ -163,22 +163,22 @@ func (t *Table[T]) op(name, pk, rk string) retry.Op {
 
 // CreateIfNotExists creates the table. An existing table is success. While the service
 // answers TableBeingDeleted (the name of a recently deleted table), it keeps retrying with
-// the jittered backoff for up to Options.CreateWait, then returns ErrTableBeingDeleted.
+// the jittered backoff for up to Options.CreateWait, then returns ErrTableBeingDeleted
+// (at once with CreateWait -1). Transient failures are retried either way.
 //
 // Errors: ErrTableBeingDeleted, ErrTransient, or an *Error for other refusals.
 func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 	p := t.opts.Retry
-	if t.opts.CreateWait > 0 {
+	wait := t.opts.CreateWait > 0
+	if wait {
 		p.MaxElapsed = t.opts.CreateWait
 		p.MaxRetries = 1 << 20 // bounded by MaxElapsed
-	} else {
-		p.MaxRetries = -1
 	}
 	op := t.op("create table", "", "")
 	op.Retryable = func(err error) bool {
-		return errors.Is(err, ErrTableBeingDeleted) || retry.IsTransient(err)
+		return retry.IsTransient(err) || (wait && errors.Is(err, ErrTableBeingDeleted))
 	}
-	err := retry.Do(ctx, p, op, func(ctx context.Context, _ int) error {
+	return retry.Do(ctx, p, op, func(ctx context.Context, _ int) error {
 		_, err := t.client.CreateTable(ctx, nil)
 		err = errs.Wrap(err, "create table", t.name, "", "")
 		if errors.Is(err, ErrAlreadyExists) {
@@ -186,7 +186,6 @@ func (t *Table[T]) CreateIfNotExists(ctx context.Context) error {
 		}
 		return err
 	})
-	return err
 }
 
 // DeleteTable deletes the table and every entity in it with one request: the cheap way to

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
@@ -203,5 +204,33 @@ func TestCreateWaitsOutTableBeingDeleted(t *testing.T) {
 	}
 	if ok, err := short.Exists(ctx); err != nil || ok {
 		t.Fatalf("exists of a deleted table: %v %v", ok, err)
+	}
+}
+
+// CreateWait -1 gives up on TableBeingDeleted at once, but still retries transient failures.
+func TestCreateWithoutWaitStillRetriesTransientFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	emps := table[Employee](t, b, &repo.Options{CreateWait: -1})
+	if err := emps.DeleteTable(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.proxy.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsCreateTable, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
+	if err := emps.CreateIfNotExists(b.ctx); err != nil {
+		t.Fatalf("create after one 503: %v", err)
+	}
+	if n := b.proxy.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Fired == "busy" }); n != 1 {
+		t.Fatalf("the 503 fired %d times", n)
+	}
+	b.proxy.EmulateTableBeingDeleted(time.Minute)
+	if err := emps.DeleteTable(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	mark := b.proxy.Count()
+	if err := emps.CreateIfNotExists(b.ctx); !errors.Is(err, repo.ErrTableBeingDeleted) {
+		t.Fatalf("create while being deleted: %v", err)
+	}
+	if n := requestsSince(b.proxy, mark); n != 1 {
+		t.Fatalf("%d create requests with CreateWait -1, want 1", n)
 	}
 }

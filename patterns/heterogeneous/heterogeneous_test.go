@@ -387,7 +387,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 	_, checks["get bad key"] = heterogeneous.Get[Employee](b.ctx, b.t, "Sales", "a#b")
 	_, checks["get unregistered"] = heterogeneous.Get[unregistered](b.ctx, b.t, "a", "b")
 	for _, err := range b.t.Query(b.ctx, repo.Query{Token: "abc"}) {
-		checks["query with a token"] = err
+		checks["query with a malformed token"] = err
 	}
 	for _, err := range heterogeneous.QueryOf[unregistered](b.ctx, b.t, repo.Query{}) {
 		checks["query of an unregistered type"] = err

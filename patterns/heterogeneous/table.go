@@ -7,7 +7,6 @@ import (
 	"iter"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -190,88 +189,24 @@ func registered[T any](t *Table) (*codec.Codec[T], error) {
 // Query returns the entities matching q, each decoded into the type its discriminator
 // names (a *T of a registered type, as codec.Registry.Decode returns): one query over a
 // partition yields the department and its employees, each in its own Go type. It follows
-// continuation tokens; q.Token is not supported (use repo for resumable paging of one
-// type). When q.Select is set, the discriminator property is added to it.
+// continuation tokens (repo.QueryFunc does the paging), and resumes from q.Token, a
+// repo.Page.Token of the same filter. When q.Select is set, the keys and the discriminator property are added.
 //
 // Errors (yielded): ErrInvalidInput (the query; nothing sent), *codec.UnknownEntityTypeError
 // for an entity of an unregistered type (unless RegistryOptions.UnknownAsEntity, which
 // yields it as a *codec.Entity), *codec.DecodeError, repo.ErrNotFound (no such table),
 // repo.ErrTransient, *repo.Error.
 func (t *Table) Query(ctx context.Context, q repo.Query) iter.Seq2[any, error] {
-	return func(yield func(any, error) bool) {
-		opts, err := t.listOptions(q)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		count := 0
-		for {
-			size := int32(repo.MaxPageSize)
-			if q.PageSize > 0 {
-				size = int32(q.PageSize)
-			}
-			if q.Top > 0 && int32(q.Top-count) < size {
-				size = int32(q.Top - count)
-			}
-			opts.Top = &size // never 0: aztables' pager loops forever on Top 0
-			var resp aztables.ListEntitiesResponse
-			err := retry.Do(ctx, t.retry, retry.Op{Name: "query", Resource: t.name}, func(ctx context.Context, _ int) error {
-				var err error
-				resp, err = t.client.NewListEntitiesPager(opts).NextPage(ctx)
-				return errs.Wrap(err, "query", t.name, "", "")
-			})
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, raw := range resp.Entities {
-				v, err := t.reg.Decode(raw)
-				if !yield(v, err) || err != nil {
-					return
-				}
-				count++
-			}
-			if resp.NextPartitionKey == nil || (q.Top > 0 && count >= q.Top) {
-				return
-			}
-			opts.NextPartitionKey, opts.NextRowKey = resp.NextPartitionKey, resp.NextRowKey
-		}
-	}
-}
-
-func (t *Table) listOptions(q repo.Query) (*aztables.ListEntitiesOptions, error) {
-	if err := q.Filter.Err(); err != nil {
-		return nil, err
-	}
-	if q.Token != "" {
-		return nil, errs.Invalid("Query.Token", "resumable paging is not supported for queries of several types")
-	}
-	if q.Top < 0 {
-		return nil, errs.Invalid("Query.Top", "must not be negative, got %d", q.Top)
-	}
-	if q.PageSize < 0 || q.PageSize > repo.MaxPageSize {
-		return nil, errs.TooLarge("Query.PageSize", "must be between 0 (default) and the service's page size", q.PageSize, repo.MaxPageSize)
-	}
-	opts := &aztables.ListEntitiesOptions{}
-	if f := q.Filter.String(); f != "" {
-		opts.Filter = &f
-	}
 	if q.Select != nil {
-		for _, s := range q.Select {
-			if s == "" || strings.ContainsAny(s, ", ") {
-				return nil, errs.Invalid("Query.Select", "property name %q is not a single name", s)
-			}
-		}
 		// The keys and the discriminator are needed to decode any entity.
 		sel := append([]string{"PartitionKey", "RowKey"}, q.Select...)
 		if t.ropts.Discriminator == codec.ByProperty {
 			sel = append(sel, t.ropts.Property)
 		}
 		slices.Sort(sel)
-		s := strings.Join(slices.Compact(sel), ",")
-		opts.Select = &s
+		q.Select = slices.Compact(sel)
 	}
-	return opts, nil
+	return repo.QueryFunc(ctx, t.dyn, q, t.reg.Decode)
 }
 
 // QueryOf returns the entities of type T among those matching q, in key order: the
