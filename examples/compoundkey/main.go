@@ -12,35 +12,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/compoundkey"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "compoundkey:", err)
-		os.Exit(1)
-	}
-}
-
-func start(ctx context.Context, out io.Writer) error {
-	fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-	srv, err := azurite.Start(ctx, azurite.Options{})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	return run(ctx, out, srv.ConnectionString)
-}
+func main() { exampleenv.Main("compoundkey", run) }
 
 // Employee is the guide's employee entity, RowKey "empid_000123".
 type Employee struct {

@@ -10,52 +10,22 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-func main() {
-	useEnv := flag.Bool("use-env", false, "use the account of AZURE_STORAGE_CONNECTION_STRING instead of an embedded Azurite")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout, *useEnv); err != nil {
-		fmt.Fprintln(os.Stderr, "dataseries:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("dataseries", run) }
 
 // start runs the example on an embedded Azurite, or with useEnv on the account of
 // AZURE_STORAGE_CONNECTION_STRING (it creates uniquely named tables and deletes them).
-func start(ctx context.Context, out io.Writer, useEnv bool) error {
-	connStr := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-	if !useEnv {
-		fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-		srv, err := azurite.Start(ctx, azurite.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		connStr = srv.ConnectionString
-	} else if connStr == "" {
-		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
-	}
-	return run(ctx, out, connStr)
-}
-
 // message is one IM message sent: the event the counters count.
 type message struct {
 	ID       string

@@ -14,52 +14,23 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-func main() {
-	useEnv := flag.Bool("use-env", false, "use the account of AZURE_STORAGE_CONNECTION_STRING instead of an embedded Azurite")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout, *useEnv); err != nil {
-		fmt.Fprintln(os.Stderr, "encryption:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("encryption", run) }
 
 // start runs the example on an embedded Azurite, or with useEnv on the account of
 // AZURE_STORAGE_CONNECTION_STRING (its table has a unique name and is deleted at the end).
-func start(ctx context.Context, out io.Writer, useEnv bool) error {
-	connStr := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-	if !useEnv {
-		fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-		srv, err := azurite.Start(ctx, azurite.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		connStr = srv.ConnectionString
-	} else if connStr == "" {
-		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
-	}
-	return run(ctx, out, connStr)
-}
-
 // Employee is the guide's employee entity with its sensitive properties encrypted. The
 // department is the PartitionKey; each employee is stored twice in its partition, under
 // "empid_<id>" and under "email_<blind index of the email>" (the intra-partition secondary

@@ -16,50 +16,21 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/indexentity"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-func main() {
-	useEnv := flag.Bool("use-env", false, "use the account of AZURE_STORAGE_CONNECTION_STRING instead of an embedded Azurite")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout, *useEnv); err != nil {
-		fmt.Fprintln(os.Stderr, "indexentity:", err)
-		os.Exit(1)
-	}
-}
-
-func start(ctx context.Context, out io.Writer, useEnv bool) error {
-	connStr := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-	if !useEnv {
-		fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-		srv, err := azurite.Start(ctx, azurite.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		connStr = srv.ConnectionString
-	} else if connStr == "" {
-		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
-	}
-	return run(ctx, out, connStr)
-}
+func main() { exampleenv.Main("indexentity", run) }
 
 // Employee is the guide's employee entity: the department is the PartitionKey and the
 // employee id the RowKey. The ETag field lets the index update it optimistically.

@@ -14,55 +14,26 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/repo/sas"
 )
 
-func main() {
-	useEnv := flag.Bool("use-env", false, "use the account of AZURE_STORAGE_CONNECTION_STRING instead of an embedded Azurite")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout, *useEnv); err != nil {
-		fmt.Fprintln(os.Stderr, "sas:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("sas", run) }
 
 // start runs the example on an embedded Azurite, or with useEnv on the account of
 // AZURE_STORAGE_CONNECTION_STRING (a key connection string: tokens are signed with the
 // key; the example's table has a unique name and is deleted at the end).
-func start(ctx context.Context, out io.Writer, useEnv bool) error {
-	connStr := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-	if !useEnv {
-		fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-		srv, err := azurite.Start(ctx, azurite.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		connStr = srv.ConnectionString
-	} else if connStr == "" {
-		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
-	}
-	return run(ctx, out, connStr)
-}
-
 // Employee is the guide's employee entity: the department is the PartitionKey, so that a
 // department is one partition and one token range.
 type Employee struct {

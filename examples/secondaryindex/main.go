@@ -18,36 +18,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "secondaryindex:", err)
-		os.Exit(1)
-	}
-}
-
-func start(ctx context.Context, out io.Writer) error {
-	fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-	srv, err := azurite.Start(ctx, azurite.Options{})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	return run(ctx, out, srv.ConnectionString)
-}
+func main() { exampleenv.Main("secondaryindex", run) }
 
 // Employee is the guide's employee entity. Department is the PartitionKey; the RowKey is
 // set by the index (intra: "empid_000223") or is the employee id (inter).
