@@ -130,6 +130,36 @@ func ValidateTableName(name string) error {
 	return nil
 }
 
+// ValidateContainerName checks a blob container name: 3 to 63 lowercase letters, digits
+// and dashes, starting and ending with a letter or digit, without two dashes in a row. The
+// error is an *InvalidInputError with Field "container name".
+func ValidateContainerName(name string) error {
+	return validateDNSName("container name", name)
+}
+
+// ValidateQueueName checks a queue name: the same rules as a container name. The error is
+// an *InvalidInputError with Field "queue name".
+func ValidateQueueName(name string) error {
+	return validateDNSName("queue name", name)
+}
+
+// validateDNSName checks the naming rule that blob containers and queues share.
+func validateDNSName(field, name string) error {
+	if len(name) < 3 || len(name) > 63 {
+		return tooLarge("", field, "a name has 3 to 63 characters", len(name), 63)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(name)-1 && name[i-1] != '-':
+		default:
+			return invalid("", field, strconv.Quote(name)+" must be lowercase letters, digits and single inner dashes")
+		}
+	}
+	return nil
+}
+
 // ValidatePropertyName checks a property name: C#-identifier-like (a letter or '_' first,
 // then letters, digits, '_' and combining marks; no dash, dot, '@' or space), at most 255
 // UTF-16 code units. System names (PartitionKey, RowKey, Timestamp) pass: they are valid

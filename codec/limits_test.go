@@ -245,3 +245,23 @@ func TestForIsCached(t *testing.T) {
 		t.Error("For built the codec twice")
 	}
 }
+
+func TestContainerAndQueueNames(t *testing.T) {
+	for _, ok := range []string{"abc", "archive-jobs", "a1-b2-c3", strings.Repeat("a", 63)} {
+		if err := codec.ValidateContainerName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+		if err := codec.ValidateQueueName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"ab", "Abc", "a_b", "-ab", "ab-", "a--b", strings.Repeat("a", 64), "ab c"} {
+		var ie *codec.InvalidInputError
+		if err := codec.ValidateContainerName(bad); !errors.As(err, &ie) || ie.Field != "container name" {
+			t.Errorf("container %q: %v", bad, err)
+		}
+		if err := codec.ValidateQueueName(bad); !errors.As(err, &ie) || ie.Field != "queue name" {
+			t.Errorf("queue %q: %v", bad, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"go.uber.org/zap"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -47,7 +48,7 @@ func NewReader(blobs *azblob.Client, containerName string, opts *ReaderOptions) 
 	if blobs == nil {
 		return nil, errs.Invalid("blob client", "is nil")
 	}
-	if err := validateContainerName(containerName); err != nil {
+	if err := codec.ValidateContainerName(containerName); err != nil {
 		return nil, err
 	}
 	var o ReaderOptions

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"go.uber.org/zap"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -194,7 +195,7 @@ func NewWriter(blobs *azblob.Client, containerName, source string, opts *Options
 	if blobs == nil {
 		return nil, errs.Invalid("blob client", "is nil")
 	}
-	if err := validateContainerName(containerName); err != nil {
+	if err := codec.ValidateContainerName(containerName); err != nil {
 		return nil, err
 	}
 	if err := validateSource(source); err != nil {
@@ -220,7 +221,7 @@ func NewWriter(blobs *azblob.Client, containerName, source string, opts *Options
 //
 // Errors: ErrInvalidInput (name), ErrTransient, *errs.ServiceError.
 func CreateContainer(ctx context.Context, blobs *azblob.Client, containerName string, policy retry.Policy) error {
-	if err := validateContainerName(containerName); err != nil {
+	if err := codec.ValidateContainerName(containerName); err != nil {
 		return err
 	}
 	c := blobs.ServiceClient().NewContainerClient(containerName)
@@ -772,21 +773,3 @@ func metaValue(meta map[string]*string, name string) string {
 }
 
 func ptr[V any](v V) *V { return &v }
-
-// validateContainerName checks the Blob service's container name rules.
-func validateContainerName(name string) error {
-	ok := len(name) >= 3 && len(name) <= 63
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(name)-1 && name[i-1] != '-':
-		default:
-			ok = false
-		}
-	}
-	if !ok {
-		return errs.Invalid("container name", "must be 3 to 63 lowercase letters, digits and single inner dashes, got %q", name)
-	}
-	return nil
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -48,11 +49,11 @@ func (j ArchiveEntityJob) Validate() error {
 		if err := codec.ValidateTableName(j.TargetTable); err != nil {
 			return err
 		}
-		if equalFold(j.TargetTable, j.Source) {
+		if strings.EqualFold(j.TargetTable, j.Source) {
 			return errs.Invalid("targetTable", "is the source table (table names are case-insensitive)")
 		}
 	default:
-		if err := validateContainer(j.TargetContainer); err != nil {
+		if err := codec.ValidateContainerName(j.TargetContainer); err != nil {
 			return err
 		}
 		if n := len(EntityBlobName(j.Source, j.PartitionKey, j.RowKey)); n > MaxBlobNameBytes {

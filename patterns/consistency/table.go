@@ -70,7 +70,7 @@ func (j ArchiveTableJob) validate() error {
 	if err := codec.ValidateTableName(j.Table); err != nil {
 		return err
 	}
-	return validateContainer(j.Container)
+	return codec.ValidateContainerName(j.Container)
 }
 
 func (j RestoreTableJob) validate() error {
@@ -82,7 +82,7 @@ func (j RestoreTableJob) validate() error {
 			return err
 		}
 	}
-	return validateContainer(j.Container)
+	return codec.ValidateContainerName(j.Container)
 }
 
 // ArchiveTable exports a whole table (an old per-day or per-month table: seeds/001

@@ -186,7 +186,7 @@ func New[T any](table *repo.Table[T], blobs *azblob.Client, containerName string
 	if table == nil || blobs == nil {
 		return nil, errs.Invalid("Store", "table and blob client are required")
 	}
-	if err := validateContainerName(containerName); err != nil {
+	if err := codec.ValidateContainerName(containerName); err != nil {
 		return nil, err
 	}
 	o := opts.withDefaults(table.Name())
@@ -327,24 +327,6 @@ func (s *Store[T]) newName(pk, rk, property string) string {
 	var r [12]byte
 	_, _ = rand.Read(r[:])
 	return s.keyDir(pk, rk) + property + "." + time.Now().UTC().Format("20060102T150405Z") + "." + hex.EncodeToString(r[:])
-}
-
-// validateContainerName checks the Blob service's container name rules.
-func validateContainerName(name string) error {
-	ok := len(name) >= 3 && len(name) <= 63
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(name)-1 && name[i-1] != '-':
-		default:
-			ok = false
-		}
-	}
-	if !ok {
-		return errs.Invalid("container name", "must be 3 to 63 lowercase letters, digits and single inner dashes, got %q", name)
-	}
-	return nil
 }
 
 // validateKeys checks keys that address an entity (aztables cannot address an empty

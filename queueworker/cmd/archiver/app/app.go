@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -185,20 +184,13 @@ func setup(c common, stderr io.Writer, getenv func(string) string) (*env, error)
 	return &env{clients: clients, logger: logger, queue: c.queue}, nil
 }
 
-// validQueueName checks a queue name, leaving room for the "-poison" suffix.
+// validQueueName checks a queue name, and that its poison queue's name is valid too.
 func validQueueName(name string) error {
-	max := 63 - len(queueworker.PoisonSuffix)
-	if len(name) < 3 || len(name) > max {
-		return usagef("-queue %q: a queue name has 3 to %d characters here (its poison queue adds %q)", name, max, queueworker.PoisonSuffix)
+	if err := codec.ValidateQueueName(name); err != nil {
+		return err
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return usagef("-queue %q: only lowercase letters, digits and dashes", name)
-		}
-	}
-	if name[0] == '-' || name[len(name)-1] == '-' || strings.Contains(name, "--") {
-		return usagef("-queue %q: must start and end with a letter or digit, without two dashes in a row", name)
+	if err := codec.ValidateQueueName(name + queueworker.PoisonSuffix); err != nil {
+		return usagef("-queue %q: too long for its poison queue %q (63 characters at most)", name, name+queueworker.PoisonSuffix)
 	}
 	return nil
 }
