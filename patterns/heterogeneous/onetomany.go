@@ -89,7 +89,7 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	if rk == prk {
 		return errs.Invalid("RowKey", "the child %q has the parent's key", rk)
 	}
-	return retry.Do(ctx, r.t.retry, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
+	return retry.Do(ctx, r.t.conflict, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {
 			return r.noParent(err, pk, prk)
@@ -117,7 +117,7 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	if err != nil {
 		return err
 	}
-	return retry.Do(ctx, r.t.retry, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
+	return retry.Do(ctx, r.t.conflict, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
 		child, err := Get[C](ctx, r.t, pk, rk) // makes sure it is a child, and gives its ETag
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 		return 0, err
 	}
 	var n N
-	err = retry.Do(ctx, r.t.retry, r.op("recount", pk, prk), func(ctx context.Context, _ int) error {
+	err = retry.Do(ctx, r.t.conflict, r.op("recount", pk, prk), func(ctx context.Context, _ int) error {
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {
 			return r.noParent(err, pk, prk)

@@ -42,8 +42,10 @@ type Table struct {
 	ropts  codec.RegistryOptions // with defaults
 	dyn    *repo.Table[codec.Entity]
 	retry  retry.Policy
-	mu     sync.RWMutex
-	names  map[reflect.Type][]string // every name of each registered type, canonical first
+	// conflict is the backoff of the one-to-many loops that lost a race (retry.ConflictPolicy).
+	conflict retry.Policy
+	mu       sync.RWMutex
+	names    map[reflect.Type][]string // every name of each registered type, canonical first
 }
 
 // New returns the table name for heterogeneous entities; register the types with Register
@@ -77,7 +79,7 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Table, error
 	if p.Logger == nil {
 		p.Logger = zap.NewNop()
 	}
-	return &Table{name: name, client: dyn.Client(), reg: reg, ropts: ro, dyn: dyn, retry: p.WithDefaults(), names: map[reflect.Type][]string{}}, nil
+	return &Table{name: name, client: dyn.Client(), reg: reg, ropts: ro, dyn: dyn, retry: p.WithDefaults(), conflict: retry.Policy{Logger: p.Logger}.Or(retry.ConflictPolicy), names: map[reflect.Type][]string{}}, nil
 }
 
 // Register maps the type name to the struct type T: entities written as T carry name,

@@ -88,6 +88,9 @@ type Options struct {
 	// Retry is the policy for transient failures of blob requests (table requests use the
 	// Table's own policy). Defaults to retry's defaults.
 	Retry retry.Policy
+	// Conflict is the backoff of an Upsert or Delete that lost a race to another writer
+	// and starts again from its read. Zero fields take retry.ConflictPolicy's values.
+	Conflict retry.Policy
 	// Logger receives the blobs left for the sweeper and retry logs. Defaults to
 	// zap.NewNop().
 	Logger *zap.Logger
@@ -123,6 +126,7 @@ func (o *Options) withDefaults(table string) Options {
 		out.Retry.Logger = out.Logger
 	}
 	out.Retry = out.Retry.WithDefaults()
+	out.Conflict = out.Conflict.Or(retry.Policy{Logger: out.Logger}.Or(retry.ConflictPolicy))
 	return out
 }
 

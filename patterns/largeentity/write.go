@@ -128,7 +128,7 @@ func (w *write[T]) run(ctx context.Context) error {
 	if w.kind == kindInsert {
 		return w.insert(ctx)
 	}
-	pol := w.s.opts.Retry
+	pol := w.s.opts.Conflict
 	if w.kind == kindUpdate {
 		pol = retry.NoRetry
 	}
@@ -452,7 +452,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	var old []Blob
 	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool { return errors.Is(err, errRace) }}
-	err := retry.Do(ctx, s.opts.Retry, op, func(ctx context.Context, _ int) error {
+	err := retry.Do(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
 		cur, err := s.table.Get(ctx, pk, rk)
 		if err != nil {
 			return err
