@@ -8,7 +8,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -456,32 +455,4 @@ func (r *Relation[S, D]) loop(ctx context.Context, name string, k Key, attempt f
 // found by the read that precedes the write (so nothing was written).
 func preconditionFailed(op, table string, k Key) error {
 	return &errs.ServiceError{Op: op, Resource: table, PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: errs.ErrPreconditionFailed, Err: errors.New("the entity changed since it was read")}
-}
-
-// parallel calls fn(ctx, i) for i in [0, n), at most limit at once; the first error cancels
-// the others and is returned.
-func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i := range n {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				cancel(err)
-			}
-		}()
-	}
-	wg.Wait()
-	return context.Cause(ctx)
 }

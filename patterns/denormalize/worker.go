@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -265,7 +266,7 @@ func (r *Relation[S, D]) refreshSource(ctx context.Context, src Key) (fingerprin
 		if err != nil {
 			return "", false, err
 		}
-		err = parallel(ctx, len(links), r.conc, func(ctx context.Context, i int) error {
+		err = fanout.Do(ctx, len(links), r.conc, func(ctx context.Context, i int) error {
 			return r.refreshOne(ctx, targetOf(&links[i]), src, &s)
 		})
 		if err != nil {

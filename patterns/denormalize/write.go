@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -271,7 +272,7 @@ func (r *Relation[S, D]) updateInPartition(ctx context.Context, s *S, src Key, h
 		return errs.TooLarge("source copies", "the source and its copies no longer fit one transaction", len(links)+2, repo.MaxTransactionActions)
 	}
 	copies := make([]*D, len(links))
-	err := parallel(ctx, len(links), r.conc, func(ctx context.Context, i int) error {
+	err := fanout.Do(ctx, len(links), r.conc, func(ctx context.Context, i int) error {
 		d, found, err := r.getTarget(ctx, targetOf(&links[i]))
 		if err != nil || !found {
 			return err

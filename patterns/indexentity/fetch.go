@@ -3,10 +3,10 @@ package indexentity
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -41,34 +41,15 @@ func actionConflict(err error, from int) bool {
 // longer exist are left out (a lookup raced with a delete). The result keeps the order of ks.
 func fetch[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int) ([]T, error) {
 	got := make([]*T, len(ks))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i := range ks {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
+	err := fanout.Do(ctx, len(ks), limit, func(ctx context.Context, i int) error {
+		v, err := t.Get(ctx, ks[i].PartitionKey, ks[i].RowKey)
+		if errors.Is(err, repo.ErrNotFound) {
+			return nil
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			v, err := t.Get(ctx, ks[i].PartitionKey, ks[i].RowKey)
-			switch {
-			case err == nil:
-				got[i] = &v
-			case errors.Is(err, repo.ErrNotFound):
-			default:
-				cancel(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
+		got[i] = &v
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make([]T, 0, len(ks))
