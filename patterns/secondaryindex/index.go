@@ -71,6 +71,11 @@ func compile[T any](c *codec.Codec[T], ix Index[T], seen map[string]bool) (*inde
 		return nil, errs.Invalid(field, "has no Value function")
 	}
 	out := &index[T]{Index: ix}
+	if ix.Properties != nil && c.Encrypted() {
+		// The entity's encryption metadata lists every encrypted property: a copy that
+		// leaves some out would read as tampered.
+		return nil, errs.Invalid(field, "Properties: a copy of an entity type with encrypted fields carries every property")
+	}
 	if ix.Properties != nil {
 		out.props = make(map[string]bool, len(ix.Properties))
 		for _, p := range ix.Properties {
@@ -148,7 +153,11 @@ func (ix *index[T]) invalid(err error) error {
 // project returns v as a dynamic entity with the given keys, keeping only the properties
 // the index's copies carry (all when props is nil).
 func project[T any](c *codec.Codec[T], v *T, pk, rk string, props map[string]bool) (*codec.Entity, error) {
-	body, err := c.Encode(v)
+	// Encode a copy under the copy's own keys: encrypted properties are bound to the keys
+	// they were encoded with, so re-keying an encoded entity would make it read as tampered.
+	cp := *v
+	c.SetKeys(&cp, pk, rk)
+	body, err := c.Encode(&cp)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +165,6 @@ func project[T any](c *codec.Codec[T], v *T, pk, rk string, props map[string]boo
 	if err != nil {
 		return nil, err
 	}
-	e.PartitionKey, e.RowKey = pk, rk
 	if props != nil {
 		for name := range e.Properties {
 			if !props[name] {

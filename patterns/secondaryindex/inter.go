@@ -152,7 +152,8 @@ type Inter[T any] struct {
 // the tables with CreateIfNotExists and the queue with azqueue.
 //
 // Errors: ErrInvalidInput (nothing sent) for a bad table name, options or index (see
-// Index), a missing InterOptions.Queue, or a T with encrypted fields (not supported yet).
+// Index, including Properties on a type with encrypted fields), or a missing
+// InterOptions.Queue.
 func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
 	o := opts.withDefaults(table)
 	if err := o.validate(); err != nil {
@@ -160,9 +161,6 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 	}
 	primary, err := repo.New[T](svc, table, &o.Table)
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseEncrypted(primary); err != nil {
 		return nil, err
 	}
 	if len(indexes) == 0 {
@@ -718,15 +716,4 @@ func (x *Inter[T]) verify(ctx context.Context, ix *interIndex[T], pk string, hit
 		}()
 	}
 	wg.Wait()
-}
-
-// refuseEncrypted refuses entity types with encrypted fields. The index copies are built by
-// re-keying an encoded entity, and the encryption binds each ciphertext to its entity's
-// keys (see codec's doc, "Encryption"), so every copy would read as tampered. Index such
-// a value through a blind index (codec.BlindIndex) stored in a plain field instead.
-func refuseEncrypted[T any](t *repo.Table[T]) error {
-	if t.Codec().Encrypted() {
-		return errs.Invalid("entity type", "has encrypted fields: secondary-index copies cannot be built from them yet; index a codec.BlindIndex of the value in a plain field instead")
-	}
-	return nil
 }

@@ -43,13 +43,10 @@ type Intra[T any] struct {
 // that is empty, too long, not letters and digits, or used twice; a nil Value; an unknown
 // property; Properties or AllowDuplicates on the primary; Table set), or when an update
 // could need more actions than one transaction holds (1 + 2 per secondary index, at most
-// repo.MaxTransactionActions), or for a T with encrypted fields (not supported yet).
+// repo.MaxTransactionActions), or Properties on an index of a type with encrypted fields.
 func NewIntra[T any](svc *aztables.ServiceClient, table string, primary Index[T], secondary []Index[T], opts *repo.Options) (*Intra[T], error) {
 	rows, err := repo.New[T](svc, table, opts)
 	if err != nil {
-		return nil, err
-	}
-	if err := refuseEncrypted(rows); err != nil {
 		return nil, err
 	}
 	dyn, err := repo.New[codec.Entity](svc, table, opts)
