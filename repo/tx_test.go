@@ -179,7 +179,7 @@ func TestCreateWaitsOutTableBeingDeleted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	ctx := b.ctx
-	emps := table[Employee](t, b, &repo.Options{CreateWait: 300 * time.Millisecond})
+	emps := table[Employee](t, b, &repo.Options{CreateWait: 10 * time.Second})
 	b.proxy.EmulateTableBeingDeleted(200 * time.Millisecond)
 	if err := emps.DeleteTable(ctx); err != nil {
 		t.Fatal(err)
