@@ -20,7 +20,9 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// The proxy's emulations are built for Azurite (EmulatePaging forges its continuation
+// tokens), so its tests always run on one, whatever account the other packages use.
+func TestMain(m *testing.M) { testenv.MainAzurite(m) }
 
 // tableProxy starts a proxy in front of the table service and returns it with a service
 // client that goes through it.
