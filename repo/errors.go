@@ -22,6 +22,9 @@ var (
 	ErrInvalidInput = errs.ErrInvalidInput
 	// ErrTransient: a transient failure persisted after every retry of the policy.
 	ErrTransient = errs.ErrTransient
+	// ErrOutcomeUnknown: a retried non-idempotent write cannot tell whether its earlier,
+	// unanswered attempt was applied (see Options.TrackWrites for exact detection).
+	ErrOutcomeUnknown = errs.ErrOutcomeUnknown
 )
 
 // InvalidInputError describes input refused before any request was sent; it unwraps to

@@ -29,6 +29,14 @@ var (
 	// ErrTransient: a transient failure (timeout, server busy, connection reset) that
 	// persisted after every retry allowed by the policy.
 	ErrTransient = errors.New("tablepatterns: transient failure, retries exhausted")
+	// ErrOutcomeUnknown: a non-idempotent write (an insert, a conditional update or delete,
+	// an entity group transaction) met a failure that may have been applied (a timeout or a
+	// reset after the request was written, 500, 502, 504), and its retry met an answer
+	// (409, 412, 404) that either its own earlier success or another writer could have
+	// caused. The SDK cannot tell which without write tracking (repo.Options.TrackWrites),
+	// so it reports neither success nor the bare refusal: re-read and decide. The error
+	// also unwraps to the service's answer to the retry.
+	ErrOutcomeUnknown = errors.New("tablepatterns: outcome unknown (a lost response may hide an applied write)")
 )
 
 // InvalidInputError describes input refused before any request was sent. It unwraps to
