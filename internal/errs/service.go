@@ -49,7 +49,8 @@ func (e *ServiceError) Error() string {
 		fmt.Fprintf(&b, " (%v)", e.Kind)
 	}
 	if e.StatusCode == 0 && e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
+		// A transport error (*url.Error) prints the request URL, query and SAS included.
+		fmt.Fprintf(&b, ": %s", Redact(e.Err))
 	}
 	return b.String()
 }
