@@ -21,7 +21,7 @@ func (c *Codec[T]) WithEncryption(e *Encryption) (*Codec[T], error) {
 		err.(*InvalidInputError).Type = c.p.typeName
 		return nil, err
 	}
-	return &Codec[T]{p: c.p, enc: e}, nil
+	return &Codec[T]{p: c.p, enc: e, reserved: c.reserved}, nil
 }
 
 // Encrypted reports whether T has fields with the encrypt option. Entities of such a type
@@ -52,7 +52,7 @@ func (c *Codec[T]) DecodeContext(ctx context.Context, data []byte, v *T) error {
 	}
 	var zero T
 	*v = zero
-	return c.p.decode(ctx, data, unsafe.Pointer(v), "", c.enc)
+	return c.p.decode(ctx, data, unsafe.Pointer(v), c.reserved, c.enc)
 }
 
 // mergeRefused is the refusal of a merge (a write of some properties) of a type with

@@ -55,6 +55,10 @@ func (e *ServiceError) Error() string {
 	return b.String()
 }
 
+// ResponseStatus returns the HTTP status and error code of the service's answer (0 and ""
+// when none was received): what retry classifies.
+func (e *ServiceError) ResponseStatus() (int, string) { return e.StatusCode, e.Code }
+
 // Unwrap returns the sentinel (if any) and the underlying error.
 func (e *ServiceError) Unwrap() []error {
 	if e.Kind == nil {
