@@ -372,7 +372,10 @@ func TestTransportErrorsCarryNoSecrets(t *testing.T) {
 			tbl.Insert(t.Context(), &Counter{PK: "p", RK: "r"}),
 			tbl.Update(t.Context(), &Counter{PK: "p", RK: "r", ETag: `W/"x"`}, nil),
 			func() error { _, err := tbl.Get(t.Context(), "p", "r"); return err }(),
-			func() error { _, err := repo.Submit(t.Context(), tbl.InsertAction(&Counter{PK: "p", RK: "r"})); return err }(),
+			func() error {
+				_, err := repo.Submit(t.Context(), tbl.InsertAction(&Counter{PK: "p", RK: "r"}))
+				return err
+			}(),
 		} {
 			if err == nil {
 				t.Fatal("a request to a wrong endpoint succeeded")
