@@ -141,10 +141,20 @@ func resolveTransaction(ctx context.Context, actions []Action, cause, err error)
 		switch o {
 		case outcomeApplied:
 			w.applied(etag, head)
-			for j := range actions {
-				if j != i {
-					actions[j].w.appliedUnread()
+			// The transaction committed whole: learn the other actions' ETags, so that a
+			// caller's next conditional write of them works (an action whose version was
+			// replaced since gets one that matches no version).
+			for j := i + 1; j < len(actions); j++ {
+				wj := &actions[j].w
+				if wj.kind == kindDelete || wj.writeID == "" {
+					continue
 				}
+				oj, etag, head, jerr := wj.judge(ctx)
+				if jerr != nil || oj != outcomeApplied {
+					wj.appliedUnread()
+					continue
+				}
+				wj.applied(etag, head)
 			}
 			return nil
 		case outcomeNotApplied:
