@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,6 +108,9 @@ type interIndex[T any] struct {
 	*index[T]
 	copies *repo.Table[codec.Entity]
 	refs   *repo.Table[refRow]
+	// shared is true when the copies live in the primary's table (the default): primary
+	// PartitionKeys starting with "<name>_" are then refused (see checkRef).
+	shared bool
 }
 
 // partition is the index partition of the primary partition pk: the guide's "email_Sales".
@@ -177,7 +181,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 		if name == "" {
 			name = table
 		}
-		ii := &interIndex[T]{index: ix}
+		ii := &interIndex[T]{index: ix, shared: strings.EqualFold(name, table)}
 		if ii.copies, err = repo.New[codec.Entity](svc, name, &o.Table); err != nil {
 			return nil, err
 		}
@@ -232,8 +236,8 @@ func (x *Inter[T]) check(v *T) (pk, rk string, err error) {
 		return "", "", err
 	}
 	pk, rk = x.c.Keys(v)
-	if pk == "" {
-		return "", "", errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
+	if err := x.checkRef(pk, rk); err != nil {
+		return "", "", err
 	}
 	for _, ix := range x.idx {
 		val, err := ix.value(v)
@@ -298,20 +302,33 @@ func (x *Inter[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) e
 //
 // Errors: those of repo.Table.Delete and queueworker.Enqueue.
 func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
-	if err := checkRef(pk, rk); err != nil {
+	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
 }
 
-func checkRef(pk, rk string) error {
+// checkRef refuses, before anything is sent, keys of a primary entity that this Inter
+// cannot index: bad keys, and a PartitionKey inside the key space of an index partition
+// that shares the primary's table.
+func (x *Inter[T]) checkRef(pk, rk string) error {
 	if pk == "" {
 		return errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
 	}
 	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
 		return err
 	}
-	return codec.ValidateKey("RowKey", rk)
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return err
+	}
+	for _, ix := range x.idx {
+		if ix.shared && strings.HasPrefix(pk, ix.Name+sep) {
+			// The copies of partition P live in "<name>_P" of the same table: a primary
+			// stored there would be overwritten by the copies of P, and removed with them.
+			return errs.Invalid("PartitionKey", "%q starts with %q, the prefix of index %q's partitions in table %q: primaries may not enter it (store the index in another table with Index.Table)", pk, ix.Name+sep, ix.Name, x.primary.Name())
+		}
+	}
+	return nil
 }
 
 // write runs the three steps of an eventually consistent write: the safety message
@@ -320,12 +337,16 @@ func checkRef(pk, rk string) error {
 func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Context) error) error {
 	wctx := ctx
 	if d := x.opts.SafetyDelay; d > 0 {
-		if err := x.enqueue(ctx, pk, rk, d); err != nil {
-			return err
-		}
+		// One deadline, taken before the safety message is built, bounds its enqueue and
+		// the write together: the message becomes visible d after it is stored, which is
+		// after this moment, so the write can never land after it ran (however slow the
+		// enqueue or its response).
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, d/2)
 		defer cancel()
+		if err := x.enqueue(wctx, pk, rk, d); err != nil {
+			return err
+		}
 	}
 	if err := do(wctx); err != nil {
 		return err // the safety message, if any, finds nothing to change
@@ -354,7 +375,7 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 //
 // Errors: ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
 func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
-	if err := checkRef(pk, rk); err != nil {
+	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	return x.enqueue(ctx, pk, rk, 0)
@@ -400,7 +421,7 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
 // kept winning until the retry policy gave up), *repo.Error.
 func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
-	if err := checkRef(pk, rk); err != nil {
+	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
@@ -412,7 +433,10 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
 		for i, ix := range x.idx {
 			p, err := ix.partition(pk)
 			if err != nil {
-				return err
+				// This index can hold no copy of the partition (its name and the key
+				// exceed the key limit); the other indexes are still reconciled.
+				bad = errors.Join(bad, err)
+				continue
 			}
 			parts[i] = p
 			// The ref is read before the primary: a reconciliation that commits after
@@ -439,6 +463,9 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
 			return err
 		}
 		for i, ix := range x.idx {
+			if parts[i] == "" {
+				continue // refused above
+			}
 			err := x.reconcileIndex(ctx, ix, parts[i], rk, curp, refs[i])
 			if errors.Is(err, repo.ErrInvalidInput) {
 				bad = errors.Join(bad, err)
@@ -480,18 +507,23 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 	if ref != nil {
 		have = ref.Key
 	}
-	if want == have && (want == "" || ref.SourceETag == etag) {
+	// Up to date only when the ref records this very version of the primary (its ETag, or
+	// "" for a primary that is gone). A ref is never deleted: a primary without a copy in
+	// this index leaves a tombstone (Key ""), and even the first reconciliation of an
+	// entity that has none writes one. Every decision therefore rests on a ref version
+	// that a concurrent reconciliation must change to decide otherwise, and a slow
+	// reconciliation that read an older state fails its condition and starts over
+	// (never an insert that succeeds because a ref was deleted meanwhile: the ABA of
+	// issue 15, defect 1).
+	if ref != nil && want == have && ref.SourceETag == etag {
 		return invalid // up to date
 	}
 	var acts []repo.Action
 	var dropAt = -1
-	switch {
-	case ref == nil:
+	if ref == nil {
 		acts = append(acts, ix.refs.InsertAction(&refRow{PartitionKey: part, RowKey: refKey(rk), Key: want, SourceETag: etag}))
-	case want == "":
-		acts = append(acts, ix.refs.DeleteAction(part, ref.RowKey, &repo.DeleteOptions{ETag: ref.ETag}))
-	default:
-		next := *ref
+	} else {
+		next := *ref // keeps ref's ETag: the update is conditional on it
 		next.Key, next.SourceETag = want, etag
 		acts = append(acts, ix.refs.UpdateAction(&next, nil))
 	}
@@ -507,13 +539,18 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 		acts = append(acts, ix.copies.DeleteAction(part, have, nil))
 	}
 	_, err := repo.Submit(ctx, acts...)
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		// A retried transaction that cannot tell whether its first attempt landed: read
+		// again and decide again (the ref says what is written).
+		return again(err)
+	}
 	var ae *repo.ActionError
 	if err != nil && errors.As(err, &ae) {
 		switch {
 		case ae.Index == dropAt && errors.Is(err, repo.ErrNotFound):
 			// The old copy was removed by hand: finish without it.
 			_, err = repo.Submit(ctx, acts[:dropAt]...)
-			if err != nil && errors.As(err, &ae) && ae.Index == 0 {
+			if errors.Is(err, repo.ErrOutcomeUnknown) || (err != nil && errors.As(err, &ae) && ae.Index == 0) {
 				return again(err)
 			}
 		case ae.Index == 0:
