@@ -48,6 +48,19 @@ func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) error {
 			oldRef, oldOK = r.ref(&old)
 		}
 		r.tcodec.SetETag(d, r.tcodec.ETag(&old)) // "" when d is new
+		var hdr *linkRow
+		var links []linkRow
+		if ok && r.mode == InPartition {
+			// The source's link header is read BEFORE the source: an UpdateSource that
+			// commits after this read changes the header and makes the transaction below
+			// fail (and this attempt start over); one that committed before it is seen by
+			// the source read that follows. Read the other way round, an UpdateSource
+			// committing between the two reads would leave this write's old copy in place
+			// (issue 15, defect 3).
+			if hdr, links, err = r.readLinks(ctx, ref); err != nil {
+				return err
+			}
+		}
 		if ok {
 			s, err := r.getSource(ctx, ref)
 			if err != nil {
@@ -56,7 +69,7 @@ func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) error {
 			r.copyFn(d, &s)
 		}
 		if r.mode == InPartition {
-			return r.putInPartition(ctx, d, k, ref, ok, exists, oldRef, oldOK, callerETag)
+			return r.putInPartition(ctx, d, k, ref, ok, exists, oldRef, oldOK, callerETag, hdr, links)
 		}
 		return r.putAcross(ctx, d, k, ref, ok, exists, oldRef, oldOK, callerETag)
 	})
@@ -73,13 +86,11 @@ func (r *Relation[S, D]) writeTargetAction(d *D, exists bool) repo.Action {
 	return r.targets.InsertAction(d)
 }
 
-func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string) error {
+// putInPartition writes d with its link in one transaction; hdr and links are the link
+// header and links of ref as read before the source (see PutTarget).
+func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string, hdr *linkRow, links []linkRow) error {
 	actions := []repo.Action{r.writeTargetAction(d, exists)}
 	if ok {
-		hdr, links, err := r.readLinks(ctx, ref)
-		if err != nil {
-			return err
-		}
 		linked := false
 		for i := range links {
 			linked = linked || targetOf(&links[i]) == k
@@ -189,16 +200,16 @@ func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.Del
 			}
 			return err
 		}
+		wctx, cancel := r.writeCtx(ctx)
+		defer cancel()
 		if ok {
-			if err := r.enqueueTarget(ctx, TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Deleted: true, Old: []Key{ref}}); err != nil {
+			if err := r.enqueueTarget(wctx, TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Deleted: true, Old: []Key{ref}}); err != nil {
 				return err
 			}
 		}
-		if err := r.step(ctx, "write"); err != nil {
+		if err := r.step(wctx, "write"); err != nil {
 			return err
 		}
-		wctx, cancel := r.writeCtx(ctx)
-		defer cancel()
 		err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
 		if want == "" && isConflict(err) {
 			return &retryable{err}
@@ -238,23 +249,25 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) error {
 			return preconditionFailed("update source", r.sources.Name(), src)
 		}
 		r.scodec.SetETag(s, r.scodec.ETag(&cur))
-		hdr, links, err := r.readLinks(ctx, src)
-		if err != nil {
-			return err
-		}
 		if r.mode == InPartition {
-			return r.updateInPartition(ctx, s, src, hdr, links, callerETag)
-		}
-		if len(links) > 0 {
-			if err := r.enqueueSource(ctx, SourceChange{PartitionKey: src.PartitionKey, RowKey: src.RowKey, Fingerprint: r.fingerprint(s)}); err != nil {
+			hdr, links, err := r.readLinks(ctx, src)
+			if err != nil {
 				return err
 			}
+			return r.updateInPartition(ctx, s, src, hdr, links, callerETag)
 		}
-		if err := r.step(ctx, "write"); err != nil {
-			return err
-		}
+		// Always a message, even for a source without links: a ReconcileTarget may link a
+		// target and copy the old source between any read of the links and the write
+		// below, and only a message handled after the write refreshes that copy (issue 15,
+		// defect 4).
 		wctx, cancel := r.writeCtx(ctx)
 		defer cancel()
+		if err := r.enqueueSource(wctx, SourceChange{PartitionKey: src.PartitionKey, RowKey: src.RowKey, Fingerprint: r.fingerprint(s)}); err != nil {
+			return err
+		}
+		if err := r.step(wctx, "write"); err != nil {
+			return err
+		}
 		err = r.sources.Update(wctx, s, nil)
 		if callerETag == "" && isConflict(err) {
 			return &retryable{err}
