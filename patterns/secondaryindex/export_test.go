@@ -1,6 +1,11 @@
 package secondaryindex
 
+import "time"
+
 // SetTestHook makes x call f between the steps of its writes and reconciliations
 // ("written", "read", "index <name> done"); an error from f stops the run there, as a
 // crash of the process would.
 func SetTestHook[T any](x *Inter[T], f func(stage string) error) { x.testHook = f }
+
+// SetClock makes x's CollectTombstones read now from f.
+func SetClock[T any](x *Inter[T], f func() time.Time) { x.now = f }

@@ -38,6 +38,13 @@ type InterOptions struct {
 	// write instead of two; a stop between the write and the enqueue then leaves the copies
 	// stale until the entity is written or Notify is called again).
 	SafetyDelay time.Duration
+	// TombstoneAge is how old a tombstone (the ref of an entity that has no copy in an
+	// index, which reconciliations keep instead of deleting the ref) must be before
+	// CollectTombstones removes it. Every reconciliation attempt is bounded to half of it,
+	// so that no reconciliation that read the state before the tombstone existed can still
+	// commit when the tombstone goes. Defaults to 1 hour; -1 keeps tombstones forever
+	// (CollectTombstones removes nothing, reconciliations are not bounded).
+	TombstoneAge time.Duration
 	// Table configures the primary table and the index tables (retries, logger,
 	// concurrency of verified reads).
 	Table repo.Options
@@ -54,6 +61,9 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 	if out.SafetyDelay == 0 {
 		out.SafetyDelay = defaultSafetyDelay
 	}
+	if out.TombstoneAge == 0 {
+		out.TombstoneAge = defaultTombstoneAge
+	}
 	if out.Table.Logger == nil {
 		out.Table.Logger = zap.NewNop()
 	}
@@ -69,6 +79,9 @@ func (o InterOptions) validate() error {
 	}
 	if o.SafetyDelay < -1 {
 		return errs.Invalid("InterOptions.SafetyDelay", "must be positive, 0 (default) or -1 (off), got %v", o.SafetyDelay)
+	}
+	if o.TombstoneAge < -1 || (o.TombstoneAge > 0 && o.TombstoneAge < 2*time.Second) {
+		return errs.Invalid("InterOptions.TombstoneAge", "must be at least 2 s, 0 (default) or -1 (keep forever), got %v", o.TombstoneAge)
 	}
 	if o.SafetyDelay > 0 && o.SafetyDelay < 2*time.Second {
 		return errs.Invalid("InterOptions.SafetyDelay", "must be at least 2 s (the queue counts whole seconds and the write gets half), got %v", o.SafetyDelay)
@@ -88,12 +101,16 @@ type Ref struct {
 // partition next to the copies, so that moving a copy and updating the ref is one entity
 // group transaction, conditional on the ref's ETag.
 type refRow struct {
-	PartitionKey string `table:",pk"`
-	RowKey       string `table:",rk"`
-	Key          string `table:"Key"`
-	SourceETag   string `table:"SourceETag"`
-	ETag         string `table:",etag"`
+	PartitionKey string    `table:",pk"`
+	RowKey       string    `table:",rk"`
+	Key          string    `table:"Key"`
+	SourceETag   string    `table:"SourceETag"`
+	ETag         string    `table:",etag"`
+	Timestamp    time.Time `table:",timestamp"`
 }
+
+// defaultTombstoneAge is InterOptions.TombstoneAge's default.
+const defaultTombstoneAge = time.Hour
 
 // refPrefix starts the RowKey of every ref. Copies are keyed by escaped values
 // (keys.Join), whose first character is always above '!', so refs sort before every copy
@@ -149,6 +166,8 @@ type Inter[T any] struct {
 	// testHook, when set by tests, is called between the steps of writes and
 	// reconciliations ("written", "read", "index <name> done"), to stop a run there.
 	testHook func(stage string) error
+	// now is the clock of CollectTombstones (tests move it).
+	now func() time.Time
 }
 
 // NewInter returns the inter-partition indexes of the entities of type T stored in table
@@ -170,7 +189,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 	if len(indexes) == 0 {
 		return nil, errs.Invalid("indexes", "none given")
 	}
-	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table)}
+	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table), now: time.Now}
 	seen := map[string]bool{}
 	for _, spec := range indexes {
 		ix, err := compile(x.c, spec, seen)
@@ -427,6 +446,13 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
 	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
 	var bad error
 	err := retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+		if age := x.opts.TombstoneAge; age > 0 {
+			// No attempt outlives a tombstone it could have read as absent (see
+			// CollectTombstones).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, age/2)
+			defer cancel()
+		}
 		bad = nil
 		parts := make([]string, len(x.idx))
 		refs := make([]*refRow, len(x.idx))
@@ -561,6 +587,56 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 		return err
 	}
 	return invalid
+}
+
+// CollectTombstones removes, from every index partition of the primary partition pk, the
+// tombstones older than InterOptions.TombstoneAge: the refs of entities that have no copy
+// in that index (deleted, or without a value), which reconciliations keep instead of
+// deleting so that a slow reconciliation cannot commit a copy of a deleted entity (its
+// conditional write meets the tombstone and it starts over). Each is deleted conditional
+// on the ETag read, so a tombstone reconciled meanwhile stays. Run it now and then (a
+// daily job per partition is plenty); it returns how many it removed.
+//
+// Cost: 1 range query per index (the partition's refs, 1 per 1,000) and 1 delete per
+// tombstone removed.
+//
+// Errors: ErrInvalidInput (a bad key; nothing sent), repo.ErrTransient, *repo.Error.
+func (x *Inter[T]) CollectTombstones(ctx context.Context, pk string) (int, error) {
+	if err := x.checkRef(pk, ""); err != nil {
+		return 0, err
+	}
+	if x.opts.TombstoneAge < 0 {
+		return 0, nil
+	}
+	cutoff := x.now().Add(-x.opts.TombstoneAge)
+	removed := 0
+	var bad error
+	for _, ix := range x.idx {
+		part, err := ix.partition(pk)
+		if err != nil {
+			bad = errors.Join(bad, err) // this index holds nothing for pk
+			continue
+		}
+		refs, err := ix.refs.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(part, refPrefix, lowestCopy)})
+		if err != nil {
+			return removed, err
+		}
+		for _, ref := range refs {
+			if ref.Key != "" || !ref.Timestamp.Before(cutoff) {
+				continue
+			}
+			err := ix.refs.Delete(ctx, part, ref.RowKey, &repo.DeleteOptions{ETag: ref.ETag})
+			switch {
+			case err == nil:
+				removed++
+			case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrOutcomeUnknown):
+				// Reconciled or collected meanwhile (or maybe by this call): leave it.
+			default:
+				return removed, err
+			}
+		}
+	}
+	return removed, bad
 }
 
 // ReadOptions configures the reads of an Inter. nil means the zero value.

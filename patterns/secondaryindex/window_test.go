@@ -222,3 +222,66 @@ func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.
 		t.Fatalf("lookup through the other index: %+v %v", got, err)
 	}
 }
+
+// Tombstones are collected once older than TombstoneAge, live refs never; a
+// reconciliation holding a tombstone it read when the tombstone is collected fails its
+// condition and starts over (its transaction is held at the proxy while the collection
+// runs), so collection cannot bring the ABA of defect 1 back.
+func TestInterCollectTombstones(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.queue(t)
+	x := b.inter(t, q, -1, byEmail)
+	fast := b.directInter(t, byEmail)
+	a, gone, none := iemp(811, "A", "T", "a@contoso.com"), iemp(812, "B", "T", "b@contoso.com"), iemp(813, "C", "T", "")
+	for _, e := range []*Employee{a, gone, none} {
+		if err := fast.Insert(b.ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fast.Delete(b.ctx, "Sales", gone.RowKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := fast.Reconcile(b.ctx, "Sales", gone.RowKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, refs := b.state(t, "email_Sales"); len(refs) != 1 || len(b.rows(t, "email_Sales")) != 4 {
+		t.Fatalf("before collection: rows %q", b.rows(t, "email_Sales"))
+	}
+	if n, err := x.CollectTombstones(b.ctx, "Sales"); err != nil || n != 0 {
+		t.Fatalf("young tombstones: removed %d, %v", n, err)
+	}
+	later := time.Now().Add(2 * time.Hour)
+	secondaryindex.SetClock(x, func() time.Time { return later })
+
+	// The deleted employee comes back; a reconciliation reads its tombstone and holds its
+	// transaction while the tombstones are collected.
+	back := iemp(812, "B", "T", "b2@contoso.com")
+	if err := fast.Insert(b.ctx, back); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.proxies.Table.PauseAt("reconcile over a tombstone", faultproxy.IsBatch, 1)
+	t.Cleanup(ps.Release)
+	done := make(chan error, 1)
+	go func() { done <- x.Reconcile(b.ctx, "Sales", back.RowKey) }()
+	waitHeld(t, ps)
+	n, err := fast.CollectTombstones(b.ctx, "Sales") // the fast Inter's clock is real: nothing old
+	if err != nil || n != 0 {
+		t.Fatalf("collect with the real clock: %d, %v", n, err)
+	}
+	secondaryindex.SetClock(fast, func() time.Time { return later })
+	if n, err = fast.CollectTombstones(b.ctx, "Sales"); err != nil || n != 2 {
+		t.Fatalf("collect: removed %d, %v; want the 2 tombstones", n, err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("reconcile over a collected tombstone: %v", err)
+	}
+	b.expect(t, "email_Sales", [2]string{"a@contoso.com", "000811"}, [2]string{"b2@contoso.com", "000812"})
+	if got := len(b.rows(t, "email_Sales")); got != 4 {
+		t.Fatalf("rows %q, want 2 copies and 2 refs", b.rows(t, "email_Sales"))
+	}
+}
