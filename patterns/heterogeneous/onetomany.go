@@ -261,7 +261,9 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 		}
 		*r.count(p) = n
 		err = Update(ctx, r.t, p, nil)
-		if errors.Is(err, repo.ErrPreconditionFailed) {
+		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrOutcomeUnknown) {
+			// Changed meanwhile, or an update that may have landed: count again (the
+			// count is derived from the children, so counting again is always right).
 			return &race{err: err}
 		}
 		return err

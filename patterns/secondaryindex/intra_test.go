@@ -518,3 +518,47 @@ func TestEncryptedTypesThroughABlindIndex(t *testing.T) {
 		t.Fatalf("a partial copy of an encrypted type: %v, want ErrInvalidInput", err)
 	}
 }
+
+// Intra cannot swap the unique values of two entities in one call: each Update writes one
+// entity's copies, and either order of the two updates first gives a value to a second
+// entity (a *UniqueViolationError, nothing written). A swap is three writes through a
+// temporary value — here no value (an entity without an email has no copy in the index);
+// a placeholder value of the caller's works too. Between the writes, readers see the
+// intermediate states, and a stop between them is finished by running the rest again.
+func TestIntraSwapUniqueValuesTakesThreeWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	ann, bob := emp(831, "Ann", "Swap", "a@contoso.com"), emp(832, "Bob", "Swap", "b@contoso.com")
+	for _, e := range []*Employee{ann, bob} {
+		if err := x.Insert(b.ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One call cannot do it.
+	direct := *ann
+	direct.Email = "b@contoso.com"
+	var uv *secondaryindex.UniqueViolationError
+	if err := x.Update(b.ctx, &direct); !errors.As(err, &uv) || uv.Index != "email" {
+		t.Fatalf("direct swap: %v, want a *UniqueViolationError", err)
+	}
+	// Three writes: Ann lets go of hers, Bob takes it, Ann takes Bob's old one.
+	ann.Email = ""
+	if err := x.Update(b.ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	bob.Email = "a@contoso.com"
+	if err := x.Update(b.ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	ann.Email = "b@contoso.com"
+	if err := x.Update(b.ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	for email, want := range map[string]string{"a@contoso.com": "000832", "b@contoso.com": "000831"} {
+		got, err := x.Lookup(b.ctx, "Sales", "email", email)
+		if err != nil || got.EmployeeID != want {
+			t.Fatalf("%s: %+v %v, want employee %s", email, got, err, want)
+		}
+	}
+}

@@ -3,9 +3,13 @@ package secondaryindex_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
@@ -33,6 +37,16 @@ func (b *bed) directInter(t *testing.T, indexes ...secondaryindex.Index[Employee
 		t.Fatal(err)
 	}
 	return x
+}
+
+// directTables is a table service client that bypasses the proxies.
+func directTables(t *testing.T) *aztables.ServiceClient {
+	t.Helper()
+	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return direct.Tables
 }
 
 // waitHeld waits until ps holds its request, failing the test after a minute.
@@ -283,5 +297,103 @@ func TestInterCollectTombstones(t *testing.T) {
 	b.expect(t, "email_Sales", [2]string{"a@contoso.com", "000811"}, [2]string{"b2@contoso.com", "000812"})
 	if got := len(b.rows(t, "email_Sales")); got != 4 {
 		t.Fatalf("rows %q, want 2 copies and 2 refs", b.rows(t, "email_Sales"))
+	}
+}
+
+// Attacks Intra's "a reader never sees an entity under both its old and new email, nor
+// under neither" at its window: Update's transaction is held at the proxy after its read;
+// readers in the window find the entity under the old email only, and after it under the
+// new one only.
+func TestIntraWindowReadersSeeOldOrNewNeverBoth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byEmail)
+	reader, err := secondaryindex.NewIntra(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := emp(821, "Gus", "Win", "old@contoso.com")
+	if err := x.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	found := func(email string) bool {
+		t.Helper()
+		_, err := reader.Lookup(b.ctx, "Sales", "email", email)
+		if err != nil && !errors.Is(err, repo.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	ps := b.proxies.Table.PauseAt("Intra update transaction", faultproxy.IsBatch, 1)
+	t.Cleanup(ps.Release)
+	e.Email = "new@contoso.com"
+	done := make(chan error, 1)
+	go func() { done <- x.Update(b.ctx, e) }()
+	waitHeld(t, ps)
+	if !found("old@contoso.com") || found("new@contoso.com") {
+		t.Fatal("inside the update's window the entity must be found under the old email only")
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if found("old@contoso.com") || !found("new@contoso.com") {
+		t.Fatal("after the update the entity must be found under the new email only")
+	}
+}
+
+// Attacks Intra's "every write rewrites every copy": an update that read the entity and
+// is held before its transaction while another writer changes the email loses: with the
+// ETag it read, ErrPreconditionFailed; without, it reads again and wins (last writer),
+// and in both cases every copy matches the primary.
+func TestIntraWindowConcurrentUpdate(t *testing.T) {
+	t.Parallel()
+	for _, withETag := range []bool{true, false} {
+		t.Run(fmt.Sprintf("etag=%v", withETag), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, true)
+			x := b.intra(t, byEmail)
+			other, err := secondaryindex.NewIntra(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := emp(822, "Hal", "Win", "a@contoso.com")
+			if err := x.Insert(b.ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			mine := *e
+			if !withETag {
+				mine.ETag = ""
+			}
+			mine.Email = "mine@contoso.com"
+			ps := b.proxies.Table.PauseAt("held update", faultproxy.IsBatch, 1)
+			t.Cleanup(ps.Release)
+			done := make(chan error, 1)
+			go func() { done <- x.Update(b.ctx, &mine) }()
+			waitHeld(t, ps)
+			theirs := *e
+			theirs.ETag, theirs.Email = "", "theirs@contoso.com"
+			if err := other.Update(b.ctx, &theirs); err != nil {
+				t.Fatal(err)
+			}
+			ps.Release()
+			err = <-done
+			want := "mine@contoso.com"
+			if withETag {
+				if !errors.Is(err, repo.ErrPreconditionFailed) {
+					t.Fatalf("stale update: %v, want ErrPreconditionFailed", err)
+				}
+				want = "theirs@contoso.com"
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got, err := x.Get(b.ctx, "Sales", "000822")
+			if err != nil || got.Email != want {
+				t.Fatalf("primary %+v %v, want email %s", got, err, want)
+			}
+			if rows := b.rows(t, "Sales"); len(rows) != 2 || !slices.Contains(rows, "email_"+want) {
+				t.Fatalf("rows %q, want the primary and email_%s", rows, want)
+			}
+		})
 	}
 }
