@@ -9,3 +9,6 @@ func SetTestHook[T any](x *Inter[T], f func(stage string) error) { x.testHook = 
 
 // SetClock makes x's CollectTombstones read now from f.
 func SetClock[T any](x *Inter[T], f func() time.Time) { x.now = f }
+
+// SetIntraAfterSubmit makes x pass the outcome of each of its transactions through f.
+func SetIntraAfterSubmit[T any](x *Intra[T], f func(error) error) { x.afterSubmit = f }

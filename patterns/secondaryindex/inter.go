@@ -154,8 +154,9 @@ func refKey(rk string) string { return refPrefix + keys.Join(rk) }
 
 // Inter keeps copies of entities of type T in other partitions (the guide's "empid_Sales"
 // and "email_Sales"), or other tables, eventually consistent with the primary entities
-// through a queue (seeds/004, "inter-partition secondary index pattern"). See the package
-// documentation for the protocol. An Inter is safe for concurrent use.
+// through a queue (the Azure Table storage design guide's "Inter-partition secondary
+// index pattern"). See the package documentation for the protocol. An Inter is safe for
+// concurrent use.
 type Inter[T any] struct {
 	primary *repo.Table[T]
 	c       *codec.Codec[T]
@@ -430,11 +431,12 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // each entity. It is the message handler's body, and safe to call directly.
 //
 // Per index it reads the index's ref row (which copy is written, from which version of
-// the primary), then the primary, and, only if they differ, runs one entity group
-// transaction in the index partition: the new copy, the removal of the old one and the ref,
-// conditional on the ref's ETag. A concurrent reconciliation of the same entity therefore
-// makes one of them start over from fresh reads, and the one whose primary read is newer
-// always commits last.
+// the primary), then the primary, and, unless the ref records that very version, runs one
+// entity group transaction in the index partition: the new copy, the removal of the old
+// one and the ref, conditional on the ref's ETag (or inserting the first ref). Refs are
+// never deleted: an entity without a copy keeps a tombstone ref (see CollectTombstones).
+// A concurrent reconciliation of the same entity therefore makes one of them start over
+// from fresh reads, and the one whose primary read is newer always commits last.
 //
 // Errors: ErrInvalidInput (bad keys, or a stored value that cannot be indexed; the other
 // indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations

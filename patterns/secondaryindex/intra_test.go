@@ -562,3 +562,58 @@ func TestIntraSwapUniqueValuesTakesThreeWrites(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10, item 9, for Intra: a transaction whose outcome repo cannot prove
+// (ErrOutcomeUnknown) after it landed is never reported as "nothing written": Insert and
+// an Update with an ETag return the ErrOutcomeUnknown error (not a *UniqueViolationError,
+// not ErrPreconditionFailed); a Delete and an Update without an ETag read again and report
+// success; the copies are consistent in every case.
+func TestIntraOutcomeUnknownAfterTheWriteLanded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	unknownOnce := func() {
+		first := true
+		secondaryindex.SetIntraAfterSubmit(x, func(err error) error {
+			if !first {
+				return err
+			}
+			first = false
+			if err != nil {
+				t.Errorf("the first transaction failed: %v", err)
+			}
+			return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
+				&repo.Error{Op: "transaction", StatusCode: 409, Code: "EntityAlreadyExists", Kind: repo.ErrAlreadyExists})
+		})
+	}
+	e := emp(841, "Ida", "Out", "ida@contoso.com")
+	var uv *secondaryindex.UniqueViolationError
+	unknownOnce()
+	if err := x.Insert(b.ctx, e); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.As(err, &uv) {
+		t.Fatalf("insert: %v, want ErrOutcomeUnknown and no unique violation", err)
+	}
+	cur, err := x.Get(b.ctx, "Sales", "000841")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Email = "ida2@contoso.com"
+	unknownOnce()
+	if err := x.Update(b.ctx, &cur); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("update with an ETag: %v, want ErrOutcomeUnknown only", err)
+	}
+	noTag := emp(841, "Ida", "Out", "ida3@contoso.com")
+	unknownOnce()
+	if err := x.Update(b.ctx, noTag); err != nil {
+		t.Fatalf("update without an ETag: %v", err)
+	}
+	if rows := b.rows(t, "Sales"); !slices.Equal(rows, []string{"email_ida3@contoso.com", "empid_000841"}) {
+		t.Fatalf("rows %q", rows)
+	}
+	unknownOnce()
+	if err := x.Delete(b.ctx, emp(841, "", "", "")); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if rows := b.rows(t, "Sales"); len(rows) != 0 {
+		t.Fatalf("rows %q after the delete", rows)
+	}
+}
