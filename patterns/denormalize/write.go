@@ -13,11 +13,12 @@ import (
 // it reads the source Ref(d) names, applies Copy, and writes d and the link that records
 // the copy (removing the link to the source d copied before, if it changed).
 //
-// InPartition: one entity group transaction writes d, the new link, the source's link
-// header (its copy count, conditional on its ETag, so that a concurrent UpdateSource of
-// that source either sees this copy or makes this write start over) and, when d changes
-// source, the old link and header. AcrossPartitions: a message is enqueued first, then d is
-// written; the worker maintains the links (ReconcileTarget).
+// InPartition: the source's links and header are read before the source, and one entity
+// group transaction writes d, the new link, the source's link header (its copy count,
+// conditional on its ETag, so that a concurrent UpdateSource of that source either is
+// seen by the source read or makes this write start over) and, when d changes source, the
+// old link and header. AcrossPartitions: a message is enqueued first, then d is written,
+// both within one Settle/2 deadline; the worker maintains the links (ReconcileTarget).
 //
 // When d carries an ETag, the write is conditional on it (ErrPreconditionFailed if d
 // changed or no longer exists); without one, the stored target is replaced, retried on
@@ -222,8 +223,9 @@ func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.Del
 //
 // InPartition: one entity group transaction updates s (conditional on the version read),
 // its link header and every copy (each conditional on its ETag, with Copy applied): the
-// source and its copies change together or not at all. AcrossPartitions: when s has
-// copies, a message is enqueued first, then s is written; the worker refreshes the copies
+// source and its copies change together or not at all. AcrossPartitions: a message is
+// enqueued first (also when s has no copies yet: a target may link it meanwhile), then s
+// is written, both within one Settle/2 deadline; the worker refreshes the copies
 // (RefreshSource).
 //
 // When s carries an ETag, the update is conditional on it; without one, it replaces what is
