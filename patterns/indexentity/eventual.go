@@ -51,9 +51,11 @@ type EventualOptions[T any] struct {
 	// Queue receives the change messages the worker reconciles (see Register).
 	Queue *queueworker.Client
 	// Settle bounds how long a change may take to become visible. A write enqueues its
-	// message first and then writes the entity within Settle/2 (its context gets that
-	// deadline); a worker that finds the entity not (yet) changed reconciles what it finds
-	// and looks again later, until the message is Settle old. Defaults to DefaultSettle
+	// message first and then writes the entity, both within Settle/2 of the moment before
+	// the message was built (their context gets that deadline, so a slow enqueue leaves
+	// the write less time); a worker that finds the entity not (yet) changed reconciles
+	// what it finds and looks again later, until the message is Settle old. Defaults to
+	// DefaultSettle
 	// (1 minute); at least 2 seconds. It must exceed the clock skew between writers and
 	// workers.
 	Settle time.Duration

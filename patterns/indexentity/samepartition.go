@@ -258,7 +258,7 @@ func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, r
 }
 
 // Insert adds v and lists its RowKey in the index entity of its value, in one entity group
-// transaction (seeds/004, option 2, steps 1 to 3): read the value's index entities, then
+// transaction (the design guide's option 2, steps 1 to 3): read the value's index entities, then
 // insert v and update the index entity conditional on its ETag (or insert it: the first
 // writer of a value creates it); when another writer changed or created it first, read
 // again and retry with jittered backoff. No id is lost however many writers add entities
@@ -337,7 +337,7 @@ func (ix *SamePartition[T]) planRemove(ctx context.Context, pk, value, rk string
 
 // Update replaces the stored entity with v. When v's indexed value differs from the stored
 // one (a rename: Jones becomes Smith), one entity group transaction updates three entities
-// (seeds/004): the entity, the old value's index entity (the id removed; deleted when it
+// (the design guide's option 2): the entity, the old value's index entity (the id removed; deleted when it
 // becomes empty) and the new value's (the id added; created when it is the first), each
 // conditional on the ETag read just before. When the value is unchanged it is a single
 // conditional update.
@@ -469,7 +469,7 @@ func (ix *SamePartition[T]) IDs(ctx context.Context, pk, value string) ([]string
 }
 
 // Lookup returns the entities of partition pk whose value is value, in RowKey order
-// (seeds/004, option 2, "find all employees named Jones in Sales"): the index entities with
+// (the design guide's option 2, "find all employees named Jones in Sales"): the index entities with
 // one range query, then the entities with point queries, at most Concurrency at once.
 // An entity deleted or renamed between the two steps is left out, so every entity
 // returned has the value.
