@@ -16,10 +16,10 @@ import (
 type Count interface{ ~int32 | ~int64 }
 
 // OneToMany is the guide's one-to-many relationship with both entity types in one
-// partition (seeds/004, "one-to-many relationships", first approach): a parent of type P
-// (the department) and its children of type C (the employees), the parent holding the
-// number of its children (EmployeeCount), kept exact by writing each child together with
-// its parent in one entity group transaction. A OneToMany is safe for concurrent use.
+// partition (the design guide's "One-to-many relationships", first approach): a parent
+// of type P (the department) and its children of type C (the employees), the parent
+// holding the number of its children (EmployeeCount), kept exact by writing each child
+// together with its parent in one entity group transaction. A OneToMany is safe for concurrent use.
 type OneToMany[P, C any, N Count] struct {
 	t      *Table
 	parent func(pk string) string
