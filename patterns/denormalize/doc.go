@@ -80,7 +80,9 @@
 // Writes through repo may answer repo.ErrOutcomeUnknown when a retry after a lost response
 // meets a conflict. Every step here is idempotent or conditional on a version read just
 // before, so an attempt that meets it reads again (the handlers) or returns it to the
-// caller; it is never taken for "nothing written".
+// caller; it is never taken for "nothing written": a DeleteTarget without an ETag that
+// finds the target gone after such an answer reports success
+// (TestDeleteTargetOutcomeUnknownIsRedecided).
 //
 // Deleting a source is the application's decision (reassign or delete its targets first;
 // Copies lists them): the Relation does not delete sources.

@@ -236,3 +236,53 @@ func TestInPartitionWindowUpdateSourceRacesPutTarget(t *testing.T) {
 		t.Fatalf("header counts %d copies, want 2", n)
 	}
 }
+
+// A DeleteTarget whose delete repo cannot prove (repo.ErrOutcomeUnknown: a lost response,
+// then a retry that met a conflict) decides from a fresh read: the target gone is the
+// state asked for (nil), never "no such target" (nothing deleted). Played by a step hook
+// that lets another writer do the delete and then reports the unknown outcome.
+func TestDeleteTargetOutcomeUnknownIsRedecided(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []Mode{InPartition, AcrossPartitions} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false, mode == AcrossPartitions)
+			opts := Options[Employee, Department]{Mode: mode}
+			step, pk := "transaction", "Sales"
+			if mode == AcrossPartitions {
+				opts.Queue, step, pk = b.queue(), "write", "Departments"
+			}
+			r := b.relation(opts)
+			other := b.direct(opts)
+			jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+			b.insert(jones)
+			k := Key{pk, "Sales"}
+			if err := r.PutTarget(b.ctx, dept(pk, "Sales", "Sales", jones)); err != nil {
+				t.Fatal(err)
+			}
+			first := true
+			r.hook = func(ctx context.Context, s string) error {
+				if s != step || !first {
+					return nil
+				}
+				first = false
+				if err := other.DeleteTarget(ctx, k, nil); err != nil {
+					return err
+				}
+				return fmt.Errorf("test: retried delete: %w", repo.ErrOutcomeUnknown)
+			}
+			if err := r.DeleteTarget(b.ctx, k, nil); err != nil {
+				t.Fatalf("delete whose outcome was unknown: %v, want nil", err)
+			}
+			if _, found, err := r.getTarget(b.ctx, k); err != nil || found {
+				t.Fatalf("target still there (%v)", err)
+			}
+			if mode == InPartition {
+				b.checkCopies(r, Key{"Sales", "000152"})
+				if n := b.header(r, Key{"Sales", "000152"}); n != 0 {
+					t.Fatalf("header counts %d copies", n)
+				}
+			}
+		})
+	}
+}

@@ -157,10 +157,14 @@ func (r *Relation[S, D]) unlinkActions(ctx context.Context, src, k Key) ([]repo.
 // DeleteTarget deletes the target k and its link (in InPartition mode in the same
 // transaction, counting it out of its source's header; in AcrossPartitions mode after a
 // message, the worker removing the link). With opts.ETag set the delete is conditional on
-// it; without, whatever is stored is deleted, retried on conflicts.
+// it; without, whatever is stored is deleted, retried on conflicts. After a delete whose
+// outcome repo cannot prove (repo.ErrOutcomeUnknown), the next attempt's read decides: the
+// target gone means success without opts.ETag, and an error wrapping
+// repo.ErrOutcomeUnknown with it (never ErrNotFound for a delete that may have landed).
 //
-// Errors: ErrInvalidInput (nothing sent); ErrNotFound; ErrPreconditionFailed; the errors
-// of queueworker.Enqueue; ErrTransient, *repo.Error.
+// Errors: ErrInvalidInput (nothing sent); ErrNotFound; ErrPreconditionFailed;
+// repo.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; ErrTransient,
+// *repo.Error.
 func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.DeleteOptions) error {
 	if err := r.checkKey("target", k, r.targetsShareSourceTable()); err != nil {
 		return err
@@ -169,54 +173,75 @@ func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.Del
 	if opts != nil {
 		want = opts.ETag
 	}
+	// unknown holds the error of an attempt whose delete may have landed
+	// (repo.ErrOutcomeUnknown): the next attempt's read decides.
+	var unknown error
 	return r.loop(ctx, "delete target", k, func(ctx context.Context) error {
-		d, found, err := r.getTarget(ctx, k)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return &errs.ServiceError{Op: "delete target", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 404, Code: "ResourceNotFound", Kind: errs.ErrNotFound, Err: errors.New("no such target")}
-		}
-		etag := r.tcodec.ETag(&d)
-		if want != "" && etag != want {
-			return preconditionFailed("delete target", r.targets.Name(), k)
-		}
-		ref, ok := r.ref(&d)
-		del := &repo.DeleteOptions{ETag: etag}
-		if r.mode == InPartition {
-			actions := []repo.Action{r.targets.DeleteAction(k.PartitionKey, k.RowKey, del)}
-			if ok {
-				rm, err := r.unlinkActions(ctx, ref, k)
-				if err != nil {
-					return err
-				}
-				actions = append(actions, rm...)
-			}
-			if err := r.step(ctx, "transaction"); err != nil {
-				return err
-			}
-			_, err := repo.Submit(ctx, actions...)
-			if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
-				return &retryable{err}
-			}
-			return err
-		}
-		wctx, cancel := r.writeCtx(ctx)
-		defer cancel()
-		if ok {
-			if err := r.enqueueTarget(wctx, TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Deleted: true, Old: []Key{ref}}); err != nil {
-				return err
-			}
-		}
-		if err := r.step(wctx, "write"); err != nil {
-			return err
-		}
-		err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
-		if want == "" && isConflict(err) {
+		err := r.deleteTarget(ctx, k, want, unknown)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
 			return &retryable{err}
 		}
 		return err
 	})
+}
+
+// deleteTarget is one attempt of DeleteTarget; unknown is the error of an earlier attempt
+// whose delete may have landed, or nil.
+func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, unknown error) error {
+	d, found, err := r.getTarget(ctx, k)
+	if err != nil {
+		return err
+	}
+	if !found && unknown != nil {
+		if want == "" {
+			return nil // gone, as asked, with its link (the transaction or message did that)
+		}
+		// Gone, maybe by the earlier attempt: never "no such target" for that.
+		return errors.Join(errors.New("denormalize: the target is gone; an earlier attempt may have deleted it"), unknown)
+	}
+	if !found {
+		return &errs.ServiceError{Op: "delete target", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 404, Code: "ResourceNotFound", Kind: errs.ErrNotFound, Err: errors.New("no such target")}
+	}
+	etag := r.tcodec.ETag(&d)
+	if want != "" && etag != want {
+		return preconditionFailed("delete target", r.targets.Name(), k)
+	}
+	ref, ok := r.ref(&d)
+	del := &repo.DeleteOptions{ETag: etag}
+	if r.mode == InPartition {
+		actions := []repo.Action{r.targets.DeleteAction(k.PartitionKey, k.RowKey, del)}
+		if ok {
+			rm, err := r.unlinkActions(ctx, ref, k)
+			if err != nil {
+				return err
+			}
+			actions = append(actions, rm...)
+		}
+		if err := r.step(ctx, "transaction"); err != nil {
+			return err
+		}
+		_, err := repo.Submit(ctx, actions...)
+		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
+			return &retryable{err}
+		}
+		return err
+	}
+	wctx, cancel := r.writeCtx(ctx)
+	defer cancel()
+	if ok {
+		if err := r.enqueueTarget(wctx, TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Deleted: true, Old: []Key{ref}}); err != nil {
+			return err
+		}
+	}
+	if err := r.step(wctx, "write"); err != nil {
+		return err
+	}
+	err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
+	if want == "" && isConflict(err) {
+		return &retryable{err}
+	}
+	return err
 }
 
 // UpdateSource replaces the source s and refreshes every copy of it.
