@@ -88,9 +88,10 @@
 //
 // One deadline, SafetyDelay/2 from the moment before step 1, bounds steps 1 and 2
 // together: the message becomes visible SafetyDelay after the queue stored it, so the
-// write can never land after it ran, however slow the enqueue or its response. A stop
-// after 1 leaves a message that finds nothing to change; a stop after 2 leaves the message
-// of 1, which reconciles the entity once it becomes visible
+// write can never land after it ran, however slow the enqueue or its response
+// (TestInterWriteBudgetCoversTheSafetyEnqueue: a slow enqueue leaves no time to write).
+// A stop after 1 leaves a message that finds nothing to change; a stop after 2 leaves the
+// message of 1, which reconciles the entity once it becomes visible
 // (TestInterCrashBetweenEnqueueAndPrimaryWrite, TestInterCrashBetweenPrimaryWriteAndEnqueue).
 // The worker's handler (Register; Reconcile is its body) trusts nothing in the message but
 // the keys: it reads the entity and brings every index in line with it. To know which copy

@@ -397,3 +397,26 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 		})
 	}
 }
+
+// The three-step write's bound: one deadline, SafetyDelay/2 from before the safety
+// message is built, covers its enqueue and the primary write together. An enqueue that
+// takes 3/4 of SafetyDelay (delayed at the proxy) leaves the write no time: Insert fails
+// and writes nothing, instead of writing after a message whose visibility was counted
+// from a moment long past.
+func TestInterWriteBudgetCoversTheSafetyEnqueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.queue(t)
+	x := b.inter(t, q, safety, byEmail)
+	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(safety * 3 / 4)})
+	e := iemp(851, "Ivy", "Slow", "ivy@contoso.com")
+	if err := x.Insert(b.ctx, e); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("insert after a slow safety enqueue: %v, want context.DeadlineExceeded", err)
+	}
+	if n := b.proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "POST" }); n != 0 {
+		t.Fatalf("%d inserts sent after the budget ran out", n)
+	}
+	if got := b.rows(t, "Sales"); len(got) != 0 {
+		t.Fatalf("primary rows %q", got)
+	}
+}
