@@ -320,7 +320,9 @@ func (x *Inter[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) e
 // Delete deletes the primary entity (conditional if opts.ETag is set) and has its copies
 // removed by the worker.
 //
-// Errors: those of repo.Table.Delete and queueworker.Enqueue.
+// Errors: ErrInvalidInput (bad keys, or a PartitionKey inside an index's key space, see
+// the package documentation; nothing sent), and those of repo.Table.Delete and
+// queueworker.Enqueue.
 func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
@@ -438,7 +440,8 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // A concurrent reconciliation of the same entity therefore makes one of them start over
 // from fresh reads, and the one whose primary read is newer always commits last.
 //
-// Errors: ErrInvalidInput (bad keys, or a stored value that cannot be indexed; the other
+// Errors: ErrInvalidInput (bad keys or a PartitionKey inside an index's key space, nothing
+// sent; or a stored value, or a partition key, that an index cannot hold: the other
 // indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
 // kept winning until the retry policy gave up), *repo.Error.
 func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
