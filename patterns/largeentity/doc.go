@@ -1,6 +1,5 @@
 // Package largeentity implements the large entities pattern of the Azure Table storage
-// design guide (seeds/004, "大型エンティティ パターン"; seeds/000, "Large entities
-// pattern"): properties too large for an entity live in Blob storage, and the entity keeps
+// design guide ("Large entities pattern"): properties too large for an entity live in Blob storage, and the entity keeps
 // a reference to them.
 //
 // # The problem
@@ -40,10 +39,33 @@
 //
 // A stop after step 1 leaves a new orphan; after step 2, old orphans. Nothing is lost: the
 // entity always holds either the old references (old blobs intact) or the new ones (new
-// blobs complete). A write whose entity write was definitely refused (a conflict, a
-// precondition) deletes its new blobs at once; one that failed ambiguously (a timeout, a
-// lost response: the entity may be written) leaves them to the sweeper, which checks.
-// Delete removes the entity first and its blobs after.
+// blobs complete). Delete removes the entity first and its blobs after.
+//
+// A write never deletes a blob after an outcome it cannot prove. One that failed
+// ambiguously (a timeout, a lost response, exhausted retries, or repo.ErrOutcomeUnknown:
+// a retry met 409/412/404 after an attempt that may have been applied) leaves its new
+// blobs to the sweeper, which checks. One that was refused (a conflict, a precondition)
+// reads the entity again first: a refusal may be the echo of the write's own earlier
+// attempt whose answer was lost, and another writer may since have kept the new part. The
+// new blob names are fresh and random, so the entity referencing one of them proves that
+// the write landed: the blobs are kept and the error wraps repo.ErrOutcomeUnknown (read
+// the entity again and decide). Otherwise no entity references them, nor ever will (every
+// write of the Store is conditional on what it read), and they are deleted at once.
+//
+// # Stored references are untrusted
+//
+// In a multi-tenant application a user may be able to write his own row (the guide's
+// shared access signatures scoped to a key range). The Store therefore treats every
+// reference it reads as untrusted input: an out-of-line part must name a blob this Store
+// generates for that entity and property (its prefix, the hash of the entity's keys, the
+// property, a timestamp and 96 random bits, nothing else) and record a plausible size.
+// Any other reference — a foreign blob, another entity's blob, a path with "..", a
+// suffix — fails Get, Load, Update, Upsert and Delete with ErrTampered before any blob
+// request, so a forged reference can neither read nor delete the blob it names. Open
+// streams only a Blob that a Store read vouched for, and checks the blob's Content-Length
+// against the recorded size before it returns a reader; Load and an eager Get check it
+// before they allocate anything. A tampered entity can still be removed with
+// Store.Table().Delete (its own blobs are then orphans for the sweeper).
 //
 // A part that carries no new content keeps what the entity holds for that property at
 // the time of the write, never a reference read earlier (its blob may already have been
@@ -93,5 +115,6 @@
 // errors wrap the SDK's sentinels (repo.ErrNotFound, repo.ErrPreconditionFailed,
 // repo.ErrTransient, ...). ErrContentMismatch reports content that does not match the
 // entity's size and hash; ErrDangling an entity pointing to a blob deleted outside the
-// Store.
+// Store; ErrTampered a reference this Store did not write for that entity;
+// repo.ErrOutcomeUnknown a write whose outcome cannot be told (see above).
 package largeentity

@@ -64,7 +64,8 @@ type write[T any] struct {
 //
 // Errors: repo.ErrAlreadyExists (the new blobs are deleted again), ErrInvalidInput before
 // any request (a broken limit of the entity or of a part, a part that is a reference
-// without loaded content), repo.ErrTransient, *repo.Error; context errors.
+// without loaded content), repo.ErrOutcomeUnknown (the insert may have been applied; its
+// blobs are kept), repo.ErrTransient, *repo.Error; context errors.
 func (s *Store[T]) Insert(ctx context.Context, v *T) error {
 	return s.do(ctx, kindInsert, v)
 }
@@ -81,7 +82,9 @@ func (s *Store[T]) Insert(ctx context.Context, v *T) error {
 // per replaced blob.
 //
 // Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, ErrInvalidInput before any
-// request, repo.ErrTransient, *repo.Error; context errors.
+// request, ErrTampered (the stored entity holds a forged reference; nothing is uploaded or
+// deleted), repo.ErrOutcomeUnknown (the write may have been applied, or was and the entity
+// changed since: read it again), repo.ErrTransient, *repo.Error; context errors.
 func (s *Store[T]) Update(ctx context.Context, v *T) error {
 	return s.do(ctx, kindUpdate, v)
 }
@@ -94,7 +97,8 @@ func (s *Store[T]) Update(ctx context.Context, v *T) error {
 //
 // Cost: as Update, plus one read and one write per lost race.
 //
-// Errors: ErrInvalidInput before any request, repo.ErrTransient (also when races persist),
+// Errors: ErrInvalidInput before any request, ErrTampered (as Update),
+// repo.ErrOutcomeUnknown (as Update), repo.ErrTransient (also when races persist),
 // *repo.Error; context errors.
 func (s *Store[T]) Upsert(ctx context.Context, v *T) error {
 	return s.do(ctx, kindUpsert, v)
@@ -147,7 +151,7 @@ func (w *write[T]) run(ctx context.Context) error {
 		if errors.Is(err, errRace) {
 			// The last attempt was refused (and we then gave up waiting): nothing references
 			// the new blobs.
-			w.failed(ctx, repo.ErrPreconditionFailed)
+			return w.failed(ctx, unrace(err))
 		}
 		return unrace(err)
 	}
@@ -204,9 +208,9 @@ func (w *write[T]) check() error {
 		}
 		p.placed = true
 		if o.InlineLimit >= 0 && p.size <= int64(o.InlineLimit) {
-			p.name = ""
+			p.name, p.owner = "", ""
 		} else {
-			p.name = w.s.newName(w.pk, w.rk, f.property)
+			p.name, p.owner = w.s.newName(w.pk, w.rk, f.property), w.s.partPrefix(w.pk, w.rk, f.property)
 		}
 	}
 	_, err := w.s.table.Codec().Encode(w.v)
@@ -260,8 +264,7 @@ func (w *write[T]) insert(ctx context.Context) error {
 	ectx, cancel := w.entityCtx(ctx)
 	defer cancel()
 	if err := w.s.table.Insert(ectx, w.v); err != nil {
-		w.failed(ctx, err)
-		return err
+		return w.failed(ctx, err)
 	}
 	if err := w.hook(stepWritten); err != nil {
 		return err
@@ -274,7 +277,7 @@ func (w *write[T]) insert(ctx context.Context) error {
 // the entity held before the write.
 func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 	s := w.s
-	cur, err := s.table.Get(ctx, w.pk, w.rk)
+	cur, err := s.get(ctx, w.pk, w.rk)
 	exists := err == nil
 	switch {
 	case errors.Is(err, repo.ErrNotFound) && w.kind == kindUpsert:
@@ -329,29 +332,67 @@ func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 	if lost && w.kind == kindUpsert && ctx.Err() == nil && (w.deadline.IsZero() || time.Now().Before(w.deadline)) {
 		return nil, &raceError{err: err}
 	}
-	w.failed(ctx, err)
-	return nil, err
+	return nil, w.failed(ctx, err)
 }
 
-// failed cleans up after an entity write that did not happen. Only a definite refusal
-// proves the entity does not reference the new blobs; after an ambiguous failure (a
-// timeout, a lost response, exhausted retries) they may be referenced, so they are left to
-// the sweeper, which checks.
-func (w *write[T]) failed(ctx context.Context, err error) {
-	definite := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) ||
-		errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrInvalidInput)
-	if !definite {
-		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
-			zap.String("table", w.s.table.Name()), zap.Error(err))
-		return
-	}
+// failed cleans up after an entity write that returned an error, and returns the error
+// for the caller. The write never deletes a blob after an outcome it cannot prove:
+//
+//   - after an ambiguous failure (a timeout, a lost response, exhausted retries, and
+//     repo.ErrOutcomeUnknown: a retried write that met 409/412/404 after an attempt that
+//     may have been applied) the entity may reference the new blobs, so they are left to
+//     the sweeper, which checks;
+//   - after a refusal (409, 412, 404), the entity is read again and only the new blobs it
+//     does not reference are deleted. A refusal can be the echo of this write's own earlier
+//     attempt whose answer was lost (and another writer may since have kept the new blob):
+//     the new blob names are fresh and random, so the entity referencing one proves the
+//     write landed. The error then wraps repo.ErrOutcomeUnknown as well: re-read and
+//     decide. Every Store write is conditional on what it read, so an entity that does not
+//     reference the new blobs now never will;
+//   - bad input (nothing sent) deletes them at once.
+func (w *write[T]) failed(ctx context.Context, err error) error {
 	var names []string
 	for _, p := range w.parts {
 		if p.pending && p.name != "" && w.uploaded {
 			names = append(names, p.name)
 		}
 	}
+	if len(names) == 0 || errors.Is(err, repo.ErrInvalidInput) {
+		w.s.deleteBlobs(ctx, names)
+		return err
+	}
+	refused := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)
+	if !refused || errors.Is(err, repo.ErrOutcomeUnknown) {
+		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
+			zap.String("table", w.s.table.Name()), zap.Error(err))
+		return err
+	}
+	cur, gerr := w.s.table.Get(context.WithoutCancel(ctx), w.pk, w.rk)
+	switch {
+	case errors.Is(gerr, repo.ErrNotFound):
+	case gerr != nil:
+		w.s.opts.Logger.Warn("largeentity: entity not read again after a refused write; its new blobs are left to the sweeper",
+			zap.String("table", w.s.table.Name()), zap.Error(gerr))
+		return err
+	default:
+		referenced := map[string]bool{}
+		for _, p := range w.s.partsOf(&cur, false) {
+			if p != nil && p.present && p.name != "" {
+				referenced[p.name] = true
+			}
+		}
+		landed := false
+		for _, n := range names {
+			landed = landed || referenced[n]
+		}
+		if landed {
+			// Keep every new blob: the sweeper removes those the entity does not use.
+			return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): the entity references this write's new blob, so an earlier attempt of the write was applied, and the entity changed since (re-read it): %w; %w",
+				w.s.table.Name(), w.pk, w.rk, repo.ErrOutcomeUnknown, err)
+		}
+	}
 	w.s.deleteBlobs(ctx, names)
+	return err
 }
 
 // finish marks the parts stored and deletes the blobs the entity no longer references.
@@ -447,13 +488,15 @@ func (s *Store[T]) deleteBlob(ctx context.Context, name string, etag *azcore.ETa
 // Cost: one read, one delete, one delete per blob (and one enqueue with Options.Sweeps).
 //
 // Errors: repo.ErrNotFound, repo.ErrPreconditionFailed (etag given and changed),
-// ErrInvalidInput (keys; nothing sent), repo.ErrTransient, *repo.Error.
+// ErrInvalidInput (keys; nothing sent), ErrTampered (the entity holds a forged reference:
+// nothing is deleted; Store.Table().Delete removes the entity alone), repo.ErrTransient,
+// *repo.Error.
 func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	var old []Blob
 	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool { return errors.Is(err, errRace) }}
 	err := retry.Do(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
-		cur, err := s.table.Get(ctx, pk, rk)
+		cur, err := s.get(ctx, pk, rk)
 		if err != nil {
 			return err
 		}
