@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/cipher"
 	"errors"
+	"strings"
 	"unsafe"
 )
 
@@ -99,6 +100,10 @@ func (e *encoder) appendEncrypted(dst []byte, f *field, base unsafe.Pointer, s *
 	plain := encoder{typeName: e.typeName}
 	buf, err := plain.appendField(s.scratch[:0], f.plain, base)
 	if err != nil {
+		if strings.HasPrefix(err.Reason, "MarshalText: ") || strings.HasPrefix(err.Reason, "json option: ") {
+			// The method's or encoding/json's message may quote the value.
+			err = invalid(e.typeName, f.goName, "the value of the encrypted field cannot be encoded (the encoder's message is withheld: it may quote the value)")
+		}
 		return dst, err
 	}
 	s.scratch = buf
@@ -210,7 +215,7 @@ func (p *plan) decrypt(ctx context.Context, base unsafe.Pointer, x *Encryption, 
 			return &DecodeError{Type: p.typeName, Field: sp.f.goName, Property: name, Reason: "decrypted value is not a JSON value"}
 		}
 		if derr := p.setField(sp.f, base, &tok, nil); derr != nil {
-			return derr
+			return withheld(derr, sp.f)
 		}
 	}
 	for name, seen := range listed {
@@ -383,4 +388,16 @@ func (x *Encryption) Rewrap(ctx context.Context, e *Entity) (bool, error) {
 	e.Properties[EncryptionMetadataProperty] = encodeMeta(aead, e.PartitionKey, e.RowKey,
 		&envMeta{keyID: newID, alg: alg, wrapped: wrapped, names: m.names})
 	return true, nil
+}
+
+// errWithheld stands in for the error of a decrypted value that does not fit its field:
+// the original message (an overflow, an UnmarshalText or encoding/json error) may quote
+// the value.
+var errWithheld = errors.New("the decrypted value and the decoder's message are withheld")
+
+// withheld rewrites the DecodeError of a decrypted value so that its text carries no part
+// of the value: the values of encrypted fields never appear in error text.
+func withheld(derr *DecodeError, f *field) *DecodeError {
+	return &DecodeError{Type: derr.Type, Field: derr.Field, Property: derr.Property,
+		Reason: "the decrypted value does not fit the field's type " + f.typ.String(), Err: errWithheld}
 }
