@@ -110,7 +110,7 @@
 //
 // # Encryption
 //
-// seeds/004 ("encrypt table data") describes client-side encryption in the .NET storage
+// The Azure Table storage design guide ("Encrypting table data") describes client-side encryption in the .NET storage
 // library: chosen properties are encrypted before they leave the client, stored as binary
 // properties, decrypted on read; merges are not supported. The Azure SDKs of today dropped
 // it. This package implements it for struct fields tagged "encrypt":
@@ -129,8 +129,29 @@
 // entity, encrypts each tagged property with AES-256-GCM under it (a random 96-bit nonce
 // per property), and wraps the content key with a KeyEncryptionKey (LocalKey: AES Key
 // Wrap, RFC 3394; or a key in a vault behind the interface). The key id is stored, so that
-// a KeyResolver finds the right key after rotations (Encryption.Rewrap, and
-// repo.Table.RotateKeys for a whole table, re-wrap content keys under a new key).
+// a KeyResolver finds the right key after rotations.
+//
+// Rotation: re-wrap or re-encrypt. Encryption.Rewrap (and repo.Table.RotateKeys for a
+// whole table) re-wraps each entity's content key under a new key-encryption key and
+// leaves the ciphertexts as they are: cheap (the metadata only), and right for routine
+// rotation, retiring a key that is no longer trusted to stay available, or moving to
+// another vault. It does not help after a key compromise: whoever holds the old key and
+// any earlier copy of an entity's metadata (a backup, an export, an earlier read) still
+// unwraps the old content key, which still decrypts the current ciphertexts.
+// Encryption.Reencrypt (RotateKeys with RotateOptions.Reencrypt) draws a fresh content key
+// per entity and writes new ciphertexts: after it, the old key decrypts nothing current.
+// Re-encrypt when a key may be compromised, to a new key id that no entity carries yet;
+// it costs a full read and a write of every encrypted property. Neither reaches copies
+// made before the rotation (backups, archives): those stay readable with the old key.
+//
+// Key ids read from storage are untrusted input: anyone who can write an entity chooses
+// the id its metadata names. A KeyResolver must therefore resolve ids against an
+// allowlist of keys it already holds (as Keyring does: a fixed map, an unknown id is
+// ErrUnknownKey) and never derive a location from the id: no vault client, URL, file path
+// or key version built from a stored id, which would let a writer point the reader at a
+// vault of his choosing (and at its credentials or network) or make it fetch keys at will.
+// Keep ids as short opaque names, map them to keys in configuration, and cache resolved
+// keys.
 //
 // Stored layout, version 1. Each encrypted property is an Edm.Binary value:
 //

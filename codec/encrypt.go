@@ -98,6 +98,11 @@ type KeyEncryptionKey interface {
 }
 
 // KeyResolver finds the key-encryption key named by a stored entity.
+//
+// The key id comes from storage and is untrusted: whoever can write the entity chose it.
+// Resolve it against an allowlist of keys the resolver already holds (as Keyring does)
+// and return ErrUnknownKey for anything else; never build a vault client, a URL, a path
+// or a key version from a stored id (see the package doc, "Encryption").
 type KeyResolver interface {
 	// ResolveKey returns the key with this id, or an error wrapping ErrUnknownKey.
 	ResolveKey(ctx context.Context, keyID string) (KeyEncryptionKey, error)

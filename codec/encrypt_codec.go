@@ -61,7 +61,7 @@ func (c *Codec[T]) DecodeContext(ctx context.Context, data []byte, v *T) error {
 func mergeRefused(typeName string) *InvalidInputError {
 	return invalid(typeName, "(merge)", "a merge of an entity with encrypted properties is refused: its properties are "+
 		"encrypted under one content key recorded in "+EncryptionMetadataProperty+", which a merge would overwrite or "+
-		"leave stale, losing data (seeds/004, \"encrypt table data\"); write the whole entity (insert, replace, upsert in Replace mode)")
+		"leave stale, losing data (the Azure Table storage design guide, \"Encrypting table data\"); write the whole entity (insert, replace, upsert in Replace mode)")
 }
 
 // metaField writes the metadata property.
