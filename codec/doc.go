@@ -40,6 +40,8 @@
 //	            that a Replace does not drop properties another application wrote
 //	encrypt     store the property encrypted, as Edm.Binary (see "Encryption" below); any
 //	            property type, never the keys, Timestamp, ETag or the extra map
+//	sign        store the property in plaintext, authenticated with the encrypted ones
+//	            (see "Signed plaintext" below); needs an encrypted field in the type
 //
 // Without tags, fields named PartitionKey and RowKey (string), ETag (string) and
 // Timestamp (time.Time) are recognised by name. Unexported fields are ignored. Embedded
@@ -186,10 +188,38 @@
 //     key and the list of encrypted properties. Removing an encrypted property, or
 //     replacing it by a plaintext value, fails with ErrTampered; an entity of such a type
 //     without metadata fails with ErrMissingKeyID.
-//   - not bound: the table name (the archive patterns move entities verbatim between
-//     tables, and they must stay readable there), the plaintext properties, and time: an
-//     older version of a whole entity written back by someone holding the storage key is
-//     not detected (use the ETag for that, as every write here does).
+//   - not bound by default: the table name (the archive patterns move entities verbatim
+//     between tables, and they must stay readable there), the plaintext properties (see
+//     "Signed plaintext" to bind chosen ones, and the table), and time: an older version
+//     of a whole entity written back by someone holding the storage key is not detected
+//     (use the ETag for that, as every write here does).
+//
+// Signed plaintext (opt-in, like the SIGN_ONLY attributes of the AWS Database Encryption
+// SDK). A plaintext property tagged "sign" (an owner id, a blind index column: values a
+// reader filters or decides on, so they cannot be encrypted) is authenticated together
+// with the encrypted ones, and Encryption.Table optionally binds the table name. Changing
+// a signed property, removing it, or copying the entity to another table (when bound) then
+// fails the read with ErrTampered. Such entities carry metadata version 2, which appends
+// to the version-1 layout above, before the nonce:
+//
+//	1 byte        flags (bit 0: the table name is bound)
+//	2 bytes       count s of signed properties, then s times:
+//	              2 bytes name length, name (UTF-8), 32 bytes SHA-256 of the domain
+//	              string, the name and the property's canonical value (absent, or the JSON
+//	              value Encode writes for it)
+//
+// and its tag authenticates, after a version-2 domain string and the keys, the table name
+// (lowercase, length-prefixed) when bound. The digests hash values stored in plaintext
+// next to them, so they reveal nothing more; canonical means re-encoded from the decoded
+// field, so another spelling of the same value (an Int64 as a plain string) verifies.
+// Entities without signed fields or binding keep writing version 1, and version-1
+// entities (written before signing was adopted) stay readable by a signing type, without
+// the check, unless Encryption.RequireSignatures is set: set it once every entity has
+// been rewritten. A type that decrypts checks the signed properties it maps (a projection
+// with an encrypted field checks what it reads; one without any encrypted field decrypts
+// nothing and checks nothing). A signed property holding its type's zero value without
+// omitempty is indistinguishable from its removal. Rewrap and Reencrypt keep signatures
+// and binding; set Table on the rotating Encryption of a bound table.
 //
 // Decoding never writes: a wrong key (ErrWrongKey), an unknown key (ErrUnknownKey), a
 // tampered entity (ErrTampered) or missing metadata (ErrMissingKeyID) is an

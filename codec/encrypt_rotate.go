@@ -71,6 +71,7 @@ func (x *Encryption) Reencrypt(ctx context.Context, e *Entity) (bool, error) {
 		return false, fail(errBadContentKey, "", m.keyID, errBadContentKey.reason)
 	}
 	oldAEAD, _ := newAEAD(oldCEK)
+	m.table = x.boundTable()
 	if !verifyMeta(oldAEAD, e.PartitionKey, e.RowKey, m) {
 		return false, fail(ErrTampered, EncryptionMetadataProperty, m.keyID, "the encryption metadata failed authentication")
 	}
@@ -104,7 +105,7 @@ func (x *Encryption) Reencrypt(ctx context.Context, e *Entity) (bool, error) {
 		e.Properties[name] = ct
 	}
 	e.Properties[EncryptionMetadataProperty] = encodeMeta(s.aead, e.PartitionKey, e.RowKey,
-		&envMeta{keyID: newID, alg: alg, wrapped: wrapped, names: s.names})
+		m.withV2(&envMeta{keyID: newID, alg: alg, wrapped: wrapped, names: s.names}))
 	return true, nil
 }
 
