@@ -88,7 +88,9 @@
 // Options.MaxWriteTime (5 minutes by default) of starting its first upload, or gives up
 // and leaves its blobs to the sweeper. SweepGrace must be at least twice MaxWriteTime:
 // the margin covers a request in flight at the deadline and clock drift. A blob is deleted
-// only if its ETag is still the listed one. SweepEntity does the same for one entity.
+// only if its ETag is still the listed one, and only by the entity that its metadata names
+// and whose directory holds it (metadata naming another entity is counted Foreign and left
+// alone). SweepEntity does the same for one entity.
 //
 // With Options.Sweeps, cleaning up does not wait for a periodic sweep. Every write that
 // uploads a blob first enqueues a message (the eventually consistent transactions pattern:

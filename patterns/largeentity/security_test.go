@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -265,3 +266,31 @@ func TestRefusedUpdateDeletesItsNewBlob(t *testing.T) {
 		t.Fatal("the refused update did not restore the caller's value")
 	}
 }
+
+// Blob metadata is untrusted too: a blob whose metadata was edited to name another entity
+// (one that does not reference it, or does not exist) is not judged by that entity, so
+// the sweeper never deletes a blob that its own entity references.
+func TestSweeperIgnoresMetadataNamingAnotherEntity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, nil)
+	pic := photo(48, 40<<10)
+	e := employee("000123", pic)
+	if err := b.store.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]*string{
+		"partitionkey": ptr(base64.RawURLEncoding.EncodeToString([]byte("Sales"))),
+		"rowkey":       ptr(base64.RawURLEncoding.EncodeToString([]byte("000999"))),
+		"property":     ptr(base64.RawURLEncoding.EncodeToString([]byte("Photo"))),
+	}
+	if _, err := b.raw.NewBlobClient(e.Photo.Name()).SetMetadata(b.ctx, forged, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep := b.sweepAll()
+	if rep.Deleted != 0 || rep.Foreign != 1 {
+		t.Fatalf("sweep: %+v, want the blob counted foreign and kept", rep)
+	}
+	mustEqual(t, "photo", b.consistent("Sales", "000123"), pic)
+}
+
+func ptr(s string) *string { return &s }
