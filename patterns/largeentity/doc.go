@@ -41,16 +41,20 @@
 // entity always holds either the old references (old blobs intact) or the new ones (new
 // blobs complete). Delete removes the entity first and its blobs after.
 //
-// A write never deletes a blob after an outcome it cannot prove. One that failed
-// ambiguously (a timeout, a lost response, exhausted retries, or repo.ErrOutcomeUnknown:
-// a retry met 409/412/404 after an attempt that may have been applied) leaves its new
-// blobs to the sweeper, which checks. One that was refused (a conflict, a precondition)
-// reads the entity again first: a refusal may be the echo of the write's own earlier
-// attempt whose answer was lost, and another writer may since have kept the new part. The
-// new blob names are fresh and random, so the entity referencing one of them proves that
-// the write landed: the blobs are kept and the error wraps repo.ErrOutcomeUnknown (read
-// the entity again and decide). Otherwise no entity references them, nor ever will (every
-// write of the Store is conditional on what it read), and they are deleted at once.
+// A write never deletes a blob after an outcome it cannot prove; the sweeper reclaims
+// what it leaves. The new blob names are fresh and random, so they double as a per-write
+// id (the exact recognition of one's own write that repo.Options.TrackWrites gives plain
+// tables): an entity referencing one proves that the write landed. After a refusal (a
+// conflict, a precondition: possibly the echo of the write's own earlier attempt whose
+// answer was lost) or repo.ErrOutcomeUnknown, a write that uploaded blobs reads the
+// entity again. If it references a new blob and holds exactly what was sent, the write
+// succeeded; if it references one but changed since, the blobs are kept and the error
+// wraps repo.ErrOutcomeUnknown (read the entity and decide). If it references none, a
+// plain refusal deletes the new blobs at once (every Store write is conditional on what
+// it read, so no entity will ever reference them), while after repo.ErrOutcomeUnknown, a
+// timeout or exhausted retries an attempt may still land, so they are left to the
+// sweeper. A write without new blobs has no such id and returns the SDK's answer as is.
+// Delete, after an outcome it cannot tell, reads again: the entity gone means done.
 //
 // # Stored references are untrusted
 //

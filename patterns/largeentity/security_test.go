@@ -294,3 +294,26 @@ func TestSweeperIgnoresMetadataNamingAnotherEntity(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// A Delete whose entity delete landed but whose answer was lost still reports success and
+// removes the blobs (the retry finds the entity gone: re-read and decide).
+func TestDeleteLostResponse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, nil)
+	if err := b.store.Insert(b.ctx, employee("000123", photo(49, 40<<10))); err != nil {
+		t.Fatal(err)
+	}
+	b.tproxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.MethodIs("DELETE"), Times: 1, Action: faultproxy.DropAfterForward()})
+	if err := b.store.Delete(b.ctx, "Sales", "000123", ""); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if b.tproxy.Fired("lost") != 1 {
+		t.Fatal("the fault did not fire")
+	}
+	if _, err := b.store.Table().Get(b.ctx, "Sales", "000123"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("entity after delete: %v", err)
+	}
+	if got := b.blobs(); len(got) != 0 {
+		t.Fatalf("blobs left: %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package largeentity
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -151,7 +152,11 @@ func (w *write[T]) run(ctx context.Context) error {
 		if errors.Is(err, errRace) {
 			// The last attempt was refused (and we then gave up waiting): nothing references
 			// the new blobs.
-			return w.failed(ctx, unrace(err))
+			if err := w.failed(ctx, unrace(err)); err != nil {
+				return err
+			}
+			w.finish(ctx, nil) // proven ours: the blobs it replaced are left to the sweeper
+			return nil
 		}
 		return unrace(err)
 	}
@@ -264,7 +269,9 @@ func (w *write[T]) insert(ctx context.Context) error {
 	ectx, cancel := w.entityCtx(ctx)
 	defer cancel()
 	if err := w.s.table.Insert(ectx, w.v); err != nil {
-		return w.failed(ctx, err)
+		if err := w.failed(ctx, err); err != nil {
+			return err
+		}
 	}
 	if err := w.hook(stepWritten); err != nil {
 		return err
@@ -332,24 +339,34 @@ func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 	if lost && w.kind == kindUpsert && ctx.Err() == nil && (w.deadline.IsZero() || time.Now().Before(w.deadline)) {
 		return nil, &raceError{err: err}
 	}
-	return nil, w.failed(ctx, err)
+	if err := w.failed(ctx, err); err != nil {
+		return nil, err
+	}
+	return old, nil
 }
 
-// failed cleans up after an entity write that returned an error, and returns the error
-// for the caller. The write never deletes a blob after an outcome it cannot prove:
+// failed decides what an entity write that returned err did, cleans up, and returns the
+// error for the caller, or nil when the write is proven to have landed as sent. The write
+// never deletes a blob after an outcome it cannot prove.
 //
-//   - after an ambiguous failure (a timeout, a lost response, exhausted retries, and
-//     repo.ErrOutcomeUnknown: a retried write that met 409/412/404 after an attempt that
-//     may have been applied) the entity may reference the new blobs, so they are left to
-//     the sweeper, which checks;
-//   - after a refusal (409, 412, 404), the entity is read again and only the new blobs it
-//     does not reference are deleted. A refusal can be the echo of this write's own earlier
-//     attempt whose answer was lost (and another writer may since have kept the new blob):
-//     the new blob names are fresh and random, so the entity referencing one proves the
-//     write landed. The error then wraps repo.ErrOutcomeUnknown as well: re-read and
-//     decide. Every Store write is conditional on what it read, so an entity that does not
-//     reference the new blobs now never will;
-//   - bad input (nothing sent) deletes them at once.
+// The new blob names are fresh and random: an entity referencing one proves that this
+// write landed (another writer can only have kept the reference after reading it). So,
+// when the write uploaded blobs and the answer is a refusal (409, 412, 404; possibly the
+// echo of its own earlier attempt whose answer was lost) or repo.ErrOutcomeUnknown, the
+// entity is read again:
+//
+//   - it references a new blob and holds exactly what was sent: the write landed and
+//     nothing changed since; it succeeds with the stored ETag;
+//   - it references a new blob but changed since: the write landed, another writer
+//     followed; the blobs are kept and the error wraps repo.ErrOutcomeUnknown (read the
+//     entity again and decide);
+//   - it references none (or is gone): after a plain refusal the write never landed and
+//     never will (no attempt of it may still be in flight, and every Store write is
+//     conditional on what it read), so the new blobs are deleted; after
+//     repo.ErrOutcomeUnknown an attempt may still land, so they are left to the sweeper.
+//
+// Other failures (a timeout, exhausted retries) leave the new blobs to the sweeper, which
+// checks; bad input (nothing sent) deletes them at once.
 func (w *write[T]) failed(ctx context.Context, err error) error {
 	var names []string
 	for _, p := range w.parts {
@@ -361,13 +378,15 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 		w.s.deleteBlobs(ctx, names)
 		return err
 	}
+	unknown := errors.Is(err, repo.ErrOutcomeUnknown)
 	refused := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)
-	if !refused || errors.Is(err, repo.ErrOutcomeUnknown) {
+	if !refused && !unknown {
 		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(err))
 		return err
 	}
 	cur, gerr := w.s.table.Get(context.WithoutCancel(ctx), w.pk, w.rk)
+	landed := false
 	switch {
 	case errors.Is(gerr, repo.ErrNotFound):
 	case gerr != nil:
@@ -381,18 +400,32 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 				referenced[p.name] = true
 			}
 		}
-		landed := false
 		for _, n := range names {
 			landed = landed || referenced[n]
 		}
-		if landed {
-			// Keep every new blob: the sweeper removes those the entity does not use.
-			return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): the entity references this write's new blob, so an earlier attempt of the write was applied, and the entity changed since (re-read it): %w; %w",
-				w.s.table.Name(), w.pk, w.rk, repo.ErrOutcomeUnknown, err)
-		}
+	}
+	switch {
+	case landed && w.same(&cur):
+		w.s.table.Codec().SetETag(w.v, w.s.table.Codec().ETag(&cur))
+		return nil
+	case landed:
+		// Keep every new blob: the sweeper removes those the entity does not use.
+		return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): the entity references this write's new blob, so the write was applied, and the entity changed since (read it again): %w; %w",
+			w.s.table.Name(), w.pk, w.rk, repo.ErrOutcomeUnknown, err)
+	case unknown:
+		w.s.opts.Logger.Warn("largeentity: entity write outcome unknown; its new blobs are left to the sweeper",
+			zap.String("table", w.s.table.Name()), zap.Error(err))
+		return err
 	}
 	w.s.deleteBlobs(ctx, names)
 	return err
+}
+
+// same reports whether the stored entity cur holds exactly what this write sent.
+func (w *write[T]) same(cur *T) bool {
+	sent, err1 := w.s.table.Codec().Encode(w.v)
+	stored, err2 := w.s.table.Codec().Encode(cur)
+	return err1 == nil && err2 == nil && bytes.Equal(sent, stored)
 }
 
 // finish marks the parts stored and deletes the blobs the entity no longer references.
@@ -493,10 +526,24 @@ func (s *Store[T]) deleteBlob(ctx context.Context, name string, etag *azcore.ETa
 // *repo.Error.
 func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	var old []Blob
+	// unanswered is the version that a delete whose outcome is unknown
+	// (repo.ErrOutcomeUnknown) may have removed: if the entity is then gone, the delete
+	// is done, and that version's blobs are unreferenced (names are never reused, and no
+	// write keeps a part of an entity that does not exist).
+	var unanswered *T
 	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool { return errors.Is(err, errRace) }}
 	err := retry.Do(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
 		cur, err := s.get(ctx, pk, rk)
+		if errors.Is(err, repo.ErrNotFound) && unanswered != nil {
+			old = old[:0]
+			for _, p := range s.partsOf(unanswered, false) {
+				if p != nil {
+					old = append(old, *p)
+				}
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -510,6 +557,19 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 			}
 		}
 		err = s.table.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: curETag})
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			// Read again and decide: gone means done; present means our delete did not
+			// land (the entity changed, or was re-created), and with etag given that is
+			// the caller's precondition failing.
+			unanswered = &cur
+			if etag == "" {
+				return &raceError{err: err}
+			}
+			if _, gerr := s.table.Get(ctx, pk, rk); !errors.Is(gerr, repo.ErrNotFound) {
+				return err
+			}
+			err = nil // gone: the delete is done
+		}
 		if errors.Is(err, repo.ErrPreconditionFailed) && etag == "" {
 			return &raceError{err: err}
 		}
