@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
@@ -172,7 +171,7 @@ func (s *Store[T]) Open(ctx context.Context, b Blob) (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(b.data)), nil
 	case b.owner == "":
 		return nil, errs.Invalid("Blob", "was not read through this Store: read its entity with Store.Get or pass it to Store.Load")
-	case !strings.HasPrefix(b.owner, s.opts.Prefix+"/") || !generated(b.name, b.owner) || b.size > maxStoredSize:
+	case !s.ownPrefix(b.owner) || !generated(b.name, b.owner) || b.size > maxStoredSize:
 		return nil, fmt.Errorf("largeentity: the Blob names a blob that this Store (prefix %q) does not generate: %w", s.opts.Prefix, ErrTampered)
 	}
 	op := retry.Op{Name: "download blob", Resource: s.cname + "/" + b.name}

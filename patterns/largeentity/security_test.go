@@ -317,3 +317,29 @@ func TestDeleteLostResponse(t *testing.T) {
 		t.Fatalf("blobs left: %q", got)
 	}
 }
+
+// Open streams only Blobs that this Store vouched for: not one read through another Store
+// of the same container, even one whose prefix extends this Store's.
+func TestOpenRefusesAnotherStoresBlob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, nil)
+	other, err := largeentity.New(b.store.Table(), testenv.BlobService(t), b.cname, &largeentity.Options{Prefix: b.store.Prefix() + "/nested", Retry: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Insert(b.ctx, employee("000123", photo(50, 40<<10))); err != nil {
+		t.Fatal(err)
+	}
+	e, err := other.Get(b.ctx, "Sales", "000123", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := other.Open(b.ctx, e.Photo); err != nil {
+		t.Fatalf("open through its own Store: %v", err)
+	} else {
+		rc.Close()
+	}
+	if _, err := b.store.Open(b.ctx, e.Photo); !errors.Is(err, largeentity.ErrTampered) {
+		t.Fatalf("open through another Store: %v, want ErrTampered", err)
+	}
+}

@@ -395,6 +395,27 @@ func (s *Store[T]) vet(v *T) error {
 	return nil
 }
 
+// ownPrefix reports whether prefix is a partPrefix of this Store: its prefix, an entity
+// directory and one of its parts' properties (a Blob vouched for by another Store, even
+// one whose prefix starts with this one's, is not).
+func (s *Store[T]) ownPrefix(prefix string) bool {
+	rest, ok := strings.CutPrefix(prefix, s.opts.Prefix+"/")
+	if !ok || len(rest) < 34 || rest[32] != '/' {
+		return false
+	}
+	for _, c := range []byte(rest[:32]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	for _, p := range s.parts {
+		if rest[33:] == p.property+"." {
+			return true
+		}
+	}
+	return false
+}
+
 // maxStoredSize bounds the size a reference may record: the largest block blob (190.7 TiB).
 // It only rejects the absurd; memory is protected by checking Content-Length against the
 // recorded size before anything is allocated.
