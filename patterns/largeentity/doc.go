@@ -113,6 +113,8 @@
 // delete, one blob delete per part. Sweep: one list per 5,000 blobs, one read per entity
 // with old blobs, one delete per orphan. With Options.Sweeps, one enqueue more per write
 // that uploads and per Delete of an entity with blobs, and one SweepEntity per message.
+// A write that uploaded blobs and was refused, or whose outcome is unknown, reads the
+// entity once more to decide.
 //
 // # Errors
 //
