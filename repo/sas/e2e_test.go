@@ -84,7 +84,7 @@ func (b *bed) table(t *testing.T, endpoint, token string) *repo.Table[Employee] 
 
 // sign signs v for the test's table. Azurite speaks plain HTTP: a token without an
 // explicit protocol is made for HTTPS and HTTP here (the default, HTTPS only, is tested
-// by TestTokenLimits).
+// by TestExpiredNotYetValidAndWrongTableTokensAreRefused).
 func (b *bed) sign(t *testing.T, v sas.Values) string {
 	t.Helper()
 	v.Table = b.name
