@@ -71,7 +71,7 @@ func (p *plan) appendEncode(ctx context.Context, dst []byte, base unsafe.Pointer
 		if x == nil || x.Key == nil {
 			return dst[:start], invalid(p.typeName, "", "the type has encrypted fields (the encrypt option) but the codec has no Encryption with a Key: use WithEncryption, or repo.Options.Encryption")
 		}
-		env = newEntitySealer(pk, rk)
+		env = p.newSealer(pk, rk, base, x)
 		defer env.wipe()
 	}
 	fields := p.fields
