@@ -375,11 +375,17 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 }
 
 // Transient faults, including a transaction that was applied but whose response was
-// lost, end with every copy written exactly once.
+// lost, end with every copy written exactly once. The table tracks writes, so the retry of
+// the lost transaction knows it committed (without tracking it would answer
+// repo.ErrOutcomeUnknown: see TestIntraOutcomeUnknownAfterTheWriteLanded).
 func TestIntraFaultsDuringWrites(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
+	x, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, []secondaryindex.Index[Employee]{byEmail, byLast},
+		&repo.Options{Retry: fastRetry(), TrackWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := b.proxies.Table
 	p.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	p.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
