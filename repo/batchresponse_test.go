@@ -97,7 +97,8 @@ func TestMalformedBatchAnswersNeverPanic(t *testing.T) {
 				if err == nil {
 					t.Fatal("a malformed answer was taken for success")
 				}
-				if !errors.Is(err, repo.ErrOutcomeUnknown) || !errors.Is(err, repo.ErrTransient) {
+				var ue *repo.OutcomeUnknownError
+				if !errors.As(err, &ue) || !errors.Is(ue.Err, repo.ErrTransient) {
 					t.Fatalf("%v: want ErrOutcomeUnknown after ErrTransient", err)
 				}
 				if n.Load() != 4 {

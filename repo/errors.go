@@ -32,8 +32,8 @@ var (
 type InvalidInputError = errs.InvalidInputError
 
 // OutcomeUnknownError is the answer of a retried non-idempotent write whose earlier attempt
-// may have been applied: it unwraps to ErrOutcomeUnknown and to the service's answer to the
-// retry (ErrAlreadyExists, ErrPreconditionFailed, ErrNotFound, an *ActionError...).
+// may have been applied: it unwraps to ErrOutcomeUnknown (not to the sentinel of the
+// service's answer, which is in its Err field: a caller must not read it as a refusal).
 type OutcomeUnknownError = errs.OutcomeUnknownError
 
 // Error is a request the service refused. It unwraps to the matching sentinel (ErrNotFound,

@@ -40,7 +40,7 @@ type Options struct {
 	// timeout, a reset, a 500, 502 or 504: retry.MayHaveApplied) and whose retry then met
 	// 409, 412 or 404 returns an error wrapping ErrOutcomeUnknown: another writer could
 	// have caused that answer, and content cannot tell (two increments of 5 both write 6).
-	// With it, every insert, update and upsert stores its write id in the property
+	// With it, every insert and conditional update stores its write id in the property
 	// WriteIDProperty, with the ids of the most recent writes of the entity, so that the
 	// retry reads the entity and knows: nil when its id is there, the service's answer when
 	// the history proves the write did not happen, ErrOutcomeUnknown only when the history

@@ -17,7 +17,7 @@ import (
 // A retry of an insert, conditional update or conditional delete that follows a failure
 // which may have been applied (retry.MayHaveApplied) can meet 409, 412 or 404 because of its
 // own earlier success, or because of another writer: content cannot tell them apart (two
-// increments of 5 both write 6). With Options.TrackWrites, every insert, update and upsert
+// increments of 5 both write 6). With Options.TrackWrites, every insert and conditional update
 // stores a random per-write id in a reserved property, modelled on the tracking id of the
 // Azure Cosmos DB SDKs' non-idempotent write retries. The property holds the most recent
 // write ids of the entity, newest first, so that a retry also recognises its write after
@@ -27,9 +27,11 @@ import (
 //	                                           a trailing "?" marks a chain whose
 //	                                           earlier writes are unknown)
 //
-// A conditional update carries the history of the version it replaces (read by this Table:
-// a Get or query of a tracked Table remembers the history of the versions it saw, bounded);
-// an unconditional write cannot know which version it replaces and starts a chain with "?".
+// Inserts and conditional updates carry ids: a conditional update carries the history of
+// the version it replaces (read by this Table: a Get or query of a tracked Table remembers
+// the histories of the versions it saw, bounded), or starts a chain with "?" when it did not
+// see that version. Upserts and unconditional updates are idempotent and carry none: a
+// merge leaves the stored history as it is (still true), a replace removes it.
 //
 // What a retry concludes after an unanswered attempt:
 //   - its id is in the stored history: the write happened (success);
@@ -57,19 +59,16 @@ type tracker struct {
 	keep int
 
 	mu       sync.Mutex
-	cur, old map[entityKey]known
+	cur, old map[version]string // the history of each version seen
 }
 
-type entityKey struct{ pk, rk string }
-
-// known is the history of one version of an entity, as last seen.
-type known struct {
-	etag string
-	hist string
-}
+// version is one version of an entity: its keys and its ETag. Keyed by version, not by
+// entity, so that writers sharing a Table that read different versions of one entity each
+// find the history of the version they replace.
+type version struct{ pk, rk, etag string }
 
 func newTracker(prop string, keep int) *tracker {
-	return &tracker{prop: prop, keep: keep, cur: make(map[entityKey]known)}
+	return &tracker{prop: prop, keep: keep, cur: make(map[version]string)}
 }
 
 func (tr *tracker) remember(pk, rk, etag, hist string) {
@@ -79,26 +78,20 @@ func (tr *tracker) remember(pk, rk, etag, hist string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if len(tr.cur) >= trackerCapacity {
-		tr.old, tr.cur = tr.cur, make(map[entityKey]known, trackerCapacity/2)
+		tr.old, tr.cur = tr.cur, make(map[version]string, trackerCapacity/2)
 	}
-	tr.cur[entityKey{pk, rk}] = known{etag: etag, hist: hist}
+	tr.cur[version{pk, rk, etag}] = hist
 }
 
-func (tr *tracker) forget(pk, rk string) {
+// lookup returns the history of one version, if it was seen.
+func (tr *tracker) lookup(pk, rk, etag string) (string, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	delete(tr.cur, entityKey{pk, rk})
-	delete(tr.old, entityKey{pk, rk})
-}
-
-func (tr *tracker) lookup(pk, rk string) (known, bool) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	k, ok := tr.cur[entityKey{pk, rk}]
+	h, ok := tr.cur[version{pk, rk, etag}]
 	if !ok {
-		k, ok = tr.old[entityKey{pk, rk}]
+		h, ok = tr.old[version{pk, rk, etag}]
 	}
-	return k, ok
+	return h, ok
 }
 
 // observe remembers the history of one entity read from the service (its JSON as returned,
@@ -127,15 +120,13 @@ func (tr *tracker) plan(w *writeAction) {
 	switch {
 	case w.kind == kindInsert:
 		w.hist = "+" + w.writeID
-	case (w.kind == kindUpdateReplace || w.kind == kindUpdateMerge) && w.ifMatch != "*":
-		if k, ok := tr.lookup(w.pk, w.rk); ok && k.etag == w.ifMatch {
-			w.pred = headID(k.hist)
-			w.hist = tr.trim(w.writeID + " " + k.hist)
+	default: // a conditional update
+		if h, ok := tr.lookup(w.pk, w.rk, w.ifMatch); ok {
+			w.pred = headID(h)
+			w.hist = tr.trim(w.writeID + " " + h)
 			break
 		}
-		w.hist = w.writeID + " ?"
-	default:
-		// Unconditional: the version replaced is unknown, so is its history.
+		// A version this Table did not read: its history is unknown.
 		w.hist = w.writeID + " ?"
 	}
 }

@@ -296,9 +296,6 @@ func (w *writeAction) applied(etag string, head bool) {
 // appliedUnread records an action of a transaction known to have committed whose entity
 // was not read: its ETag is unknown, so it gets one that matches no version.
 func (w *writeAction) appliedUnread() {
-	if w.track != nil {
-		w.track.forget(w.pk, w.rk)
-	}
 	w.setResult(supersededETag)
 }
 
@@ -315,8 +312,16 @@ func (w *writeAction) setResult(etag string) {
 // attach adds the tracking property to a prepared insert, update or upsert.
 func (tr *tracker) attach(w *writeAction) error {
 	w.track = tr
-	if w.kind == kindDelete {
+	switch w.kind {
+	case kindDelete, kindUpsertReplace, kindUpsertMerge:
+		// Idempotent, or nothing to track: an unconditional merge leaves the stored
+		// history as it is (so it stays true), and an unconditional replace removes it
+		// (later retries that would have needed it say ErrOutcomeUnknown).
 		return nil
+	case kindUpdateReplace, kindUpdateMerge:
+		if w.ifMatch == "*" {
+			return nil
+		}
 	}
 	tr.plan(w)
 	body, err := withHistory(w.body, tr.prop, w.hist)
@@ -339,12 +344,8 @@ func (tr *tracker) attach(w *writeAction) error {
 
 // succeeded records a write the service acknowledged.
 func (w *writeAction) succeeded(etag string) {
-	if w.track != nil {
-		if w.kind == kindDelete {
-			w.track.forget(w.pk, w.rk)
-		} else {
-			w.track.remember(w.pk, w.rk, etag, w.hist)
-		}
+	if w.track != nil && w.kind != kindDelete {
+		w.track.remember(w.pk, w.rk, etag, w.hist)
 	}
 	w.setResult(etag)
 }

@@ -7,6 +7,7 @@
 package errs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,8 +35,7 @@ var (
 	// reset after the request was written, 500, 502, 504), and its retry met an answer
 	// (409, 412, 404) that either its own earlier success or another writer could have
 	// caused. The SDK cannot tell which without write tracking (repo.Options.TrackWrites),
-	// so it reports neither success nor the bare refusal: re-read and decide. The error
-	// also unwraps to the service's answer to the retry.
+	// so it reports neither success nor the refusal: re-read and decide.
 	ErrOutcomeUnknown = errors.New("tablepatterns: outcome unknown (a lost response may hide an applied write)")
 )
 
@@ -100,9 +100,11 @@ func TooLarge(field, reason string, size, limit int) *InvalidInputError {
 
 // OutcomeUnknownError is a non-idempotent write whose outcome cannot be known: an earlier
 // attempt failed in a way that leaves open whether the service applied it (Cause), and the
-// retry met an answer (Err) that the earlier attempt's own success could explain. It
-// unwraps to ErrOutcomeUnknown and to Err, so errors.Is(err, ErrAlreadyExists) still tells
-// what the retry met; test ErrOutcomeUnknown first.
+// retry met an answer (Err) that the earlier attempt's own success could explain, or the
+// retries ended. It unwraps to ErrOutcomeUnknown only (and to the context's error when the
+// context ended): never to the answer's sentinel, because code that reads
+// errors.Is(err, ErrAlreadyExists) as "someone else holds it" would misread it. The answer
+// is in Err, for errors.As on the field.
 type OutcomeUnknownError struct {
 	// Op is the operation ("insert", "update", "delete", "transaction").
 	Op string
@@ -133,10 +135,12 @@ func (e *OutcomeUnknownError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns ErrOutcomeUnknown and the retry's answer.
+// Unwrap returns ErrOutcomeUnknown, and the context's error when the context ended.
 func (e *OutcomeUnknownError) Unwrap() []error {
-	if e.Err == nil {
-		return []error{ErrOutcomeUnknown}
+	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(e.Err, c) {
+			return []error{ErrOutcomeUnknown, c}
+		}
 	}
-	return []error{ErrOutcomeUnknown, e.Err}
+	return []error{ErrOutcomeUnknown}
 }

@@ -58,7 +58,8 @@ type Layout struct {
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger).
+	// Table configures the underlying table (transient retry policy, logger). Its
+	// TrackWrites is always turned on (see Add).
 	Table repo.Options
 	// Conflict is the backoff between the attempts of Add and Update that lost a race to
 	// another writer. Defaults to DefaultConflictPolicy.
@@ -127,6 +128,9 @@ func New[V Number](svc *aztables.ServiceClient, name string, layout Layout, opts
 		return nil, errs.Invalid("Options.OpHistory", "must be between 1 and 256, got %d", o.OpHistory)
 	}
 	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field: Conflict{MaxRetries: 5} keeps the conflict delays
+	// repo recognises a write whose response was lost by its write id; the operation ids
+	// below catch the rest (a history repo could not read).
+	o.Table.TrackWrites = true
 	if o.Conflict.Logger == nil {
 		o.Conflict.Logger = o.Table.Logger
 	}
@@ -387,7 +391,8 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 	var out Series[V]
 	op := retry.Op{Name: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool {
-			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists)
+			// ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
+			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
 		}}
 	err := retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		e, err := s.table.Get(ctx, pk, rk)

@@ -293,7 +293,7 @@ func TestAddCrashAndRerun(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			// No transient retries: the first call fails like a process that stops there.
-			once := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.NoRetry}})
+			once := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.NoRetry}, Conflict: retry.NoRetry})
 			s := hours(t, b, nil)
 			if err := s.Set(b.ctx, "E", "D", 4, 10); err != nil {
 				t.Fatal(err)

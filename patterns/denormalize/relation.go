@@ -437,13 +437,22 @@ func isRetryable(err error) bool {
 	return errors.As(err, &r)
 }
 
+// An outcome repo cannot prove (repo.ErrOutcomeUnknown) counts too: every caller retries a
+// conflict from a fresh read, which decides whether the earlier write landed. Callers guard
+// the writes whose caller-supplied ETag a landed write would invalidate.
 func isConflict(err error) bool {
-	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound)
+	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound) ||
+		errors.Is(err, repo.ErrOutcomeUnknown)
 }
 
 // actionConflict reports whether err is a conflict on an action of a transaction at index
 // from or later.
+// An outcome repo cannot prove names no action: it counts only for from == 0, where the
+// caller retries the whole write from its read.
 func actionConflict(err error, from int) bool {
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return from == 0
+	}
 	var ae *repo.ActionError
 	return errors.As(err, &ae) && ae.Index >= from && isConflict(err)
 }

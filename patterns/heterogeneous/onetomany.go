@@ -78,8 +78,8 @@ func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
 // When repo cannot prove the outcome of the transaction (repo.ErrOutcomeUnknown: a lost
 // response, then a retry that met a conflict), Add reads the child again: absent, the
 // transaction did not apply and Add starts over; present, Add returns the error wrapping
-// repo.ErrOutcomeUnknown, since the child may be this call's (check it with errors.Is
-// before repo.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
+// repo.ErrOutcomeUnknown, since the child may be this call's (it does not unwrap to
+// repo.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
 // exactly.
 //
 // Errors: repo.ErrNotFound (no parent in the child's partition), repo.ErrAlreadyExists

@@ -146,8 +146,9 @@ func TestSetPropertyMergesOneChunk(t *testing.T) {
 	}
 	mu.Unlock()
 	slices.Sort(props)
-	// The property, and the write id of repo's write tracking (always on in wideentity).
-	if !slices.Equal(props, []string{"D200", "PartitionKey", "RowKey", repo.DefaultWriteIDProperty}) {
+	// The property alone: an unconditional merge carries no write id (repo's tracking
+	// leaves the chunk's write history as it is).
+	if !slices.Equal(props, []string{"D200", "PartitionKey", "RowKey"}) {
 		t.Fatalf("merge body %v", props)
 	}
 	got, err := s.Get(b.ctx, "Sales", "000123")
