@@ -217,15 +217,34 @@ func (l *Log[T]) AppendAt(ctx context.Context, at time.Time, id string, v *T) er
 // from or to leaves that side open. Later times have smaller keys, so to gives lo.
 func (l *Log[T]) bounds(from, to time.Time) (lo, hi string) {
 	lo, hi = l.prefix+"0", l.prefix+":" // every key of the log starts with a digit
+	// Entries are stamped with whole ticks, so the bounds are the first tick at or after
+	// each end: an entry at tick k has time k, which is < to for any to inside tick k, and
+	// < from for any from inside it.
 	if !to.IsZero() {
-		// time < to  <=>  inverted ticks >= MaxTicks - Ticks(to) + 1
-		lo = l.prefix + padTicks(keys.MaxTicks-keys.Ticks(to)+1)
+		// time < to  <=>  ticks < T  <=>  inverted ticks >= MaxTicks - T + 1
+		lo = l.prefix + padTicks(keys.MaxTicks-ceilTicks(to)+1)
 	}
 	if !from.IsZero() {
-		// time >= from  <=>  inverted ticks < MaxTicks - Ticks(from) + 1
-		hi = l.prefix + padTicks(keys.MaxTicks-keys.Ticks(from)+1)
+		// time >= from  <=>  ticks >= F  <=>  inverted ticks < MaxTicks - F + 1
+		hi = l.prefix + padTicks(max(keys.MaxTicks-ceilTicks(from)+1, 0))
 	}
 	return lo, hi
+}
+
+// maxTickTime is the time of keys.MaxTicks, the last tick an entry can be stamped with.
+var maxTickTime, _ = keys.FromTicks(keys.MaxTicks)
+
+// ceilTicks returns the first tick at or after t: 0 before year 1, and MaxTicks+1 after
+// the last tick (so that a "to" beyond year 9999 keeps an entry stamped at the maximum).
+func ceilTicks(t time.Time) int64 {
+	if t.After(maxTickTime) {
+		return keys.MaxTicks + 1
+	}
+	k := keys.Ticks(t)
+	if k > 0 && t.Nanosecond()%100 != 0 {
+		k++
+	}
+	return k
 }
 
 func padTicks(n int64) string {
