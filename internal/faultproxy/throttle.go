@@ -200,6 +200,18 @@ func (p *Proxy) EmulateThrottling(opts *ThrottleOptions) (*Throttle, error) {
 // stay readable.
 func (t *Throttle) Stop() { t.proxy.throttle.CompareAndSwap(t, nil) }
 
+// Reset fills every bucket, forgets the counts and restarts the clock of Stats' seconds,
+// as if the model had just been installed.
+func (t *Throttle) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.opts.Now()
+	t.start = now
+	t.account = bucket{tokens: t.opts.AccountBurst, at: now}
+	t.partitions = map[string]*bucket{}
+	t.stats = ThrottleStats{Partitions: map[string]Counts{}, PartitionSeconds: map[string][]Counts{}}
+}
+
 // Options returns the model's options with their defaults filled in.
 func (t *Throttle) Options() ThrottleOptions { return t.opts }
 
