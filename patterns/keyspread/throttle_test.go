@@ -85,8 +85,10 @@ func TestLoadSpreadVersusAppendOnly(t *testing.T) {
 		}
 	}
 	// Over s seconds a bucket admits at most rate*s plus its burst (one second's worth).
+	// The lower bound is loose: writers whose backoffs grew to seconds leave the one
+	// partition idle at times (the burst caps what an idle bucket saves).
 	steadySeconds := float64(window/time.Second) - 2
-	if r := rates["append-only"]; r > loadPartitionRate*(1+1/steadySeconds) || r < 0.8*loadPartitionRate {
+	if r := rates["append-only"]; r > loadPartitionRate*(1+1/steadySeconds) || r < 0.5*loadPartitionRate {
 		t.Errorf("append-only sustained %.0f entities/s, want one partition's %d", r, loadPartitionRate)
 	}
 	if r := rates["spread"]; r < 0.7*loadAccountRate || r > loadAccountRate*(1+1/steadySeconds) {
