@@ -27,7 +27,7 @@ const (
 )
 
 // TestLoadSpreadVersusAppendOnly writes the same 20,000 entries of the guide's employee
-// access log, with the same 16 writers sending entity group transactions of 50, in two
+// access log, with the same 32 writers sending entity group transactions of 50, in two
 // layouts, through the throughput model: every entry of the hour in the hour's partition
 // (the append-only layout: the partition the clock points at takes every write), and
 // spread by Buckets(16).KeyBy(hour, RowKey). Each layout runs for the same bounded window
@@ -37,7 +37,7 @@ const (
 func TestLoadSpreadVersusAppendOnly(t *testing.T) {
 	const (
 		n       = 20000
-		writers = 16
+		writers = 32
 		window  = 6 * time.Second
 		hour    = "2014-07-31T18"
 	)
