@@ -16,22 +16,22 @@ import (
 )
 
 // The throughput model of these load tests: the published targets (2,000 entities/s per
-// partition, 20,000 per account) scaled down forty times, so that Azurite on a shared
+// partition, 20,000 per account) scaled down a hundred times, so that Azurite on a shared
 // 2-core machine (under the race detector, next to other packages' tests) can serve the
 // account limit. The ratio of the two is the published one. Transactions carry
 // loadTxSize entities, one partition's burst, so that each is admitted whole.
 const loadTxSize = loadPartitionRate
 const (
-	loadPartitionRate = faultproxy.PartitionTarget / 40
-	loadAccountRate   = faultproxy.AccountTarget / 40
+	loadPartitionRate = faultproxy.PartitionTarget / 100
+	loadAccountRate   = faultproxy.AccountTarget / 100
 )
 
 // TestLoadSpreadVersusAppendOnly writes the same 20,000 entries of the guide's employee
-// access log, with the same 32 writers sending entity group transactions of 50, in two
+// access log, with the same 32 writers sending entity group transactions of 20, in two
 // layouts, through the throughput model: every entry of the hour in the hour's partition
 // (the append-only layout: the partition the clock points at takes every write), and
 // spread by Buckets(16).KeyBy(hour, RowKey). Each layout runs for the same bounded window
-// (the append-only one would need 100 s for all 20,000 entries at one partition's rate);
+// (the append-only one would need 1,000 s for all 20,000 entries at one partition's rate);
 // the model counts what it admitted each second. The spread layout must sustain close to
 // the account limit, the append-only one at most one partition's limit.
 func TestLoadSpreadVersusAppendOnly(t *testing.T) {
