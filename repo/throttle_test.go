@@ -128,9 +128,9 @@ func bulkLoad(t *testing.T, transport policy.Transporter, bound float64) {
 // sharedGate is the prototype of the proposed change (test code, not the SDK's): a send
 // rate shared by every request of one client. Unlimited until the service first answers
 // 503 ServerBusy; then each ServerBusy (at most one cut per second, so that one burst of
-// concurrent refusals counts once) sets the rate to 0.8x the rate of requests the service
+// concurrent refusals counts once) sets the rate to 0.7x the rate of requests the service
 // accepted over the last 2 s (in the first 2 s: of requests sent), and each accepted
-// request raises it by 2 %. Every request,
+// request raises it by 1 %. Every request,
 // first attempt or retry, waits for its slot. The retry policy's own backoff still applies
 // on top.
 type sharedGate struct {
@@ -192,7 +192,7 @@ func (g *sharedGate) observe(busy bool) {
 	if !busy {
 		g.accepted = append(g.accepted, now)
 		if g.rate > 0 {
-			g.rate *= 1.02
+			g.rate *= 1.01
 		}
 		return
 	}
@@ -206,7 +206,7 @@ func (g *sharedGate) observe(busy bool) {
 		// sent so far, over at least a second.
 		base = float64(g.sent) / max(since.Seconds(), 1)
 	}
-	g.rate = max(0.8*base, 0.5)
+	g.rate = max(0.7*base, 0.5)
 }
 
 func maxTime(a, b time.Time) time.Time {

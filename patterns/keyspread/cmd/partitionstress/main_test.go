@@ -48,7 +48,7 @@ func TestStressToolFindsTheModelledLimit(t *testing.T) {
 	if math.Abs(rep.EntitiesPerSecond-rate) > 0.1*rate {
 		t.Fatalf("the tool found %.0f entities/s, want %d ± 10 %%", rep.EntitiesPerSecond, rate)
 	}
-	for _, want := range []string{"throughput model: a partition serves 20 entities/s (burst 10)", "the partition's limit is about", "errors by code: ServerBusy"} {
+	for _, want := range []string{"throughput model: a partition serves 20 entities/s (burst 10)", "the partition's limit is about", "THROTTLED: the service shed load", "errors by code: ServerBusy"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
