@@ -373,10 +373,13 @@ func writeThrottled(w http.ResponseWriter, r *http.Request, why *refusal) {
 // one the model cannot tell, a query without a PartitionKey condition), and false for a
 // request the model does not judge (table operations, other services).
 func entityPartitionKeys(r *http.Request, body []byte) ([]string, bool) {
+	if !isTableRequest(r) { // a Queue or Blob request whose path looks like a table's
+		return nil, false
+	}
 	if IsBatch(r) {
 		return batchPartitionKeys(r.Header.Get("Content-Type"), body), true
 	}
-	if IsInsertEntity(r) && isTableRequest(r) {
+	if IsInsertEntity(r) {
 		return []string{bodyPartitionKey(body)}, true
 	}
 	if IsEntityWrite(r) || IsGetEntity(r) {

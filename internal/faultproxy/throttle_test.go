@@ -1,6 +1,7 @@
 package faultproxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 )
 
 // fakeClock is the model's clock in these tests: time moves only when the test says so,
@@ -292,5 +294,32 @@ func TestThrottleOptions(t *testing.T) {
 	}
 	if _, err := p.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: -1, AccountRate: -1}); err != nil {
 		t.Errorf("both limits off: %v", err)
+	}
+}
+
+// Queue requests are neither throttled nor counted, even on a proxy with a model.
+func TestThrottleLeavesQueuesAlone(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	th, err := ps.Queue.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 1, PartitionBurst: 1, AccountRate: 1, AccountBurst: 1, Now: newFakeClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := testenv.QueueName(t)
+	q := testenv.QueueServiceFrom(t, ps.ConnectionString).NewQueueClient(name)
+	t.Cleanup(func() { _, _ = testenv.QueueService(t).NewQueueClient(name).Delete(context.Background(), nil) })
+	if _, err := q.Create(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := q.EnqueueMessage(t.Context(), fmt.Sprint("m", i), nil); err != nil {
+			t.Fatalf("enqueue %d: %v", i, err)
+		}
+	}
+	if _, err := q.DequeueMessages(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := th.Stats(); st.Total != (faultproxy.Counts{}) {
+		t.Fatalf("the model judged queue requests: %+v", st.Total)
 	}
 }
