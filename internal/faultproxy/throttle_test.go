@@ -323,3 +323,25 @@ func TestThrottleLeavesQueuesAlone(t *testing.T) {
 		t.Fatalf("the model judged queue requests: %+v", st.Total)
 	}
 }
+
+// PartitionOf models range partitions: neighbouring keys share one bucket.
+func TestThrottleRangePartitions(t *testing.T) {
+	t.Parallel()
+	p, tc, _ := proxiedTable(t)
+	th, err := p.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 10, PartitionBurst: 2, AccountRate: -1, Now: newFakeClock().Now,
+		PartitionOf: func(pk string) string { return pk[:1] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pk := range []string{"a1", "a2", "b1"} {
+		if _, err := tc.AddEntity(t.Context(), entity(t, pk, "r"), nil); err != nil {
+			t.Fatalf("%s: %v", pk, err)
+		}
+	}
+	_, err = tc.AddEntity(t.Context(), entity(t, "a3", "r"), nil)
+	throttled(t, err, faultproxy.PartitionBusyMessage)
+	st := th.Stats()
+	if st.Partitions["a"].AdmittedEntities != 2 || st.Partitions["a"].RefusedEntities != 1 || st.Partitions["b"].AdmittedEntities != 1 || len(st.Partitions) != 2 {
+		t.Fatalf("partitions %+v", st.Partitions)
+	}
+}

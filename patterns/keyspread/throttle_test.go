@@ -58,43 +58,94 @@ func TestLoadSpreadVersusAppendOnly(t *testing.T) {
 	}
 	rates := map[string]float64{}
 	for _, l := range layouts {
-		tb, proxy := throttledTable(t)
-		model, err := proxy.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: loadPartitionRate, AccountRate: loadAccountRate})
-		if err != nil {
-			t.Fatal(err)
-		}
 		items := make([]*Access, n)
 		for i, rk := range rks {
 			items[i] = &Access{Partition: l.pk(rk), RowKey: rk, Employee: fmt.Sprintf("%06d", i%37), Resource: "vpn", Granted: i%5 != 0}
 		}
-		ctx, cancel := context.WithTimeout(t.Context(), window)
-		model.Reset()
-		written, err := writeInterleaved(ctx, tb, items, writers, loadTxSize)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", l.name, err)
-		}
-		st := model.Stats()
-		// Second 0 holds the buckets' initial burst; the last second may be cut short.
-		rate := steadyRate(t, st, 1, int(window/time.Second)-1)
-		rates[l.name] = rate
-		t.Logf("%s: %d entities written in %v, steady %.0f entities/s; model: %d admitted, %d refused in %d requests, %d partitions",
-			l.name, written, window, rate, st.Total.AdmittedEntities, st.Total.RefusedEntities, st.Total.RefusedRequests, len(st.Partitions))
-		if st.Total.RefusedRequests == 0 {
-			t.Errorf("%s: the model never throttled: the load did not reach the limit", l.name)
-		}
+		rates[l.name] = runLayout(t, l.name, items, nil, writers, window)
 	}
+	checkLayouts(t, rates["append-only"], rates["spread"], writers, window)
+}
+
+// TestLoadHashPrefixVersusSequentialIDs is the same comparison for Tablestore's case:
+// orders whose PartitionKey is a sequential order number (1,000 orders of 20 lines, the
+// RowKey), written in order, against the same orders under HashPrefix(4). Consecutive
+// numbers are different PartitionKeys, so the model is given range partitions (PartitionOf:
+// keys that share their first four characters share a server, an assumption standing in
+// for the service grouping neighbouring keys): sequential numbers all land in the last
+// range, hash-prefixed ones everywhere.
+func TestLoadHashPrefixVersusSequentialIDs(t *testing.T) {
+	const (
+		orders, lines = 1000, loadTxSize
+		writers       = 32
+		window        = 6 * time.Second
+	)
+	hp, err := keyspread.NewHashPrefix(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rangeOf := func(pk string) string { return pk[:min(len(pk), 4)] }
+	rates := map[string]float64{}
+	for _, l := range []struct {
+		name string
+		pk   func(order string) string
+	}{
+		{"append-only", func(order string) string { return order }},
+		{"spread", hp.Key},
+	} {
+		var items []*Access
+		for o := range orders {
+			order := fmt.Sprintf("%08d", 20140731+o)
+			for line := range lines {
+				items = append(items, &Access{Partition: l.pk(order), RowKey: fmt.Sprintf("%03d", line), Employee: order, Resource: "order", Granted: true})
+			}
+		}
+		rates[l.name] = runLayout(t, l.name, items, rangeOf, writers, window)
+	}
+	checkLayouts(t, rates["append-only"], rates["spread"], writers, window)
+}
+
+// runLayout writes items through a fresh throughput model for window and returns the
+// entities per second it admitted in steady state (seconds 1 to window-1: second 0 holds
+// the buckets' initial burst, the last one may be cut short).
+func runLayout(t *testing.T, name string, items []*Access, partitionOf func(string) string, writers int, window time.Duration) float64 {
+	t.Helper()
+	tb, proxy := throttledTable(t)
+	model, err := proxy.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: loadPartitionRate, AccountRate: loadAccountRate, PartitionOf: partitionOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), window)
+	model.Reset()
+	written, err := writeInterleaved(ctx, tb, items, writers, loadTxSize)
+	cancel()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	st := model.Stats()
+	rate := steadyRate(t, st, 1, int(window/time.Second)-1)
+	t.Logf("%s: %d entities written in %v, steady %.0f entities/s; model: %d admitted, %d refused in %d requests, %d partitions",
+		name, written, window, rate, st.Total.AdmittedEntities, st.Total.RefusedEntities, st.Total.RefusedRequests, len(st.Partitions))
+	if st.Total.RefusedRequests == 0 {
+		t.Errorf("%s: the model never throttled: the load did not reach the limit", name)
+	}
+	return rate
+}
+
+// checkLayouts checks the steady rates of the two layouts against the model's limits.
+func checkLayouts(t *testing.T, appendOnly, spread float64, writers int, window time.Duration) {
+	t.Helper()
 	// Over s seconds a bucket admits at most rate*s plus its burst (one second's worth).
 	// The lower bound is loose: writers whose backoffs grew to seconds leave the one
 	// partition idle at times (the burst caps what an idle bucket saves).
 	steadySeconds := float64(window/time.Second) - 2
-	if r := rates["append-only"]; r > loadPartitionRate*(1+1/steadySeconds) || r < 0.5*loadPartitionRate {
-		t.Errorf("append-only sustained %.0f entities/s, want one partition's %d", r, loadPartitionRate)
+	if appendOnly > loadPartitionRate*(1+1/steadySeconds) || appendOnly < 0.5*loadPartitionRate {
+		t.Errorf("append-only sustained %.0f entities/s, want one partition's %d", appendOnly, loadPartitionRate)
 	}
-	if r := rates["spread"]; r < 0.7*loadAccountRate || r > loadAccountRate*(1+1/steadySeconds) {
-		t.Errorf("spread sustained %.0f entities/s, want close to the account's %d", r, loadAccountRate)
+	if spread < 0.7*loadAccountRate || spread > loadAccountRate*(1+1/steadySeconds) {
+		t.Errorf("spread sustained %.0f entities/s, want close to the account's %d", spread, loadAccountRate)
 	}
-	ratio := rates["spread"] / rates["append-only"]
+	ratio := spread / appendOnly
 	t.Logf("spread / append-only = %.1f (model: partition %d/s, account %d/s, burst 1 s each; %d writers, transactions of %d)", ratio, loadPartitionRate, loadAccountRate, writers, loadTxSize)
 	if ratio < 5 {
 		t.Errorf("spread / append-only = %.1f, want at least 5 (the model allows %d)", ratio, loadAccountRate/loadPartitionRate)
