@@ -31,11 +31,12 @@ type Proxy struct {
 	rules     []*ruleState
 	rng       *rand.Rand
 	requests  []RequestInfo
-	deleting  time.Duration            // EmulateTableBeingDeleted window; 0 = off
-	deletedAt map[string]time.Time     // lowercased table name -> time of its successful DELETE
-	pageMax   int                      // EmulatePaging page size; 0 = off
-	emptyPage bool                     // EmulatePaging empty first page
-	throttle  atomic.Pointer[Throttle] // EmulateThrottling model; nil = off
+	deleting  time.Duration        // EmulateTableBeingDeleted window; 0 = off
+	deletedAt map[string]time.Time // lowercased table name -> time of its successful DELETE
+	pageMax   int                  // EmulatePaging page size; 0 = off
+	emptyPage bool                 // EmulatePaging empty first page
+
+	throttle atomic.Pointer[Throttle] // EmulateThrottling model (throttle.go); nil = off
 }
 
 // RequestInfo records one request that reached the proxy.

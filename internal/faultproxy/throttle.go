@@ -54,7 +54,8 @@ type ThrottleOptions struct {
 	// PartitionOf maps a PartitionKey to the partition that serves it. Defaults to the
 	// PartitionKey itself: every PartitionKey is its own partition, the most the service
 	// can spread. Set it to model range partitions, where the service serves neighbouring
-	// keys from one server (e.g. the first n characters of the key).
+	// keys from one server (e.g. the first n characters of the key). An empty result
+	// counts against the account only.
 	PartitionOf func(partitionKey string) string
 	// Now is the model's clock. Defaults to time.Now; tests of the model itself pass a
 	// fake one.
