@@ -27,6 +27,10 @@ type Clients struct {
 type ClientOptions struct {
 	// Transport replaces the HTTP transport of all three clients (nil: the Azure SDK default).
 	Transport policy.Transporter
+	// AllowHTTP lets NewTablesWithSAS send its token over plain HTTP to a host that is not
+	// loopback. Defaults to false: https only (loopback, the emulator, is always allowed).
+	// NewClients ignores it.
+	AllowHTTP bool
 }
 
 // NewClients builds the three service clients from a storage connection string

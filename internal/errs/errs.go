@@ -97,3 +97,46 @@ func Invalid(field, reasonFormat string, args ...any) *InvalidInputError {
 func TooLarge(field, reason string, size, limit int) *InvalidInputError {
 	return &InvalidInputError{Field: field, Reason: reason, Size: size, Limit: limit}
 }
+
+// OutcomeUnknownError is a non-idempotent write whose outcome cannot be known: an earlier
+// attempt failed in a way that leaves open whether the service applied it (Cause), and the
+// retry met an answer (Err) that the earlier attempt's own success could explain. It
+// unwraps to ErrOutcomeUnknown and to Err, so errors.Is(err, ErrAlreadyExists) still tells
+// what the retry met; test ErrOutcomeUnknown first.
+type OutcomeUnknownError struct {
+	// Op is the operation ("insert", "update", "delete", "transaction").
+	Op string
+	// Resource is the table.
+	Resource string
+	// PartitionKey and RowKey identify the entity (the first action's, for a transaction).
+	PartitionKey, RowKey string
+	// Cause is the earlier failure that may have been applied (a timeout, a reset, a 500).
+	Cause error
+	// Err is the service's answer to the retry.
+	Err error
+}
+
+// Error implements error. It holds no URL query or credentials.
+func (e *OutcomeUnknownError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tablepatterns: %s %s", e.Op, e.Resource)
+	if e.PartitionKey != "" || e.RowKey != "" {
+		fmt.Fprintf(&b, " (PartitionKey=%q, RowKey=%q)", e.PartitionKey, e.RowKey)
+	}
+	b.WriteString(": outcome unknown: an earlier attempt may have been applied")
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (%s)", Redact(e.Cause))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, "; the retry met: %s", Redact(e.Err))
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrOutcomeUnknown and the retry's answer.
+func (e *OutcomeUnknownError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrOutcomeUnknown}
+	}
+	return []error{ErrOutcomeUnknown, e.Err}
+}

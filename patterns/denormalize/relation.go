@@ -94,9 +94,11 @@ type Options[S, D any] struct {
 	// InPartition mode.
 	Queue *queueworker.Client
 	// Settle bounds, in AcrossPartitions mode, how long a change may take to become visible:
-	// a write enqueues its message first and then writes within Settle/2; a worker that
-	// finds the write not (yet) there reconciles what it finds and looks again until the
-	// message is Settle old. Defaults to DefaultSettle; at least 2 seconds.
+	// a write enqueues its message first and then writes, both within Settle/2 of the
+	// moment before the message was built; a worker that finds the write not (yet) there
+	// reconciles what it finds and looks again until the message is Settle old. It must
+	// exceed the clock skew between writers and workers. Defaults to DefaultSettle; at
+	// least 2 seconds.
 	Settle time.Duration
 	// MaxCopies bounds the copies of one source in InPartition mode, checked when a target
 	// is linked. Defaults to MaxInPartitionCopies, which is also the most it may be.
