@@ -188,8 +188,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = r.Body.Close()
 	rule := p.pickRule(r, body)
-	var busy *refusal // the throughput model's answer (throttle.go)
-	if rule == nil || rule.Action.kind == actDelay {
+	var busy *refusal // the throughput model's answer (throttle.go), for forwarded requests
+	if rule == nil || rule.Action.kind == actDelay || rule.Action.kind == actForward {
 		busy = p.throttled(r, body)
 	}
 

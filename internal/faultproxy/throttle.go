@@ -173,7 +173,8 @@ type Throttle struct {
 // the service does, 503 ServerBusy with the table service's JSON error body (message
 // PartitionBusyMessage, or AccountBusyMessage when the account's bucket is the one
 // short), without forwarding the request and without taking tokens. Rules run first: the
-// model only sees requests that no rule answered or dropped.
+// model only sees requests that no rule answered or dropped (a request a Delay rule holds
+// is judged before its delay, a paused one when it is released).
 //
 // The model's shape (token buckets, every PartitionKey its own partition unless
 // PartitionOf says otherwise) is an assumption; the figures are the published targets.
