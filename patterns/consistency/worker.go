@@ -2,7 +2,10 @@ package consistency
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -15,9 +18,11 @@ const (
 )
 
 // Register adds the handlers of the three archive job kinds to r. A job that finds
-// nothing to do because the data is already where it should be succeeds; a job that finds
-// nothing at all (OutcomeMissing) and an invalid job are cancelled into the poison queue.
-// Transient failures return an error, so the message is delivered again.
+// nothing to do because the data is already where it should be succeeds. A job that can
+// never succeed is cancelled into the poison queue at once: one that finds nothing at all
+// (OutcomeMissing), an invalid or not allowed job, a table that is not sealed or changed
+// during its export, an archive that does not match its manifest. Other failures return
+// an error, so the message is delivered again.
 //
 // Errors: those of queueworker.Handle (a kind registered twice).
 func (a *Archiver) Register(r *queueworker.Registry) error {
@@ -49,6 +54,9 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 }
 
 func outcomeError(out Outcome, err error, what string) error {
+	if permanent(err) {
+		return queueworker.Cancel(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -56,6 +64,12 @@ func outcomeError(out Outcome, err error, what string) error {
 		return queueworker.Cancel(fmt.Errorf("%s: %w", what, ErrNothingToArchive))
 	}
 	return nil
+}
+
+// permanent reports the errors a redelivery cannot fix.
+func permanent(err error) bool {
+	return errors.Is(err, errs.ErrInvalidInput) || errors.Is(err, ErrNotSealed) || errors.Is(err, ErrTableChanged) ||
+		errors.Is(err, ErrArchiveCorrupt) || errors.Is(err, ErrNotAllowed)
 }
 
 // EnqueueArchiveEntity enqueues an archive-entity job: the first step of the eventually
@@ -94,6 +108,6 @@ func EnqueueRestoreTable(ctx context.Context, c *queueworker.Client, job Restore
 	if err := job.validate(); err != nil {
 		return err
 	}
-	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target, job, nil)
+	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target+"|"+job.Generation, job, nil)
 	return err
 }
