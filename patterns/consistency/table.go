@@ -165,7 +165,12 @@ func validGeneration(g string) bool {
 	return err == nil
 }
 
-func (j ArchiveTableJob) validate() error {
+// Validate checks the job without sending anything (not whether the table is sealed now:
+// see Archiver.CheckSealed).
+//
+// Errors: ErrInvalidInput naming the field; ErrNotSealed (with ErrInvalidInput) when
+// the job names neither a period scheme nor Sealed.
+func (j ArchiveTableJob) Validate() error {
 	if err := codec.ValidateTableName(j.Table); err != nil {
 		return err
 	}
@@ -208,7 +213,7 @@ func (j ArchiveTableJob) period() (periodtable.Table, error) {
 //
 // Errors: ErrInvalidInput, and ErrNotSealed (which also matches ErrInvalidInput).
 func (a *Archiver) CheckSealed(j ArchiveTableJob) error {
-	if err := j.validate(); err != nil {
+	if err := j.Validate(); err != nil {
 		return err
 	}
 	_, err := a.checkSealed(j)
@@ -233,7 +238,10 @@ func (a *Archiver) checkSealed(j ArchiveTableJob) (string, error) {
 	return "period", nil
 }
 
-func (j RestoreTableJob) validate() error {
+// Validate checks the job without sending anything.
+//
+// Errors: ErrInvalidInput naming the field.
+func (j RestoreTableJob) Validate() error {
 	if err := codec.ValidateTableName(j.Table); err != nil {
 		return err
 	}
@@ -279,7 +287,7 @@ func (j RestoreTableJob) validate() error {
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrTableChanged,
 // ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (TableReport, error) {
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return TableReport{}, err
 	}
 	if err := a.allowed(job.Table, "", job.Container); err != nil {
@@ -717,7 +725,7 @@ const restoreChunk = 2000
 //
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return TableReport{}, err
 	}
 	target := job.Target

@@ -36,7 +36,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		return err
 	}
 	if err := queueworker.Handle(r, KindArchiveTable, func(ctx context.Context, msg *queueworker.Message[ArchiveTableJob]) error {
-		if err := msg.Payload.validate(); err != nil {
+		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
 		rep, err := a.ArchiveTable(ctx, msg.Payload)
@@ -45,7 +45,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		return err
 	}
 	return queueworker.Handle(r, KindRestoreTable, func(ctx context.Context, msg *queueworker.Message[RestoreTableJob]) error {
-		if err := msg.Payload.validate(); err != nil {
+		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
 		rep, err := a.RestoreTable(ctx, msg.Payload)
@@ -94,7 +94,7 @@ func EnqueueArchiveEntity(ctx context.Context, c *queueworker.Client, job Archiv
 //
 // Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
 func EnqueueArchiveTable(ctx context.Context, c *queueworker.Client, job ArchiveTableJob) error {
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return err
 	}
 	_, err := queueworker.Enqueue(ctx, c, KindArchiveTable, "table|"+job.Table+"|"+job.Container, job, nil)
@@ -105,7 +105,7 @@ func EnqueueArchiveTable(ctx context.Context, c *queueworker.Client, job Archive
 //
 // Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
 func EnqueueRestoreTable(ctx context.Context, c *queueworker.Client, job RestoreTableJob) error {
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return err
 	}
 	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target+"|"+job.Generation, job, nil)
