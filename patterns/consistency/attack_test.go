@@ -567,3 +567,53 @@ func TestRestoreVerifiesBeforeWriting(t *testing.T) {
 		t.Fatalf("a corrupt export is retried: %v", err)
 	}
 }
+
+// Least privilege: a job outside the archiver's allowlists is refused before any request,
+// and the worker poisons it.
+func TestAllowlistsRefuseWithoutRequest(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	a, err := New(b.clients, &Options{Retry: fastRetry(), AllowedTablePrefixes: []string{"signins"}, AllowedContainers: []string{"cold"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := ps.Table.Count() + ps.Blob.Count()
+	for name, run := range map[string]func() error{
+		"entity source": func() error {
+			_, err := a.ArchiveEntity(b.ctx, ArchiveEntityJob{Source: "Employees", PartitionKey: "p", RowKey: "r", TargetTable: "SignInsArchive"})
+			return err
+		},
+		"entity target": func() error {
+			_, err := a.ArchiveEntity(b.ctx, ArchiveEntityJob{Source: "SignIns1", PartitionKey: "p", RowKey: "r", TargetTable: "Employees"})
+			return err
+		},
+		"container": func() error {
+			_, err := a.ArchiveEntity(b.ctx, ArchiveEntityJob{Source: "SignIns1", PartitionKey: "p", RowKey: "r", TargetContainer: "hot"})
+			return err
+		},
+		"table": func() error {
+			_, err := a.ArchiveTable(b.ctx, ArchiveTableJob{Table: "Employees", Container: "cold", Sealed: true})
+			return err
+		},
+		"restore target": func() error {
+			_, err := a.RestoreTable(b.ctx, RestoreTableJob{Table: "SignIns1", Container: "cold", Target: "Employees"})
+			return err
+		},
+	} {
+		err := run()
+		if !errors.Is(err, ErrNotAllowed) {
+			t.Errorf("%s: %v, want ErrNotAllowed", name, err)
+		}
+		var ce *queueworker.CancelError
+		if !errors.As(outcomeError("", err, name), &ce) {
+			t.Errorf("%s: not poisoned at once", name)
+		}
+	}
+	if n := ps.Table.Count() + ps.Blob.Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent for jobs outside the allowlists", n)
+	}
+	if _, err := New(b.clients, &Options{AllowedTablePrefixes: []string{""}}); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("an empty prefix: %v", err)
+	}
+}
