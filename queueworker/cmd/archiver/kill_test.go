@@ -20,39 +20,21 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds the archiver once for the package's tests.
+// binary builds the archiver into the test's temporary directory (removed with it).
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "archiver-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "archiver")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin := filepath.Join(t.TempDir(), "archiver")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return binPath
+	return bin
 }
 
 // killLoop starts `archiver run` on queue and kills it with SIGKILL after a random time,
 // kills times; the visibility timeout is 1 s so that the next process gets the killed
 // deliveries back quickly, and max-dequeue is high so that kills do not poison them.
-func killLoop(t *testing.T, queue string, kills int, minD, maxD time.Duration) {
+func killLoop(t *testing.T, bin, queue string, kills int, minD, maxD time.Duration) {
 	t.Helper()
-	bin := binary(t)
 	for i := range kills {
 		var stderr syncBuffer
 		cmd := exec.CommandContext(t.Context(), bin, "run", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "error")
@@ -76,12 +58,12 @@ func killLoop(t *testing.T, queue string, kills int, minD, maxD time.Duration) {
 }
 
 // drainQueue runs the archiver to the end of the queue, unharmed.
-func drainQueue(t *testing.T, queue string) string {
+func drainQueue(t *testing.T, bin, queue string) string {
 	t.Helper()
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), "run", "-drain", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "warn")
+	cmd := exec.CommandContext(ctx, bin, "run", "-drain", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "warn")
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -173,8 +155,9 @@ func TestKillNineDuringArchiveEntity(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	killLoop(t, kb.queue, 20, 100*time.Millisecond, 700*time.Millisecond)
-	drainQueue(t, kb.queue)
+	bin := binary(t)
+	killLoop(t, bin, kb.queue, 20, 100*time.Millisecond, 700*time.Millisecond)
+	drainQueue(t, bin, kb.queue)
 	if left, err := src.Collect(kb.ctx, repo.Query{Top: 5}); err != nil || len(left) != 0 {
 		t.Fatalf("source still holds %v (%v)", left, err)
 	}
@@ -202,8 +185,9 @@ func TestKillNineDuringArchiveTable(t *testing.T) {
 	if err := consistency.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
 		t.Fatal(err)
 	}
-	killLoop(t, kb.queue, 20, 150*time.Millisecond, 1500*time.Millisecond)
-	drainQueue(t, kb.queue)
+	bin := binary(t)
+	killLoop(t, bin, kb.queue, 20, 150*time.Millisecond, 1500*time.Millisecond)
+	drainQueue(t, bin, kb.queue)
 	if ok, err := tb.Exists(kb.ctx); err != nil || ok {
 		t.Fatalf("the table still exists: %v %v", ok, err)
 	}
@@ -237,8 +221,9 @@ func TestKillNineDuringRestoreTable(t *testing.T) {
 	if err := consistency.EnqueueRestoreTable(kb.ctx, kb.client, consistency.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name()}); err != nil {
 		t.Fatal(err)
 	}
-	killLoop(t, kb.queue, 20, 150*time.Millisecond, 1500*time.Millisecond)
-	drainQueue(t, kb.queue)
+	bin := binary(t)
+	killLoop(t, bin, kb.queue, 20, 150*time.Millisecond, 1500*time.Millisecond)
+	drainQueue(t, bin, kb.queue)
 	got, err := target.Collect(kb.ctx, repo.Query{Select: []string{"N"}})
 	if err != nil || len(got) != n {
 		t.Fatalf("restored %d entities (%v), want %d", len(got), err, n)

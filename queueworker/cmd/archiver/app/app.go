@@ -278,20 +278,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	e.logger.Info("archiver started", zap.String("queue", e.queue), zap.Int("concurrency", concurrency), zap.Bool("drain", drain))
-	stopped := make(chan struct{})
-	defer close(stopped)
+	// Say when a stop is requested (SIGINT/SIGTERM cancel ctx), as it arrives.
+	stopped, logged := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(logged)
 		select {
 		case <-ctx.Done():
-			e.logger.Info("stop requested (signal): no new jobs; running jobs may finish", zap.Duration("shutdownTimeout", shutdown))
 		case <-stopped:
+			if ctx.Err() == nil {
+				return
+			}
 		}
+		e.logger.Info("stop requested (signal): no new jobs; running jobs may finish", zap.Duration("shutdownTimeout", shutdown))
 	}()
 	if drain {
 		err = w.Drain(ctx)
 	} else {
 		err = w.Run(ctx)
 	}
+	close(stopped)
+	<-logged
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil // SIGINT/SIGTERM: a graceful stop, with or without -drain
 	}
