@@ -306,3 +306,31 @@ func TestArchivePeriodsDryRun(t *testing.T) {
 		t.Fatal("a dry run created the queue")
 	}
 }
+
+// Issue 11 defect 8: poison list shows the original text of a malformed message.
+func TestPoisonListShowsMalformedText(t *testing.T) {
+	t.Parallel()
+	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := testenv.QueueName(t)
+	q := clients.Queues.NewQueueClient(queue)
+	if _, err := q.Create(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = q.Delete(context.Background(), nil)
+		_, _ = clients.Queues.NewQueueClient(queue+"-poison").Delete(context.Background(), nil)
+	})
+	if _, err := q.EnqueueMessage(t.Context(), "{not json, from a broken producer", nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := archiver(t, "run", "-drain", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
+		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ := archiver(t, "poison", "list", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "(malformed)") || !strings.Contains(out, `"{not json, from a broken producer"`) {
+		t.Fatalf("poison list: %d\n%s", code, out)
+	}
+}
