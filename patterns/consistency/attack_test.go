@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -615,5 +617,71 @@ func TestAllowlistsRefuseWithoutRequest(t *testing.T) {
 	}
 	if _, err := New(b.clients, &Options{AllowedTablePrefixes: []string{""}}); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("an empty prefix: %v", err)
+	}
+}
+
+// A manifest is untrusted: one that names another blob than its generation's data is
+// refused (ErrArchiveCorrupt) without a request to the named blob, and nothing is written.
+func TestForgedManifestIsRefused(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	container := testenv.ContainerName(t)
+	if err := b.a.createContainer(b.ctx, container); err != nil {
+		t.Fatal(err)
+	}
+	gen := newGeneration(time.Now())
+	forged := Manifest{Format: ManifestFormat, Table: "Victims", Generation: gen, Entities: 1, Bytes: 10,
+		SHA256: strings.Repeat("0", 64), DataBlob: "other-app/config.json"}
+	body, _ := json.Marshal(forged)
+	for _, name := range []string{ManifestBlobName("Victims", gen), "other-app/config.json"} {
+		if _, err := b.clients.Blobs.UploadBuffer(b.ctx, container, name, body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps.Blob.Reset()
+	_, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: "Victims", Container: container, Target: b.archive.Name()})
+	if !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("restore with a forged manifest: %v, want ErrArchiveCorrupt", err)
+	}
+	if n := ps.Blob.CountMatching(func(r faultproxy.RequestInfo) bool { return strings.Contains(r.Path, "other-app") }); n != 0 {
+		t.Fatalf("%d requests to the blob the forged manifest names", n)
+	}
+	if got, err := b.archive.Collect(b.ctx, repo.Query{Top: 1}); err != nil || len(got) != 0 {
+		t.Fatalf("the restore wrote %d entities (%v)", len(got), err)
+	}
+}
+
+// Issue 12 defect 2 against the server: an entity whose keys are dot segments is
+// archived under its escaped name, inside its table's folder, and read back.
+func TestArchiveEntityDotKeysStayInTheirFolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	e := employee("..", "..", 40)
+	if err := b.current.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	job := ArchiveEntityJob{Source: b.current.Name(), PartitionKey: "..", RowKey: "..", TargetContainer: container}
+	if out, err := b.a.ArchiveEntity(b.ctx, job); err != nil || out != OutcomeMoved {
+		t.Fatalf("move: %v %v", out, err)
+	}
+	pager := b.clients.Blobs.NewListBlobsFlatPager(container, nil)
+	var names []string
+	for pager.More() {
+		page, err := pager.NextPage(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			names = append(names, *it.Name)
+		}
+	}
+	if want := b.current.Name() + "/%2E%2E/%2E%2E.json"; len(names) != 1 || names[0] != want {
+		t.Fatalf("blobs %q, want [%s]", names, want)
+	}
+	got, err := b.a.ReadArchivedEntity(b.ctx, container, b.current.Name(), "..", "..")
+	if err != nil || got.PartitionKey != ".." || got.Properties["Age"] != int32(40) {
+		t.Fatalf("read back: %+v %v", got, err)
 	}
 }
