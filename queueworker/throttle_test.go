@@ -95,9 +95,9 @@ func TestLoadWorkerUnderSustainedThrottling(t *testing.T) {
 	ws := w.Stats()
 	t.Logf("drained %d messages in %v; window: %d table requests sent, %d admitted: ratio %.2f; model: %d admitted, %d refused; %d retries logged, %d handlers gave up; worker %+v",
 		n, elapsed.Round(time.Millisecond), sent, admitted, float64(sent)/float64(admitted), st.Total.AdmittedRequests, st.Total.RefusedRequests, logs.FilterMessage("retrying").Len(), gaveUp.Load(), ws)
-	// Issue 17's target is 1.2x; the per-operation backoff of package retry does not meet
-	// it (see repo/throttle_test.go, stormBound): the bound only catches a real storm.
-	const retryStormTarget, stormBound = 1.2, 3.5
+	// Issue 17's target is about 1.2x: the retry.Gate of the clients repo.NewClients builds
+	// keeps the client near 1x (see repo/throttle_test.go, stormBound).
+	const retryStormTarget, stormBound = 1.2, 1.3
 	if r := float64(sent) / float64(admitted); r > stormBound {
 		t.Errorf("retry storm: %d requests sent for %d admitted (%.2fx, bound %.1fx)", sent, admitted, r, stormBound)
 	} else if r > retryStormTarget {

@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // Clients are the Azure SDK clients of one storage account, built from one connection
@@ -50,11 +51,11 @@ func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) 
 	if err != nil {
 		return nil, connStringError("table")
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: base})
+	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: withGate(base)})
 	if err != nil {
 		return nil, connStringError("queue")
 	}
-	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: base})
+	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: withGate(base)})
 	if err != nil {
 		return nil, connStringError("blob")
 	}
@@ -82,5 +83,15 @@ func TableClientOptions(base *aztables.ClientOptions) *aztables.ClientOptions {
 	}
 	o.Retry.MaxRetries = -1
 	o.PerCallPolicies = append(append([]policy.Policy(nil), o.PerCallPolicies...), batchPolicy{})
+	o.ClientOptions = withGate(o.ClientOptions)
 	return &o
+}
+
+// withGate returns o with a fresh retry.Gate among its per-retry policies: one send rate
+// per client, cut when the service throttles it (see retry.Gate), so that sustained
+// throttling does not turn into a retry storm.
+func withGate(o azcore.ClientOptions) azcore.ClientOptions {
+	g, _ := retry.NewGate(nil) // the defaults are valid
+	o.PerRetryPolicies = append(append([]policy.Policy(nil), o.PerRetryPolicies...), g)
+	return o
 }

@@ -43,10 +43,11 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 //
 // An insert is not idempotent. When a retry meets an existing entity after an attempt that
 // may have been applied (its response was lost), Insert cannot know by itself whether that
-// entity is its own: it returns ErrOutcomeUnknown, or, with Options.TrackWrites, reads the
-// entity's write history and answers exactly (nil or ErrAlreadyExists). A retry after a
-// failure that proves nothing was applied (503 ServerBusy, 429, no connection) returns the
-// service's answer as it is.
+// entity is its own: it returns ErrOutcomeUnknown. With Options.TrackWrites it reads the
+// entity and returns nil when it finds its write id there (v's ETag is then one that
+// matches no version: re-read before a conditional write), ErrOutcomeUnknown otherwise. A
+// retry after a failure that proves nothing was applied (503 ServerBusy, 429, no
+// connection) returns the service's answer as it is.
 //
 // Errors: ErrAlreadyExists, ErrOutcomeUnknown, ErrInvalidInput (limits, keys: nothing
 // sent), ErrTransient, *Error.
@@ -69,7 +70,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error 
 // v's ETag field holds the new ETag.
 //
 // A retry that meets 412 or 404 after an attempt that may have been applied is decided as
-// for Insert: ErrOutcomeUnknown, or exactly with Options.TrackWrites.
+// for Insert.
 //
 // Errors: ErrPreconditionFailed (another writer changed the entity), ErrNotFound,
 // ErrOutcomeUnknown, ErrInvalidInput (nothing sent), ErrTransient, *Error.
@@ -80,10 +81,11 @@ func (t *Table[T]) Update(ctx context.Context, v *T, opts *UpdateOptions) error 
 
 // Delete removes the entity with these keys; conditional if opts.ETag is set.
 //
-// An unconditional delete is idempotent: a retry that finds the entity gone after an
-// attempt that may have been applied reports success (the entity is gone, as asked). A
-// conditional delete in the same case returns ErrOutcomeUnknown: the entity is gone and
-// its history with it, so tracking cannot tell whose delete it was.
+// A retry that finds the entity gone (or changed) after an attempt that may have been
+// applied returns ErrOutcomeUnknown, tracked or not: the entity is gone and its history
+// with it, so nothing tells whose delete it was (two consumers that claim an item by
+// deleting it must not both be told they did). DeleteIfExists, which asks only that the
+// entity be gone, reports that case as success.
 //
 // Errors: ErrNotFound, ErrPreconditionFailed, ErrOutcomeUnknown, ErrInvalidInput,
 // ErrTransient, *Error.
@@ -98,8 +100,9 @@ func (t *Table[T]) Delete(ctx context.Context, pk, rk string, opts *DeleteOption
 // Errors: ErrInvalidInput, ErrTransient, *Error.
 func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) error {
 	err := t.Delete(ctx, pk, rk, nil)
-	if errors.Is(err, ErrNotFound) {
-		return nil
+	var ue *OutcomeUnknownError
+	if errors.Is(err, ErrNotFound) || (errors.As(err, &ue) && errors.Is(ue.Err, ErrNotFound)) {
+		return nil // gone, as asked: by this call or another
 	}
 	return err
 }

@@ -177,7 +177,9 @@ func TestLostResponseThenAnotherWriter(t *testing.T) {
 }
 
 // A write dropped before it reached the service (so not applied, though the client cannot
-// know), then another writer: tracking proves it did not happen.
+// know), then another writer: tracking finds no trace of it, which proves nothing (a
+// history is data others can rewrite), so the answer is ErrOutcomeUnknown, never nil and
+// never a refusal.
 func TestDroppedAttemptThenAnotherWriterTracked(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
@@ -196,8 +198,11 @@ func TestDroppedAttemptThenAnotherWriterTracked(t *testing.T) {
 	a, _ := tbl.Get(b.ctx, "c", "1")
 	b.proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropBeforeForward()})
 	a.N++
-	if err := tbl.Update(b.ctx, &a, nil); !errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrOutcomeUnknown) {
-		t.Fatalf("update dropped before the service, then overtaken: %v, want ErrPreconditionFailed", err)
+	if err := tbl.Update(b.ctx, &a, nil); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("update dropped before the service, then overtaken: %v, want ErrOutcomeUnknown", err)
+	}
+	if got, _ := tbl.Get(b.ctx, "c", "1"); got.N != 6 {
+		t.Fatalf("N = %d, want 6 (only the other writer's increment)", got.N)
 	}
 
 	// An insert claim dropped before the service while another claimer wins.
@@ -207,8 +212,23 @@ func TestDroppedAttemptThenAnotherWriterTracked(t *testing.T) {
 		}
 	})})
 	b.proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropBeforeForward()})
-	if err := claimer.Insert(b.ctx, &Counter{PK: "claim", RK: "y"}); !errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown) {
-		t.Fatalf("claim dropped before the service, then won by another: %v, want ErrAlreadyExists", err)
+	if err := claimer.Insert(b.ctx, &Counter{PK: "claim", RK: "y"}); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrAlreadyExists) {
+		t.Fatalf("claim dropped before the service, then won by another: %v, want ErrOutcomeUnknown", err)
+	}
+
+	// A claim by delete dropped before the service while another consumer deletes: never
+	// nil for both (DeleteIfExists, which asks only for "gone", is nil).
+	if err := tbl.Insert(b.ctx, &Counter{PK: "d", RK: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	deleter := table[Counter](t, b, &repo.Options{Logger: onRetry(func() {
+		if err := other.Delete(b.ctx, "d", "1", nil); err != nil {
+			t.Error(err)
+		}
+	})})
+	b.proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropBeforeForward()})
+	if err := deleter.Delete(b.ctx, "d", "1", nil); !errors.Is(err, repo.ErrOutcomeUnknown) {
+		t.Fatalf("delete dropped before the service, then done by another: %v, want ErrOutcomeUnknown", err)
 	}
 }
 

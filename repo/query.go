@@ -166,6 +166,11 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	if sel == nil {
 		sel = t.sel
 	}
+	if len(sel) > 0 && t.track != nil {
+		// A tracked table learns the history of every version it reads, projections too,
+		// so that a write built on a projected read carries it forward.
+		sel = append(append(sel[:len(sel):len(sel)], "PartitionKey", "RowKey"), t.track.prop)
+	}
 	if len(sel) > 0 {
 		s := strings.Join(sel, ",")
 		opts.Select = &s

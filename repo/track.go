@@ -33,13 +33,12 @@ import (
 // see that version. Upserts and unconditional updates are idempotent and carry none: a
 // merge leaves the stored history as it is (still true), a replace removes it.
 //
-// What a retry concludes after an unanswered attempt:
-//   - its id is in the stored history: the write happened (success);
-//   - an insert meets an entity whose history reaches its insert and lacks the id: the
-//     insert did not happen as far as anyone can tell (ErrAlreadyExists);
-//   - a conditional update meets a history that holds the id of the version it replaced
-//     and lacks its own: it did not happen (ErrPreconditionFailed);
-//   - anything else (no entity, a broken or overflowed chain, a delete): ErrOutcomeUnknown.
+// What a retry concludes after an unanswered attempt: its id in the stored history proves
+// the write happened (success). Nothing proves the opposite: the history is data that any
+// writer of the entity can change, so its absence leaves ErrOutcomeUnknown. A tracked table
+// therefore never reports success for a write that did not happen, nor a refusal for one
+// that did, and answers "unknown" only for writes that did not land or whose trace was lost
+// (a history overflowed, or overwritten by a writer that does not track).
 
 // DefaultWriteIDProperty is the property that holds the write history of a tracked table.
 const DefaultWriteIDProperty = "TpWriteIDs"
@@ -122,7 +121,6 @@ func (tr *tracker) plan(w *writeAction) {
 		w.hist = "+" + w.writeID
 	default: // a conditional update
 		if h, ok := tr.lookup(w.pk, w.rk, w.ifMatch); ok {
-			w.pred = headID(h)
 			w.hist = tr.trim(w.writeID + " " + h)
 			break
 		}
@@ -168,68 +166,41 @@ func validHistory(hist string) bool {
 	return true
 }
 
-func headID(hist string) string {
-	head, _, _ := strings.Cut(hist, " ")
-	head = strings.TrimPrefix(head, "+")
-	if len(head) != writeIDLen {
-		return ""
-	}
-	return head
-}
-
-// outcome is what a read tells of an unanswered write.
-type outcome int
-
-const (
-	outcomeUnknown outcome = iota
-	outcomeApplied
-	outcomeNotApplied
-)
-
-// judge reads w's entity and tells whether w's unanswered attempt was applied. head reports
-// that the stored version is w's own (its ETag can be handed to the caller).
-func (w *writeAction) judge(ctx context.Context) (o outcome, etag string, head bool, err error) {
+// applied reads w's entity and reports whether w's unanswered attempt is known to have
+// been applied: its write id is in the stored history. Nothing else is proof either way:
+// the history is data anyone who can write the entity can change (a foreign copy written
+// back with an old history, a merge that leaves it as it is, a delete and a re-insert), so
+// its absence proves nothing, and the caller answers ErrOutcomeUnknown.
+func (w *writeAction) applied(ctx context.Context) (bool, error) {
 	if w.writeID == "" {
-		return outcomeUnknown, "", false, nil
+		return false, nil
 	}
 	resp, err := w.client.GetEntity(ctx, w.pk, w.rk, nil)
 	if err != nil {
 		err = errs.Wrap(err, "get", w.table, w.pk, w.rk)
 		if errors.Is(err, ErrNotFound) {
-			return outcomeUnknown, "", false, nil
+			return false, nil
 		}
-		return outcomeUnknown, "", false, err
+		return false, err
 	}
 	v, err := codec.StringProperties(resp.Value, w.track.prop)
 	if err != nil || !validHistory(v[0]) {
-		return outcomeUnknown, "", false, nil
+		return false, nil
 	}
-	hist := v[0]
-	w.track.remember(w.pk, w.rk, string(resp.ETag), hist)
-	entries := strings.Fields(hist)
-	for i, e := range entries {
+	w.track.remember(w.pk, w.rk, string(resp.ETag), v[0])
+	for _, e := range strings.Fields(v[0]) {
 		if strings.TrimPrefix(e, "+") == w.writeID {
-			return outcomeApplied, string(resp.ETag), i == 0, nil
+			return true, nil
 		}
 	}
-	switch {
-	case w.kind == kindInsert && strings.Contains(hist, "+"):
-		// The chain reaches the entity's insert, and it was not ours.
-		return outcomeNotApplied, "", false, nil
-	case w.pred != "":
-		for _, e := range entries {
-			if strings.TrimPrefix(e, "+") == w.pred {
-				// The version we replaced is still in an unbroken chain without us.
-				return outcomeNotApplied, "", false, nil
-			}
-		}
-	}
-	return outcomeUnknown, "", false, nil
+	return false, nil
 }
 
-// supersededETag is set on a value whose write happened but was overwritten since: it
-// matches no version, so the caller's next conditional write fails with
-// ErrPreconditionFailed and re-reads, instead of overwriting the newer version.
+// supersededETag is set on a value whose write is known to have happened only through a
+// retry: its own ETag was in the lost response, and the stored version may be another
+// writer's since (a merge keeps the history as it is, so even "our id first" proves
+// nothing). It matches no version, so the caller's next conditional write fails with
+// ErrPreconditionFailed and re-reads, instead of overwriting a newer version.
 const supersededETag = `W/"datetime'0001-01-01T00%3A00%3A00.0000000Z'"`
 
 // withHistory appends the tracking property to an encoded entity body.

@@ -74,10 +74,11 @@ func (a Action) Keys() (pk, rk string) { return a.w.pk, a.w.rk }
 // inside the changeset. A retry after a failure that may have been applied (a timeout, a
 // reset, a 500: the transaction may have been committed) that then meets 404, 409 or 412
 // cannot tell its own commit from another writer: with Options.TrackWrites, Submit reads
-// the entities of its insert, update and upsert actions, and one action whose write id is
-// stored proves the whole transaction committed (it is atomic); an update action whose
-// replaced version is still there without it proves it did not. Otherwise, and always
-// without tracking, the error wraps ErrOutcomeUnknown and the *ActionError.
+// the entities of its insert and conditional update actions, and one action whose write id
+// is stored proves the whole transaction committed (it is atomic); the actions' values then
+// get an ETag that matches no version (their own was in the lost response), so that a next
+// conditional write re-reads. Otherwise, and always without tracking, the error wraps
+// ErrOutcomeUnknown and carries the *ActionError.
 //
 // Errors: *ActionError, ErrOutcomeUnknown, ErrInvalidInput, ErrTransient, *Error.
 func Submit(ctx context.Context, actions ...Action) ([]string, error) {
@@ -126,47 +127,24 @@ func echoCode(status int) bool {
 }
 
 // resolveTransaction decides a retried transaction that failed with err after an attempt
-// that may have been committed (cause), as Submit documents.
+// that may have been committed (cause), as Submit documents: one action whose write id is
+// stored proves the whole transaction committed (it is atomic); nothing proves it did not.
 func resolveTransaction(ctx context.Context, actions []Action, cause, err error) error {
-	notApplied := false
 	for i := range actions {
 		w := &actions[i].w
 		if w.kind == kindDelete || w.writeID == "" {
 			continue
 		}
-		o, etag, head, jerr := w.judge(ctx)
+		ok, jerr := w.applied(ctx)
 		if jerr != nil {
 			return jerr
 		}
-		switch o {
-		case outcomeApplied:
-			w.applied(etag, head)
-			// The transaction committed whole: learn the other actions' ETags, so that a
-			// caller's next conditional write of them works (an action whose version was
-			// replaced since gets one that matches no version).
-			for j := i + 1; j < len(actions); j++ {
-				wj := &actions[j].w
-				if wj.kind == kindDelete || wj.writeID == "" {
-					continue
-				}
-				oj, etag, head, jerr := wj.judge(ctx)
-				if jerr != nil || oj != outcomeApplied {
-					wj.appliedUnread()
-					continue
-				}
-				wj.applied(etag, head)
+		if ok {
+			for j := range actions {
+				actions[j].w.recovered() // every ETag of the commit was in the lost response
 			}
 			return nil
-		case outcomeNotApplied:
-			// An insert action's entity may have been deleted and inserted again since
-			// our commit: only an update action's unbroken chain proves "not committed".
-			if w.kind == kindUpdateReplace || w.kind == kindUpdateMerge {
-				notApplied = true
-			}
 		}
-	}
-	if notApplied {
-		return err
 	}
 	first := &actions[0].w
 	return &errs.OutcomeUnknownError{Op: "transaction", Resource: first.table, PartitionKey: first.pk, Cause: cause, Err: err}

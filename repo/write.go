@@ -84,7 +84,6 @@ type writeAction struct {
 	track   *tracker
 	writeID string // this write's id
 	hist    string // the history stored with it
-	pred    string // the id of the version a conditional update replaces, if known
 
 	// etag is the ETag the write left, once it is known to have happened ("" for a
 	// delete; supersededETag when the stored version is no longer this write's).
@@ -242,7 +241,8 @@ func (w *writeAction) send(ctx context.Context) (string, error) {
 func (w *writeAction) echo(err error) bool {
 	switch w.kind {
 	case kindInsert:
-		return errors.Is(err, ErrAlreadyExists)
+		// 404: the table was deleted after the insert landed.
+		return errors.Is(err, ErrAlreadyExists) || errors.Is(err, ErrNotFound)
 	case kindUpdateReplace, kindUpdateMerge, kindDelete:
 		return errors.Is(err, ErrPreconditionFailed) || errors.Is(err, ErrNotFound)
 	}
@@ -250,54 +250,29 @@ func (w *writeAction) echo(err error) bool {
 }
 
 // idempotent reports whether sending w again can only restore the state its earlier attempt
-// left: upserts, and an unconditional delete (its 404 on a retry means "gone", which is
-// what was asked).
+// left, whoever else wrote: upserts.
 func (w *writeAction) idempotent() bool {
-	switch w.kind {
-	case kindUpsertReplace, kindUpsertMerge:
-		return true
-	case kindDelete:
-		return w.ifMatch == "*"
-	}
-	return false
+	return w.kind == kindUpsertReplace || w.kind == kindUpsertMerge
 }
 
 // resolve decides a retried write that met an echo (err) after an earlier attempt that may
 // have been applied (cause). It returns nil when the write is known to have happened
-// (setting the value's ETag), err when it is known not to have happened, and an
-// *OutcomeUnknownError otherwise.
+// (write tracking found its id), and an *OutcomeUnknownError otherwise.
 func (w *writeAction) resolve(ctx context.Context, cause, err error) error {
-	if w.kind == kindDelete && w.ifMatch == "*" && errors.Is(err, ErrNotFound) {
-		return nil // idempotent: the entity is gone, as asked
-	}
-	o, etag, head, jerr := w.judge(ctx)
+	ok, jerr := w.applied(ctx)
 	if jerr != nil {
 		return jerr
 	}
-	switch o {
-	case outcomeApplied:
-		w.applied(etag, head)
+	if ok {
+		w.recovered()
 		return nil
-	case outcomeNotApplied:
-		return err
 	}
 	return &errs.OutcomeUnknownError{Op: w.kind.String(), Resource: w.table, PartitionKey: w.pk, RowKey: w.rk, Cause: cause, Err: err}
 }
 
-// applied records a write known to have happened: the value gets the stored ETag when the
-// stored version is its own, else one that matches no version (see supersededETag).
-func (w *writeAction) applied(etag string, head bool) {
-	if !head {
-		etag = supersededETag
-	}
-	w.setResult(etag)
-}
-
-// appliedUnread records an action of a transaction known to have committed whose entity
-// was not read: its ETag is unknown, so it gets one that matches no version.
-func (w *writeAction) appliedUnread() {
-	w.setResult(supersededETag)
-}
+// recovered records a write known to have happened only through a retry: its ETag was in
+// the lost response, so the value gets one that matches no version (see supersededETag).
+func (w *writeAction) recovered() { w.setResult(supersededETag) }
 
 func (w *writeAction) setResult(etag string) {
 	if w.kind == kindDelete {
