@@ -389,6 +389,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 		opID = autoOpID()
 	}
 	var out Series[V]
+	var unknown error // an attempt whose write may have landed (repo.ErrOutcomeUnknown)
 	op := retry.Op{Name: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool {
 			// ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
@@ -433,6 +434,9 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 		} else {
 			err = s.table.Insert(ctx, w)
 		}
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
+		}
 		if err != nil {
 			return err
 		}
@@ -442,6 +446,13 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 	var fe *fnError
 	if errors.As(err, &fe) {
 		return Series[V]{}, fe.err
+	}
+	if err != nil && unknown != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
+		// The re-read that would have found the operation id failed: the change may have
+		// landed, so this is not a plain failure a caller may retry blindly.
+		var ue *repo.OutcomeUnknownError
+		errors.As(unknown, &ue)
+		return Series[V]{}, &repo.OutcomeUnknownError{Op: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk, Cause: ue, Err: err}
 	}
 	return out, err
 }

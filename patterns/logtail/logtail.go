@@ -154,14 +154,15 @@ func (l *Log[T]) tick() int64 {
 // (a burst faster than the clock is spread over consecutive 100 ns ticks, so the stored time
 // may run ahead of the clock by that much), and the WriterID separates Logs. If the key is
 // taken anyway (two Logs given one WriterID), Append moves on to the next tick. A retried
-// insert whose first attempt may have been stored and that meets the key taken
-// (repo.ErrOutcomeUnknown) met its own entry: the key is this Log's alone (its WriterID and
-// a tick it never reuses), so the entry is stored once and Append succeeds
+// insert whose first attempt may have been stored and that meets the key taken cannot
+// tell its own entry from another Log's: Append returns repo.ErrOutcomeUnknown, unless the
+// table tracks writes (repo.Options.TrackWrites), which recognises its own
 // (TestAppendUnderFaultsStoredOnce). A second call is a second entry: for writes that may be run again (a queue
 // handler, an import), use AppendAt with the event's own time and id.
 //
 // Errors: ErrInvalidInput (v nil, its PartitionKey or properties break a limit; nothing
-// sent), ErrAlreadyExists (the key stayed taken after several ticks), ErrTransient, *repo.Error.
+// sent), ErrAlreadyExists (the key stayed taken after several ticks), repo.ErrOutcomeUnknown,
+// ErrTransient, *repo.Error.
 func (l *Log[T]) Append(ctx context.Context, v *T) (time.Time, error) {
 	if v == nil {
 		return time.Time{}, errs.Invalid("entry", "is nil")
@@ -173,12 +174,7 @@ func (l *Log[T]) Append(ctx context.Context, v *T) (time.Time, error) {
 			return time.Time{}, errs.Invalid("clock", "no tick left after %v", l.clock())
 		}
 		l.setRowKey(v, l.RowKey(at, l.writer))
-		err = l.table.Insert(ctx, v)
-		var ue *repo.OutcomeUnknownError
-		if errors.As(err, &ue) && errors.Is(ue.Err, repo.ErrAlreadyExists) {
-			return at, nil // our own entry: nobody else writes this key
-		}
-		if !errors.Is(err, repo.ErrAlreadyExists) {
+		if err = l.table.Insert(ctx, v); !errors.Is(err, repo.ErrAlreadyExists) {
 			if err != nil {
 				return time.Time{}, err
 			}

@@ -247,10 +247,19 @@ func TestLostResponseIsRecognised(t *testing.T) {
 	if rev != e.Rev {
 		t.Fatalf("stored rev %q, Put says %q", rev, e.Rev)
 	}
-	// The ETags Put recorded are the stored ones: a further conditional Put works.
+	// The chunks' ETags were in the lost response: a further conditional Put must re-read
+	// rather than overwrite whatever another writer may have stored since.
 	e.Properties["Name"] = "again"
-	if err := s.Put(b.ctx, e); err != nil {
-		t.Fatalf("conditional Put after a recovered one: %v", err)
+	if err := s.Put(b.ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("conditional Put after a recovered one: %v, want ErrPreconditionFailed", err)
+	}
+	fresh, err := s.Get(b.ctx, "P", "E")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Properties["Name"] = "again"
+	if err := s.Put(b.ctx, fresh); err != nil {
+		t.Fatalf("conditional Put after a re-read: %v", err)
 	}
 }
 
