@@ -10,6 +10,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // Attack: a tracked insert lands, its response is lost; before the retry another tracked
@@ -149,5 +150,41 @@ func TestAttackStaleHistoryRestoredByForeignWriter(t *testing.T) {
 	}
 	if errors.Is(err, repo.ErrPreconditionFailed) && !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Fatalf("update that landed returned a plain refusal because a stale history was written back: %v", err)
+	}
+}
+
+// Attack: promise 2 says nil iff applied "even when other writers (tracked, sharing the
+// Table) build on the write before the retry". A tracked writer sharing the Table builds on
+// our landed write after reading it through a Query with Select (a cheap read of the one
+// property it changes): the tracker never saw that version's history, so its write starts
+// a new chain "X ?" and erases ours. Our retry then answers ErrOutcomeUnknown for a write
+// that was applied (and that tracking was turned on to recognise).
+func TestAttackSelectReadWriterErasesHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	var tbl *repo.Table[Counter]
+	var otherErr error
+	tbl = table[Counter](t, b, &repo.Options{TrackWrites: true, Logger: onRetry(func() {
+		cs, err := tbl.Collect(b.ctx, repo.Query{Filter: filter.Point("c", "1"), Select: []string{"PartitionKey", "RowKey", "N"}})
+		if err == nil && len(cs) == 1 {
+			cs[0].N++
+			err = tbl.Update(b.ctx, &cs[0], &repo.UpdateOptions{Mode: repo.Merge, Properties: []string{"N"}})
+		}
+		otherErr = err
+	})})
+	mustInsertCounter(t, tbl, 5)
+	a, _ := tbl.Get(b.ctx, "c", "1")
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
+	a.N++
+	err := tbl.Update(b.ctx, &a, nil)
+	if otherErr != nil {
+		t.Fatal(otherErr)
+	}
+	got, _ := tbl.Get(b.ctx, "c", "1")
+	if got.N != 7 {
+		t.Fatalf("N = %d, want 7", got.N)
+	}
+	if err != nil {
+		t.Fatalf("tracked update that was applied (N = 7) returned %v, want nil", err)
 	}
 }
