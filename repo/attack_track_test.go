@@ -188,3 +188,37 @@ func TestAttackSelectReadWriterErasesHistory(t *testing.T) {
 		t.Fatalf("tracked update that was applied (N = 7) returned %v, want nil", err)
 	}
 }
+
+// Attack: a tracked transaction [insert Y, update X] commits, its response is lost; before
+// the retry another writer replaces Y (an upsert: no write id, history removed). The retry
+// judges Y first (unknown), then X (ours: applied) and returns nil; but only the actions
+// AFTER the first applied one get an ETag. Y's value keeps an empty ETag, and Submit
+// returns "" for it, so the caller's next Update of Y is UNCONDITIONAL (a value without an
+// ETag) and silently overwrites the other writer. Expected: Y's value gets an ETag that
+// matches nothing (ErrPreconditionFailed on the next conditional write).
+func TestAttackTxEarlierActionsLeftWithoutETag(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	other := table[Counter](t, b, &repo.Options{TrackWrites: true})
+	tbl := table[Counter](t, b, &repo.Options{TrackWrites: true, Logger: onRetry(func() {
+		if err := other.Upsert(b.ctx, &Counter{PK: "c", RK: "y", N: 42}, nil); err != nil {
+			t.Error(err)
+		}
+	})})
+	mustInsertCounter(t, tbl, 5)
+	x, _ := tbl.Get(b.ctx, "c", "1")
+	x.N++
+	y := &Counter{PK: "c", RK: "y", N: 1}
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	etags, err := repo.Submit(b.ctx, tbl.InsertAction(y), tbl.UpdateAction(&x, nil))
+	if err != nil {
+		t.Fatalf("committed transaction: %v", err)
+	}
+	t.Logf("etags %q, y.ETag %q, x.ETag %q", etags, y.ETag, x.ETag)
+	y.N = 100
+	err = tbl.Update(b.ctx, y, nil)
+	got, _ := tbl.Get(b.ctx, "c", "y")
+	if err == nil {
+		t.Fatalf("the next update of Y went through unconditionally (Y's ETag was left empty) and overwrote the other writer: N = %d (other wrote 42)", got.N)
+	}
+}
