@@ -78,12 +78,15 @@ func TestStartServesAllThreeAndCloseStops(t *testing.T) {
 }
 
 func TestStartWithoutBinaryIsErrNotInstalled(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no azurite on PATH either
 	_, err := Start(context.Background(), Options{Dir: t.TempDir()})
 	if !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("err = %v, want ErrNotInstalled", err)
 	}
-	if !strings.Contains(err.Error(), "run `make test`") {
-		t.Errorf("message %q does not tell to run make test", err)
+	for _, want := range []string{"npm install --save-dev azurite", "npm install -g azurite", "run `make test`", "azurite on PATH"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not say %q", err, want)
+		}
 	}
 }
 
