@@ -21,6 +21,10 @@ const EnvConnectionString = "TABLEPATTERNS_TEST_CONNECTION_STRING"
 // own tests thereby exercise), so that pure tests run without Azurite.
 var env = tabletest.NewEnv(nil)
 
+// oauthEnv is a second Azurite, started on first use by OAuthServer: HTTPS and bearer
+// tokens checked.
+var oauthEnv = tabletest.NewEnv(&tabletest.Options{OAuth: true})
+
 var (
 	// mainCalled is set by Main before m.Run: Server refuses to start a server nobody stops.
 	mainCalled bool
@@ -67,9 +71,33 @@ func run(m *testing.M, allowEnv bool) int {
 		fmt.Fprintf(os.Stderr, "testenv: using account %q from %s (table %s, queue %s, blob %s)\n",
 			s.AccountName, EnvConnectionString, host(s.TableURL), host(s.QueueURL), host(s.BlobURL))
 		fromEnv = s
-		return m.Run()
+		return closeOAuth(m.Run())
 	}
-	return env.Run(m)
+	return closeOAuth(env.Run(m))
+}
+
+// closeOAuth stops the OAuth Azurite if a test started it; a failure to stop fails the run.
+func closeOAuth(code int) int {
+	if err := oauthEnv.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// OAuthServer returns an Azurite of this test binary that serves HTTPS and checks bearer
+// tokens (tabletest.Options.OAuth), starting it on first use; Main stops it. It is always
+// a local Azurite, whatever TABLEPATTERNS_TEST_CONNECTION_STRING says. Build clients with
+// s.Credential() and s.ClientOptions(), never with its connection string, to prove that
+// code works without the account key.
+func OAuthServer(t testing.TB) *tabletest.Server {
+	t.Helper()
+	if !mainCalled {
+		t.Fatal("testenv: no storage server: the package's TestMain must call testenv.Main")
+	}
+	return oauthEnv.Server(t)
 }
 
 // started returns the Azurite of this test binary, starting it on first use. The
