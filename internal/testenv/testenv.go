@@ -100,6 +100,10 @@ func OAuthServer(t testing.TB) *tabletest.Server {
 	return oauthEnv.Server(t)
 }
 
+// OAuthEnv returns the Env behind OAuthServer, for code that has no testing.TB (a
+// transport built before the tests run). Main closes it.
+func OAuthEnv() *tabletest.Env { return oauthEnv }
+
 // started returns the Azurite of this test binary, starting it on first use. The
 // azurite.Server view of it carries the endpoints and the development key; closing it does
 // nothing (env.Run stops the process).
