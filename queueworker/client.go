@@ -1,6 +1,7 @@
 package queueworker
 
 import (
+	"go.opentelemetry.io/otel/trace"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -110,7 +112,15 @@ func Enqueue[T any](ctx context.Context, c *Client, kind, id string, payload T, 
 	if id == "" {
 		id = newID()
 	}
-	env := &envelope{Kind: kind, ID: id, Payload: raw, EnqueuedAt: time.Now().UTC()}
+	ctx, span := telemetry.Tracer().Start(ctx, "queueworker.enqueue", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.KeyQueue.String(c.queueName), telemetry.KeyKind.String(kind), telemetry.KeyMessageID.String(id)))
+	out, err := enqueue(ctx, c, kind, id, raw, opts)
+	telemetry.End(span, err)
+	return out, err
+}
+
+func enqueue(ctx context.Context, c *Client, kind, id string, raw []byte, opts *EnqueueOptions) (Enqueued, error) {
+	env := &envelope{Kind: kind, ID: id, Payload: raw, EnqueuedAt: time.Now().UTC(), Trace: telemetry.Inject(ctx)}
 	text, err := encodeEnvelope(env, encBase64)
 	if err != nil {
 		return Enqueued{}, errs.Invalid("payload", "envelope does not marshal: %v", err)
