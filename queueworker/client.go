@@ -1,11 +1,11 @@
 package queueworker
 
 import (
-	"go.opentelemetry.io/otel/trace"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"go.opentelemetry.io/otel/trace"
 	"math"
 	"time"
 
