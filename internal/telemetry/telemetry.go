@@ -30,15 +30,16 @@ const Scope = "github.com/tablepatterns/tablepatterns"
 
 // Attribute keys used across packages.
 const (
-	KeyTable      = attribute.Key("tablepatterns.table")
-	KeyQueue      = attribute.Key("messaging.destination.name")
-	KeyKind       = attribute.Key("tablepatterns.message.kind")
-	KeyMessageID  = attribute.Key("messaging.message.id")
-	KeyDeliveries = attribute.Key("messaging.azure_queue.dequeue_count")
-	KeyContainer  = attribute.Key("tablepatterns.container")
-	KeyOutcome    = attribute.Key("tablepatterns.outcome")
-	KeyCount      = attribute.Key("tablepatterns.count")
-	KeyOperation  = attribute.Key("tablepatterns.operation")
+	KeyTable       = attribute.Key("tablepatterns.table")
+	KeyQueue       = attribute.Key("messaging.destination.name")
+	KeyKind        = attribute.Key("tablepatterns.message.kind")
+	KeyMessageID   = attribute.Key("messaging.message.id")
+	KeyDeliveries  = attribute.Key("messaging.azure_queue.dequeue_count")
+	KeyContainer   = attribute.Key("tablepatterns.container")
+	KeyTargetTable = attribute.Key("tablepatterns.target_table")
+	KeyOutcome     = attribute.Key("tablepatterns.outcome")
+	KeyCount       = attribute.Key("tablepatterns.count")
+	KeyOperation   = attribute.Key("tablepatterns.operation")
 )
 
 // Tracer returns the tablepatterns tracer of the global provider.
