@@ -61,15 +61,15 @@ func (o *ClientOptions) base() azcore.ClientOptions {
 // Errors: ErrInvalidInput if the connection string cannot be parsed by the Azure SDK.
 func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
 	base := opts.base()
-	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, TableClientOptions(&aztables.ClientOptions{ClientOptions: base}))
+	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, TableClientOptions(&aztables.ClientOptions{ClientOptions: withMetrics(base, "table")}))
 	if err != nil {
 		return nil, connStringError("table")
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: base})
+	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: withMetrics(base, "queue")})
 	if err != nil {
 		return nil, connStringError("queue")
 	}
-	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: base})
+	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: withMetrics(base, "blob")})
 	if err != nil {
 		return nil, connStringError("blob")
 	}

@@ -87,17 +87,17 @@ func NewTokenClients(endpoints Endpoints, cred azcore.TokenCredential, opts *Cli
 	var c Clients
 	var err error
 	if endpoints.Table != "" {
-		if c.Tables, err = aztables.NewServiceClient(endpoints.Table, cred, TableClientOptions(&aztables.ClientOptions{ClientOptions: base})); err != nil {
+		if c.Tables, err = aztables.NewServiceClient(endpoints.Table, cred, TableClientOptions(&aztables.ClientOptions{ClientOptions: withMetrics(base, "table")})); err != nil {
 			return nil, errs.Invalid("table endpoint", "the table client cannot be built: %v", err)
 		}
 	}
 	if endpoints.Queue != "" {
-		if c.Queues, err = azqueue.NewServiceClient(endpoints.Queue, cred, &azqueue.ClientOptions{ClientOptions: base}); err != nil {
+		if c.Queues, err = azqueue.NewServiceClient(endpoints.Queue, cred, &azqueue.ClientOptions{ClientOptions: withMetrics(base, "queue")}); err != nil {
 			return nil, errs.Invalid("queue endpoint", "the queue client cannot be built: %v", err)
 		}
 	}
 	if endpoints.Blob != "" {
-		if c.Blobs, err = azblob.NewClient(endpoints.Blob, cred, &azblob.ClientOptions{ClientOptions: base}); err != nil {
+		if c.Blobs, err = azblob.NewClient(endpoints.Blob, cred, &azblob.ClientOptions{ClientOptions: withMetrics(base, "blob")}); err != nil {
 			return nil, errs.Invalid("blob endpoint", "the blob client cannot be built: %v", err)
 		}
 	}
