@@ -26,7 +26,8 @@ type Query struct {
 	// value whose EDM type differs from the type T stores the property with (a string
 	// compared with a time.Time field, an int with an int64 one) are refused with an
 	// *InvalidInputError naming the property, since either would silently match nothing.
-	// Types with an extra field (codec.Entity) accept any name; QueryFunc checks nothing.
+	// A projection (Project) is checked against the type it was projected from. Types with
+	// an extra field (codec.Entity) accept any name; QueryFunc checks nothing.
 	Filter filter.Expr
 	// Select lists the stored property names to return ($select), checked against T's
 	// schema like Filter. nil returns every property, or the projection's properties for a
@@ -126,8 +127,8 @@ func decodeToken(s string) (continuation, error) {
 // Pages returns a pager over q. Errors in q are reported by the first Next.
 func (t *Table[T]) Pages(q Query) *Pager[T] {
 	p := newPager(t, q, t.codec.DecodeContext)
-	if p.err == nil {
-		p.err = checkSchema(t.codec, t.typeName(), q)
+	if p.err == nil && t.schema != nil {
+		p.err = t.schema(q)
 	}
 	return p
 }

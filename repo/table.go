@@ -77,6 +77,9 @@ type Table[T any] struct {
 	opts   Options
 	// sel is the $select of a projection (see Project); nil selects every property.
 	sel []string
+	// schema checks a query's property names and value types against the stored type:
+	// T's, or for a projection the type it was projected from (see checkSchema).
+	schema func(Query) error
 }
 
 // New returns the repository of table name for entities of type T. It builds T's codec
@@ -101,7 +104,7 @@ func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table
 	if err != nil {
 		return nil, err
 	}
-	return &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o}, nil
+	return &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o, schema: schemaOf(c)}, nil
 }
 
 // codecFor returns T's codec, encrypting with x if set. A type with encrypted fields and no
@@ -131,7 +134,7 @@ func Project[P, T any](t *Table[T]) (*Table[P], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select()}, nil
+	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select(), schema: t.schema}, nil
 }
 
 // OfType returns the same table for entities of another type U, with the same client and
@@ -145,7 +148,7 @@ func OfType[U, T any](t *Table[T]) (*Table[U], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts}, nil
+	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, schema: schemaOf(c)}, nil
 }
 
 // Name returns the table's name.

@@ -109,5 +109,8 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
-// typeName names T in errors.
-func (t *Table[T]) typeName() string { return reflect.TypeFor[T]().String() }
+// schemaOf returns the query check of T's codec.
+func schemaOf[T any](c *codec.Codec[T]) func(Query) error {
+	name := reflect.TypeFor[T]().String()
+	return func(q Query) error { return checkSchema(c, name, q) }
+}

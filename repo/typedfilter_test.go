@@ -106,3 +106,36 @@ func TestTypedFilterDynamicAndEncrypted(t *testing.T) {
 		t.Fatal("a request was sent for a refused query")
 	}
 }
+
+// A projection filters on the properties of the type it was projected from.
+func TestTypedFilterOfAProjection(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	emps, err := repo.New[Employee](b.clients.Tables, b.name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type Name struct {
+		Department string `table:",pk"`
+		EmployeeID string `table:",rk"`
+		FirstName  string `table:"FirstName"`
+	}
+	names, err := repo.Project[Name](emps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emps.Insert(b.ctx, employee("Sales", "1")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := names.Collect(b.ctx, repo.Query{Filter: filter.Gt("Salary", int64(1000))})
+	if err != nil || len(got) != 1 || got[0].FirstName != "Jun" {
+		t.Fatalf("projection filtered on a property of the source type: %+v %v", got, err)
+	}
+	mark := b.proxy.Count()
+	if _, err := names.Collect(b.ctx, repo.Query{Filter: filter.Gt("Salry", int64(1000))}); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("misspelled name on a projection: %v", err)
+	}
+	if b.proxy.Count() != mark {
+		t.Fatal("a request was sent for a refused query")
+	}
+}
