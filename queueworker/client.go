@@ -125,6 +125,14 @@ func enqueue(ctx context.Context, c *Client, kind, id string, raw []byte, opts *
 	if err != nil {
 		return Enqueued{}, errs.Invalid("payload", "envelope does not marshal: %v", err)
 	}
+	if checkSize("message", text) != nil && env.Trace != nil {
+		// The payload matters more than the trace: a message that fits without its trace
+		// context is sent without it, so tracing never shrinks what Enqueue accepts.
+		env.Trace = nil
+		if text, err = encodeEnvelope(env, encBase64); err != nil {
+			return Enqueued{}, errs.Invalid("payload", "envelope does not marshal: %v", err)
+		}
+	}
 	if err := checkSize("message", text); err != nil {
 		return Enqueued{}, err
 	}

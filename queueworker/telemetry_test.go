@@ -2,7 +2,9 @@ package queueworker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,6 +158,43 @@ func TestForgedTraceContextIsIgnored(t *testing.T) {
 	for _, p := range telemetrytest.Find("queueworker.process", queue) {
 		if p.Parent.IsValid() {
 			t.Errorf("process span of a forged trace context has parent %v", p.Parent)
+		}
+	}
+}
+
+// Tracing never shrinks the payload Enqueue accepts: a message that fits only without its
+// trace context is sent without it.
+func TestTraceContextDroppedWhenTheMessageWouldNotFit(t *testing.T) {
+	t.Parallel()
+	telemetrytest.Install()
+	b := setup(t)
+	ctx, root := otel.Tracer("test").Start(t.Context(), "test.big")
+	defer root.End()
+	probe, err := encodeEnvelope(&envelope{Kind: "k", ID: "big", Payload: json.RawMessage(`{"N":0,"S":""}`), EnqueuedAt: time.Now().UTC()}, encRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := MaxMessageSize/4*3 - len(probe) - 40
+	if _, err := Enqueue(ctx, b.client, "k", "big", struct {
+		N int
+		S string
+	}{S: strings.Repeat("y", fit)}, nil); err != nil {
+		t.Fatalf("a payload that fits without the trace context: %v", err)
+	}
+	if _, err := Enqueue(ctx, b.client, "k", "small", traced{N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	texts := b.peekAll(b.direct)
+	if len(texts) != 2 {
+		t.Fatalf("%d messages", len(texts))
+	}
+	for _, text := range texts {
+		env, _, err := decodeEnvelope(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (env.ID == "big") != (env.Trace == nil) {
+			t.Errorf("message %s carries trace %v; want none only on the big one", env.ID, env.Trace)
 		}
 	}
 }
