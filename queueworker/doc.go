@@ -19,7 +19,7 @@
 // (the service, and Azurite, would answer 413). The worker may add a field "uncounted"
 // (see Snooze); a rewrite keeps the form the message was found in. Enqueue adds a field
 // "trace" with the W3C trace context (traceparent, tracestate) of the caller's span when
-// there is one.
+// there is one, and leaves it out when the message would not fit with it.
 //
 // The id identifies the message to handlers across duplicates. Duplicates happen: an
 // Enqueue whose response was lost is retried and stores the message twice, a delete whose
