@@ -33,10 +33,15 @@ const (
 	authDefault          = "default"
 )
 
-// newDefaultCredential builds the credential of -auth default. Tests replace it.
-var newDefaultCredential = func() (azcore.TokenCredential, error) {
+// defaultCredential is the credential of -auth default: azidentity's chain of
+// environment, workload identity, managed identity and developer tool credentials
+// (AZURE_TOKEN_CREDENTIALS narrows it).
+func defaultCredential() (azcore.TokenCredential, error) {
 	return azidentity.NewDefaultAzureCredential(nil)
 }
+
+// newDefaultCredential builds the credential of -auth default. Tests replace it.
+var newDefaultCredential = defaultCredential
 
 // azureOptions are the Azure SDK client options of every client. Tests set a transport
 // that trusts their emulator's certificate.

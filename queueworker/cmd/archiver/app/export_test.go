@@ -11,3 +11,7 @@ func SetAuthHooks(cred func() (azcore.TokenCredential, error), opts policy.Clien
 	newDefaultCredential = cred
 	azureOptions = opts
 }
+
+// DefaultCredential is the real credential of -auth default (SetAuthHooks replaces the
+// one the commands use).
+var DefaultCredential = defaultCredential
