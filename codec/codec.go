@@ -12,6 +12,8 @@ type Codec[T any] struct {
 	p *plan
 	// enc encrypts the fields with the encrypt option (WithEncryption); nil for For's codec.
 	enc *Encryption
+	// reserved is a property that Decode never captures (WithReserved); "" for none.
+	reserved string
 }
 
 // For returns the codec for T, built once per type by reflection and cached.

@@ -560,3 +560,21 @@ func assertInvalid(t *testing.T, err error, field string, size, limit int) {
 		t.Errorf("Size, Limit = %d, %d; want %d, %d (%v)", ie.Size, ie.Limit, size, limit, err)
 	}
 }
+
+// A bare number with a fraction or an exponent is a double even when it is whole: typed
+// Int32 it would be written back as another type than the one stored.
+func TestDynamicNumberKeepsItsForm(t *testing.T) {
+	e, err := codec.DecodeEntity([]byte(`{"PartitionKey":"p","RowKey":"r","A":5,"B":5.0,"C":5e0,"D":-0.0,"E":2147483648}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"A": int32(5), "B": 5.0, "C": 5.0, "E": 2147483648.0}
+	for k, v := range want {
+		if e.Properties[k] != v {
+			t.Errorf("%s = %#v, want %#v", k, e.Properties[k], v)
+		}
+	}
+	if d, ok := e.Properties["D"].(float64); !ok || d != 0 {
+		t.Errorf("D = %#v, want float64 -0", e.Properties["D"])
+	}
+}

@@ -286,15 +286,18 @@ func dynamicValue(edm string, t *token) (any, string) {
 		case vTrue, vFalse:
 			return t.kind == vTrue, ""
 		case vNumber:
-			if n, ok, _ := parseInt(t.raw); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
-				return int32(n), ""
+			// An integer literal in the int32 range is an Edm.Int32 (the service writes
+			// Int32 unannotated); a fraction or an exponent marks a double, even a whole
+			// one ("5.0"): typing it Int32 would write another application's Edm.Double
+			// back as Int32 and break its "Price eq 5.0" filters.
+			if !bytes.ContainsAny(t.raw, ".eE") {
+				if n, ok, _ := parseInt(t.raw); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+					return int32(n), ""
+				}
 			}
 			x, reason := floatValue(t, nil, 64)
 			if reason != "" {
 				return nil, reason
-			}
-			if x == math.Trunc(x) && x >= math.MinInt32 && x <= math.MaxInt32 && !(x == 0 && math.Signbit(x)) {
-				return int32(x), ""
 			}
 			return x, ""
 		}

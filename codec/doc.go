@@ -40,6 +40,8 @@
 //	            that a Replace does not drop properties another application wrote
 //	encrypt     store the property encrypted, as Edm.Binary (see "Encryption" below); any
 //	            property type, never the keys, Timestamp, ETag or the extra map
+//	sign        store the property in plaintext, authenticated with the encrypted ones
+//	            (see "Signed plaintext" below); needs an encrypted field in the type
 //
 // Without tags, fields named PartitionKey and RowKey (string), ETag (string) and
 // Timestamp (time.Time) are recognised by name. Unexported fields are ignored. Embedded
@@ -110,7 +112,7 @@
 //
 // # Encryption
 //
-// seeds/004 ("encrypt table data") describes client-side encryption in the .NET storage
+// The Azure Table storage design guide ("Encrypting table data") describes client-side encryption in the .NET storage
 // library: chosen properties are encrypted before they leave the client, stored as binary
 // properties, decrypted on read; merges are not supported. The Azure SDKs of today dropped
 // it. This package implements it for struct fields tagged "encrypt":
@@ -129,8 +131,29 @@
 // entity, encrypts each tagged property with AES-256-GCM under it (a random 96-bit nonce
 // per property), and wraps the content key with a KeyEncryptionKey (LocalKey: AES Key
 // Wrap, RFC 3394; or a key in a vault behind the interface). The key id is stored, so that
-// a KeyResolver finds the right key after rotations (Encryption.Rewrap, and
-// repo.Table.RotateKeys for a whole table, re-wrap content keys under a new key).
+// a KeyResolver finds the right key after rotations.
+//
+// Rotation: re-wrap or re-encrypt. Encryption.Rewrap (and repo.Table.RotateKeys for a
+// whole table) re-wraps each entity's content key under a new key-encryption key and
+// leaves the ciphertexts as they are: cheap (the metadata only), and right for routine
+// rotation, retiring a key that is no longer trusted to stay available, or moving to
+// another vault. It does not help after a key compromise: whoever holds the old key and
+// any earlier copy of an entity's metadata (a backup, an export, an earlier read) still
+// unwraps the old content key, which still decrypts the current ciphertexts.
+// Encryption.Reencrypt (RotateKeys with RotateOptions.Reencrypt) draws a fresh content key
+// per entity and writes new ciphertexts: after it, the old key decrypts nothing current.
+// Re-encrypt when a key may be compromised, to a new key id that no entity carries yet;
+// it costs a full read and a write of every encrypted property. Neither reaches copies
+// made before the rotation (backups, archives): those stay readable with the old key.
+//
+// Key ids read from storage are untrusted input: anyone who can write an entity chooses
+// the id its metadata names. A KeyResolver must therefore resolve ids against an
+// allowlist of keys it already holds (as Keyring does: a fixed map, an unknown id is
+// ErrUnknownKey) and never derive a location from the id: no vault client, URL, file path
+// or key version built from a stored id, which would let a writer point the reader at a
+// vault of his choosing (and at its credentials or network) or make it fetch keys at will.
+// Keep ids as short opaque names, map them to keys in configuration, and cache resolved
+// keys.
 //
 // Stored layout, version 1. Each encrypted property is an Edm.Binary value:
 //
@@ -165,10 +188,38 @@
 //     key and the list of encrypted properties. Removing an encrypted property, or
 //     replacing it by a plaintext value, fails with ErrTampered; an entity of such a type
 //     without metadata fails with ErrMissingKeyID.
-//   - not bound: the table name (the archive patterns move entities verbatim between
-//     tables, and they must stay readable there), the plaintext properties, and time: an
-//     older version of a whole entity written back by someone holding the storage key is
-//     not detected (use the ETag for that, as every write here does).
+//   - not bound by default: the table name (the archive patterns move entities verbatim
+//     between tables, and they must stay readable there), the plaintext properties (see
+//     "Signed plaintext" to bind chosen ones, and the table), and time: an older version
+//     of a whole entity written back by someone holding the storage key is not detected
+//     (use the ETag for that, as every write here does).
+//
+// Signed plaintext (opt-in, like the SIGN_ONLY attributes of the AWS Database Encryption
+// SDK). A plaintext property tagged "sign" (an owner id, a blind index column: values a
+// reader filters or decides on, so they cannot be encrypted) is authenticated together
+// with the encrypted ones, and Encryption.Table optionally binds the table name. Changing
+// a signed property, removing it, or copying the entity to another table (when bound) then
+// fails the read with ErrTampered. Such entities carry metadata version 2, which appends
+// to the version-1 layout above, before the nonce:
+//
+//	1 byte        flags (bit 0: the table name is bound)
+//	2 bytes       count s of signed properties, then s times:
+//	              2 bytes name length, name (UTF-8), 32 bytes SHA-256 of the domain
+//	              string, the name and the property's canonical value (absent, or the JSON
+//	              value Encode writes for it)
+//
+// and its tag authenticates, after a version-2 domain string and the keys, the table name
+// (lowercase, length-prefixed) when bound. The digests hash values stored in plaintext
+// next to them, so they reveal nothing more; canonical means re-encoded from the decoded
+// field, so another spelling of the same value (an Int64 as a plain string) verifies.
+// Entities without signed fields or binding keep writing version 1, and version-1
+// entities (written before signing was adopted) stay readable by a signing type, without
+// the check, unless Encryption.RequireSignatures is set: set it once every entity has
+// been rewritten. A type that decrypts checks the signed properties it maps (a projection
+// with an encrypted field checks what it reads; one without any encrypted field decrypts
+// nothing and checks nothing). A signed property holding its type's zero value without
+// omitempty is indistinguishable from its removal. Rewrap and Reencrypt keep signatures
+// and binding; set Table on the rotating Encryption of a bound table.
 //
 // Decoding never writes: a wrong key (ErrWrongKey), an unknown key (ErrUnknownKey), a
 // tampered entity (ErrTampered) or missing metadata (ErrMissingKeyID) is an

@@ -71,7 +71,7 @@ func (p *plan) appendEncode(ctx context.Context, dst []byte, base unsafe.Pointer
 		if x == nil || x.Key == nil {
 			return dst[:start], invalid(p.typeName, "", "the type has encrypted fields (the encrypt option) but the codec has no Encryption with a Key: use WithEncryption, or repo.Options.Encryption")
 		}
-		env = newEntitySealer(pk, rk)
+		env = p.newSealer(pk, rk, base, x)
 		defer env.wipe()
 	}
 	fields := p.fields
@@ -408,6 +408,9 @@ func readInt(p unsafe.Pointer, k reflect.Kind) int64 {
 }
 
 func inDateTimeRange(t time.Time) bool {
+	// Edm.DateTime keeps 100 ns ticks and appendDateTime truncates to them: judge the
+	// value that is sent, so that 9999-12-31T23:59:59.999999999Z (stored as .9999999) passes.
+	t = t.Truncate(100 * time.Nanosecond)
 	return !t.Before(minDateTime) && !t.After(maxDateTime)
 }
 
@@ -518,6 +521,16 @@ func appendString(dst []byte, s string) (out []byte, units int, ok bool) {
 			dst = append(dst, "\\ufffd"...)
 			units++
 			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			// Valid JSON, but a line separator to JavaScript: Azurite fails on them
+			// unescaped in a $batch body. Escape them as encoding/json does.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			units++
+			i += size
 			start = i
 			continue
 		}

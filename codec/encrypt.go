@@ -98,6 +98,11 @@ type KeyEncryptionKey interface {
 }
 
 // KeyResolver finds the key-encryption key named by a stored entity.
+//
+// The key id comes from storage and is untrusted: whoever can write the entity chose it.
+// Resolve it against an allowlist of keys the resolver already holds (as Keyring does)
+// and return ErrUnknownKey for anything else; never build a vault client, a URL, a path
+// or a key version from a stored id (see the package doc, "Encryption").
 type KeyResolver interface {
 	// ResolveKey returns the key with this id, or an error wrapping ErrUnknownKey.
 	ResolveKey(ctx context.Context, keyID string) (KeyEncryptionKey, error)
@@ -113,6 +118,19 @@ type Encryption struct {
 	// Resolver finds the key named by an entity being read, so that entities written under
 	// earlier keys stay readable after a rotation. nil resolves Key's id to Key only.
 	Resolver KeyResolver
+	// Table, if set, binds every entity written to this table: the name (compared without
+	// case, like the service) joins the authenticated data of the encryption metadata, so
+	// an entity copied or moved to another table fails to read there with ErrTampered.
+	// Readers and rotations of a bound entity must set the same Table. Leave it empty for
+	// entities that patterns move between tables verbatim (archives). Defaults to "" (not
+	// bound).
+	Table string
+	// RequireSignatures, if set, refuses with ErrTampered an entity of a type with signed
+	// fields (the sign option) whose metadata does not sign every one of them, and, with
+	// Table set, one not bound to Table: entities written before signing (or binding) was
+	// adopted are read without those checks otherwise. Set it once every entity has been
+	// rewritten through the signing codec. Defaults to false.
+	RequireSignatures bool
 }
 
 func (e *Encryption) validate() error {
@@ -127,8 +145,16 @@ func (e *Encryption) validate() error {
 			return err
 		}
 	}
+	if e.Table != "" {
+		if err := ValidateTableName(e.Table); err != nil {
+			return invalid("", "Encryption.Table", "is not a valid table name")
+		}
+	}
 	return nil
 }
+
+// boundTable is the table name entities are bound to, in the case the signature uses.
+func (e *Encryption) boundTable() string { return strings.ToLower(e.Table) }
 
 func validateKeyID(id string) *InvalidInputError {
 	if id == "" {

@@ -3,7 +3,10 @@ package codec
 import (
 	"context"
 	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
+	"strings"
 	"unsafe"
 )
 
@@ -21,7 +24,7 @@ func (c *Codec[T]) WithEncryption(e *Encryption) (*Codec[T], error) {
 		err.(*InvalidInputError).Type = c.p.typeName
 		return nil, err
 	}
-	return &Codec[T]{p: c.p, enc: e}, nil
+	return &Codec[T]{p: c.p, enc: e, reserved: c.reserved}, nil
 }
 
 // Encrypted reports whether T has fields with the encrypt option. Entities of such a type
@@ -52,7 +55,7 @@ func (c *Codec[T]) DecodeContext(ctx context.Context, data []byte, v *T) error {
 	}
 	var zero T
 	*v = zero
-	return c.p.decode(ctx, data, unsafe.Pointer(v), "", c.enc)
+	return c.p.decode(ctx, data, unsafe.Pointer(v), c.reserved, c.enc)
 }
 
 // mergeRefused is the refusal of a merge (a write of some properties) of a type with
@@ -60,7 +63,7 @@ func (c *Codec[T]) DecodeContext(ctx context.Context, data []byte, v *T) error {
 func mergeRefused(typeName string) *InvalidInputError {
 	return invalid(typeName, "(merge)", "a merge of an entity with encrypted properties is refused: its properties are "+
 		"encrypted under one content key recorded in "+EncryptionMetadataProperty+", which a merge would overwrite or "+
-		"leave stale, losing data (seeds/004, \"encrypt table data\"); write the whole entity (insert, replace, upsert in Replace mode)")
+		"leave stale, losing data (the Azure Table storage design guide, \"Encrypting table data\"); write the whole entity (insert, replace, upsert in Replace mode)")
 }
 
 // metaField writes the metadata property.
@@ -79,6 +82,19 @@ type entitySealer struct {
 	names   []string
 	scratch []byte
 	aad     []byte
+
+	// For signing (newSealer): the entity's plan and value, and the Encryption.
+	plan *plan
+	base unsafe.Pointer
+	x    *Encryption
+}
+
+// newSealer is newEntitySealer for an entity of p at base, encoded with x: the metadata
+// then signs p's signed fields and binds x's Table, if any.
+func (p *plan) newSealer(pk, rk string, base unsafe.Pointer, x *Encryption) *entitySealer {
+	s := newEntitySealer(pk, rk)
+	s.plan, s.base, s.x = p, base, x
+	return s
 }
 
 func newEntitySealer(pk, rk string) *entitySealer {
@@ -99,6 +115,10 @@ func (e *encoder) appendEncrypted(dst []byte, f *field, base unsafe.Pointer, s *
 	plain := encoder{typeName: e.typeName}
 	buf, err := plain.appendField(s.scratch[:0], f.plain, base)
 	if err != nil {
+		if strings.HasPrefix(err.Reason, "MarshalText: ") || strings.HasPrefix(err.Reason, "json option: ") {
+			// The method's or encoding/json's message may quote the value.
+			err = invalid(e.typeName, f.goName, "the value of the encrypted field cannot be encoded (the encoder's message is withheld: it may quote the value)")
+		}
 		return dst, err
 	}
 	s.scratch = buf
@@ -131,7 +151,19 @@ func (e *encoder) appendMetadata(ctx context.Context, dst []byte, s *entitySeale
 	if alg == "" || len(alg) > 255 || len(wrapped) == 0 || len(wrapped) > maxWrappedKeyBytes {
 		return dst, fail("the key-encryption key returned an algorithm name of 1 to 255 bytes and a wrapped key of 1 to 1024 bytes", errors.New("out of the layout's bounds"))
 	}
-	meta := encodeMeta(s.aead, s.pk, s.rk, &envMeta{keyID: id, alg: alg, wrapped: wrapped, names: s.names})
+	m := &envMeta{keyID: id, alg: alg, wrapped: wrapped, names: s.names}
+	if s.plan != nil && (len(s.plan.signed) > 0 || s.x.Table != "") {
+		m.v2, m.bound, m.table = true, s.x.Table != "", s.x.boundTable()
+		for _, f := range s.plan.signed {
+			digest, ierr := signedDigest(s.plan.typeName, f, s.base)
+			if ierr != nil {
+				return dst, ierr
+			}
+			m.signed = append(m.signed, f.name)
+			m.digests = append(m.digests, digest)
+		}
+	}
+	meta := encodeMeta(s.aead, s.pk, s.rk, m)
 	dst = e.beginAnnotated(dst, metaField, "Edm.Binary", 4+len(meta))
 	return appendBase64(dst, meta), nil
 }
@@ -173,8 +205,16 @@ func (p *plan) decrypt(ctx context.Context, base unsafe.Pointer, x *Encryption, 
 	if err != nil {
 		return fail(err, "", m.keyID, reasonOf(err))
 	}
+	m.table = x.boundTable()
 	if !verifyMeta(aead, pk, rk, m) {
-		return fail(ErrTampered, EncryptionMetadataProperty, m.keyID, "the encryption metadata failed authentication (altered, or moved from another entity)")
+		reason := "the encryption metadata failed authentication (altered, or moved from another entity)"
+		if m.bound {
+			reason = "the encryption metadata failed authentication (altered, moved from another entity, or from another table than Encryption.Table)"
+		}
+		return fail(ErrTampered, EncryptionMetadataProperty, m.keyID, reason)
+	}
+	if err := p.checkSigned(base, x, m); err != "" {
+		return fail(ErrTampered, EncryptionMetadataProperty, m.keyID, err)
 	}
 	listed := make(map[string]bool, len(m.names))
 	for _, n := range m.names {
@@ -210,7 +250,7 @@ func (p *plan) decrypt(ctx context.Context, base unsafe.Pointer, x *Encryption, 
 			return &DecodeError{Type: p.typeName, Field: sp.f.goName, Property: name, Reason: "decrypted value is not a JSON value"}
 		}
 		if derr := p.setField(sp.f, base, &tok, nil); derr != nil {
-			return derr
+			return withheld(derr, sp.f)
 		}
 	}
 	for name, seen := range listed {
@@ -370,6 +410,7 @@ func (x *Encryption) Rewrap(ctx context.Context, e *Entity) (bool, error) {
 		return false, fail(errBadContentKey, m.keyID, errBadContentKey.reason)
 	}
 	aead, _ := newAEAD(cek)
+	m.table = x.boundTable()
 	if !verifyMeta(aead, e.PartitionKey, e.RowKey, m) {
 		return false, fail(ErrTampered, m.keyID, "the encryption metadata failed authentication")
 	}
@@ -381,6 +422,79 @@ func (x *Encryption) Rewrap(ctx context.Context, e *Entity) (bool, error) {
 		return false, fail(errors.New("out of the layout's bounds"), newID, "the new key returned an algorithm name or wrapped key outside the layout's limits")
 	}
 	e.Properties[EncryptionMetadataProperty] = encodeMeta(aead, e.PartitionKey, e.RowKey,
-		&envMeta{keyID: newID, alg: alg, wrapped: wrapped, names: m.names})
+		m.withV2(&envMeta{keyID: newID, alg: alg, wrapped: wrapped, names: m.names}))
 	return true, nil
+}
+
+// errWithheld stands in for the error of a decrypted value that does not fit its field:
+// the original message (an overflow, an UnmarshalText or encoding/json error) may quote
+// the value.
+var errWithheld = errors.New("the decrypted value and the decoder's message are withheld")
+
+// withheld rewrites the DecodeError of a decrypted value so that its text carries no part
+// of the value: the values of encrypted fields never appear in error text.
+func withheld(derr *DecodeError, f *field) *DecodeError {
+	return &DecodeError{Type: derr.Type, Field: derr.Field, Property: derr.Property,
+		Reason: "the decrypted value does not fit the field's type " + f.typ.String(), Err: errWithheld}
+}
+
+// signedDigest hashes the canonical value of the signed field f of the entity at base: its
+// name and either "absent" or the JSON value the plain encoder writes for it. Decoding and
+// encoding again gives the same value, so the digest does not depend on how the service
+// spells a value it returns (an Int64 as a string, a whole double as an integer). The
+// value is plaintext stored next to it, so its hash reveals nothing more.
+func signedDigest(typeName string, f *field, base unsafe.Pointer) ([]byte, *InvalidInputError) {
+	h := sha256.New()
+	h.Write([]byte(signedDomain))
+	h.Write(appendLP(nil, f.name))
+	enc := encoder{typeName: typeName}
+	buf, err := enc.appendField(nil, f.plain, base)
+	if err != nil {
+		return nil, err
+	}
+	if len(buf) == 0 {
+		h.Write([]byte{0}) // absent
+	} else {
+		h.Write([]byte{1})
+		h.Write(appendLP(nil, string(buf[1:]))) // buf[0] is the separator
+	}
+	return h.Sum(nil), nil
+}
+
+// checkSigned verifies the signed plaintext of a decoded entity against its authenticated
+// metadata m, and the policy of x. It returns "" or the reason of ErrTampered. A signed
+// property that the type does not map is not read, and not checked (a projection).
+func (p *plan) checkSigned(base unsafe.Pointer, x *Encryption, m *envMeta) string {
+	if x.RequireSignatures {
+		if x.Table != "" && !m.bound {
+			return "the entity is not bound to Encryption.Table (written before binding, or by another codec), and RequireSignatures is set"
+		}
+		listed := make(map[string]bool, len(m.signed))
+		for _, n := range m.signed {
+			listed[n] = true
+		}
+		for _, f := range p.signed {
+			if !listed[f.name] {
+				return "the property " + f.name + " is not signed in this entity (written before signing), and RequireSignatures is set"
+			}
+		}
+	}
+	for i, n := range m.signed {
+		f := p.byName[n]
+		switch {
+		case f == nil:
+			continue
+		case f.encrypt:
+			return "the entity signs property " + n + " as plaintext, which this type encrypts"
+		case f.plain == nil: // mapped, no longer tagged sign: still verified
+			plain := *f
+			plain.key, plain.annot = nil, nil
+			f = &field{name: f.name, plain: &plain}
+		}
+		digest, err := signedDigest(p.typeName, f, base)
+		if err != nil || !hmac.Equal(digest, m.digests[i]) {
+			return "the signed property " + n + " was changed or removed since the entity was written"
+		}
+	}
+	return ""
 }

@@ -26,8 +26,19 @@ const (
 // Domain separation of the additional authenticated data: a property's ciphertext can never
 // pass for the metadata's tag or the other way round.
 const (
-	aadProperty = "tablepatterns/encrypt/v1/property\x00"
-	aadMetadata = "tablepatterns/encrypt/v1/metadata\x00"
+	aadProperty   = "tablepatterns/encrypt/v1/property\x00"
+	aadMetadata   = "tablepatterns/encrypt/v1/metadata\x00"
+	aadMetadataV2 = "tablepatterns/encrypt/v2/metadata\x00"
+	signedDomain  = "tablepatterns/sign/v1\x00"
+)
+
+// metadataV2 is the metadata format version of entities with signed properties or a bound
+// table; version 1 (envelopeVersion) stays what every other entity carries, and both are
+// read.
+const (
+	metadataV2      = 2
+	flagTableBound  = 1 // the table name is part of the metadata's authenticated data
+	signedDigestLen = 32
 )
 
 // envMeta is the parsed encryption metadata of one entity.
@@ -39,6 +50,19 @@ type envMeta struct {
 	body    []byte   // the encoded form up to the nonce (authenticated)
 	nonce   []byte
 	tag     []byte
+
+	// Version 2 only (v2 reports it): signed plaintext and table binding.
+	v2      bool
+	bound   bool     // the table name is authenticated
+	signed  []string // the signed plaintext properties
+	digests [][]byte // SHA-256 of each signed property's canonical value (signedDigest)
+	table   string   // not stored: the table name the reader or writer binds (lowercase)
+}
+
+// withV2 copies the version 2 fields of m into out (a rotation keeps them).
+func (m *envMeta) withV2(out *envMeta) *envMeta {
+	out.v2, out.bound, out.signed, out.digests, out.table = m.v2, m.bound, m.signed, m.digests, m.table
+	return out
 }
 
 // appendLP appends a length-prefixed (uvarint) string: the binding of keys and names in
@@ -55,10 +79,19 @@ func propertyAAD(dst []byte, pk, rk, name string) []byte {
 	return appendLP(dst, name)
 }
 
-func metadataAAD(dst []byte, pk, rk string, body []byte) []byte {
-	dst = append(dst, aadMetadata...)
+func metadataAAD(dst []byte, pk, rk string, m *envMeta, body []byte) []byte {
+	if !m.v2 {
+		dst = append(dst, aadMetadata...)
+		dst = appendLP(dst, pk)
+		dst = appendLP(dst, rk)
+		return append(dst, body...)
+	}
+	dst = append(dst, aadMetadataV2...)
 	dst = appendLP(dst, pk)
 	dst = appendLP(dst, rk)
+	if m.bound {
+		dst = appendLP(dst, m.table)
+	}
 	return append(dst, body...)
 }
 
@@ -95,8 +128,16 @@ func encodeMeta(aead cipher.AEAD, pk, rk string, m *envMeta) []byte {
 	for _, name := range m.names {
 		n += 2 + len(name)
 	}
+	version := byte(envelopeVersion)
+	if m.v2 {
+		version = metadataV2
+		n += 1 + 2
+		for _, name := range m.signed {
+			n += 2 + len(name) + signedDigestLen
+		}
+	}
 	out := make([]byte, 0, n)
-	out = append(out, envelopeVersion, cipherAESGCM, byte(len(m.keyID)))
+	out = append(out, version, cipherAESGCM, byte(len(m.keyID)))
 	out = append(out, m.keyID...)
 	out = append(out, byte(len(m.alg)))
 	out = append(out, m.alg...)
@@ -107,10 +148,23 @@ func encodeMeta(aead cipher.AEAD, pk, rk string, m *envMeta) []byte {
 		out = binary.BigEndian.AppendUint16(out, uint16(len(name)))
 		out = append(out, name...)
 	}
+	if m.v2 {
+		var flags byte
+		if m.bound {
+			flags |= flagTableBound
+		}
+		out = append(out, flags)
+		out = binary.BigEndian.AppendUint16(out, uint16(len(m.signed)))
+		for i, name := range m.signed {
+			out = binary.BigEndian.AppendUint16(out, uint16(len(name)))
+			out = append(out, name...)
+			out = append(out, m.digests[i]...)
+		}
+	}
 	bodyLen := len(out)
 	out = out[:bodyLen+nonceSize]
 	_, _ = rand.Read(out[bodyLen:])
-	aad := metadataAAD(make([]byte, 0, 64+len(pk)+len(rk)+bodyLen), pk, rk, out[:bodyLen])
+	aad := metadataAAD(make([]byte, 0, 64+len(pk)+len(rk)+len(m.table)+bodyLen), pk, rk, m, out[:bodyLen])
 	return aead.Seal(out, out[bodyLen:], nil, aad)
 }
 
@@ -119,10 +173,11 @@ func encodeMeta(aead cipher.AEAD, pk, rk string, m *envMeta) []byte {
 // errMalformed for anything else it cannot read.
 func parseMeta(b []byte) (*envMeta, error) {
 	r := reader{b: b}
-	if r.u8() != envelopeVersion || r.u8() != cipherAESGCM {
+	version := r.u8()
+	if (version != envelopeVersion && version != metadataV2) || r.u8() != cipherAESGCM {
 		return nil, errMalformed
 	}
-	m := &envMeta{}
+	m := &envMeta{v2: version == metadataV2}
 	m.keyID = string(r.bytes(int(r.u8())))
 	m.alg = string(r.bytes(int(r.u8())))
 	m.wrapped = r.bytes(int(r.u16()))
@@ -137,6 +192,22 @@ func parseMeta(b []byte) (*envMeta, error) {
 			return nil, errMalformed
 		}
 		m.names = append(m.names, string(name))
+	}
+	if m.v2 {
+		flags := r.u8()
+		m.bound = flags&flagTableBound != 0
+		count := int(r.u16())
+		if r.bad || flags&^flagTableBound != 0 || count > MaxProperties {
+			return nil, errMalformed
+		}
+		for i := 0; i < count; i++ {
+			name := r.bytes(int(r.u16()))
+			if r.bad || !utf8.Valid(name) {
+				return nil, errMalformed
+			}
+			m.signed = append(m.signed, string(name))
+			m.digests = append(m.digests, r.bytes(signedDigestLen))
+		}
 	}
 	bodyLen := r.i
 	m.nonce = r.bytes(nonceSize)
@@ -155,7 +226,7 @@ var errMissingKeyID = errors.New("no key id")
 
 // verifyMeta authenticates the metadata with the content key and the entity's keys.
 func verifyMeta(aead cipher.AEAD, pk, rk string, m *envMeta) bool {
-	aad := metadataAAD(make([]byte, 0, 64+len(pk)+len(rk)+len(m.body)), pk, rk, m.body)
+	aad := metadataAAD(make([]byte, 0, 64+len(pk)+len(rk)+len(m.table)+len(m.body)), pk, rk, m, m.body)
 	sealed := make([]byte, 0, tagSize)
 	sealed = append(sealed, m.tag...)
 	_, err := aead.Open(nil, m.nonce, sealed, aad)

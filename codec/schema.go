@@ -82,6 +82,9 @@ type field struct {
 	// Edm.Binary, and plain renders the plaintext value (no name, no annotation).
 	encrypt bool
 	plain   *field
+	// sign marks a plaintext property authenticated by the encryption metadata (the sign
+	// option); plain then renders its canonical value for the digest.
+	sign bool
 }
 
 // plan is the non-generic core of a Codec: everything precomputed for one struct type.
@@ -100,6 +103,8 @@ type plan struct {
 	// encrypted counts the fields with the encrypt option; such a type gets the
 	// EncryptionMetadataProperty on every entity.
 	encrypted int
+	// signed lists the fields with the sign option, in declaration order.
+	signed []*field
 }
 
 var (
@@ -120,7 +125,7 @@ func planFor(t reflect.Type) (*plan, error) {
 }
 
 type tagOpts struct {
-	pk, rk, etag, timestamp, omitEmpty, json, extra, encrypt bool
+	pk, rk, etag, timestamp, omitEmpty, json, extra, encrypt, sign bool
 }
 
 func parseTag(tag string) (name string, o tagOpts, bad string) {
@@ -145,6 +150,8 @@ func parseTag(tag string) (name string, o tagOpts, bad string) {
 			o.extra = true
 		case "encrypt":
 			o.encrypt = true
+		case "sign":
+			o.sign = true
 		case "":
 		default:
 			if bad == "" {
@@ -176,6 +183,9 @@ func buildPlan(t reflect.Type) (*plan, error) {
 	}
 	if !b.rkSeen {
 		return nil, invalid(p.typeName, "RowKey", `no RowKey field (name a string field RowKey or tag one table:",rk")`)
+	}
+	if len(p.signed) > 0 && p.encrypted == 0 {
+		return nil, invalid(p.typeName, p.signed[0].goName, "the sign option needs at least one field with the encrypt option: the signature lives in the encryption metadata")
 	}
 	props := len(p.fields)
 	if p.encrypted > 0 {
@@ -264,8 +274,13 @@ func (b *builder) addField(sf reflect.StructField, name string, opts tagOpts, l 
 	if opts.encrypt && (opts.pk || opts.rk || opts.etag || opts.timestamp || opts.extra ||
 		name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || (name == "ETag" && ft.Kind() == reflect.String && !opts.json)) {
 		// The keys address the entity and the service writes Timestamp and ETag: none of
-		// them can be encrypted (seeds/004, "encrypt table data").
+		// them can be encrypted (the design guide, "Encrypting table data").
 		return invalid(p.typeName, sf.Name, "the encrypt option applies to properties only: PartitionKey, RowKey, Timestamp, ETag and the extra map are never encrypted")
+	}
+	if opts.sign && (opts.encrypt || opts.pk || opts.rk || opts.etag || opts.timestamp || opts.extra ||
+		name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || (name == "ETag" && ft.Kind() == reflect.String && !opts.json)) {
+		// The keys are bound by every signature already; encrypted values are authenticated.
+		return invalid(p.typeName, sf.Name, "the sign option applies to plaintext properties only: PartitionKey and RowKey are always bound, encrypted fields are authenticated, Timestamp, ETag and the extra map cannot be signed")
 	}
 	switch {
 	case opts.pk || (name == "PartitionKey" && !opts.rk):
@@ -341,6 +356,13 @@ func (b *builder) addField(sf reflect.StructField, name string, opts tagOpts, l 
 		p.encrypted++
 	} else if edm := f.edmAnnotation(); edm != "" {
 		f.annot = []byte(`"` + name + `@odata.type":"` + edm + `",`)
+	}
+	if opts.sign {
+		plain := *f
+		plain.key, plain.annot = nil, nil
+		f.plain = &plain // rendered without name or annotation: the value to digest
+		f.sign = true
+		p.signed = append(p.signed, f)
 	}
 	p.fields = append(p.fields, f)
 	p.byName[name] = f

@@ -75,12 +75,16 @@
 //     "dequeueCount", "poisonedAt", "message": <original envelope>} ("text" instead of
 //     "message" for a text that was no envelope), where WebJobs copies the message as-is.
 //     If that record would not fit in 64 KiB, the original text is copied as-is and the
-//     error is only in the log. PeekPoison reads both, RequeuePoison moves them back.
+//     error is only in the log. PeekPoison reads both, RequeuePoison moves them back:
+//     at most the messages the poison queue held when it started, so it ends even while
+//     a worker poisons the requeued messages again.
 //   - Snooze and shutdown do not count. The service increments DequeueCount on every
 //     delivery and cannot reset it, so the worker rewrites the envelope with "uncounted"
 //     incremented when it releases a snoozed or interrupted delivery, and compares
 //     DequeueCount - uncounted with MaxDequeueCount. (If that update fails, the message
-//     reappears after its lock and the delivery does count.) WebJobs has no snooze.
+//     reappears after its lock and the delivery does count.) WebJobs has no snooze. The
+//     envelope is untrusted: an "uncounted" that is negative or not below DequeueCount
+//     (a forged counter that would make the message immortal) makes it malformed.
 //   - Every request is retried by package retry (jittered exponential backoff, transient
 //     errors only). Build the azqueue clients with the SDK's own retries off
 //     (azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}), or each attempt

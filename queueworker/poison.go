@@ -154,15 +154,19 @@ func parsePoison(text string) PoisonMessage {
 	return pm
 }
 
-// RequeuePoison moves up to limit messages (0 means until the poison queue looks empty) from
-// poison back to c's queue: for each it enqueues the original envelope (with its id, so
-// handlers' dedupe still works) and then deletes the poison message. A crash or lost
-// response between the two can enqueue a message twice, which idempotent handlers absorb;
-// a message is never deleted from the poison queue before its copy is stored. Each poison
-// message is locked for a minute while it moves. It returns how many were moved, and the
-// first error that stopped it: an *errs.InvalidInputError for bad arguments, or a wrapped
-// service error (errors.Is errs.ErrNotFound when a queue does not exist, errs.ErrTransient
-// after exhausted retries).
+// RequeuePoison moves up to limit messages (0 means all) from poison back to c's queue,
+// but never more than the poison queue held when it started: it reads the queue's
+// approximate message count and the service's time first, handles at most that many
+// messages, and leaves alone the messages inserted after it started (they stay locked
+// for a minute, then are visible again). So it ends even while a worker poisons the
+// requeued messages again. For each message it enqueues the original envelope (with its
+// id, so handlers' dedupe still works) and then deletes the poison message. A crash or
+// lost response between the two can enqueue a message twice, which idempotent handlers
+// absorb; a message is never deleted from the poison queue before its copy is stored.
+// Each poison message is locked for a minute while it moves. It returns how many were
+// moved, and the first error that stopped it: an *errs.InvalidInputError for bad
+// arguments, or a wrapped service error (errors.Is errs.ErrNotFound when a queue does
+// not exist, errs.ErrTransient after exhausted retries).
 func RequeuePoison(ctx context.Context, poison *azqueue.QueueClient, c *Client, limit int) (int, error) {
 	switch {
 	case poison == nil:
@@ -173,12 +177,29 @@ func RequeuePoison(ctx context.Context, poison *azqueue.QueueClient, c *Client, 
 		return 0, errs.Invalid("limit", "%d is negative", limit)
 	}
 	name := queueNameOf(poison)
-	moved := 0
-	for limit == 0 || moved < limit {
-		n := MaxBatchSize
-		if limit > 0 {
-			n = min(n, limit-moved)
+	var present int
+	var started time.Time
+	err := retry.Do(ctx, c.retry, retry.Op{Name: "poison queue properties", Resource: name}, func(ctx context.Context, _ int) error {
+		resp, err := poison.GetProperties(ctx, nil)
+		if err != nil {
+			return err
 		}
+		present = int(deref32(resp.ApproximateMessagesCount))
+		started = time.Now()
+		if resp.Date != nil {
+			started = *resp.Date // the service's clock, as InsertionTime is
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, errs.Wrap(err, "poison queue properties", name, "", "")
+	}
+	if limit == 0 || limit > present {
+		limit = present
+	}
+	moved, seen := 0, 0
+	for seen < limit {
+		n := min(MaxBatchSize, limit-seen)
 		var msgs []*azqueue.DequeuedMessage
 		err := retry.Do(ctx, c.retry, retry.Op{Name: "dequeue poison", Resource: name}, func(ctx context.Context, _ int) error {
 			resp, err := poison.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: ptr(int32(n)), VisibilityTimeout: ptr(int32(60))})
@@ -191,13 +212,16 @@ func RequeuePoison(ctx context.Context, poison *azqueue.QueueClient, c *Client, 
 		if err != nil {
 			return moved, errs.Wrap(err, "dequeue poison", name, "", "")
 		}
-		if len(msgs) == 0 {
-			return moved, nil
-		}
+		old := 0
 		for _, m := range msgs {
 			if m == nil || m.MessageID == nil || m.PopReceipt == nil {
 				continue
 			}
+			if m.InsertionTime != nil && m.InsertionTime.After(started) {
+				continue // poisoned after we started (maybe one we requeued): not ours
+			}
+			old++
+			seen++
 			pm := parsePoison(deref(m.MessageText))
 			if _, err := c.enqueueText(ctx, "requeue", pm.Original, nil, pm.ID); err != nil {
 				return moved, err
@@ -214,6 +238,16 @@ func RequeuePoison(ctx context.Context, poison *azqueue.QueueClient, c *Client, 
 			}
 			moved++
 		}
+		if old == 0 {
+			return moved, nil // nothing left that was there when we started
+		}
 	}
 	return moved, nil
+}
+
+func deref32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -43,6 +43,15 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 		return
 	}
 	log = log.With(zap.String("kind", env.Kind), zap.String("id", env.ID))
+	if env.Uncounted < 0 || env.Uncounted >= count {
+		// The envelope is untrusted: "uncounted" counts earlier deliveries released
+		// without counting, so it is below this delivery's DequeueCount. A message that
+		// says otherwise would never reach MaxDequeueCount.
+		err := fmt.Errorf("%w: its envelope's uncounted deliveries (%d) contradict the queue's dequeue count (%d)", errMalformed, env.Uncounted, count)
+		log.Error("malformed message: poisoning it", zap.Error(err))
+		w.poison(r, ls, log, env, count, err)
+		return
+	}
 	attempts := count - env.Uncounted
 	if attempts > int64(w.cfg.MaxDequeueCount) {
 		// An earlier delivery failed without settling (its worker died or lost the lock).

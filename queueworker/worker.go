@@ -286,7 +286,7 @@ func (w *Worker) fetch(r *run) {
 		}
 		if err != nil {
 			w.log.Error("dequeue failed", zap.Error(err))
-			if !w.pollWait(r.fetchCtx, poll.Next()) {
+			if !w.pollWait(r.fetchCtx, poll.Next(), nil) {
 				return
 			}
 			continue
@@ -296,7 +296,7 @@ func (w *Worker) fetch(r *run) {
 				r.drained.Store(true)
 				return
 			}
-			if !w.pollWait(r.fetchCtx, poll.Next()) {
+			if !w.pollWait(r.fetchCtx, poll.Next(), poll) {
 				return
 			}
 			continue
@@ -329,11 +329,17 @@ func (w *Worker) waitSlots(ctx context.Context, want int) (int, bool) {
 	}
 }
 
-// pollWait sleeps d unless ctx ends first.
-func (w *Worker) pollWait(ctx context.Context, d time.Duration) bool {
+// pollWait sleeps d unless ctx ends first. With poll set, a handler that ends also ends
+// the wait and resets poll: a job that ran long must not leave the loop (and a Drain)
+// waiting for an interval that grew meanwhile.
+func (w *Worker) pollWait(ctx context.Context, d time.Duration, poll *pollBackoff) bool {
 	w.c.emptyWaits.Add(1)
 	if w.onPollWait != nil {
 		w.onPollWait(d)
+	}
+	var freed <-chan struct{}
+	if poll != nil && w.c.inFlight.Load() > 0 {
+		freed = w.slotFreed
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -341,6 +347,9 @@ func (w *Worker) pollWait(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
+		return true
+	case <-freed:
+		poll.Reset()
 		return true
 	}
 }

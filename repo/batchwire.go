@@ -78,6 +78,13 @@ func (batchPolicy) Do(req *policy.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+		// aztables slices the boundary out of the body without checking it: a truncated
+		// or empty body would panic in the caller's goroutine. Refuse it here.
+		if err := checkBatchBody(raw); err != nil {
+			return nil, err
+		}
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	ex.applied = true
 	ex.status = resp.StatusCode
@@ -254,4 +261,57 @@ func failedIndex(message string) (int, string, bool) {
 		return 0, message, false
 	}
 	return n, strings.TrimSpace(message[i+1:]), true
+}
+
+// errMalformedBatch is a $batch answer whose body cannot be read. The service answered, so
+// the transaction may have been committed: it is transient and leaves the outcome open
+// (it wraps io.ErrUnexpectedEOF, as a body cut short would).
+type errMalformedBatch struct{ reason string }
+
+func (e *errMalformedBatch) Error() string {
+	return "tablepatterns: malformed $batch response: " + e.reason
+}
+
+func (e *errMalformedBatch) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// checkBatchBody checks a 202/204 $batch body the way aztables reads it: an error document
+// starting with '{', or a multipart body whose first line names the boundary, whose first
+// part is a changeset whose own first line names its boundary, and whose sub-responses
+// parse.
+func checkBatchBody(body []byte) error {
+	if len(body) > 0 && body[0] == '{' {
+		return nil
+	}
+	outer, ok := boundaryLine(body)
+	if !ok {
+		return &errMalformedBatch{"no boundary line"}
+	}
+	p, err := multipart.NewReader(bytes.NewReader(body), outer).NextPart()
+	if err != nil {
+		return &errMalformedBatch{"no changeset part"}
+	}
+	inner, err := io.ReadAll(p)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return &errMalformedBatch{"changeset part cut short"}
+	}
+	if _, ok := boundaryLine(inner); !ok {
+		return &errMalformedBatch{"no changeset boundary line"}
+	}
+	subs, err := parseBatchResponse("multipart/mixed; boundary="+outer, body)
+	if err != nil || len(subs) == 0 {
+		return &errMalformedBatch{"no readable sub-response"}
+	}
+	return nil
+}
+
+// boundaryLine returns the boundary named by the first line of a multipart body ("--b").
+func boundaryLine(body []byte) (string, bool) {
+	end := bytes.IndexByte(body, '\n')
+	if end > 0 && body[end-1] == '\r' {
+		end--
+	}
+	if end <= 2 || !bytes.HasPrefix(body, []byte("--")) {
+		return "", false
+	}
+	return string(body[2:end]), true
 }

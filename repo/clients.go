@@ -32,6 +32,10 @@ type ClientOptions struct {
 	// Transport replaces the HTTP transport of all three clients (nil: Azure.Transport, or
 	// the Azure SDK default).
 	Transport policy.Transporter
+	// AllowHTTP lets NewTablesWithSAS send its token over plain HTTP to a host that is not
+	// loopback. Defaults to false: https only (loopback, the emulator, is always allowed).
+	// NewClients and NewTokenClients ignore it.
+	AllowHTTP bool
 	// Azure are the Azure SDK's client options of all three clients: telemetry, logging,
 	// tracing (TracingProvider: azotel.NewTracingProvider for OpenTelemetry), cloud
 	// configuration, transport, extra policies. Retry is ignored: the SDK's retries are

@@ -21,11 +21,12 @@
 //   - Client-side encryption of the properties tagged "encrypt" (Options.Encryption; the
 //     envelope, its layout and what it binds are in codec's doc, "Encryption"): every
 //     write encrypts, every read decrypts, merges of such entities are refused, and
-//     RotateKeys re-wraps a table's content keys under a new key-encryption key,
-//     resumably (seeds/004, "encrypt table data").
+//     RotateKeys re-wraps a table's content keys under a new key-encryption key, or with
+//     RotateOptions.Reencrypt re-encrypts every entity under a fresh content key (after a
+//     key compromise), resumably (the design guide, "Encrypting table data").
 //   - Clients authorized by a shared access signature instead of the account key
-//     (NewTablesWithSAS, with tokens from package repo/sas; seeds/004, "control access
-//     with shared access signatures").
+//     (NewTablesWithSAS, with tokens from package repo/sas, HTTPS-only by default; the
+//     design guide, "Control access with shared access signatures").
 //
 // # Errors
 //
@@ -54,7 +55,8 @@
 // entities. A query: one request per page of up to 1,000 entities. BulkWrite of n
 // entities over p partitions: about p + n/100 requests. Encryption adds no request (one
 // WrapKey per write and one UnwrapKey per read, local for a codec.LocalKey). RotateKeys of
-// n entities: n/1000 queries and about one transaction per 100 entities of a partition.
+// n entities: n/1000 queries and about one transaction per 100 entities of a partition
+// (the queries read whole entities when re-encrypting).
 //
 // # Signing in without the account key
 //

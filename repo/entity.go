@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -18,12 +20,15 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 		return out, err
 	}
 	err := retry.Do(ctx, t.opts.Retry, t.op("get", pk, rk), func(ctx context.Context, _ int) error {
-		resp, err := t.client.GetEntity(ctx, pk, rk, nil)
+		resp, err := t.client.GetEntity(ctx, pk, rk, t.getOptions())
 		if err != nil {
 			return errs.Wrap(err, "get", t.name, pk, rk)
 		}
 		if err := t.codec.DecodeContext(ctx, resp.Value, &out); err != nil {
 			return err
+		}
+		if t.track != nil {
+			t.track.observe(resp.Value, string(resp.ETag))
 		}
 		if t.codec.ETag(&out) == "" {
 			t.codec.SetETag(&out, string(resp.ETag))
@@ -36,11 +41,15 @@ func (t *Table[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 // Insert adds v; it fails with ErrAlreadyExists if an entity with the same keys exists.
 // On success v's ETag field (if any) holds the new ETag.
 //
-// An insert is not idempotent, yet it is retried safely: when a retry meets an existing
-// entity after an attempt whose response was lost, Insert reads the entity and reports
-// success if it holds exactly what this call sent (see Submit for the general rule).
+// An insert is not idempotent. When a retry meets an existing entity after an attempt that
+// may have been applied (its response was lost), Insert cannot know by itself whether that
+// entity is its own: it returns ErrOutcomeUnknown, or, with Options.TrackWrites, reads the
+// entity's write history and answers exactly (nil or ErrAlreadyExists). A retry after a
+// failure that proves nothing was applied (503 ServerBusy, 429, no connection) returns the
+// service's answer as it is.
 //
-// Errors: ErrAlreadyExists, ErrInvalidInput (limits, keys: nothing sent), ErrTransient, *Error.
+// Errors: ErrAlreadyExists, ErrOutcomeUnknown, ErrInvalidInput (limits, keys: nothing
+// sent), ErrTransient, *Error.
 func (t *Table[T]) Insert(ctx context.Context, v *T) error {
 	w := t.insertAction(v)
 	return t.write(ctx, &w)
@@ -59,8 +68,11 @@ func (t *Table[T]) Upsert(ctx context.Context, v *T, opts *UpsertOptions) error 
 // ETag field and it is set (optimistic concurrency), unless opts.Unconditional. On success
 // v's ETag field holds the new ETag.
 //
+// A retry that meets 412 or 404 after an attempt that may have been applied is decided as
+// for Insert: ErrOutcomeUnknown, or exactly with Options.TrackWrites.
+//
 // Errors: ErrPreconditionFailed (another writer changed the entity), ErrNotFound,
-// ErrInvalidInput (nothing sent), ErrTransient, *Error.
+// ErrOutcomeUnknown, ErrInvalidInput (nothing sent), ErrTransient, *Error.
 func (t *Table[T]) Update(ctx context.Context, v *T, opts *UpdateOptions) error {
 	w := t.updateAction(v, opts)
 	return t.write(ctx, &w)
@@ -68,7 +80,13 @@ func (t *Table[T]) Update(ctx context.Context, v *T, opts *UpdateOptions) error 
 
 // Delete removes the entity with these keys; conditional if opts.ETag is set.
 //
-// Errors: ErrNotFound, ErrPreconditionFailed, ErrInvalidInput, ErrTransient, *Error.
+// An unconditional delete is idempotent: a retry that finds the entity gone after an
+// attempt that may have been applied reports success (the entity is gone, as asked). A
+// conditional delete in the same case returns ErrOutcomeUnknown: the entity is gone and
+// its history with it, so tracking cannot tell whose delete it was.
+//
+// Errors: ErrNotFound, ErrPreconditionFailed, ErrOutcomeUnknown, ErrInvalidInput,
+// ErrTransient, *Error.
 func (t *Table[T]) Delete(ctx context.Context, pk, rk string, opts *DeleteOptions) error {
 	w := t.deleteAction(pk, rk, opts)
 	return t.write(ctx, &w)
@@ -86,29 +104,48 @@ func (t *Table[T]) DeleteIfExists(ctx context.Context, pk, rk string) error {
 	return err
 }
 
-// write sends one prepared action with retries; a retry that meets the echo of an earlier
-// attempt is resolved by verify.
+// write sends one prepared action with retries. A retry that meets an answer its own
+// earlier, unanswered attempt could explain (see echo) is decided by resolve; after a
+// failure that proves nothing was applied, the next answer is the truth.
 func (t *Table[T]) write(ctx context.Context, w *writeAction) error {
 	if w.err != nil {
 		return w.err
 	}
-	return retry.Do(ctx, t.opts.Retry, t.op(w.kind.String(), w.pk, w.rk), func(ctx context.Context, attempt int) error {
+	var cause error // the first failure that may have been applied
+	err := retry.Do(ctx, t.opts.Retry, t.op(w.kind.String(), w.pk, w.rk), func(ctx context.Context, attempt int) error {
 		etag, err := w.send(ctx)
-		if err != nil && attempt > 1 && w.ambiguous(err) {
-			var ok bool
-			var verr error
-			etag, ok, verr = w.verify(ctx)
-			if verr != nil {
-				return verr
-			}
-			if !ok {
-				return err
-			}
-			err = nil
-		}
-		if err == nil && w.setETag != nil {
-			w.setETag(etag)
+		switch {
+		case err == nil:
+			w.succeeded(etag)
+			return nil
+		case cause != nil && w.echo(err):
+			return w.resolve(ctx, cause, err)
+		case cause == nil && retry.MayHaveApplied(err):
+			cause = err
 		}
 		return err
 	})
+	return unknownIfGivenUp(err, cause, w)
+}
+
+// unknownIfGivenUp turns a failure of a non-idempotent write into an *OutcomeUnknownError
+// when an attempt may have been applied: exhausted retries or a cancelled context say
+// nothing of that attempt, so they must not read as "not written".
+func unknownIfGivenUp(err, cause error, w *writeAction) error {
+	if err == nil || cause == nil || w.idempotent() || errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	if !errors.Is(err, ErrTransient) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &errs.OutcomeUnknownError{Op: w.kind.String(), Resource: w.table, PartitionKey: w.pk, RowKey: w.rk, Cause: cause, Err: err}
+}
+
+// getOptions asks for full metadata when T keeps unmapped properties (see source.full).
+func (t *Table[T]) getOptions() *aztables.GetEntityOptions {
+	if !t.codec.HasExtra() {
+		return nil
+	}
+	full := aztables.MetadataFormatFull
+	return &aztables.GetEntityOptions{Format: &full}
 }

@@ -31,6 +31,11 @@ var (
 // ErrInvalidInput and names the field, the size and the limit.
 type InvalidInputError = errs.InvalidInputError
 
+// OutcomeUnknownError is the answer of a retried non-idempotent write whose earlier attempt
+// may have been applied: it unwraps to ErrOutcomeUnknown (not to the sentinel of the
+// service's answer, which is in its Err field: a caller must not read it as a refusal).
+type OutcomeUnknownError = errs.OutcomeUnknownError
+
 // Error is a request the service refused. It unwraps to the matching sentinel (ErrNotFound,
 // ErrAlreadyExists, ErrPreconditionFailed, ErrTableBeingDeleted) and to the
 // *azcore.ResponseError, so both errors.Is and errors.As reach what they look for.
@@ -65,6 +70,11 @@ func (e *ActionError) Error() string {
 	}
 	return b.String()
 }
+
+// ResponseStatus returns the failed action's own status and code (not the 202 of the
+// $batch that carried them), so that retry classifies a changeset answering 503 ServerBusy
+// or 500 OperationTimedOut as transient.
+func (e *ActionError) ResponseStatus() (int, string) { return e.StatusCode, e.Code }
 
 // Unwrap returns the sentinel matching Code (if any) and the underlying error.
 func (e *ActionError) Unwrap() []error {

@@ -24,8 +24,9 @@ func TestTransientFaultsExactlyOnce(t *testing.T) {
 	b := setup(t, true)
 	core, logs := observer.New(zap.WarnLevel)
 	emps := table[Employee](t, b, &repo.Options{
-		Logger: zap.New(core),
-		Retry:  retry.Policy{Delay: 2 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30},
+		Logger:      zap.New(core),
+		TrackWrites: true, // inserts whose response was lost recognise their own write
+		Retry:       retry.Policy{Delay: 2 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30},
 	})
 	ctx := b.ctx
 	const n = 2000

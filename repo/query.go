@@ -42,9 +42,9 @@ type Query struct {
 	// with the same Filter.
 	Token string
 	// FullMetadata asks the service to annotate the type of every property. Typed values
-	// do not need it (they decode by their fields' types); dynamic entities (codec.Entity)
-	// do, to tell a whole Edm.Double from an Edm.Int32. The real service annotates doubles
-	// then; Azurite does not.
+	// do not need it (they decode by their fields' types); types with an extra map and
+	// dynamic entities (codec.Entity) get it always, to tell a whole Edm.Double from an
+	// Edm.Int32. The real service annotates doubles then; Azurite does not.
 	FullMetadata bool
 }
 
@@ -95,6 +95,12 @@ type source struct {
 	name   string
 	sel    []string // the projection's $select, nil for all properties
 	retry  retry.Policy
+	// full asks for full metadata: T keeps unmapped properties (an extra map, a dynamic
+	// entity), typed by their annotations, and the service leaves a whole Edm.Double
+	// unannotated under minimal metadata.
+	full bool
+	// track remembers the write histories of the entities read (Options.TrackWrites).
+	track *tracker
 }
 
 type continuation struct {
@@ -134,7 +140,7 @@ func (t *Table[T]) Pages(q Query) *Pager[T] {
 }
 
 func newPager[T, V any](t *Table[T], q Query, decode func(ctx context.Context, data []byte, v *V) error) *Pager[V] {
-	src := source{client: t.client, name: t.name, sel: t.sel, retry: t.opts.Retry}
+	src := source{client: t.client, name: t.name, sel: t.sel, retry: t.opts.Retry, full: t.codec.HasExtra(), track: t.track}
 	p := &Pager[V]{src: src, q: q, decode: decode}
 	if p.err = q.validate(); p.err == nil && q.Token != "" {
 		p.next, p.err = decodeToken(q.Token)
@@ -160,7 +166,7 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	}
 	t := p.src
 	opts := &aztables.ListEntitiesOptions{}
-	if p.q.FullMetadata {
+	if p.q.FullMetadata || t.full {
 		full := aztables.MetadataFormatFull
 		opts.Format = &full
 	}
@@ -203,6 +209,9 @@ func (p *Pager[T]) Next(ctx context.Context) (Page[T], error) {
 	for i, raw := range resp.Entities {
 		if err := p.decode(ctx, raw, &page.Items[i]); err != nil {
 			return Page[T]{}, err
+		}
+		if t.track != nil {
+			t.track.observe(raw, "")
 		}
 	}
 	p.count += len(page.Items)

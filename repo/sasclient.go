@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -24,12 +25,24 @@ import (
 // token does not allow fail with a 403 *Error (AuthorizationPermissionMismatch,
 // AuthenticationFailed for an expired token, ...), which is not retried.
 //
-// Errors: ErrInvalidInput for a URL that is not http(s) with a host, an empty token, or a
-// token that is not a query string.
+// The token travels with every request, so serviceURL must be https, except for a
+// loopback host (localhost, 127.0.0.0/8, ::1: the emulator) or when
+// ClientOptions.AllowHTTP opts in. A token for plain HTTP must also have been signed with
+// sas.HTTPSAndHTTP (tokens are HTTPS-only by default).
+//
+// Errors: ErrInvalidInput for a URL that is not http(s) with a host, an http URL to a host
+// that is not loopback without AllowHTTP, an empty token, or a token that is not a query
+// string.
 func NewTablesWithSAS(serviceURL, token string, opts *ClientOptions) (*aztables.ServiceClient, error) {
+	if opts == nil {
+		opts = &ClientOptions{}
+	}
 	u, err := url.Parse(serviceURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.User != nil {
 		return nil, errs.Invalid("service URL", "must be an http(s) table service endpoint without a query")
+	}
+	if u.Scheme == "http" && !opts.AllowHTTP && !isLoopback(u.Hostname()) {
+		return nil, errs.Invalid("service URL", "is plain http to a host that is not loopback: the SAS token would travel in clear text (use https, or set ClientOptions.AllowHTTP)")
 	}
 	token = strings.TrimPrefix(token, "?")
 	if token == "" {
@@ -37,9 +50,6 @@ func NewTablesWithSAS(serviceURL, token string, opts *ClientOptions) (*aztables.
 	}
 	if q, err := url.ParseQuery(token); err != nil || q.Get("sig") == "" {
 		return nil, errs.Invalid("SAS token", "is not a SAS query string (it needs a sig parameter)")
-	}
-	if opts == nil {
-		opts = &ClientOptions{}
 	}
 	base := azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}, Transport: opts.Transport}
 	// aztables joins request paths before the query of the service URL, which keeps the
@@ -50,4 +60,15 @@ func NewTablesWithSAS(serviceURL, token string, opts *ClientOptions) (*aztables.
 		return nil, errs.Invalid("service URL", "the table client cannot be built from it")
 	}
 	return svc, nil
+}
+
+// isLoopback reports whether host (without port or brackets) is localhost or a loopback IP
+// literal. Names other than "localhost" are not resolved: what a name resolves to is not
+// the caller's to decide here.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -34,6 +34,29 @@ type Options struct {
 	// RotateKeys re-wraps a table's content keys under Encryption.Key. Defaults to nil:
 	// no encryption.
 	Encryption *codec.Encryption
+	// TrackWrites turns on exact recognition of a retried write's own success (see
+	// ErrOutcomeUnknown). Without it, an insert, conditional update or conditional delete
+	// (or a transaction) whose attempt failed in a way that may have been applied (a
+	// timeout, a reset, a 500, 502 or 504: retry.MayHaveApplied) and whose retry then met
+	// 409, 412 or 404 returns an error wrapping ErrOutcomeUnknown: another writer could
+	// have caused that answer, and content cannot tell (two increments of 5 both write 6).
+	// With it, every insert and conditional update stores its write id in the property
+	// WriteIDProperty, with the ids of the most recent writes of the entity, so that the
+	// retry reads the entity and knows: nil when its id is there, the service's answer when
+	// the history proves the write did not happen, ErrOutcomeUnknown only when the history
+	// cannot tell (a chain broken by an unconditional write or by a writer that does not
+	// track, an entity deleted since). Every writer of a tracked table should track.
+	// Reads never show the property (it is reserved, see codec.Codec.WithReserved). Cost:
+	// about 12 bytes per remembered write on each entity (BENCHMARKS.md) and one point read
+	// per ambiguous retry. Defaults to false.
+	TrackWrites bool
+	// WriteIDProperty names the tracking property. Defaults to DefaultWriteIDProperty
+	// ("TpWriteIDs"). It must be a valid property name that T does not map.
+	WriteIDProperty string
+	// WriteHistory is how many write ids each tracked entity keeps (at least 2). A retry
+	// recognises its write as long as fewer than WriteHistory writes landed after it.
+	// Defaults to DefaultWriteHistory (16).
+	WriteHistory int
 }
 
 func (o *Options) withDefaults() Options {
@@ -54,12 +77,24 @@ func (o *Options) withDefaults() Options {
 	if out.CreateWait == 0 {
 		out.CreateWait = 2 * time.Minute
 	}
+	if out.WriteIDProperty == "" {
+		out.WriteIDProperty = DefaultWriteIDProperty
+	}
+	if out.WriteHistory == 0 {
+		out.WriteHistory = DefaultWriteHistory
+	}
 	return out
 }
 
 func (o Options) validate() error {
 	if o.Concurrency < 1 {
 		return errs.Invalid("Options.Concurrency", "must be at least 1, got %d", o.Concurrency)
+	}
+	if o.WriteHistory < 2 || o.WriteHistory > 256 {
+		return errs.Invalid("Options.WriteHistory", "must be between 2 and 256, got %d", o.WriteHistory)
+	}
+	if err := codec.ValidatePropertyName(o.WriteIDProperty); err != nil {
+		return err
 	}
 	if o.CreateWait < -1 {
 		return errs.Invalid("Options.CreateWait", "must be positive, 0 (default) or -1 (off), got %v", o.CreateWait)
@@ -77,6 +112,9 @@ type Table[T any] struct {
 	opts   Options
 	// sel is the $select of a projection (see Project); nil selects every property.
 	sel []string
+	// track is the write tracking state (Options.TrackWrites), shared by every view of
+	// the table (OfType, Project); nil when off.
+	track *tracker
 	// schema checks a query's property names and value types against the stored type:
 	// T's, or for a projection the type it was projected from (see checkSchema).
 	schema func(Query) error
@@ -100,25 +138,42 @@ func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	c, err := codecFor[T](o.Encryption)
+	c, err := codecFor[T](o)
 	if err != nil {
 		return nil, err
 	}
-	return &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o, schema: schemaOf(c)}, nil
+	t := &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o, schema: schemaOf(c)}
+	if o.TrackWrites {
+		t.track = newTracker(o.WriteIDProperty, o.WriteHistory)
+	}
+	return t, nil
 }
 
-// codecFor returns T's codec, encrypting with x if set. A type with encrypted fields and no
-// x is refused at construction: such a table could neither write nor read.
-func codecFor[T any](x *codec.Encryption) (*codec.Codec[T], error) {
+// codecFor returns T's codec for a table with options o: encrypting with o.Encryption if
+// set, and never capturing the write-tracking property. A type with encrypted fields and no
+// encryption is refused at construction: such a table could neither write nor read.
+func codecFor[T any](o Options) (*codec.Codec[T], error) {
 	c, err := codec.For[T]()
 	if err != nil {
 		return nil, err
 	}
-	if x != nil {
-		return c.WithEncryption(x)
-	}
-	if c.Encrypted() {
+	switch {
+	case o.Encryption != nil:
+		if c, err = c.WithEncryption(o.Encryption); err != nil {
+			return nil, err
+		}
+	case c.Encrypted():
 		return nil, errs.Invalid("Options.Encryption", "is nil, but the entity type has fields tagged encrypt: configure a codec.Encryption")
+	}
+	if o.TrackWrites {
+		return c.WithReserved(o.WriteIDProperty)
+	}
+	if c.HasExtra() {
+		// A table of dynamic entities may hold entities a tracked Table wrote: never copy
+		// their history as a property of its own (unless T maps that name itself).
+		if rc, err := c.WithReserved(o.WriteIDProperty); err == nil {
+			return rc, nil
+		}
 	}
 	return c, nil
 }
@@ -130,11 +185,11 @@ func codecFor[T any](x *codec.Encryption) (*codec.Codec[T], error) {
 // Errors: ErrInvalidInput if codec cannot map P, or P has encrypted fields and t has no
 // Options.Encryption.
 func Project[P, T any](t *Table[T]) (*Table[P], error) {
-	c, err := codecFor[P](t.opts.Encryption)
+	c, err := codecFor[P](t.opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select(), schema: t.schema}, nil
+	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select(), track: t.track, schema: t.schema}, nil
 }
 
 // OfType returns the same table for entities of another type U, with the same client and
@@ -144,11 +199,11 @@ func Project[P, T any](t *Table[T]) (*Table[P], error) {
 // Errors: ErrInvalidInput if codec cannot map U, or U has encrypted fields and t has no
 // Options.Encryption.
 func OfType[U, T any](t *Table[T]) (*Table[U], error) {
-	c, err := codecFor[U](t.opts.Encryption)
+	c, err := codecFor[U](t.opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, schema: schemaOf(c)}, nil
+	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, track: t.track, schema: schemaOf(c)}, nil
 }
 
 // Name returns the table's name.

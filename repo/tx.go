@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -69,12 +70,16 @@ func (a Action) Keys() (pk, rk string) { return a.w.pk, a.w.rk }
 // deletes). When an action fails, the error is an *ActionError with its index, keys and
 // real error code, unwrapping to the sentinel of that code.
 //
-// Transient failures are retried. A retried transaction whose earlier attempt was applied
-// but not acknowledged fails on the service (the insert meets its own entity, the ETag
-// moved); Submit then reads every entity and reports success if all are in the state the
-// transaction leaves them in.
+// Transient failures are retried, including an action that answered 503 ServerBusy or 500
+// inside the changeset. A retry after a failure that may have been applied (a timeout, a
+// reset, a 500: the transaction may have been committed) that then meets 404, 409 or 412
+// cannot tell its own commit from another writer: with Options.TrackWrites, Submit reads
+// the entities of its insert, update and upsert actions, and one action whose write id is
+// stored proves the whole transaction committed (it is atomic); an update action whose
+// replaced version is still there without it proves it did not. Otherwise, and always
+// without tracking, the error wraps ErrOutcomeUnknown and the *ActionError.
 //
-// Errors: *ActionError, ErrInvalidInput, ErrTransient, *Error.
+// Errors: *ActionError, ErrOutcomeUnknown, ErrInvalidInput, ErrTransient, *Error.
 func Submit(ctx context.Context, actions ...Action) ([]string, error) {
 	if err := checkTransaction(actions); err != nil {
 		return nil, err
@@ -82,29 +87,89 @@ func Submit(ctx context.Context, actions ...Action) ([]string, error) {
 	first := &actions[0].w
 	etags := make([]string, len(actions))
 	op := retry.Op{Name: "transaction", Resource: first.table, PartitionKey: first.pk}
+	var cause error // the first failure that may have been applied
 	err := retry.Do(ctx, actions[0].rp, op, func(ctx context.Context, attempt int) error {
 		err := submitOnce(ctx, actions, etags)
 		var ae *ActionError
-		if err != nil && attempt > 1 && errors.As(err, &ae) {
-			ok, verr := verifyAll(ctx, actions, etags)
-			if verr != nil {
-				return verr
+		switch {
+		case err == nil:
+			for i := range actions {
+				actions[i].w.succeeded(etags[i])
 			}
-			if ok {
-				err = nil
-			}
+			return nil
+		case cause != nil && errors.As(err, &ae) && echoCode(ae.StatusCode):
+			return resolveTransaction(ctx, actions, cause, err)
+		case cause == nil && retry.MayHaveApplied(err):
+			cause = err
 		}
 		return err
 	})
 	if err != nil {
+		w := *first
+		w.kind = kindInsert // a transaction is never idempotent as a whole
+		if err = unknownIfGivenUp(err, cause, &w); errors.Is(err, ErrOutcomeUnknown) {
+			if ue, ok := err.(*errs.OutcomeUnknownError); ok {
+				ue.Op, ue.RowKey = "transaction", ""
+			}
+		}
 		return nil, err
 	}
 	for i := range actions {
-		if actions[i].w.setETag != nil {
-			actions[i].w.setETag(etags[i])
-		}
+		etags[i] = actions[i].w.etag
 	}
 	return etags, nil
+}
+
+// echoCode reports the statuses a transaction's own earlier commit can cause on a retry.
+func echoCode(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusConflict || status == http.StatusPreconditionFailed
+}
+
+// resolveTransaction decides a retried transaction that failed with err after an attempt
+// that may have been committed (cause), as Submit documents.
+func resolveTransaction(ctx context.Context, actions []Action, cause, err error) error {
+	notApplied := false
+	for i := range actions {
+		w := &actions[i].w
+		if w.kind == kindDelete || w.writeID == "" {
+			continue
+		}
+		o, etag, head, jerr := w.judge(ctx)
+		if jerr != nil {
+			return jerr
+		}
+		switch o {
+		case outcomeApplied:
+			w.applied(etag, head)
+			// The transaction committed whole: learn the other actions' ETags, so that a
+			// caller's next conditional write of them works (an action whose version was
+			// replaced since gets one that matches no version).
+			for j := i + 1; j < len(actions); j++ {
+				wj := &actions[j].w
+				if wj.kind == kindDelete || wj.writeID == "" {
+					continue
+				}
+				oj, etag, head, jerr := wj.judge(ctx)
+				if jerr != nil || oj != outcomeApplied {
+					wj.appliedUnread()
+					continue
+				}
+				wj.applied(etag, head)
+			}
+			return nil
+		case outcomeNotApplied:
+			// An insert action's entity may have been deleted and inserted again since
+			// our commit: only an update action's unbroken chain proves "not committed".
+			if w.kind == kindUpdateReplace || w.kind == kindUpdateMerge {
+				notApplied = true
+			}
+		}
+	}
+	if notApplied {
+		return err
+	}
+	first := &actions[0].w
+	return &errs.OutcomeUnknownError{Op: "transaction", Resource: first.table, PartitionKey: first.pk, Cause: cause, Err: err}
 }
 
 func checkTransaction(actions []Action) error {
@@ -148,15 +213,24 @@ func checkTransaction(actions []Action) error {
 }
 
 // submitOnce sends the transaction once and fills etags on success.
-func submitOnce(ctx context.Context, actions []Action, etags []string) error {
+func submitOnce(ctx context.Context, actions []Action, etags []string) (err error) {
 	first := &actions[0].w
+	defer func() {
+		// aztables parses $batch answers without bounds checks. batchPolicy refuses the
+		// malformed ones first, but a client built without TableClientOptions has no
+		// batchPolicy: no answer may crash the caller.
+		if p := recover(); p != nil {
+			err = &errs.ServiceError{Op: "transaction", Resource: first.table, PartitionKey: first.pk,
+				Err: &errMalformedBatch{reason: fmt.Sprintf("the Azure SDK failed to read it: %v", p)}}
+		}
+	}()
 	ex := &batchExchange{actions: make([]wireAction, len(actions))}
 	fallback := make([]aztables.TransactionAction, len(actions))
 	for i := range actions {
 		ex.actions[i] = actions[i].w.wire()
 		fallback[i] = fallbackAction(&actions[i].w)
 	}
-	_, err := first.client.SubmitTransaction(withBatchExchange(ctx, ex), fallback, nil)
+	_, err = first.client.SubmitTransaction(withBatchExchange(ctx, ex), fallback, nil)
 	contentType, body, status := ex.contentType, ex.response, ex.status
 	if !ex.applied {
 		// The client was built without TableClientOptions: read what aztables kept.
@@ -246,17 +320,4 @@ func fallbackAction(w *writeAction) aztables.TransactionAction {
 func deleteStub(pk, rk string) []byte {
 	b, _ := json.Marshal(map[string]string{"PartitionKey": pk, "RowKey": rk})
 	return b
-}
-
-// verifyAll reports whether every action's entity is in the state the transaction leaves
-// it in (see writeAction.verify), filling etags.
-func verifyAll(ctx context.Context, actions []Action, etags []string) (bool, error) {
-	for i := range actions {
-		etag, ok, err := actions[i].w.verify(ctx)
-		if err != nil || !ok {
-			return false, err
-		}
-		etags[i] = etag
-	}
-	return true, nil
 }

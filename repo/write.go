@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -80,6 +79,16 @@ type writeAction struct {
 	body    []byte // nil for delete
 	setETag func(string)
 	err     error // a refusal found while preparing; reported before anything is sent
+
+	// Write tracking (Options.TrackWrites); all empty when it is off.
+	track   *tracker
+	writeID string // this write's id
+	hist    string // the history stored with it
+	pred    string // the id of the version a conditional update replaces, if known
+
+	// etag is the ETag the write left, once it is known to have happened ("" for a
+	// delete; supersededETag when the stored version is no longer this write's).
+	etag string
 }
 
 func (w *writeAction) wire() wireAction {
@@ -146,6 +155,9 @@ func (t *Table[T]) prepare(kind actionKind, v *T, mode Mode, props []string, ifM
 	if t.codec.HasETag() {
 		w.setETag = func(etag string) { t.codec.SetETag(v, etag) }
 	}
+	if w.err == nil && t.track != nil {
+		w.err = t.track.attach(&w)
+	}
 	return w
 }
 
@@ -182,7 +194,7 @@ func (t *Table[T]) updateAction(v *T, o *UpdateOptions) writeAction {
 }
 
 func (t *Table[T]) deleteAction(pk, rk string, o *DeleteOptions) writeAction {
-	w := writeAction{kind: kindDelete, table: t.name, svc: t.svc, client: t.client, pk: pk, rk: rk, ifMatch: "*"}
+	w := writeAction{kind: kindDelete, table: t.name, svc: t.svc, client: t.client, pk: pk, rk: rk, ifMatch: "*", track: t.track}
 	if o != nil && o.ETag != "" {
 		w.ifMatch = o.ETag
 	}
@@ -223,102 +235,117 @@ func (w *writeAction) send(ctx context.Context) (string, error) {
 	return string(etag), errs.Wrap(err, w.kind.String(), w.table, w.pk, w.rk)
 }
 
-// ambiguous reports whether err, met on a retry, may be the echo of an earlier attempt
-// that was applied but whose response was lost: the insert now finds "its" entity, the
-// conditional write finds "its" ETag changed, the delete finds the entity gone.
-func (w *writeAction) ambiguous(err error) bool {
+// echo reports whether err, met on a retry, may be the echo of an earlier attempt that was
+// applied but whose response was lost: the insert now finds "its" entity, the update finds
+// "its" ETag changed or the entity gone, the delete finds the entity gone or changed.
+// Upserts never meet such an answer: they are idempotent.
+func (w *writeAction) echo(err error) bool {
 	switch w.kind {
 	case kindInsert:
 		return errors.Is(err, ErrAlreadyExists)
-	case kindUpdateReplace, kindUpdateMerge:
-		return errors.Is(err, ErrPreconditionFailed)
-	case kindDelete:
+	case kindUpdateReplace, kindUpdateMerge, kindDelete:
 		return errors.Is(err, ErrPreconditionFailed) || errors.Is(err, ErrNotFound)
 	}
 	return false
 }
 
-// verify reads the entity and reports whether it is in the state w leaves it in, with the
-// stored ETag. This is how a retried non-idempotent write is recognised as already applied:
-// by content. Another writer storing exactly the same content in between is
-// indistinguishable from our own write, and harmless for the caller: the state it asked
-// for holds.
-func (w *writeAction) verify(ctx context.Context) (etag string, ok bool, err error) {
-	resp, err := w.client.GetEntity(ctx, w.pk, w.rk, nil)
-	err = errs.Wrap(err, "get", w.table, w.pk, w.rk)
+// idempotent reports whether sending w again can only restore the state its earlier attempt
+// left: upserts, and an unconditional delete (its 404 on a retry means "gone", which is
+// what was asked).
+func (w *writeAction) idempotent() bool {
+	switch w.kind {
+	case kindUpsertReplace, kindUpsertMerge:
+		return true
+	case kindDelete:
+		return w.ifMatch == "*"
+	}
+	return false
+}
+
+// resolve decides a retried write that met an echo (err) after an earlier attempt that may
+// have been applied (cause). It returns nil when the write is known to have happened
+// (setting the value's ETag), err when it is known not to have happened, and an
+// *OutcomeUnknownError otherwise.
+func (w *writeAction) resolve(ctx context.Context, cause, err error) error {
+	if w.kind == kindDelete && w.ifMatch == "*" && errors.Is(err, ErrNotFound) {
+		return nil // idempotent: the entity is gone, as asked
+	}
+	o, etag, head, jerr := w.judge(ctx)
+	if jerr != nil {
+		return jerr
+	}
+	switch o {
+	case outcomeApplied:
+		w.applied(etag, head)
+		return nil
+	case outcomeNotApplied:
+		return err
+	}
+	return &errs.OutcomeUnknownError{Op: w.kind.String(), Resource: w.table, PartitionKey: w.pk, RowKey: w.rk, Cause: cause, Err: err}
+}
+
+// applied records a write known to have happened: the value gets the stored ETag when the
+// stored version is its own, else one that matches no version (see supersededETag).
+func (w *writeAction) applied(etag string, head bool) {
+	if !head {
+		etag = supersededETag
+	}
+	w.setResult(etag)
+}
+
+// appliedUnread records an action of a transaction known to have committed whose entity
+// was not read: its ETag is unknown, so it gets one that matches no version.
+func (w *writeAction) appliedUnread() {
+	w.setResult(supersededETag)
+}
+
+func (w *writeAction) setResult(etag string) {
 	if w.kind == kindDelete {
-		if errors.Is(err, ErrNotFound) {
-			return "", true, nil
-		}
-		return "", false, err
+		return
 	}
-	if errors.Is(err, ErrNotFound) {
-		return "", false, nil
+	w.etag = etag
+	if w.setETag != nil {
+		w.setETag(etag)
 	}
-	if err != nil {
-		return "", false, err
-	}
-	stored, err := codec.DecodeEntity(resp.Value)
-	if err != nil {
-		return "", false, err
-	}
-	sent, err := codec.DecodeEntity(w.body)
-	if err != nil {
-		return "", false, err
-	}
-	exact := w.kind != kindUpsertMerge && w.kind != kindUpdateMerge
-	if !sameProperties(sent.Properties, stored.Properties, exact) {
-		return "", false, nil
-	}
-	return string(resp.ETag), true, nil
 }
 
-// sameProperties reports whether stored holds every sent property with an equal value and,
-// when exact, nothing else.
-func sameProperties(sent, stored map[string]any, exact bool) bool {
-	if exact && len(sent) != len(stored) {
-		return false
-	}
-	for k, v := range sent {
-		s, ok := stored[k]
-		if !ok || !sameValue(v, s) {
-			return false
+// attach adds the tracking property to a prepared insert, update or upsert.
+func (tr *tracker) attach(w *writeAction) error {
+	w.track = tr
+	switch w.kind {
+	case kindDelete, kindUpsertReplace, kindUpsertMerge:
+		// Idempotent, or nothing to track: an unconditional merge leaves the stored
+		// history as it is (so it stays true), and an unconditional replace removes it
+		// (later retries that would have needed it say ErrOutcomeUnknown).
+		return nil
+	case kindUpdateReplace, kindUpdateMerge:
+		if w.ifMatch == "*" {
+			return nil
 		}
 	}
-	return true
+	tr.plan(w)
+	body, err := withHistory(w.body, tr.prop, w.hist)
+	if err != nil {
+		return err
+	}
+	n, err := codec.CountProperties(body)
+	if err != nil {
+		return err
+	}
+	if n > codec.MaxProperties {
+		return errs.TooLarge("(properties)", "too many custom properties with the write-tracking property "+tr.prop, n, codec.MaxProperties)
+	}
+	if len(body) > codec.MaxEntityBytes {
+		return errs.TooLarge("(entity)", "entity larger than 1 MiB with the write-tracking property "+tr.prop, len(body), codec.MaxEntityBytes)
+	}
+	w.body = body
+	return nil
 }
 
-func sameValue(a, b any) bool {
-	switch x := a.(type) {
-	case time.Time:
-		y, ok := b.(time.Time)
-		return ok && x.Equal(y)
-	case []byte:
-		y, ok := b.([]byte)
-		return ok && string(x) == string(y)
+// succeeded records a write the service acknowledged.
+func (w *writeAction) succeeded(etag string) {
+	if w.track != nil && w.kind != kindDelete {
+		w.track.remember(w.pk, w.rk, etag, w.hist)
 	}
-	if x, ok := a.(int64); ok {
-		if y, ok := b.(int64); ok {
-			return x == y
-		}
-	}
-	if fa, ok := number(a); ok {
-		fb, ok := number(b)
-		return ok && fa == fb
-	}
-	return a == b
-}
-
-// number widens the numeric property types: the service answers a whole Edm.Double
-// without annotation, which decodes as Int32.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
+	w.setResult(etag)
 }

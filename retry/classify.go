@@ -59,6 +59,14 @@ func IsTransient(err error) bool {
 
 // statusOf returns the HTTP status and error code the error carries, if any.
 func statusOf(err error) (status int, code string, ok bool) {
+	// An action of a transaction carries its own status and code inside the 202 answer of
+	// the $batch: the outermost one that reports a status is the truth.
+	var rs interface{ ResponseStatus() (int, string) }
+	if errors.As(err, &rs) {
+		if status, code := rs.ResponseStatus(); status != 0 {
+			return status, code, true
+		}
+	}
 	var se *errs.ServiceError
 	if errors.As(err, &se) && se.StatusCode != 0 {
 		return se.StatusCode, se.Code, true
@@ -129,4 +137,65 @@ func chainHas(err, target error) bool {
 		}
 	}
 	return false
+}
+
+// MayHaveApplied reports whether a failed attempt leaves open that the service applied the
+// request: its answer was lost or says nothing about it. A retry of a non-idempotent write
+// (an insert, a conditional update or delete, a transaction) after such a failure may meet
+// its own earlier success as a 409, 412 or 404, which only exact tracking can tell from
+// another writer's doing (see repo.Options.TrackWrites).
+//
+// Proved not applied (false): nil; an answer of the service that refuses the request before
+// acting on it: 503 ServerBusy, 429 and any other status below 500 except 408; a connection
+// that was never made (refused, DNS failure, any dial error); invalid input; a context
+// that ended before the attempt.
+//
+// Left open (true): 500 (InternalError, OperationTimedOut: the operation may have
+// completed), 502, 504, 408 and other 5xx except 503; the codes OperationTimedOut and
+// InternalError whatever the status; a connection reset, closed or timed out once the
+// request may have been written (io.EOF, io.ErrUnexpectedEOF, ECONNRESET, EPIPE, a read
+// timeout); any other transport error, because a failure that does not prove otherwise
+// must be assumed to have landed.
+//
+// The answer depends on the status or transport error, never on the operation: callers
+// decide what it means for theirs.
+func MayHaveApplied(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, errs.ErrInvalidInput):
+		return false
+	}
+	if status, code, ok := statusOf(err); ok {
+		switch code {
+		case "OperationTimedOut", "InternalError":
+			return true
+		case "ServerBusy":
+			return false
+		}
+		switch {
+		case status == http.StatusServiceUnavailable, status == http.StatusTooManyRequests:
+			return false
+		case status == http.StatusRequestTimeout, status >= 500:
+			return true
+		}
+		return false
+	}
+	if notConnected(err) {
+		return false
+	}
+	return true
+}
+
+// notConnected reports a transport error that happened before a connection existed, so
+// before any byte of the request was sent: a dial error, a refused connection, a DNS
+// failure.
+func notConnected(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }

@@ -335,24 +335,3 @@ func TestDoLogsNoSecrets(t *testing.T) {
 		t.Errorf("response error entry: %v", last)
 	}
 }
-
-func TestSanitize(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ in, want string }{
-		{"GET https://a.blob.core.windows.net/c/b?sv=1&sig=abc: 403", "GET https://a.blob.core.windows.net/c/b?REDACTED 403"},
-		{`Get "http://127.0.0.1:10002/devstoreaccount1/t?sig=x": EOF`, `Get "http://127.0.0.1:10002/devstoreaccount1/t?REDACTED": EOF`},
-		{"AccountName=a;AccountKey=abc+/==;EndpointSuffix=x", "AccountName=a;AccountKey=REDACTED;EndpointSuffix=x"},
-		{"sig=abc&se=2030", "sig=REDACTED&se=2030"},
-		{"Authorization: SharedKey a:b=", "Authorization: REDACTED"},
-		{"The MAC signature found in the HTTP request 'abc=' is not", "The MAC signature found in the HTTP request 'REDACTED' is not"},
-		{"no secrets here: 503 ServerBusy", "no secrets here: 503 ServerBusy"},
-	}
-	for _, tt := range tests {
-		if got := sanitize(errors.New(tt.in)); got != tt.want {
-			t.Errorf("sanitize(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	if got := sanitize(errors.New(strings.Repeat("x", 5000))); len(got) > maxErrorText+20 {
-		t.Errorf("sanitize did not truncate: %d bytes", len(got))
-	}
-}

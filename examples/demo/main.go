@@ -166,7 +166,7 @@ func run(ctx context.Context, out io.Writer, connStr string, n names) error {
 	if err := archiver("enqueue", consistency.KindArchiveEntity, "-source", n.current, "-pk", "Marketing", "-rk", "000224", "-target-container", n.container); err != nil {
 		return err
 	}
-	if err := archiver("enqueue", consistency.KindArchiveTable, "-table", n.day, "-container", n.container); err != nil {
+	if err := archiver("enqueue", consistency.KindArchiveTable, "-table", n.day, "-container", n.container, "-sealed"); err != nil {
 		return err
 	}
 

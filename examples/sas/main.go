@@ -79,6 +79,12 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	}
 	fmt.Fprintf(out, "server: stored %d employees in %s, signing tokens with the key of account %s\n", len(staff), name, key.AccountName())
 
+	// Tokens are HTTPS-only by default; the emulator speaks plain HTTP, so for it (and only
+	// for it) the tokens allow HTTP too.
+	protocol := sas.HTTPSOnly
+	if strings.HasPrefix(endpoint, "http://") {
+		protocol = sas.HTTPSAndHTTP
+	}
 	salesRange := sas.Partition("Sales")
 	salesToken, err := sas.Values{
 		Table:       name,
@@ -86,11 +92,12 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 		Start:       time.Now().Add(-5 * time.Minute), // allow for clock skew
 		Expiry:      time.Now().Add(time.Hour),
 		Range:       salesRange,
+		Protocol:    protocol,
 	}.Sign(key)
 	if err != nil {
 		return err
 	}
-	dashToken, err := sas.Values{Table: name, Permissions: sas.Permissions{Query: true}, Expiry: time.Now().Add(15 * time.Minute)}.Sign(key)
+	dashToken, err := sas.Values{Table: name, Permissions: sas.Permissions{Query: true}, Expiry: time.Now().Add(15 * time.Minute), Protocol: protocol}.Sign(key)
 	if err != nil {
 		return err
 	}
@@ -137,7 +144,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	fmt.Fprintf(out, "dashboard: delete refused: %s\n", status(err))
 
 	// Tokens end. An expired token opens nothing.
-	expired, err := sas.Values{Table: name, Permissions: sas.Permissions{Query: true},
+	expired, err := sas.Values{Table: name, Permissions: sas.Permissions{Query: true}, Protocol: protocol,
 		Start: time.Now().Add(-2 * time.Hour), Expiry: time.Now().Add(-time.Hour)}.Sign(key)
 	if err != nil {
 		return err

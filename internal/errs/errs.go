@@ -7,6 +7,7 @@
 package errs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,8 +35,7 @@ var (
 	// reset after the request was written, 500, 502, 504), and its retry met an answer
 	// (409, 412, 404) that either its own earlier success or another writer could have
 	// caused. The SDK cannot tell which without write tracking (repo.Options.TrackWrites),
-	// so it reports neither success nor the bare refusal: re-read and decide. The error
-	// also unwraps to the service's answer to the retry.
+	// so it reports neither success nor the refusal: re-read and decide.
 	ErrOutcomeUnknown = errors.New("tablepatterns: outcome unknown (a lost response may hide an applied write)")
 )
 
@@ -96,4 +96,51 @@ func Invalid(field, reasonFormat string, args ...any) *InvalidInputError {
 // TooLarge is a short constructor for an InvalidInputError about a size limit.
 func TooLarge(field, reason string, size, limit int) *InvalidInputError {
 	return &InvalidInputError{Field: field, Reason: reason, Size: size, Limit: limit}
+}
+
+// OutcomeUnknownError is a non-idempotent write whose outcome cannot be known: an earlier
+// attempt failed in a way that leaves open whether the service applied it (Cause), and the
+// retry met an answer (Err) that the earlier attempt's own success could explain, or the
+// retries ended. It unwraps to ErrOutcomeUnknown only (and to the context's error when the
+// context ended): never to the answer's sentinel, because code that reads
+// errors.Is(err, ErrAlreadyExists) as "someone else holds it" would misread it. The answer
+// is in Err, for errors.As on the field.
+type OutcomeUnknownError struct {
+	// Op is the operation ("insert", "update", "delete", "transaction").
+	Op string
+	// Resource is the table.
+	Resource string
+	// PartitionKey and RowKey identify the entity (the first action's, for a transaction).
+	PartitionKey, RowKey string
+	// Cause is the earlier failure that may have been applied (a timeout, a reset, a 500).
+	Cause error
+	// Err is the service's answer to the retry.
+	Err error
+}
+
+// Error implements error. It holds no URL query or credentials.
+func (e *OutcomeUnknownError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tablepatterns: %s %s", e.Op, e.Resource)
+	if e.PartitionKey != "" || e.RowKey != "" {
+		fmt.Fprintf(&b, " (PartitionKey=%q, RowKey=%q)", e.PartitionKey, e.RowKey)
+	}
+	b.WriteString(": outcome unknown: an earlier attempt may have been applied")
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (%s)", Redact(e.Cause))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, "; the retry met: %s", Redact(e.Err))
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrOutcomeUnknown, and the context's error when the context ended.
+func (e *OutcomeUnknownError) Unwrap() []error {
+	for _, c := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(e.Err, c) {
+			return []error{ErrOutcomeUnknown, c}
+		}
+	}
+	return []error{ErrOutcomeUnknown}
 }

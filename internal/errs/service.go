@@ -49,10 +49,15 @@ func (e *ServiceError) Error() string {
 		fmt.Fprintf(&b, " (%v)", e.Kind)
 	}
 	if e.StatusCode == 0 && e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
+		// A transport error (*url.Error) prints the request URL, query and SAS included.
+		fmt.Fprintf(&b, ": %s", Redact(e.Err))
 	}
 	return b.String()
 }
+
+// ResponseStatus returns the HTTP status and error code of the service's answer (0 and ""
+// when none was received): what retry classifies.
+func (e *ServiceError) ResponseStatus() (int, string) { return e.StatusCode, e.Code }
 
 // Unwrap returns the sentinel (if any) and the underlying error.
 func (e *ServiceError) Unwrap() []error {

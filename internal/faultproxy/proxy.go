@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,8 @@ type Proxy struct {
 	deletedAt map[string]time.Time // lowercased table name -> time of its successful DELETE
 	pageMax   int                  // EmulatePaging page size; 0 = off
 	emptyPage bool                 // EmulatePaging empty first page
+
+	throttle atomic.Pointer[Throttle] // EmulateThrottling model (throttle.go); nil = off
 }
 
 // RequestInfo records one request that reached the proxy.
@@ -185,6 +188,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = r.Body.Close()
 	rule := p.pickRule(r, body)
+	var busy *refusal // the throughput model's answer (throttle.go), for forwarded requests
+	if rule == nil || rule.Action.kind == actDelay || rule.Action.kind == actForward {
+		busy = p.throttled(r, body)
+	}
 
 	p.mu.Lock()
 	info := RequestInfo{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
@@ -196,6 +203,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if beingDeleted = p.tableBeingDeletedLocked(r, body); beingDeleted {
 			info.Fired = "TableBeingDeleted"
 		}
+	}
+	if busy != nil {
+		info.Fired = ThrottledFired
 	}
 	p.requests = append(p.requests, info)
 	pageMax, emptyFirst := p.pageMax, p.emptyPage
@@ -224,6 +234,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+	}
+	if busy != nil {
+		writeThrottled(w, r, busy)
+		return
 	}
 	if beingDeleted {
 		writeError(w, r, http.StatusConflict, "TableBeingDeleted")

@@ -189,7 +189,14 @@ func (r *Reader) keep(source string, it *container.BlobItem, from, to time.Time)
 	if _, ok := parseSeq(periodDir(source, start), *it.Name); !ok {
 		return LogBlob{}, false
 	}
-	if !start.Before(to) || !start.Add(r.opts.Period).After(from) {
+	// A reader of a period of an hour or less reads the blobs of writers of any such period
+	// (see Options.Period): the blob's period may be up to an hour long, whatever the
+	// reader's. The metadata range below narrows it exactly.
+	span := r.opts.Period
+	if span <= time.Hour {
+		span = time.Hour
+	}
+	if !start.Before(to) || !start.Add(span).After(from) {
 		return LogBlob{}, false
 	}
 	b := LogBlob{Name: *it.Name, Period: start}
@@ -253,7 +260,7 @@ func (r *Reader) fetch(ctx context.Context, blobs []LogBlob, from, to time.Time)
 		if err != nil {
 			return err
 		}
-		recs, err := parseBlobRange(blobs[i].Name, content, formatTime(from), formatTime(to))
+		recs, err := parseBlobRange(blobs[i].Name, content, formatTime(ceilTick(from)), formatTime(ceilTick(to)))
 		if err != nil {
 			return err
 		}
@@ -288,4 +295,13 @@ func (r *Reader) download(ctx context.Context, name string) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	})
+}
+
+// ceilTick returns the first 100 ns tick at or after t: record times are whole ticks, so a
+// record at tick k is before any end inside tick k, and a from inside tick k excludes it.
+func ceilTick(t time.Time) time.Time {
+	if c := t.Truncate(100 * time.Nanosecond); !c.Equal(t) {
+		return c.Add(100 * time.Nanosecond)
+	}
+	return t
 }

@@ -144,6 +144,36 @@ func TestShortPeriods(t *testing.T) {
 	}
 }
 
+// A reader of 10-minute periods reads the records of a one-hour writer in the second half
+// of its hour (the blob's period is the writer's, not the reader's), and ends inside a
+// 100 ns tick round the right way.
+func TestShortReaderPeriodReadsHourWriters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, true)
+	w := b.writer("hr", &bloblog.Options{FlushInterval: -1}) // one-hour periods
+	for _, m := range []int{5, 35, 50} {
+		if err := w.Write(b.ctx, rec(t0.Add(time.Duration(m)*time.Minute), "m%d", m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := b.reader(&bloblog.ReaderOptions{Period: 10 * time.Minute})
+	got := b.readAll(r, "hr", t0.Add(30*time.Minute), t0.Add(time.Hour))
+	if len(got) != 2 || !got[0].Time.Equal(t0.Add(35*time.Minute)) {
+		t.Fatalf("read %v, want the records at :35 and :50", got)
+	}
+	at := t0.Add(35 * time.Minute)
+	half := 50 * time.Nanosecond
+	if got := b.readAll(r, "hr", at.Add(-time.Minute), at.Add(half)); len(got) != 1 {
+		t.Fatalf("a to inside the record's tick: %v, want the record", got)
+	}
+	if got := b.readAll(r, "hr", at.Add(half), at.Add(time.Minute)); len(got) != 0 {
+		t.Fatalf("a from inside the record's tick: %v, want nothing", got)
+	}
+}
+
 func TestRollover(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)

@@ -3,6 +3,9 @@ package consistency
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -45,7 +48,35 @@ type Options struct {
 	// ProgressEvery is how many entities a table job handles between progress logs.
 	// Defaults to 10,000.
 	ProgressEvery int
+	// SealGrace is how long after its period ended a periodtable period table becomes
+	// archivable (sealed). Writers through periodtable must refuse writes to such
+	// periods: set their periodtable.Options.SealAfter to SealGrace or less. Defaults to
+	// DefaultSealGrace (1 hour).
+	SealGrace time.Duration
+	// ClockSkew is the margin allowed between the archiver's clock, the writers' clocks
+	// and the service's Timestamps: it is added to SealGrace, and a table export counts
+	// an entity written ClockSkew before the export began as a change. Defaults to
+	// DefaultClockSkew (5 minutes); -1 means none.
+	ClockSkew time.Duration
+	// AllowedTablePrefixes, if set, are the only table name prefixes (case-insensitive,
+	// as table names are) that jobs may read, write or delete; AllowedContainers the only
+	// containers. A job outside them fails with ErrNotAllowed before any request. Whoever
+	// can add messages to the jobs queue can otherwise make the worker move or delete any
+	// table with its key: write access to the queue is administrative access. nil allows
+	// everything.
+	AllowedTablePrefixes []string
+	AllowedContainers    []string
 }
+
+// Defaults of Options.
+const (
+	DefaultSealGrace = time.Hour
+	DefaultClockSkew = 5 * time.Minute
+)
+
+// ErrNotAllowed: a job names a table or container outside the archiver's allowlists
+// (Options.AllowedTablePrefixes, Options.AllowedContainers). Nothing was sent.
+var ErrNotAllowed = errors.New("consistency: table or container not allowed for this archiver")
 
 // Archiver runs archive jobs against one storage account. It is safe for concurrent use.
 type Archiver struct {
@@ -77,6 +108,25 @@ func New(clients *repo.Clients, opts *Options) (*Archiver, error) {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 10000
 	}
+	if o.SealGrace == 0 {
+		o.SealGrace = DefaultSealGrace
+	}
+	switch {
+	case o.ClockSkew == 0:
+		o.ClockSkew = DefaultClockSkew
+	case o.ClockSkew == -1:
+		o.ClockSkew = 0
+	case o.ClockSkew < 0:
+		return nil, errs.Invalid("Options.ClockSkew", "must be positive, 0 (default) or -1 (none), got %v", o.ClockSkew)
+	}
+	if o.SealGrace < 0 {
+		return nil, errs.Invalid("Options.SealGrace", "must not be negative, got %v", o.SealGrace)
+	}
+	for _, p := range o.AllowedTablePrefixes {
+		if p == "" {
+			return nil, errs.Invalid("Options.AllowedTablePrefixes", "holds an empty prefix (it would allow every table)")
+		}
+	}
 	if o.ProgressEvery < 0 {
 		return nil, errs.Invalid("Options.ProgressEvery", "must be positive, got %d", o.ProgressEvery)
 	}
@@ -84,6 +134,29 @@ func New(clients *repo.Clients, opts *Options) (*Archiver, error) {
 		return nil, err
 	}
 	return &Archiver{clients: clients, opts: o, topts: &repo.Options{Retry: o.Retry, Logger: o.Logger}}, nil
+}
+
+// allowed checks tables and a container against the allowlists ("" is skipped).
+func (a *Archiver) allowed(table, otherTable, container string) error {
+	for _, t := range []string{table, otherTable} {
+		if t == "" || a.opts.AllowedTablePrefixes == nil {
+			continue
+		}
+		ok := false
+		for _, p := range a.opts.AllowedTablePrefixes {
+			if len(t) >= len(p) && strings.EqualFold(t[:len(p)], p) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return fmt.Errorf("%w: table %s (allowed prefixes: %s)", ErrNotAllowed, t, strings.Join(a.opts.AllowedTablePrefixes, ", "))
+		}
+	}
+	if container != "" && a.opts.AllowedContainers != nil && !slices.Contains(a.opts.AllowedContainers, container) {
+		return fmt.Errorf("%w: container %s (allowed: %s)", ErrNotAllowed, container, strings.Join(a.opts.AllowedContainers, ", "))
+	}
+	return nil
 }
 
 func (a *Archiver) after(job, step string) error {

@@ -1,7 +1,7 @@
-// Package consistency implements the guide's eventually consistent transactions
-// (seeds/004 "eventually consistent transactions pattern"; seeds/000, same pattern) for
-// the archive jobs every Table storage application ends up needing, and the hot/cold
-// separation of Tablestore (seeds/001: old data moved out of the hot tables whole).
+// Package consistency implements the Azure Table storage design guide's "Eventually
+// consistent transactions pattern" for the archive jobs every Table storage application
+// ends up needing, and Tablestore's hot/cold separation ("separate cold and hot data":
+// old data moved out of the hot tables whole).
 //
 // # The problem
 //
@@ -15,43 +15,72 @@
 // (EnqueueArchiveEntity). A worker (package queueworker, or the archiver binary under
 // queueworker/cmd/archiver) then runs the move as steps that are each idempotent:
 //
-//  1. read the entity from the source (and keep its ETag);
-//  2. insert-or-replace it into the target (a table, or a blob);
-//  3. delete it from the source, conditional on the ETag read in step 1;
+//  1. read the archive copy (its ETag, and the source ETag it records), then the source
+//     entity (its ETag);
+//  2. unless the copy already records that source ETag, write it conditionally: insert
+//     when there was none, replace If-Match the copy's ETag otherwise;
+//  3. delete the source If-Match the ETag read in step 1;
 //  4. delete the message (the worker does, once the handler returned).
 //
 // A message is delivered at least once, so each step must give the same final state when
 // it runs twice, runs concurrently with itself, or runs again after a stop anywhere:
 //
-//   - stopped after 2: the rerun copies the same entity again and deletes the source;
-//   - stopped after 3: the rerun finds no source and the entity in the target:
-//     OutcomeAlreadyArchived, success;
-//   - two deliveries at once: both copy the same entity; one delete wins, the other finds
-//     the entity gone, which is success;
-//   - the source changed between 1 and 3 (the application updated the employee): the
-//     conditional delete fails, and the move starts over from a fresh read, so the target
-//     never keeps a stale copy while the new version is deleted.
+//   - the target is read before the source, so a source that holds another version than
+//     the one the copy records holds a newer one (a version, once replaced or deleted,
+//     never comes back): a copy never replaces a newer copy;
+//   - any conflict (the copy or the source changed between two steps, or a write whose
+//     outcome is unknown: repo.ErrOutcomeUnknown) restarts the move from fresh reads;
+//   - a 404 on the source delete counts as moved only when the copy records the version
+//     read in step 1; otherwise the move restarts and finds what happened;
+//   - stopped after 3: the rerun finds no source and a copy: OutcomeAlreadyArchived.
 //
-// Neither source nor target holding the entity is OutcomeMissing: nothing to archive. The
-// worker handler moves such a message to the poison queue (queueworker.Cancel) for an
-// operator to look at, rather than retrying it.
+// Concurrent duplicates, replays and reorders of a message therefore end with the newest
+// version archived once and the source gone (TestArchiveEntityDuplicatesRaceAnUpdate,
+// TestArchiveEntityStaleDuplicateNeverReplacesNewer). Neither source nor target holding
+// the entity is OutcomeMissing: the worker handler moves such a message to the poison
+// queue (queueworker.Cancel) for an operator to look at, rather than retrying it.
 //
-// Table jobs (ArchiveTable, RestoreTable) apply the same discipline to whole tables:
-// export every entity to a gzip JSON-lines blob, verify the blob against what was read,
-// write the manifest last (it is the commit point), and only then delete the table. A
-// rerun after a stop re-exports (the table is still there) or finds the manifest and no
-// table (already archived). Restore verifies the checksum before it writes anything and
-// writes with idempotent upserts.
+// # Whole tables: sealed only, immutable generations
+//
+// ArchiveTable exports a whole table, then deletes it. It only takes a sealed table, one
+// that can no longer be written: a periodtable period that ended more than
+// Options.SealGrace + Options.ClockSkew ago (its writers, through periodtable with
+// SealAfter set, refuse to write it or re-create it), or a table the job declares Sealed
+// (the operator guarantees that no writer is left). Anything else is ErrNotSealed before
+// any request. Change is detected exactly, not by counts: the export hashes the
+// (PartitionKey, RowKey, ETag) of every entity; before the manifest the table is scanned
+// again and must hash the same (any insert, update or delete changes it); immediately
+// before DeleteTable the entities with a Timestamp at or after the export's start minus
+// ClockSkew are queried, and each must be one the export holds. A changed table is
+// ErrTableChanged: nothing is deleted, the job is not retried. The remaining window is
+// that last query to the delete (milliseconds), and writes whose Timestamp is more than
+// ClockSkew behind the archiver's clock.
+//
+// Each export is an immutable generation: its data blob and manifest have a unique name
+// (<table>/<generation>/...) and are created with If-None-Match, so a table re-created
+// after its archive (a late write) is archived beside the earlier generation, never over
+// it. RestoreTable restores the latest generation, a chosen one, or all of them merged
+// oldest first; it verifies every chosen export whole against its manifest before it
+// writes anything (ErrArchiveCorrupt is permanent) and reads it again If-Match the ETag
+// it verified.
+//
+// Manifests, recorded versions, generation names and messages are read back as untrusted
+// input: a manifest must name the data blob this package gives its generation, and the
+// jobs are checked against the archiver's allowlists (Options.AllowedTablePrefixes,
+// Options.AllowedContainers): whoever can write to the jobs queue can otherwise make the
+// worker move or delete any table its key reaches.
 //
 // # Consistency and cost
 //
 // Eventual: between the enqueue and the worker's run, the entity is still in Current only;
 // between steps 2 and 3 it is briefly in both. Readers that must see one copy read the
-// Archive after the Current (or check both). An entity move costs one message, one read,
-// one write, one delete, and a message delete (five requests; six when the target is a
-// blob and the source is already gone). A table export reads the table once to export it
-// and once more to recount it, writes two blobs, reads the data blob back to verify it,
-// and deletes the table with one request.
+// Archive after the Current (or check both). An entity move costs one message, two reads,
+// one write, one delete, and a message delete (six requests; a 404 on the delete adds a
+// read). The copy carries two more properties, SourceETagProperty and
+// SourceTimestampProperty (blob metadata for a blob copy), so a source entity with more
+// than 250 custom properties cannot be archived to a table. A table export reads the table
+// once to export it and twice more (a keys-only scan, and a Timestamp query), writes two
+// blobs, reads the data blob back to verify it, and deletes the table with one request.
 //
 // # Data fidelity
 //

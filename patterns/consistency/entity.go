@@ -2,10 +2,16 @@ package consistency
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
-	"net/url"
 	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -64,17 +70,65 @@ func (j ArchiveEntityJob) Validate() error {
 }
 
 // EntityBlobName is the name of the blob an entity is archived to:
-// <table>/<PartitionKey>/<RowKey>.json with the keys path-escaped, so that it is readable
-// and one partition is one virtual folder.
+// <table>/<PartitionKey>/<RowKey>.json, one partition per virtual folder. Each key is
+// escaped byte by byte: ASCII letters, digits, '-', '_' and '~' are kept, every other byte
+// (the '.' included) becomes %XX. So no key can produce a segment of its own choosing
+// ("." or "..", an empty segment, a '/', a trailing dot): a name has exactly three
+// segments, and the escaping is reversible (two key pairs never share a name). Every
+// valid key is accepted; Validate refuses only names over MaxBlobNameBytes.
 func EntityBlobName(table, pk, rk string) string {
-	return table + "/" + url.PathEscape(pk) + "/" + url.PathEscape(rk) + ".json"
+	return table + "/" + escapeSegment(pk) + "/" + escapeSegment(rk) + ".json"
 }
 
-// ArchiveEntity runs one archive-entity job: read the source entity, insert-or-replace it
-// into the target, delete it from the source conditional on the ETag read. Every step is
-// idempotent, so the job can run twice, concurrently, or again after a stop at any point
-// (see the package doc). A source that changes under the job makes it start over, with
-// the jittered backoff of Options.Retry.
+// escapeSegment percent-escapes every byte of s outside [A-Za-z0-9_~-].
+func escapeSegment(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '~' {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
+	}
+	return string(b)
+}
+
+// The properties (table target) and metadata names (blob target) that record which
+// version of the source entity an archive copy was made from: the source's ETag, and
+// its Timestamp for readers.
+const (
+	// SourceETagProperty holds the ETag of the source entity an archive copy in a table
+	// was made from.
+	SourceETagProperty = "ArchivedSourceETag"
+	// SourceTimestampProperty holds the Timestamp of that source entity.
+	SourceTimestampProperty = "ArchivedSourceTimestamp"
+	// blob metadata names (lowercase: listings lowercase them; GetProperties does not).
+	metaSourceETag      = "sourceetag"
+	metaSourceTimestamp = "sourcetimestamp"
+)
+
+// errRestart makes a move start over from fresh reads (a concurrent run or the
+// application changed the target or the source between two steps).
+var errRestart = errors.New("consistency: the source or the target changed during the move: starting over")
+
+// ArchiveEntity runs one archive-entity job. It moves the entity so that concurrent
+// duplicates, replays and reorders of the job all end with the newest version of the
+// entity archived once and the source gone:
+//
+//  1. read the target's copy (its ETag and the source version it records), THEN the
+//     source entity (its ETag). Because the target is read first, a source that still
+//     holds a version different from the one the target records holds a newer one;
+//  2. unless the target already records that source version, write the copy
+//     conditionally: insert when the target had none, replace If-Match the target's ETag
+//     otherwise (a concurrent run that wrote in between makes it start over);
+//  3. delete the source If-Match the ETag read in 1 (412: it changed, start over). A 404
+//     counts as moved only when the target holds the version read in 1; otherwise the
+//     move starts over and finds what happened.
+//
+// A write whose outcome is unknown (repo.ErrOutcomeUnknown) starts the move over too.
+// Restarts use the jittered backoff of Options.Retry.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error. OutcomeMissing is not
 // an error.
@@ -82,25 +136,46 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 	if err := job.Validate(); err != nil {
 		return "", err
 	}
+	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
+		return "", err
+	}
 	src, err := a.table(job.Source)
 	if err != nil {
 		return "", err
 	}
 	op := retry.Op{Name: "archive entity", Resource: job.Source, PartitionKey: job.PartitionKey, RowKey: job.RowKey,
-		Retryable: func(err error) bool { return errors.Is(err, errs.ErrPreconditionFailed) }}
+		Retryable: func(err error) bool {
+			return errors.Is(err, errRestart) || errors.Is(err, errs.ErrPreconditionFailed) ||
+				errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrOutcomeUnknown)
+		}}
 	return retry.DoValue(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) (Outcome, error) {
 		return a.moveOnce(ctx, src, job)
 	})
 }
 
+// copyState is what the target holds: whether a copy exists, its own ETag, and the
+// source ETag it records ("" when unknown).
+type copyState struct {
+	exists     bool
+	etag       string
+	sourceETag string
+}
+
 func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob) (Outcome, error) {
+	tgt, err := a.readTarget(ctx, job)
+	if err != nil {
+		return "", err
+	}
 	e, err := src.Get(ctx, job.PartitionKey, job.RowKey)
 	if errors.Is(err, errs.ErrNotFound) {
-		there, err := a.inTarget(ctx, job)
-		if err != nil {
+		if tgt.exists {
+			return OutcomeAlreadyArchived, nil
+		}
+		// The target may have been written after our read of it: look again.
+		if tgt, err = a.readTarget(ctx, job); err != nil {
 			return "", err
 		}
-		if there {
+		if tgt.exists {
 			return OutcomeAlreadyArchived, nil
 		}
 		return OutcomeMissing, nil
@@ -108,55 +183,105 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	if err != nil {
 		return "", err
 	}
+	if e.ETag == "" {
+		return "", fmt.Errorf("consistency: the source entity came back without an ETag")
+	}
 	if err := a.after("archive-entity", "read"); err != nil {
 		return "", err
 	}
-	etag := e.ETag
-	if err := a.writeTarget(ctx, job, &e); err != nil {
-		return "", err
+	version := e.ETag
+	if tgt.sourceETag != version {
+		// The source holds a newer version than the target's copy (see ArchiveEntity).
+		if err := a.writeTarget(ctx, job, &e, tgt); err != nil {
+			return "", err
+		}
 	}
 	if err := a.after("archive-entity", "copied"); err != nil {
 		return "", err
 	}
-	err = src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: etag})
+	err = src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version})
 	if errors.Is(err, errs.ErrNotFound) {
-		// A concurrent run of the same job deleted it after copying the same version.
+		// Gone: a concurrent run moved it, or the application deleted it. Moved only if
+		// the target holds the very version that was there.
+		now, err := a.readTarget(ctx, job)
+		if err != nil {
+			return "", err
+		}
+		if now.sourceETag != version {
+			return "", errRestart
+		}
 		return OutcomeMoved, nil
 	}
 	if err != nil {
-		return "", err // ErrPreconditionFailed restarts the move from a fresh read
+		return "", err // ErrPreconditionFailed, ErrOutcomeUnknown: start over
 	}
 	return OutcomeMoved, a.after("archive-entity", "deleted")
 }
 
-func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *codec.Entity) error {
-	e.ETag = ""
+// writeTarget writes the archive copy of e conditionally on the target state read before
+// the source: insert if there was none, replace If-Match otherwise. A conflict
+// (ErrAlreadyExists, ErrPreconditionFailed) makes the move start over.
+func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *codec.Entity, tgt copyState) error {
+	cp := codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
+	for k, v := range e.Properties {
+		cp.Properties[k] = v
+	}
 	if job.TargetTable != "" {
+		cp.Properties[SourceETagProperty] = e.ETag
+		if !e.Timestamp.IsZero() {
+			cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
+		}
 		dst, err := a.table(job.TargetTable)
 		if err != nil {
 			return err
 		}
-		err = dst.Upsert(ctx, e, nil)
-		if errors.Is(err, errs.ErrNotFound) { // the archive table does not exist yet
-			if err = dst.CreateIfNotExists(ctx); err == nil {
-				err = dst.Upsert(ctx, e, nil)
+		write := func() error {
+			if !tgt.exists {
+				return dst.Insert(ctx, &cp)
 			}
+			cp.ETag = tgt.etag
+			return dst.Update(ctx, &cp, nil) // If-Match the target's ETag
+		}
+		err = write()
+		if errors.Is(err, errs.ErrNotFound) && !tgt.exists && isTableNotFound(err) {
+			if err = dst.CreateIfNotExists(ctx); err == nil {
+				err = write()
+			}
+		} else if errors.Is(err, errs.ErrNotFound) {
+			return errRestart // the copy we meant to replace is gone
 		}
 		return err
 	}
-	body, err := codec.EncodeEntity(e)
+	body, err := codec.EncodeEntity(&cp)
 	if err != nil {
 		return err
 	}
 	name := EntityBlobName(job.Source, job.PartitionKey, job.RowKey)
+	meta := map[string]*string{metaSourceETag: ptrTo(hex.EncodeToString([]byte(e.ETag)))}
+	if !e.Timestamp.IsZero() {
+		meta[metaSourceTimestamp] = ptrTo(e.Timestamp.UTC().Format(time.RFC3339Nano))
+	}
+	opts := &azblob.UploadBufferOptions{Metadata: meta, AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{}}}
+	if tgt.exists {
+		et := azcore.ETag(tgt.etag)
+		opts.AccessConditions.ModifiedAccessConditions.IfMatch = &et
+	} else {
+		any := azcore.ETagAny
+		opts.AccessConditions.ModifiedAccessConditions.IfNoneMatch = &any
+	}
 	upload := func() error {
-		return retry.Do(ctx, a.opts.Retry, retry.Op{Name: "upload blob", Resource: job.TargetContainer + "/" + name}, func(ctx context.Context, _ int) error {
-			_, err := a.blobs().UploadBuffer(ctx, job.TargetContainer, name, body, nil)
-			return errs.Wrap(err, "upload blob", job.TargetContainer, job.PartitionKey, job.RowKey)
+		return retry.Do(ctx, a.opts.Retry, retry.Op{Name: "upload blob", Resource: job.TargetContainer}, func(ctx context.Context, attempt int) error {
+			_, err := a.blobs().UploadBuffer(ctx, job.TargetContainer, name, body, opts)
+			err = blobErr(err, "upload blob", job.TargetContainer, job.PartitionKey, job.RowKey)
+			if attempt > 1 && (errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrPreconditionFailed)) {
+				// An earlier attempt may have landed: re-read and re-decide.
+				return fmt.Errorf("%w: %w", errs.ErrOutcomeUnknown, err)
+			}
+			return err
 		})
 	}
 	err = upload()
-	if errors.Is(err, errs.ErrNotFound) {
+	if isContainerNotFound(err) {
 		if err = a.createContainer(ctx, job.TargetContainer); err == nil {
 			err = upload()
 		}
@@ -164,29 +289,70 @@ func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *cod
 	return err
 }
 
-// inTarget reports whether the target holds the entity.
-func (a *Archiver) inTarget(ctx context.Context, job ArchiveEntityJob) (bool, error) {
+// readTarget reads the archive copy's state. What it reads is untrusted: a recorded
+// version that is not a string (table) or not hex (blob) counts as unknown, which only
+// means the copy is rewritten from the source.
+func (a *Archiver) readTarget(ctx context.Context, job ArchiveEntityJob) (copyState, error) {
 	if job.TargetTable != "" {
 		dst, err := a.table(job.TargetTable)
 		if err != nil {
-			return false, err
+			return copyState{}, err
 		}
-		_, err = dst.Get(ctx, job.PartitionKey, job.RowKey)
+		e, err := dst.Get(ctx, job.PartitionKey, job.RowKey)
 		if errors.Is(err, errs.ErrNotFound) {
-			return false, nil
+			return copyState{}, nil
 		}
-		return err == nil, err
+		if err != nil {
+			return copyState{}, err
+		}
+		s, _ := e.Properties[SourceETagProperty].(string)
+		return copyState{exists: true, etag: e.ETag, sourceETag: s}, nil
 	}
 	name := EntityBlobName(job.Source, job.PartitionKey, job.RowKey)
-	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "blob properties", Resource: job.TargetContainer + "/" + name}, func(ctx context.Context, _ int) error {
-		_, err := a.blobs().ServiceClient().NewContainerClient(job.TargetContainer).NewBlobClient(name).GetProperties(ctx, nil)
-		return errs.Wrap(err, "blob properties", job.TargetContainer, job.PartitionKey, job.RowKey)
+	var st copyState
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "blob properties", Resource: job.TargetContainer}, func(ctx context.Context, _ int) error {
+		resp, err := a.blobs().ServiceClient().NewContainerClient(job.TargetContainer).NewBlobClient(name).GetProperties(ctx, nil)
+		if err != nil {
+			return blobErr(err, "blob properties", job.TargetContainer, job.PartitionKey, job.RowKey)
+		}
+		st = copyState{exists: true}
+		if resp.ETag != nil {
+			st.etag = string(*resp.ETag)
+		}
+		for k, v := range resp.Metadata {
+			if strings.EqualFold(k, metaSourceETag) && v != nil {
+				if b, err := hex.DecodeString(*v); err == nil {
+					st.sourceETag = string(b)
+				}
+			}
+		}
+		return nil
 	})
 	if errors.Is(err, errs.ErrNotFound) {
-		return false, nil
+		return copyState{}, nil
 	}
-	return err == nil, err
+	return st, err
 }
+
+// blobErr wraps a blob error; a 404 on a blob or container is ErrNotFound, 409 and 412
+// their sentinels (errs.Wrap maps the status codes).
+func blobErr(err error, op, container, pk, rk string) error {
+	return errs.Wrap(err, op, container, pk, rk)
+}
+
+// isContainerNotFound reports a 404 ContainerNotFound.
+func isContainerNotFound(err error) bool {
+	var se *errs.ServiceError
+	return errors.As(err, &se) && se.Code == "ContainerNotFound"
+}
+
+// isTableNotFound reports a 404 TableNotFound (not an entity's 404).
+func isTableNotFound(err error) bool {
+	var se *errs.ServiceError
+	return errors.As(err, &se) && se.Code == "TableNotFound"
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // ReadArchivedEntity reads an entity archived to a blob container.
 //

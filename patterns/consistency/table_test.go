@@ -38,7 +38,7 @@ func TestArchiveAndRestoreTable(t *testing.T) {
 	b := setup(t, "")
 	container := testenv.ContainerName(t)
 	want := signIns(t, b, b.current, 2300)
-	job := ArchiveTableJob{Table: b.current.Name(), Container: container}
+	job := ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}
 
 	rep, err := b.a.ArchiveTable(b.ctx, job)
 	if err != nil || rep.Outcome != OutcomeMoved {
@@ -96,7 +96,7 @@ func TestArchiveTableStopAndRerun(t *testing.T) {
 	b := setup(t, "")
 	container := testenv.ContainerName(t)
 	signIns(t, b, b.current, 300)
-	job := ArchiveTableJob{Table: b.current.Name(), Container: container}
+	job := ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}
 	for _, step := range []string{"exported", "manifest"} {
 		b.a.step = func(_, s string) error {
 			if s == step {
@@ -130,7 +130,7 @@ func TestArchiveTableRefusesAChangingTable(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: b.current.Name(), Container: container}); err == nil {
+	if _, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}); !errors.Is(err, ErrTableChanged) {
 		t.Fatal("a table that changed during its export was archived")
 	}
 	if ok, _ := b.current.Exists(b.ctx); !ok {

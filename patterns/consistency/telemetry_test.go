@@ -25,7 +25,7 @@ func TestArchiveJobSpans(t *testing.T) {
 	w, c := newWorker(t, b, testenv.QueueName(t), b.a)
 
 	ctx, root := otel.Tracer("test").Start(b.ctx, "test.operator")
-	if err := EnqueueArchiveTable(ctx, c, ArchiveTableJob{Table: b.current.Name(), Container: container}); err != nil {
+	if err := EnqueueArchiveTable(ctx, c, ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := EnqueueArchiveEntity(ctx, c, b.job("Sales", "ghost")); err != nil {

@@ -2,7 +2,10 @@ package consistency
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -15,9 +18,11 @@ const (
 )
 
 // Register adds the handlers of the three archive job kinds to r. A job that finds
-// nothing to do because the data is already where it should be succeeds; a job that finds
-// nothing at all (OutcomeMissing) and an invalid job are cancelled into the poison queue.
-// Transient failures return an error, so the message is delivered again.
+// nothing to do because the data is already where it should be succeeds. A job that can
+// never succeed is cancelled into the poison queue at once: one that finds nothing at all
+// (OutcomeMissing), an invalid or not allowed job, a table that is not sealed or changed
+// during its export, an archive that does not match its manifest. Other failures return
+// an error, so the message is delivered again.
 //
 // Errors: those of queueworker.Handle (a kind registered twice).
 func (a *Archiver) Register(r *queueworker.Registry) error {
@@ -31,7 +36,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		return err
 	}
 	if err := queueworker.Handle(r, KindArchiveTable, func(ctx context.Context, msg *queueworker.Message[ArchiveTableJob]) error {
-		if err := msg.Payload.validate(); err != nil {
+		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
 		rep, err := a.tracedArchiveTable(ctx, msg.Payload)
@@ -40,7 +45,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		return err
 	}
 	return queueworker.Handle(r, KindRestoreTable, func(ctx context.Context, msg *queueworker.Message[RestoreTableJob]) error {
-		if err := msg.Payload.validate(); err != nil {
+		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
 		rep, err := a.tracedRestoreTable(ctx, msg.Payload)
@@ -49,6 +54,9 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 }
 
 func outcomeError(out Outcome, err error, what string) error {
+	if permanent(err) {
+		return queueworker.Cancel(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -56,6 +64,12 @@ func outcomeError(out Outcome, err error, what string) error {
 		return queueworker.Cancel(fmt.Errorf("%s: %w", what, ErrNothingToArchive))
 	}
 	return nil
+}
+
+// permanent reports the errors a redelivery cannot fix.
+func permanent(err error) bool {
+	return errors.Is(err, errs.ErrInvalidInput) || errors.Is(err, ErrNotSealed) || errors.Is(err, ErrTableChanged) ||
+		errors.Is(err, ErrArchiveCorrupt) || errors.Is(err, ErrNotAllowed)
 }
 
 // EnqueueArchiveEntity enqueues an archive-entity job: the first step of the eventually
@@ -80,7 +94,7 @@ func EnqueueArchiveEntity(ctx context.Context, c *queueworker.Client, job Archiv
 //
 // Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
 func EnqueueArchiveTable(ctx context.Context, c *queueworker.Client, job ArchiveTableJob) error {
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return err
 	}
 	_, err := queueworker.Enqueue(ctx, c, KindArchiveTable, "table|"+job.Table+"|"+job.Container, job, nil)
@@ -91,9 +105,9 @@ func EnqueueArchiveTable(ctx context.Context, c *queueworker.Client, job Archive
 //
 // Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
 func EnqueueRestoreTable(ctx context.Context, c *queueworker.Client, job RestoreTableJob) error {
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return err
 	}
-	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target, job, nil)
+	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target+"|"+job.Generation, job, nil)
 	return err
 }

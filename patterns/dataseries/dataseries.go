@@ -2,6 +2,8 @@ package dataseries
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"reflect"
@@ -56,7 +58,8 @@ type Layout struct {
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger).
+	// Table configures the underlying table (transient retry policy, logger). Its
+	// TrackWrites is always turned on (see Add).
 	Table repo.Options
 	// Conflict is the backoff between the attempts of Add and Update that lost a race to
 	// another writer. Defaults to DefaultConflictPolicy.
@@ -124,9 +127,10 @@ func New[V Number](svc *aztables.ServiceClient, name string, layout Layout, opts
 	if o.OpHistory < 1 || o.OpHistory > 256 {
 		return nil, errs.Invalid("Options.OpHistory", "must be between 1 and 256, got %d", o.OpHistory)
 	}
-	if o.Conflict == (retry.Policy{}) {
-		o.Conflict = DefaultConflictPolicy
-	}
+	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field: Conflict{MaxRetries: 5} keeps the conflict delays
+	// repo recognises a write whose response was lost by its write id; the operation ids
+	// below catch the rest (a history repo could not read).
+	o.Table.TrackWrites = true
 	if o.Conflict.Logger == nil {
 		o.Conflict.Logger = o.Table.Logger
 	}
@@ -285,10 +289,12 @@ type AddOptions struct {
 // requests, which is the price the guide names for optimistic concurrency. A missing
 // series is created.
 //
-// Without an OpID, Add is at least once in one rare case: a write whose response was lost
-// and that another writer's change followed before the retry could verify it is applied
-// again. With an OpID it is exactly once as long as the id is among the last
-// Options.OpHistory operations of the series.
+// Every Add and Update carries an operation id (a random one when opts gives none), stored
+// with the change in the same write: a write whose response was lost (ErrOutcomeUnknown
+// from repo, even when another writer's change followed it) is recognised on the re-read by
+// its id, and never applied twice. It is exactly once as long as the id is among the last
+// Options.OpHistory operations of the series; give your own OpID to make a retried call or
+// a redelivered message count once as well.
 //
 // Errors: ErrInvalidInput (keys, index, OpID; nothing sent), ErrNotFound (no such table,
 // or the series was deleted during the update), ErrTransient (also when the
@@ -376,10 +382,17 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 	if err := checkOpID(opID); err != nil {
 		return Series[V]{}, err
 	}
+	given := opID != ""
+	if !given {
+		// Without an id, a lost response followed by another writer's change would be
+		// indistinguishable from a refusal, and the change applied twice.
+		opID = autoOpID()
+	}
 	var out Series[V]
 	op := retry.Op{Name: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool {
-			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists)
+			// ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
+			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
 		}}
 	err := retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		e, err := s.table.Get(ctx, pk, rk)
@@ -404,7 +417,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 		if err != nil {
 			return &fnError{err}
 		}
-		if len(changed) == 0 && opID == "" {
+		if len(changed) == 0 && !given {
 			out = cur
 			return nil
 		}
@@ -440,4 +453,11 @@ func (s *Store[V]) recordOp(ops, id string) string {
 		f = f[len(f)-s.history:]
 	}
 	return strings.Join(f, " ")
+}
+
+// autoOpID returns a fresh random operation id for a call that gave none.
+func autoOpID() string {
+	var b [9]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "~" + base64.RawURLEncoding.EncodeToString(b[:])
 }

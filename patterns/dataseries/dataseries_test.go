@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -200,6 +202,85 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 	}
 }
 
+// Without operation ids from the caller, 24 goroutines x 25 adds under 20 % faults (503,
+// 500, responses lost after the write, requests dropped before it): every acknowledged add
+// is stored once, and nothing else is. Each Add carries a generated id, so a lost response
+// that another writer's change followed is recognised, not applied again.
+func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.Policy{Delay: time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30}}})
+	b.proxy.SetSeed(5)
+	b.proxy.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.proxy.AddRule(faultproxy.Rule{Name: "timeout", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.Respond(500, "OperationTimedOut")})
+	b.proxy.AddRule(faultproxy.Rule{Name: "drop-before", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.DropBeforeForward()})
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.DropAfterForward()})
+	const writers, adds = 24, 25
+	var acked atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, writers*adds)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range adds {
+				if _, err := s.Add(b.ctx, "000123", "20240501", 9, 1, nil); err != nil {
+					errc <- err
+					continue
+				}
+				acked.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatalf("an add failed: %v", err)
+	}
+	if b.proxy.Fired("lost") == 0 || b.proxy.Fired("timeout") == 0 {
+		t.Fatal("no response was lost: the test did not exercise the ambiguous case")
+	}
+	b.proxy.ClearRules()
+	got, err := s.Get(b.ctx, "000123", "20240501")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Points[9] != acked.Load() {
+		t.Fatalf("%d stored for %d acknowledged adds", got.Points[9], acked.Load())
+	}
+}
+
+// Conflict{MaxRetries: 5} keeps the conflict delays of the default policy for the fields it
+// leaves zero, instead of running with the transient defaults (200 ms and up).
+func TestPartialConflictPolicyKeepsConflictDelays(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	core, logs := observer.New(zap.WarnLevel)
+	s := hours(t, b, &dataseries.Options{Conflict: retry.Policy{MaxRetries: 40}, Table: repo.Options{Logger: zap.New(core)}})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := s.Add(b.ctx, "p", "r", 1, 1, nil); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	entries := logs.FilterMessage("retrying").FilterField(zap.String("op", "series update")).All()
+	if len(entries) == 0 {
+		t.Fatal("no conflict was retried")
+	}
+	for _, e := range entries {
+		if d := e.ContextMap()["delay"].(time.Duration); d > retry.ConflictPolicy.MaxDelay {
+			t.Fatalf("a conflict waited %v, more than the conflict policy's %v: the transient defaults were used", d, retry.ConflictPolicy.MaxDelay)
+		}
+	}
+}
+
 // A crash before or after the write of an Add, then a rerun with the same operation id,
 // leaves the point added to once.
 func TestAddCrashAndRerun(t *testing.T) {
@@ -212,7 +293,7 @@ func TestAddCrashAndRerun(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			// No transient retries: the first call fails like a process that stops there.
-			once := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.NoRetry}})
+			once := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.NoRetry}, Conflict: retry.NoRetry})
 			s := hours(t, b, nil)
 			if err := s.Set(b.ctx, "E", "D", 4, 10); err != nil {
 				t.Fatal(err)

@@ -28,13 +28,16 @@
 // operations it applied, in the same entity and the same write as the change, so a
 // redelivered queue message or a retry after a crash is not counted twice. That makes
 // Add suitable as the body of a queue handler (package queueworker) that counts events.
+// Without an OpID, each call still carries a generated one: a write whose response was
+// lost (repo's ErrOutcomeUnknown), even one another writer built on before the retry, is
+// recognised on the re-read and never applied twice (TestAddWithoutOpIDUnderFaultsIsExact).
 //
 // # Consistency
 //
 // A series is one entity, so every write is atomic. Set and Put are idempotent. Add and
 // Update lose no update under any number of concurrent writers (optimistic concurrency on
-// the ETag, seeds/004 "managing concurrency"), and with an OpID apply each operation
-// once. A point that was never written reads as 0.
+// the ETag, the design guide's "managing concurrency"), and apply each call once (each
+// operation once, with an OpID). A point that was never written reads as 0.
 //
 // # Cost in requests
 //

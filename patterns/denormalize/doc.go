@@ -1,5 +1,5 @@
-// Package denormalize implements the denormalization pattern of the table design guide
-// (seeds/004 "denormalization pattern"; seeds/000, the same pattern): copies of related
+// Package denormalize implements the denormalization pattern of the Azure Table storage
+// design guide ("Table design patterns": "Denormalization pattern"): copies of related
 // data kept inside the entity that is read, and kept consistent with their source.
 //
 // # The problem
@@ -30,34 +30,59 @@
 //
 // # Consistency: two modes
 //
+// Each promise of order or atomicity below names, in parentheses, the test that attacks
+// it at its narrowest window: most hold one request at a fault proxy (a pause) while the
+// competing operation runs to completion, so the interleaving is exact.
+//
 // InPartition (the guide's layout: the department entity and its manager's employee
 // entity in the same partition). Every write is one entity group transaction, so sources
 // and copies change together or not at all: UpdateSource updates the source, every copy
 // (each conditional on the ETag read) and the source's link header; PutTarget writes the
 // target, its link and the header. The header (RowKey "link!<Name>!<source RowKey>")
 // counts the source's copies and is written, conditional on its ETag, by every write that
-// concerns the source: an UpdateSource and a PutTarget that race for one source therefore
-// conflict, and the loser reads again and starts over (with the jittered backoff of
-// seeds/003), so no copy is ever left stale by a race. (UpdateSource inserts the header of
-// a source that has none yet, so every source updated through a Relation keeps one small
-// header row.) Because one transaction holds 100
-// actions, a source may have at most MaxInPartitionCopies (98) copies in its partition;
-// linking one more is refused with ErrInvalidInput.
+// concerns the source, and PutTarget reads it before it reads the source: an UpdateSource
+// that commits after that read makes PutTarget's transaction fail, one that committed
+// before it is seen by the source read. An UpdateSource and a PutTarget that race for one
+// source therefore conflict, and the loser reads again and starts over (with the
+// jittered backoff of package retry), so no copy is ever left stale by a race
+// (TestInPartitionWindowPutTargetRacesUpdateSource holds each request of PutTarget in
+// turn while an UpdateSource commits; TestInPartitionWindowUpdateSourceRacesPutTarget
+// holds UpdateSource's transaction while a PutTarget links a new copy). (UpdateSource
+// inserts the header of a source that has none yet, so every source updated through a
+// Relation keeps one small header row.) Because one transaction holds 100 actions, a
+// source may have at most MaxInPartitionCopies (98) copies in its partition; linking one
+// more is refused with ErrInvalidInput.
 //
 // AcrossPartitions (targets in other partitions or tables). No transaction spans them, so
 // copies are eventually consistent, with the message-first discipline of the eventually
 // consistent transactions pattern: a write enqueues a message (SourceChange, TargetChange)
-// and then writes the entity, within Settle/2. A queueworker handler (Register) then
+// and then writes the entity, one deadline, Settle/2 from the moment before the message
+// is built, bounding both: the handler waits for the write until the message is Settle
+// old by its EnqueuedAt, stamped after that moment, so a slow enqueue can never let the
+// write land after the handler gave up (TestAcrossWindowSlowEnqueueCannotOutliveSettle).
+// UpdateSource enqueues its message even for a source without copies. A queueworker
+// handler (Register) then
 // reconciles by re-reading: RefreshSource reads the source and its links and rewrites
 // every copy that differs; ReconcileTarget reads the target, upserts its link, deletes the
 // links of the sources it no longer copies (named by the message), refreshes its copy,
 // and reads the target again, starting over if it changed. Handlers trust only the keys
 // of a message, so duplicated, reordered and replayed messages, concurrent handlers and a
-// stop at any point converge to the same state. A handler that finds the announced write
-// not yet visible snoozes the message until it is Settle old, so a stop between enqueue
-// and write ends with the message settling and changing nothing. Links are written by
-// ReconcileTarget only, and a target links itself before it copies, so a source update
-// either finds the link or the target's own reconciliation copies the new details.
+// stop at any point converge to the same state (TestAcrossMessagesDuplicatedReorderedReplayed,
+// TestAcrossCrashBetweenSteps). A handler that finds the announced write not yet visible
+// snoozes the message until it is Settle old, so a stop between enqueue and write ends
+// with the message settling and changing nothing (TestAcrossHandlersSettle). Links are
+// written by ReconcileTarget only, and a target links itself before it copies, so a
+// source update either finds the link or the target's own reconciliation copies the new
+// details: the update's message is handled after its write, whatever the links were when
+// it began (TestAcrossWindowTargetLinkedDuringUpdateSource holds UpdateSource's write
+// while a new target is linked and copied from the old source).
+//
+// Writes through repo may answer repo.ErrOutcomeUnknown when a retry after a lost response
+// meets a conflict. Every step here is idempotent or conditional on a version read just
+// before, so an attempt that meets it reads again (the handlers) or returns it to the
+// caller; it is never taken for "nothing written": a DeleteTarget without an ETag that
+// finds the target gone after such an answer reports success
+// (TestDeleteTargetOutcomeUnknownIsRedecided).
 //
 // Deleting a source is the application's decision (reassign or delete its targets first;
 // Copies lists them): the Relation does not delete sources.
@@ -68,17 +93,18 @@
 //
 // InPartition: UpdateSource 2 + n (read the source, one range query of its header and
 // links, n point reads of its copies in parallel) and 1 transaction; PutTarget 3 (the
-// target, the source, the source's links) and 1 transaction, 1 more read when the target
+// target, the source's links, the source) and 1 transaction, 1 more read when the target
 // changes source; DeleteTarget 2 and 1 transaction.
 //
-// AcrossPartitions: UpdateSource 2 reads, 1 enqueue (only when the source has copies) and
-// 1 write; PutTarget 2 reads, 1 enqueue, 1 write; DeleteTarget 1 read, 1 enqueue, 1
-// delete. The worker: RefreshSource 3 reads + 2 per copy (read, write if it differs);
+// AcrossPartitions: UpdateSource 1 read, 1 enqueue (always: a target may link the source
+// while it writes) and 1 write; PutTarget 2 reads, 1 enqueue, 1 write; DeleteTarget 1
+// read, 1 enqueue, 1 delete. The worker: RefreshSource 3 reads + 2 per copy (read, write if it differs);
 // ReconcileTarget 3 reads and 1 to 3 writes.
 //
 // # Where the link rows live
 //
-// Link rows share the sources' partitions, as heterogeneous entity types (seeds/004): a
+// Link rows share the sources' partitions, as heterogeneous entity types (the design
+// guide's "Work with heterogeneous entity types"): a
 // query of a whole source partition returns them too. They occupy Relation.KeyRange, which
 // source (and, in InPartition mode, target) RowKeys may not enter; the Relation refuses
 // such keys.

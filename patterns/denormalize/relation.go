@@ -94,9 +94,11 @@ type Options[S, D any] struct {
 	// InPartition mode.
 	Queue *queueworker.Client
 	// Settle bounds, in AcrossPartitions mode, how long a change may take to become visible:
-	// a write enqueues its message first and then writes within Settle/2; a worker that
-	// finds the write not (yet) there reconciles what it finds and looks again until the
-	// message is Settle old. Defaults to DefaultSettle; at least 2 seconds.
+	// a write enqueues its message first and then writes, both within Settle/2 of the
+	// moment before the message was built; a worker that finds the write not (yet) there
+	// reconciles what it finds and looks again until the message is Settle old. It must
+	// exceed the clock skew between writers and workers. Defaults to DefaultSettle; at
+	// least 2 seconds.
 	Settle time.Duration
 	// MaxCopies bounds the copies of one source in InPartition mode, checked when a target
 	// is linked. Defaults to MaxInPartitionCopies, which is also the most it may be.
@@ -435,13 +437,22 @@ func isRetryable(err error) bool {
 	return errors.As(err, &r)
 }
 
+// An outcome repo cannot prove (repo.ErrOutcomeUnknown) counts too: every caller retries a
+// conflict from a fresh read, which decides whether the earlier write landed. Callers guard
+// the writes whose caller-supplied ETag a landed write would invalidate.
 func isConflict(err error) bool {
-	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound)
+	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound) ||
+		errors.Is(err, repo.ErrOutcomeUnknown)
 }
 
 // actionConflict reports whether err is a conflict on an action of a transaction at index
 // from or later.
+// An outcome repo cannot prove names no action: it counts only for from == 0, where the
+// caller retries the whole write from its read.
 func actionConflict(err error, from int) bool {
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return from == 0
+	}
 	var ae *repo.ActionError
 	return errors.As(err, &ae) && ae.Index >= from && isConflict(err)
 }

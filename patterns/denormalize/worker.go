@@ -77,13 +77,18 @@ func (r *Relation[S, D]) enqueueTarget(ctx context.Context, c TargetChange) erro
 	return err
 }
 
-// writeCtx bounds a write that follows its message, so that it cannot land after the
-// handler gave up waiting for it (Settle).
+// writeCtx bounds a message and the write it announces with one deadline, Settle/2 from
+// now, taken before the message's envelope is built: the handler waits for the write
+// until the message is Settle old by its EnqueuedAt, which Enqueue stamps after this
+// moment, so the write can never land after the handler gave up, however slow the
+// enqueue and its retries were (issue 15, defect 5). Pass the returned context to both.
 func (r *Relation[S, D]) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, r.settle/2)
 }
 
 func (r *Relation[S, D]) putAcross(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string) error {
+	wctx, cancel := r.writeCtx(ctx)
+	defer cancel()
 	if ok || oldOK {
 		c := TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey}
 		if ok {
@@ -92,15 +97,13 @@ func (r *Relation[S, D]) putAcross(ctx context.Context, d *D, k, ref Key, ok, ex
 		if oldOK && (!ok || oldRef != ref) {
 			c.Old = []Key{oldRef}
 		}
-		if err := r.enqueueTarget(ctx, c); err != nil {
+		if err := r.enqueueTarget(wctx, c); err != nil {
 			return err
 		}
 	}
-	if err := r.step(ctx, "write"); err != nil {
+	if err := r.step(wctx, "write"); err != nil {
 		return err
 	}
-	wctx, cancel := r.writeCtx(ctx)
-	defer cancel()
 	var err error
 	if exists {
 		err = r.targets.Update(wctx, d, nil)

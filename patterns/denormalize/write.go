@@ -16,11 +16,12 @@ import (
 // it reads the source Ref(d) names, applies Copy, and writes d and the link that records
 // the copy (removing the link to the source d copied before, if it changed).
 //
-// InPartition: one entity group transaction writes d, the new link, the source's link
-// header (its copy count, conditional on its ETag, so that a concurrent UpdateSource of
-// that source either sees this copy or makes this write start over) and, when d changes
-// source, the old link and header. AcrossPartitions: a message is enqueued first, then d is
-// written; the worker maintains the links (ReconcileTarget).
+// InPartition: the source's links and header are read before the source, and one entity
+// group transaction writes d, the new link, the source's link header (its copy count,
+// conditional on its ETag, so that a concurrent UpdateSource of that source either is
+// seen by the source read or makes this write start over) and, when d changes source, the
+// old link and header. AcrossPartitions: a message is enqueued first, then d is written,
+// both within one Settle/2 deadline; the worker maintains the links (ReconcileTarget).
 //
 // When d carries an ETag, the write is conditional on it (ErrPreconditionFailed if d
 // changed or no longer exists); without one, the stored target is replaced, retried on
@@ -53,6 +54,19 @@ func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) (err error) {
 			oldRef, oldOK = r.ref(&old)
 		}
 		r.tcodec.SetETag(d, r.tcodec.ETag(&old)) // "" when d is new
+		var hdr *linkRow
+		var links []linkRow
+		if ok && r.mode == InPartition {
+			// The source's link header is read BEFORE the source: an UpdateSource that
+			// commits after this read changes the header and makes the transaction below
+			// fail (and this attempt start over); one that committed before it is seen by
+			// the source read that follows. Read the other way round, an UpdateSource
+			// committing between the two reads would leave this write's old copy in place
+			// (issue 15, defect 3).
+			if hdr, links, err = r.readLinks(ctx, ref); err != nil {
+				return err
+			}
+		}
 		if ok {
 			s, err := r.getSource(ctx, ref)
 			if err != nil {
@@ -61,7 +75,7 @@ func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) (err error) {
 			r.copyFn(d, &s)
 		}
 		if r.mode == InPartition {
-			return r.putInPartition(ctx, d, k, ref, ok, exists, oldRef, oldOK, callerETag)
+			return r.putInPartition(ctx, d, k, ref, ok, exists, oldRef, oldOK, callerETag, hdr, links)
 		}
 		return r.putAcross(ctx, d, k, ref, ok, exists, oldRef, oldOK, callerETag)
 	})
@@ -78,13 +92,11 @@ func (r *Relation[S, D]) writeTargetAction(d *D, exists bool) repo.Action {
 	return r.targets.InsertAction(d)
 }
 
-func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string) error {
+// putInPartition writes d with its link in one transaction; hdr and links are the link
+// header and links of ref as read before the source (see PutTarget).
+func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string, hdr *linkRow, links []linkRow) error {
 	actions := []repo.Action{r.writeTargetAction(d, exists)}
 	if ok {
-		hdr, links, err := r.readLinks(ctx, ref)
-		if err != nil {
-			return err
-		}
 		linked := false
 		for i := range links {
 			linked = linked || targetOf(&links[i]) == k
@@ -150,10 +162,14 @@ func (r *Relation[S, D]) unlinkActions(ctx context.Context, src, k Key) ([]repo.
 // DeleteTarget deletes the target k and its link (in InPartition mode in the same
 // transaction, counting it out of its source's header; in AcrossPartitions mode after a
 // message, the worker removing the link). With opts.ETag set the delete is conditional on
-// it; without, whatever is stored is deleted, retried on conflicts.
+// it; without, whatever is stored is deleted, retried on conflicts. After a delete whose
+// outcome repo cannot prove (repo.ErrOutcomeUnknown), the next attempt's read decides: the
+// target gone means success without opts.ETag, and an error wrapping
+// repo.ErrOutcomeUnknown with it (never ErrNotFound for a delete that may have landed).
 //
-// Errors: ErrInvalidInput (nothing sent); ErrNotFound; ErrPreconditionFailed; the errors
-// of queueworker.Enqueue; ErrTransient, *repo.Error.
+// Errors: ErrInvalidInput (nothing sent); ErrNotFound; ErrPreconditionFailed;
+// repo.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; ErrTransient,
+// *repo.Error.
 func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.DeleteOptions) (err error) {
 	ctx, span := telemetry.Start(ctx, "denormalize.delete_target", telemetry.KeyTable.String(r.targets.Name()), attribute.String("tablepatterns.relation", r.name))
 	defer func() { telemetry.End(span, err) }()
@@ -164,62 +180,84 @@ func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.Del
 	if opts != nil {
 		want = opts.ETag
 	}
+	// unknown holds the error of an attempt whose delete may have landed
+	// (repo.ErrOutcomeUnknown): the next attempt's read decides.
+	var unknown error
 	return r.loop(ctx, "delete target", k, func(ctx context.Context) error {
-		d, found, err := r.getTarget(ctx, k)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return &errs.ServiceError{Op: "delete target", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 404, Code: "ResourceNotFound", Kind: errs.ErrNotFound, Err: errors.New("no such target")}
-		}
-		etag := r.tcodec.ETag(&d)
-		if want != "" && etag != want {
-			return preconditionFailed("delete target", r.targets.Name(), k)
-		}
-		ref, ok := r.ref(&d)
-		del := &repo.DeleteOptions{ETag: etag}
-		if r.mode == InPartition {
-			actions := []repo.Action{r.targets.DeleteAction(k.PartitionKey, k.RowKey, del)}
-			if ok {
-				rm, err := r.unlinkActions(ctx, ref, k)
-				if err != nil {
-					return err
-				}
-				actions = append(actions, rm...)
-			}
-			if err := r.step(ctx, "transaction"); err != nil {
-				return err
-			}
-			_, err := repo.Submit(ctx, actions...)
-			if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
-				return &retryable{err}
-			}
-			return err
-		}
-		if ok {
-			if err := r.enqueueTarget(ctx, TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Deleted: true, Old: []Key{ref}}); err != nil {
-				return err
-			}
-		}
-		if err := r.step(ctx, "write"); err != nil {
-			return err
-		}
-		wctx, cancel := r.writeCtx(ctx)
-		defer cancel()
-		err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
-		if want == "" && isConflict(err) {
+		err := r.deleteTarget(ctx, k, want, unknown)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
 			return &retryable{err}
 		}
 		return err
 	})
 }
 
+// deleteTarget is one attempt of DeleteTarget; unknown is the error of an earlier attempt
+// whose delete may have landed, or nil.
+func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, unknown error) error {
+	d, found, err := r.getTarget(ctx, k)
+	if err != nil {
+		return err
+	}
+	if !found && unknown != nil {
+		if want == "" {
+			return nil // gone, as asked, with its link (the transaction or message did that)
+		}
+		// Gone, maybe by the earlier attempt: never "no such target" for that.
+		return errors.Join(errors.New("denormalize: the target is gone; an earlier attempt may have deleted it"), unknown)
+	}
+	if !found {
+		return &errs.ServiceError{Op: "delete target", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 404, Code: "ResourceNotFound", Kind: errs.ErrNotFound, Err: errors.New("no such target")}
+	}
+	etag := r.tcodec.ETag(&d)
+	if want != "" && etag != want {
+		return preconditionFailed("delete target", r.targets.Name(), k)
+	}
+	ref, ok := r.ref(&d)
+	del := &repo.DeleteOptions{ETag: etag}
+	if r.mode == InPartition {
+		actions := []repo.Action{r.targets.DeleteAction(k.PartitionKey, k.RowKey, del)}
+		if ok {
+			rm, err := r.unlinkActions(ctx, ref, k)
+			if err != nil {
+				return err
+			}
+			actions = append(actions, rm...)
+		}
+		if err := r.step(ctx, "transaction"); err != nil {
+			return err
+		}
+		_, err := repo.Submit(ctx, actions...)
+		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
+			return &retryable{err}
+		}
+		return err
+	}
+	wctx, cancel := r.writeCtx(ctx)
+	defer cancel()
+	if ok {
+		if err := r.enqueueTarget(wctx, TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Deleted: true, Old: []Key{ref}}); err != nil {
+			return err
+		}
+	}
+	if err := r.step(wctx, "write"); err != nil {
+		return err
+	}
+	err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
+	if want == "" && isConflict(err) {
+		return &retryable{err}
+	}
+	return err
+}
+
 // UpdateSource replaces the source s and refreshes every copy of it.
 //
 // InPartition: one entity group transaction updates s (conditional on the version read),
 // its link header and every copy (each conditional on its ETag, with Copy applied): the
-// source and its copies change together or not at all. AcrossPartitions: when s has
-// copies, a message is enqueued first, then s is written; the worker refreshes the copies
+// source and its copies change together or not at all. AcrossPartitions: a message is
+// enqueued first (also when s has no copies yet: a target may link it meanwhile), then s
+// is written, both within one Settle/2 deadline; the worker refreshes the copies
 // (RefreshSource).
 //
 // When s carries an ETag, the update is conditional on it; without one, it replaces what is
@@ -247,23 +285,25 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 			return preconditionFailed("update source", r.sources.Name(), src)
 		}
 		r.scodec.SetETag(s, r.scodec.ETag(&cur))
-		hdr, links, err := r.readLinks(ctx, src)
-		if err != nil {
-			return err
-		}
 		if r.mode == InPartition {
-			return r.updateInPartition(ctx, s, src, hdr, links, callerETag)
-		}
-		if len(links) > 0 {
-			if err := r.enqueueSource(ctx, SourceChange{PartitionKey: src.PartitionKey, RowKey: src.RowKey, Fingerprint: r.fingerprint(s)}); err != nil {
+			hdr, links, err := r.readLinks(ctx, src)
+			if err != nil {
 				return err
 			}
+			return r.updateInPartition(ctx, s, src, hdr, links, callerETag)
 		}
-		if err := r.step(ctx, "write"); err != nil {
-			return err
-		}
+		// Always a message, even for a source without links: a ReconcileTarget may link a
+		// target and copy the old source between any read of the links and the write
+		// below, and only a message handled after the write refreshes that copy (issue 15,
+		// defect 4).
 		wctx, cancel := r.writeCtx(ctx)
 		defer cancel()
+		if err := r.enqueueSource(wctx, SourceChange{PartitionKey: src.PartitionKey, RowKey: src.RowKey, Fingerprint: r.fingerprint(s)}); err != nil {
+			return err
+		}
+		if err := r.step(wctx, "write"); err != nil {
+			return err
+		}
 		err = r.sources.Update(wctx, s, nil)
 		if callerETag == "" && isConflict(err) {
 			return &retryable{err}

@@ -1,7 +1,7 @@
-// Package heterogeneous implements the table design guide's heterogeneous entity types
-// and its one-to-many relationship in one partition (seeds/004, "work with heterogeneous
-// entity types", "one-to-many relationships" and "inheritance relationships"; seeds/000,
-// same sections): several entity types in one table, told apart by a discriminator, read
+// Package heterogeneous implements the Azure Table storage design guide's heterogeneous
+// entity types and its one-to-many relationship in one partition ("Work with
+// heterogeneous entity types", "One-to-many relationships" and "Inheritance
+// relationships"): several entity types in one table, told apart by a discriminator, read
 // with one query into their own Go types, and written together in entity group
 // transactions.
 //
@@ -47,14 +47,30 @@
 //
 // # Consistency
 //
+// Each promise of order or atomicity below names, in parentheses, the test that attacks
+// it at its narrowest window (a request held at a fault proxy while the competing
+// operation runs to completion, so the interleaving is exact).
+//
 // Add and Remove write the child and the parent's count in one entity group transaction,
 // conditional on the parent's ETag (and, for Remove, the child's): the count always
 // equals the number of children written through them, whatever the concurrency, and a
-// failure or a crash at any point leaves both unchanged or both changed. A writer that
-// loses the race on the parent's ETag re-reads it and retries with the jittered backoff,
-// so concurrent adds lose no increment. Children written around OneToMany (imports) make
-// the count wrong; Recount repairs it, counting and updating conditional on the parent's
-// ETag so that a concurrent Add makes it count again.
+// failure or a crash at any point leaves both unchanged or both changed
+// (TestAddUnderFaults, TestEmployeeCountFollowsAddsAndRemoves). A writer that loses the
+// race on the parent's ETag re-reads it and retries with the jittered backoff, so
+// concurrent adds lose no increment (TestOneToManyWindowConcurrentAdd holds an Add's
+// transaction while another Add and a Remove commit; TestConcurrentAddsLoseNoIncrement).
+// Children written around OneToMany (imports) make the count wrong; Recount repairs it,
+// counting and updating conditional on the parent's ETag so that a concurrent Add makes
+// it count again (TestRecountWindowConcurrentAdd).
+//
+// When repo cannot prove the outcome of a transaction (repo.ErrOutcomeUnknown: a lost
+// response, then a retry that met a conflict), Add and Remove read the child again,
+// which the atomic transaction wrote or not: an Add that did not land is retried and one
+// that may have landed returns the ErrOutcomeUnknown error (never ErrAlreadyExists alone,
+// "nothing written"); a Remove whose child is gone reports success, one whose child is
+// still there starts over; Recount simply counts again
+// (TestOneToManyOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have repo
+// recognise its own write exactly.
 //
 // The guide's limits of this approach hold: a child cannot move to another parent (another
 // partition) in a transaction, and a busy parent is a hot spot of its partition. Every

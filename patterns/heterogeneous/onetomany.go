@@ -16,14 +16,17 @@ import (
 type Count interface{ ~int32 | ~int64 }
 
 // OneToMany is the guide's one-to-many relationship with both entity types in one
-// partition (seeds/004, "one-to-many relationships", first approach): a parent of type P
-// (the department) and its children of type C (the employees), the parent holding the
-// number of its children (EmployeeCount), kept exact by writing each child together with
-// its parent in one entity group transaction. A OneToMany is safe for concurrent use.
+// partition (the design guide's "One-to-many relationships", first approach): a parent
+// of type P (the department) and its children of type C (the employees), the parent
+// holding the number of its children (EmployeeCount), kept exact by writing each child
+// together with its parent in one entity group transaction. A OneToMany is safe for concurrent use.
 type OneToMany[P, C any, N Count] struct {
 	t      *Table
 	parent func(pk string) string
 	count  func(p *P) *N
+	// afterSubmit, set by tests, replaces the outcome of each transaction (to play the
+	// answers of a retried transaction whose first attempt landed).
+	afterSubmit func(err error) error
 }
 
 // NewOneToMany returns the relationship between the parents P and children C of t: the
@@ -72,10 +75,18 @@ func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
 // written), it reads the parent again and retries with the jittered backoff. On success
 // child's ETag field holds its new ETag.
 //
+// When repo cannot prove the outcome of the transaction (repo.ErrOutcomeUnknown: a lost
+// response, then a retry that met a conflict), Add reads the child again: absent, the
+// transaction did not apply and Add starts over; present, Add returns the error wrapping
+// repo.ErrOutcomeUnknown, since the child may be this call's (it does not unwrap to
+// repo.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
+// exactly.
+//
 // Errors: repo.ErrNotFound (no parent in the child's partition), repo.ErrAlreadyExists
-// (the child exists; nothing written), *TypeMismatchError (the parent's keys hold another
-// type), ErrInvalidInput (nothing sent), repo.ErrTransient (also when concurrent writers
-// kept winning until the retry policy gave up), *repo.Error.
+// (the child exists; nothing written), repo.ErrOutcomeUnknown (see above),
+// *TypeMismatchError (the parent's keys hold another type), ErrInvalidInput (nothing
+// sent), repo.ErrTransient (also when concurrent writers kept winning until the retry
+// policy gave up), *repo.Error.
 func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	_, c, err := entityOf(r.t, child)
 	if err != nil {
@@ -95,13 +106,26 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 			return r.noParent(err, pk, prk)
 		}
 		*r.count(p)++
-		return r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, p, nil))
+		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, p, nil))
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			// The transaction may have landed: it is atomic, so the child tells.
+			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
+			case errors.Is(gerr, repo.ErrNotFound):
+				return &race{err: err} // not applied: read the parent again and retry
+			case gerr != nil:
+				return errors.Join(err, gerr)
+			}
+			return err // the child exists, written by this call or another: unknown
+		}
+		return err
 	})
 }
 
 // Remove deletes the child (pk, rk) and decrements its parent's count in one entity group
 // transaction, conditional on the ETags of both as read just before; it starts over when
-// either changed in between.
+// either changed in between. When repo cannot prove the outcome of the transaction
+// (repo.ErrOutcomeUnknown), Remove reads the child again: gone, it returns nil (the child
+// and its count went together); still there, it starts over.
 //
 // Errors: repo.ErrNotFound (no such child, or no parent), *TypeMismatchError (the entity
 // is not a C), ErrInvalidInput (nothing sent), repo.ErrTransient, *repo.Error.
@@ -127,13 +151,30 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 			return r.noParent(err, pk, prk)
 		}
 		*r.count(p)--
-		return r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(child)}), UpdateAction(r.t, p, nil))
+		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(child)}), UpdateAction(r.t, p, nil))
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			// The transaction may have landed: it is atomic, so the child tells.
+			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
+			case errors.Is(gerr, repo.ErrNotFound):
+				return nil // removed, with the count: the state asked for
+			case gerr != nil:
+				return errors.Join(err, gerr)
+			}
+			return &race{err: err} // still there: not applied, start over
+		}
+		return err
 	})
 }
 
 // submit runs a child action and the parent's update, and turns a lost race into a retry.
 func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
 	err := r.t.Submit(ctx, child, parent)
+	if r.afterSubmit != nil {
+		err = r.afterSubmit(err)
+	}
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return err // decided by the caller, from a fresh read (never a bare retry)
+	}
 	var ae *repo.ActionError
 	if errors.As(err, &ae) {
 		switch {
@@ -220,7 +261,9 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 		}
 		*r.count(p) = n
 		err = Update(ctx, r.t, p, nil)
-		if errors.Is(err, repo.ErrPreconditionFailed) {
+		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrOutcomeUnknown) {
+			// Changed meanwhile, or an update that may have landed: count again (the
+			// count is derived from the children, so counting again is always right).
 			return &race{err: err}
 		}
 		return err

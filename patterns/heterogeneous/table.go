@@ -31,9 +31,9 @@ type Options struct {
 }
 
 // Table is one table holding entities of several Go types, each registered under a type
-// name (seeds/004, "work with heterogeneous entity types"). Every write goes through the
-// registry, so the discriminator is always stored, and every read decodes each entity
-// into the type its discriminator names. A Table is safe for concurrent use once its
+// name (the design guide's "Work with heterogeneous entity types"). Every write goes
+// through the registry, so the discriminator is always stored, and every read decodes
+// each entity into the type its discriminator names. A Table is safe for concurrent use once its
 // types are registered.
 type Table struct {
 	name   string

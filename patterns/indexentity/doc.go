@@ -1,6 +1,6 @@
-// Package indexentity implements the index entities pattern of the table design guide
-// (seeds/004 "index entities pattern"; seeds/000, the same pattern with the current client
-// vocabulary), with all three of its options.
+// Package indexentity implements the index entities pattern of the Azure Table storage
+// design guide ("Table design patterns": "Index entities pattern"), with all three of its
+// options.
 //
 // # The problem
 //
@@ -48,38 +48,63 @@
 //
 // # Consistency
 //
+// Each promise of order or atomicity below names, in parentheses, the test that attacks
+// it at its narrowest window: a request held at a fault proxy (a pause) or a step hook
+// while the competing operation runs to completion, so the interleaving is exact.
+//
 // Option 2 is atomic. Insert follows the guide's steps: read the value's index entity
 // (keeping its ETag), submit one transaction that inserts the employee and updates the
 // index entity with If-Match on that ETag, and start over from the read when the
 // transaction fails with 412 (another writer updated the index entity), 409 (another
 // writer created it first: the first-creation race) or 404 (another writer deleted it
-// with its last id), with the jittered backoff of seeds/003 (DefaultConflictPolicy).
-// A rename is one transaction of three entities (the employee, the old value's index
-// entity and the new value's), a delete one of two. No id is ever lost or duplicated, and
-// readers never see the employee without its index entry or the reverse.
+// with its last id), with jittered backoff (DefaultConflictPolicy)
+// (TestSamePartitionWindowIndexEntityChangesUnderInsert for 412 and 404,
+// TestSamePartitionFirstCreationRace for 409). An insert whose id is already listed sends
+// the page it read back as a guard, so a concurrent delete of that entry cannot leave the
+// new entity unlisted (TestSamePartitionInsertRacesDeleteOfTheSameID). A rename is one
+// transaction of three entities (the employee, the old value's index entity and the new
+// value's), a delete one of two. No id is ever lost or duplicated, and readers never see
+// the employee without its index entry or the reverse (TestSamePartitionFaults,
+// TestSamePartitionConcurrentMixedWrites). A transaction whose outcome repo cannot prove
+// (repo.ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is decided
+// again from a fresh read of the entity, which the atomic transaction changed or not:
+// what did not land is retried, a Delete reports success once the entity is gone, an
+// Update without an ETag writes again, and an Insert that may have landed returns the
+// ErrOutcomeUnknown error, never ErrAlreadyExists alone ("nothing written")
+// (TestSamePartitionOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have
+// repo recognise its own write exactly.
 //
 // Options 1 and 3 are eventually consistent: the list lives where no transaction reaches.
 // Each write follows the message-first discipline of the eventually consistent
 // transactions pattern:
 //
 //  1. enqueue a Change naming the entity, the value it will have and the value it had;
-//  2. write the entity, within Settle/2.
+//  2. write the entity.
+//
+// One deadline, Settle/2 from the moment before the Change is built, bounds both steps,
+// so the write lands before the message is Settle old by its EnqueuedAt however slow the
+// enqueue (TestEventualWindowSlowEnqueueCannotOutliveSettle).
 //
 // A queueworker handler (Eventual.Register) then reconciles: it reads the entity, lists
 // its key under its current value, removes it from the lists of the old values the
 // message names, and reads the entity again, starting over if it changed meanwhile. It
 // trusts nothing in the message but the keys, so duplicated, reordered and replayed
-// messages, concurrent handlers and a stop at any point all end in the same lists. When
-// the handler finds the entity not yet in the state the message announces (the write has
-// not landed, failed, or was overtaken), it reconciles what it finds and, while the
-// message is younger than Settle, snoozes it to look again: a stop between steps 1 and 2
-// therefore ends with the message settling and changing nothing. Lookups check every
+// messages, concurrent handlers and a stop at any point all end in the same lists
+// (TestEventualMessagesDuplicatedReorderedReplayed, TestEventualReconcileRacesWithRename,
+// TestEventualConcurrentReconcilesLoseNoKey). When the handler finds the entity not yet
+// in the state the message announces (the write has not landed, failed, or was
+// overtaken), it reconciles what it finds and, while the message is younger than Settle,
+// snoozes it to look again: a stop between steps 1 and 2 therefore ends with the message
+// settling and changing nothing (TestEventualCrashBetweenSteps, TestEventualHandleSettles).
+// The stores' Add and Remove have set semantics, so a write of theirs that repo reports
+// as repo.ErrOutcomeUnknown is simply decided again from a fresh read. Lookups check every
 // entity they fetch against the value, so a reader never gets a wrong entity; it may miss
-// one written in the last moments.
+// one written in the last moments (TestEventualLookupVerifiesHits).
 //
 // The guide's trade-off holds: option 2 serialises all writers of one value in one
 // partition through one index entity (contention shows up as conflict retries; see the
-// partition's scalability targets in seeds/003), while options 1 and 3 take that load off
+// partition's scalability targets in "Designing a scalable partitioning strategy"), while
+// options 1 and 3 take that load off
 // the partition and answer across partitions, at the price of eventual consistency.
 //
 // # Cost in requests
@@ -97,7 +122,8 @@
 // # Where the index entities live
 //
 // Option 2's index entities share their partition with the entities they index, as
-// heterogeneous entity types (seeds/004): a query of the whole partition returns them too.
+// heterogeneous entity types (the design guide's "Work with heterogeneous entity types"):
+// a query of the whole partition returns them too.
 // Their RowKeys occupy SamePartition.KeyRange ("idx!<Name>!" ...), which entity RowKeys may
 // not enter (Insert refuses them); leave the range out of partition queries, or use a
 // codec.Registry to tell the types apart.

@@ -51,9 +51,11 @@ type EventualOptions[T any] struct {
 	// Queue receives the change messages the worker reconciles (see Register).
 	Queue *queueworker.Client
 	// Settle bounds how long a change may take to become visible. A write enqueues its
-	// message first and then writes the entity within Settle/2 (its context gets that
-	// deadline); a worker that finds the entity not (yet) changed reconciles what it finds
-	// and looks again later, until the message is Settle old. Defaults to DefaultSettle
+	// message first and then writes the entity, both within Settle/2 of the moment before
+	// the message was built (their context gets that deadline, so a slow enqueue leaves
+	// the write less time); a worker that finds the entity not (yet) changed reconciles
+	// what it finds and looks again later, until the message is Settle old. Defaults to
+	// DefaultSettle
 	// (1 minute); at least 2 seconds. It must exceed the clock skew between writers and
 	// workers.
 	Settle time.Duration
@@ -214,8 +216,11 @@ func (ix *Eventual[T]) enqueue(ctx context.Context, c Change) error {
 	return err
 }
 
-// writeCtx bounds the entity write that follows a message, so that it cannot land after
-// the handler gave up waiting for it (Settle).
+// writeCtx bounds a message and the entity write it announces with one deadline,
+// Settle/2 from now, taken before the message's envelope is built: Handle waits for the
+// write until the message is Settle old by its EnqueuedAt, which Enqueue stamps after
+// this moment, so the write can never land after the handler gave up, however slow the
+// enqueue and its retries were (issue 15, defect 5). Pass the returned context to both.
 func (ix *Eventual[T]) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, ix.settle/2)
 }
@@ -244,14 +249,14 @@ func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 	if value == "" {
 		return ix.primary.Insert(ctx, v)
 	}
-	if err := ix.enqueue(ctx, Change{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Value: value}); err != nil {
-		return err
-	}
-	if err := ix.step(ctx, "write"); err != nil {
-		return err
-	}
 	wctx, cancel := ix.writeCtx(ctx)
 	defer cancel()
+	if err := ix.enqueue(wctx, Change{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Value: value}); err != nil {
+		return err
+	}
+	if err := ix.step(wctx, "write"); err != nil {
+		return err
+	}
 	return ix.primary.Insert(wctx, v)
 }
 
@@ -279,21 +284,24 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 			return preconditionFailed("update", ix.primary.Name(), k.PartitionKey, k.RowKey)
 		}
 		ix.codec.SetETag(v, ix.codec.ETag(&cur))
+		wctx, cancel := ix.writeCtx(ctx)
+		defer cancel()
 		if old := ix.value(&cur); old != value {
 			c := Change{PartitionKey: k.PartitionKey, RowKey: k.RowKey, Value: value, Deleted: false}
 			if old != "" {
 				c.Old = []string{old}
 			}
-			if err := ix.enqueue(ctx, c); err != nil {
+			if err := ix.enqueue(wctx, c); err != nil {
 				return err
 			}
 		}
-		if err := ix.step(ctx, "write"); err != nil {
+		if err := ix.step(wctx, "write"); err != nil {
 			return err
 		}
-		wctx, cancel := ix.writeCtx(ctx)
-		defer cancel()
 		err = ix.primary.Update(wctx, v, nil)
+		if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
+			return &retryable{err} // re-read and write v again: the same state either way
+		}
 		if callerETag == "" && errors.Is(err, repo.ErrPreconditionFailed) {
 			return &retryable{err}
 		}
@@ -328,17 +336,25 @@ func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.Del
 		if want != "" && etag != want {
 			return preconditionFailed("delete", ix.primary.Name(), pk, rk)
 		}
+		wctx, cancel := ix.writeCtx(ctx)
+		defer cancel()
 		if old := ix.value(&cur); old != "" {
-			if err := ix.enqueue(ctx, Change{PartitionKey: pk, RowKey: rk, Deleted: true, Old: []string{old}}); err != nil {
+			if err := ix.enqueue(wctx, Change{PartitionKey: pk, RowKey: rk, Deleted: true, Old: []string{old}}); err != nil {
 				return err
 			}
 		}
-		if err := ix.step(ctx, "write"); err != nil {
+		if err := ix.step(wctx, "write"); err != nil {
 			return err
 		}
-		wctx, cancel := ix.writeCtx(ctx)
-		defer cancel()
 		err = ix.primary.Delete(wctx, pk, rk, &repo.DeleteOptions{ETag: etag})
+		if want == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
+			// The delete may have landed: the entity tells. Gone is what was asked for
+			// (the message is enqueued either way); still there means it did not apply.
+			if _, gerr := ix.primary.Get(ctx, pk, rk); errors.Is(gerr, repo.ErrNotFound) {
+				return nil
+			}
+			return &retryable{err}
+		}
 		if want == "" && errors.Is(err, repo.ErrPreconditionFailed) {
 			return &retryable{err}
 		}

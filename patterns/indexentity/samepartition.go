@@ -58,6 +58,9 @@ type SamePartition[T any] struct {
 	conflict retry.Policy
 	lo, hi   string // the RowKeys of this index's entities, in every partition
 
+	// afterSubmit, set by tests, replaces the outcome of each transaction (to play the
+	// answers of a retried transaction whose first attempt landed).
+	afterSubmit func(step string, err error) error
 	// hook, set by tests, runs before each transaction is sent; an error stops the write
 	// there, as a crash would.
 	hook func(ctx context.Context, step string) error
@@ -222,11 +225,40 @@ func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []r
 		}
 	}
 	_, err := repo.Submit(ctx, actions...)
+	if ix.afterSubmit != nil {
+		err = ix.afterSubmit(step, err)
+	}
+	return err
+}
+
+// outcomeUnknown decides what an attempt whose transaction may or may not have been
+// applied (repo.ErrOutcomeUnknown: a retry after a lost response met a conflict) reports,
+// by reading the entity again: the transaction is atomic, so the entity's state tells
+// whether the index changed with it. gone is the state the write aims at for the entity
+// (true for a delete). It returns a retryable error when the entity shows that nothing
+// was applied, nil when the aim is reached and the caller asked for no particular version
+// (set semantics), and err otherwise: never "nothing written" for a write that may have
+// landed.
+func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, rk string, gone bool, etag string) error {
+	cur, gerr := ix.primary.Get(ctx, pk, rk)
+	switch {
+	case errors.Is(gerr, repo.ErrNotFound) && gone:
+		if etag == "" {
+			return nil // deleted, as asked; whoever did it, the index is consistent
+		}
+		return err
+	case errors.Is(gerr, repo.ErrNotFound):
+		return &retryable{err} // an insert that did not land: try again
+	case gerr != nil:
+		return errors.Join(err, gerr)
+	case gone || (etag != "" && ix.codec.ETag(&cur) == etag):
+		return &retryable{err} // still there, or unchanged: the transaction did not apply
+	}
 	return err
 }
 
 // Insert adds v and lists its RowKey in the index entity of its value, in one entity group
-// transaction (seeds/004, option 2, steps 1 to 3): read the value's index entities, then
+// transaction (the design guide's option 2, steps 1 to 3): read the value's index entities, then
 // insert v and update the index entity conditional on its ETag (or insert it: the first
 // writer of a value creates it); when another writer changed or created it first, read
 // again and retry with jittered backoff. No id is lost however many writers add entities
@@ -235,7 +267,9 @@ func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []r
 //
 // Errors: ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
 // index's KeyRange, its value would make an index RowKey over 1 KiB, its id is longer than
-// a page); ErrAlreadyExists (an *repo.ActionError) when v exists; ErrTransient wrapping
+// a page); ErrAlreadyExists (an *repo.ActionError) when v exists; repo.ErrOutcomeUnknown
+// when a retried transaction may have landed and v now exists (a fresh read shows absent
+// entities retried, never reported "nothing written"); ErrTransient wrapping
 // ErrPreconditionFailed when contention outlasted the Conflict policy; ErrTransient,
 // *repo.Error.
 func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
@@ -254,6 +288,9 @@ func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
 			actions = append(actions, add...)
 		}
 		err := ix.submit(ctx, "insert", actions)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return ix.outcomeUnknown(ctx, err, pk, rk, false, "")
+		}
 		if actionConflict(err, 1) {
 			return &retryable{err}
 		}
@@ -300,7 +337,7 @@ func (ix *SamePartition[T]) planRemove(ctx context.Context, pk, value, rk string
 
 // Update replaces the stored entity with v. When v's indexed value differs from the stored
 // one (a rename: Jones becomes Smith), one entity group transaction updates three entities
-// (seeds/004): the entity, the old value's index entity (the id removed; deleted when it
+// (the design guide's option 2): the entity, the old value's index entity (the id removed; deleted when it
 // becomes empty) and the new value's (the id added; created when it is the first), each
 // conditional on the ETag read just before. When the value is unchanged it is a single
 // conditional update.
@@ -347,6 +384,12 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 			}
 		}
 		err = ix.submit(ctx, "update", actions)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			if callerETag == "" {
+				return &retryable{err} // re-read and write v again: the same state either way
+			}
+			return ix.outcomeUnknown(ctx, err, pk, rk, false, callerETag)
+		}
 		if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
 			return &retryable{err}
 		}
@@ -361,7 +404,9 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 // Delete removes the entity and its id from its value's index entity (the index entity is
 // deleted with its last id), in one entity group transaction. With opts.ETag set the
 // delete is conditional on it; without, it deletes whatever is stored, retrying on
-// conflicts.
+// conflicts. After a transaction whose outcome repo cannot prove (repo.ErrOutcomeUnknown)
+// it reads the entity again: still there, it starts over; gone, it returns nil without
+// opts.ETag and the ErrOutcomeUnknown error with it.
 //
 // Errors: ErrInvalidInput (keys; nothing sent); ErrNotFound; ErrPreconditionFailed;
 // ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
@@ -392,6 +437,9 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *rep
 			actions = append(actions, rm...)
 		}
 		err = ix.submit(ctx, "delete", actions)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return ix.outcomeUnknown(ctx, err, pk, rk, true, want)
+		}
 		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
 			return &retryable{err}
 		}
@@ -421,7 +469,7 @@ func (ix *SamePartition[T]) IDs(ctx context.Context, pk, value string) ([]string
 }
 
 // Lookup returns the entities of partition pk whose value is value, in RowKey order
-// (seeds/004, option 2, "find all employees named Jones in Sales"): the index entities with
+// (the design guide's option 2, "find all employees named Jones in Sales"): the index entities with
 // one range query, then the entities with point queries, at most Concurrency at once.
 // An entity deleted or renamed between the two steps is left out, so every entity
 // returned has the value.

@@ -2,6 +2,7 @@ package indexentity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -169,7 +170,10 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 			return err
 		}
 		_, err = repo.Submit(ctx, actions...)
-		if actionConflict(err, 0) {
+		// ErrOutcomeUnknown (a retried transaction that may have landed) is re-decided
+		// like a conflict: Add and Remove have set semantics, so a fresh read of the pages
+		// shows whether there is anything left to do.
+		if errors.Is(err, repo.ErrOutcomeUnknown) || actionConflict(err, 0) {
 			return &retryable{err}
 		}
 		return err

@@ -41,7 +41,7 @@ type StressConfig struct {
 	// Concurrency is the number of workers calling Operation in a loop. Defaults to 16.
 	Concurrency int
 	// Target is the partition's scalability target in entities/s. Defaults to TargetToday
-	// (2,000); TargetGuide (500) is seeds/003's figure.
+	// (2,000); TargetGuide (500) is the guide's figure.
 	Target float64
 }
 
@@ -66,10 +66,16 @@ type StressReport struct {
 	OverTarget bool
 }
 
-// String summarizes the report with seeds/003's reading of it.
+// String summarizes the report with the guide's reading of it ("Designing a scalable
+// partitioning strategy").
 func (r StressReport) String() string {
 	verdict := "within the target: one partition can take this peak load"
-	if r.OverTarget {
+	switch {
+	case r.Throttled > 0 && r.Throttled*10 >= r.Ops:
+		// A tenth of the operations or more were shed: the rate is the partition's limit,
+		// not the load the application offered.
+		verdict = "THROTTLED: the service shed load, so the rate measured is the partition's limit under this mix, not the load offered; spread the load over more partitions if the application needs more"
+	case r.OverTarget:
 		verdict = "OVER the target: in production this partition would be overloaded and throttled (503 Server Busy, timeouts); the PartitionKey is too coarse: spread the load over more partitions"
 	}
 	return fmt.Sprintf("%d ops, %d entities in %v: %.0f entities/s against a target of %.0f/s, error rate %.2f%% (%d throttled), latency p50 %v p99 %v: %s",
@@ -77,10 +83,11 @@ func (r StressReport) String() string {
 		r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), verdict)
 }
 
-// Stress is the partition stress test of seeds/003: with the test table loaded and the
-// application's operations aimed at one partition, it drives peak load with Concurrency
-// workers until Duration passes or MaxOps operations ran, and reports the entities per
-// second the partition took, against the target, and the error rate.
+// Stress is the guide's partition stress test ("Designing a scalable partitioning
+// strategy"): with the test table loaded and the application's operations aimed at one
+// partition, it drives peak load with Concurrency workers until Duration passes or MaxOps
+// operations ran, and reports the entities per second the partition took, against the
+// target, and the error rate.
 //
 // Build the Operation on a table whose retry policy is retry.NoRetry to see every
 // throttling answer as an error, or on the application's own policy to see what its users

@@ -47,6 +47,10 @@ type Blob struct {
 	loaded  bool // data holds the content described by the reference
 	pending bool // new content, to be stored by the next write through a Store
 	placed  bool // pending content has its final place (name or inline) for this write
+	// owner is the name prefix (Store prefix, entity directory, property) that a Store
+	// checked name against for the entity it read b from, or generated name under: Open
+	// streams only a Blob whose name a Store vouched for. "" for a Blob decoded elsewhere.
+	owner string
 }
 
 // NewBlob returns a Blob holding new content (which may be empty) and its MIME content

@@ -1,6 +1,5 @@
 // Package largeentity implements the large entities pattern of the Azure Table storage
-// design guide (seeds/004, "大型エンティティ パターン"; seeds/000, "Large entities
-// pattern"): properties too large for an entity live in Blob storage, and the entity keeps
+// design guide ("Large entities pattern"): properties too large for an entity live in Blob storage, and the entity keeps
 // a reference to them.
 //
 // # The problem
@@ -40,10 +39,37 @@
 //
 // A stop after step 1 leaves a new orphan; after step 2, old orphans. Nothing is lost: the
 // entity always holds either the old references (old blobs intact) or the new ones (new
-// blobs complete). A write whose entity write was definitely refused (a conflict, a
-// precondition) deletes its new blobs at once; one that failed ambiguously (a timeout, a
-// lost response: the entity may be written) leaves them to the sweeper, which checks.
-// Delete removes the entity first and its blobs after.
+// blobs complete). Delete removes the entity first and its blobs after.
+//
+// A write never deletes a blob after an outcome it cannot prove; the sweeper reclaims
+// what it leaves. The new blob names are fresh and random, so they double as a per-write
+// id (the exact recognition of one's own write that repo.Options.TrackWrites gives plain
+// tables): an entity referencing one proves that the write landed. After a refusal (a
+// conflict, a precondition: possibly the echo of the write's own earlier attempt whose
+// answer was lost) or repo.ErrOutcomeUnknown, a write that uploaded blobs reads the
+// entity again. If it references a new blob and holds exactly what was sent, the write
+// succeeded; if it references one but changed since, the blobs are kept and the error
+// wraps repo.ErrOutcomeUnknown (read the entity and decide). If it references none, a
+// plain refusal deletes the new blobs at once (every Store write is conditional on what
+// it read, so no entity will ever reference them), while after repo.ErrOutcomeUnknown, a
+// timeout or exhausted retries an attempt may still land, so they are left to the
+// sweeper. A write without new blobs has no such id and returns the SDK's answer as is.
+// Delete, after an outcome it cannot tell, reads again: the entity gone means done.
+//
+// # Stored references are untrusted
+//
+// In a multi-tenant application a user may be able to write his own row (the guide's
+// shared access signatures scoped to a key range). The Store therefore treats every
+// reference it reads as untrusted input: an out-of-line part must name a blob this Store
+// generates for that entity and property (its prefix, the hash of the entity's keys, the
+// property, a timestamp and 96 random bits, nothing else) and record a plausible size.
+// Any other reference — a foreign blob, another entity's blob, a path with "..", a
+// suffix — fails Get, Load, Update, Upsert and Delete with ErrTampered before any blob
+// request, so a forged reference can neither read nor delete the blob it names. Open
+// streams only a Blob that a Store read vouched for, and checks the blob's Content-Length
+// against the recorded size before it returns a reader; Load and an eager Get check it
+// before they allocate anything. A tampered entity can still be removed with
+// Store.Table().Delete (its own blobs are then orphans for the sweeper).
 //
 // A part that carries no new content keeps what the entity holds for that property at
 // the time of the write, never a reference read earlier (its blob may already have been
@@ -66,7 +92,9 @@
 // Options.MaxWriteTime (5 minutes by default) of starting its first upload, or gives up
 // and leaves its blobs to the sweeper. SweepGrace must be at least twice MaxWriteTime:
 // the margin covers a request in flight at the deadline and clock drift. A blob is deleted
-// only if its ETag is still the listed one. SweepEntity does the same for one entity.
+// only if its ETag is still the listed one, and only by the entity that its metadata names
+// and whose directory holds it (metadata naming another entity is counted Foreign and left
+// alone). SweepEntity does the same for one entity.
 //
 // With Options.Sweeps, cleaning up does not wait for a periodic sweep. Every write that
 // uploads a blob first enqueues a message (the eventually consistent transactions pattern:
@@ -85,6 +113,8 @@
 // delete, one blob delete per part. Sweep: one list per 5,000 blobs, one read per entity
 // with old blobs, one delete per orphan. With Options.Sweeps, one enqueue more per write
 // that uploads and per Delete of an entity with blobs, and one SweepEntity per message.
+// A write that uploaded blobs and was refused, or whose outcome is unknown, reads the
+// entity once more to decide.
 //
 // # Errors
 //
@@ -93,5 +123,6 @@
 // errors wrap the SDK's sentinels (repo.ErrNotFound, repo.ErrPreconditionFailed,
 // repo.ErrTransient, ...). ErrContentMismatch reports content that does not match the
 // entity's size and hash; ErrDangling an entity pointing to a blob deleted outside the
-// Store.
+// Store; ErrTampered a reference this Store did not write for that entity;
+// repo.ErrOutcomeUnknown a write whose outcome cannot be told (see above).
 package largeentity

@@ -20,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// Employee is the guide's employee with a photo (seeds/004, large entities pattern) and a
+// Employee is the guide's employee with a photo (the guide's "Large entities pattern") and a
 // small badge image that stays inline.
 type Employee struct {
 	Department string           `table:",pk"`
@@ -42,6 +42,7 @@ type bed struct {
 	tproxy  *faultproxy.Proxy // nil unless proxied
 	bproxy  *faultproxy.Proxy
 	tableNm string
+	cname   string
 }
 
 func setup(t *testing.T, proxied bool, opts *largeentity.Options) *bed {
@@ -67,6 +68,7 @@ func setup(t *testing.T, proxied bool, opts *largeentity.Options) *bed {
 		opts.Retry = fast
 	}
 	cname := testenv.ContainerName(t)
+	b.cname = cname
 	b.store, err = largeentity.New(table, clients.Blobs, cname, opts)
 	if err != nil {
 		t.Fatal(err)

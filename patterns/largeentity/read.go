@@ -33,11 +33,15 @@ const maxStaleReads = 5
 // concurrent write replaced a part in between (its old blob is then gone), Get reads the
 // entity again.
 //
-// Errors: repo.ErrNotFound, ErrInvalidInput (keys; nothing sent), ErrContentMismatch,
-// ErrDangling (with repo.ErrNotFound), repo.ErrTransient, *repo.Error.
+// The references read are untrusted: a part naming a blob that this Store does not
+// generate for this entity and property (see ErrTampered) fails the Get before any blob
+// request.
+//
+// Errors: repo.ErrNotFound, ErrInvalidInput (keys; nothing sent), ErrTampered,
+// ErrContentMismatch, ErrDangling (with repo.ErrNotFound), repo.ErrTransient, *repo.Error.
 func (s *Store[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	for attempt := 1; ; attempt++ {
-		v, err := s.table.Get(ctx, pk, rk)
+		v, err := s.get(ctx, pk, rk)
 		if err != nil || opts == nil || !opts.Eager {
 			return v, err
 		}
@@ -62,17 +66,22 @@ func (e *staleError) Unwrap() []error { return []error{errStale, repo.ErrPrecond
 
 // Load loads the content of every part of v that is not in memory yet, at most
 // Options.Concurrency at once, and verifies it against the entity's size and SHA-256.
+// v may come from any read of the table: its references are first checked against v's
+// keys (see ErrTampered), and nothing is downloaded if one fails.
 //
 // When a blob is missing, Load reads the entity again: if it changed since v was read,
 // a concurrent write replaced the part and deleted the old blob, and Load returns an error
 // wrapping repo.ErrPreconditionFailed (Get the entity again); if it did not, the error
 // wraps ErrDangling and repo.ErrNotFound.
 //
-// Errors: repo.ErrPreconditionFailed, ErrDangling, ErrContentMismatch, repo.ErrTransient,
-// *repo.Error.
+// Errors: ErrTampered, repo.ErrPreconditionFailed, ErrDangling, ErrContentMismatch,
+// repo.ErrTransient, *repo.Error.
 func (s *Store[T]) Load(ctx context.Context, v *T) error {
 	if v == nil {
 		return errs.Invalid("entity", "is nil")
+	}
+	if err := s.vet(v); err != nil {
+		return err
 	}
 	parts := s.partsOf(v, false)
 	var todo []*Blob
@@ -121,6 +130,9 @@ func (s *Store[T]) download(ctx context.Context, b Blob) ([]byte, error) {
 			return nil, errs.Wrap(err, op.Name, op.Resource, "", "")
 		}
 		defer resp.Body.Close()
+		if err := checkLength(resp.ContentLength, b); err != nil {
+			return nil, err
+		}
 		buf := bytes.NewBuffer(make([]byte, 0, b.size))
 		if _, err := io.Copy(buf, io.LimitReader(resp.Body, b.size+1)); err != nil {
 			return nil, errs.Wrap(err, op.Name, op.Resource, "", "")
@@ -140,8 +152,15 @@ func (s *Store[T]) download(ctx context.Context, b Blob) ([]byte, error) {
 // A part whose blob is gone (the entity was updated since b was read) gives an error
 // wrapping repo.ErrNotFound: read the entity again.
 //
-// Errors: ErrInvalidInput for the zero Blob or new content, repo.ErrNotFound,
-// repo.ErrTransient, *repo.Error.
+// Only a Blob this Store vouched for is streamed: one read by Get or Load of this Store
+// (which check each reference against its entity's keys) or written through it. A Blob
+// decoded by a plain repo.Table read is refused with ErrInvalidInput (pass its entity to
+// Load, or read it with Get); one whose name does not belong to this Store with
+// ErrTampered. Before returning the reader, Open checks the blob's Content-Length against
+// the size the entity records (ErrContentMismatch).
+//
+// Errors: ErrInvalidInput for the zero Blob, new content or a Blob not read through the
+// Store, ErrTampered, ErrContentMismatch, repo.ErrNotFound, repo.ErrTransient, *repo.Error.
 func (s *Store[T]) Open(ctx context.Context, b Blob) (io.ReadCloser, error) {
 	switch {
 	case !b.present:
@@ -150,6 +169,10 @@ func (s *Store[T]) Open(ctx context.Context, b Blob) (io.ReadCloser, error) {
 		return nil, errs.Invalid("Blob", "holds new content not written yet: use Bytes")
 	case b.loaded:
 		return io.NopCloser(bytes.NewReader(b.data)), nil
+	case b.owner == "":
+		return nil, errs.Invalid("Blob", "was not read through this Store: read its entity with Store.Get or pass it to Store.Load")
+	case !s.ownPrefix(b.owner) || !generated(b.name, b.owner) || b.size > maxStoredSize:
+		return nil, fmt.Errorf("largeentity: the Blob names a blob that this Store (prefix %q) does not generate: %w", s.opts.Prefix, ErrTampered)
 	}
 	op := retry.Op{Name: "download blob", Resource: s.cname + "/" + b.name}
 	resp, err := retry.DoValue(ctx, s.opts.Retry, op, func(ctx context.Context, _ int) (blob.DownloadStreamResponse, error) {
@@ -159,7 +182,23 @@ func (s *Store[T]) Open(ctx context.Context, b Blob) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLength(resp.ContentLength, b); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
 	return &verifier{body: resp.Body, want: b, h: sha256.New()}, nil
+}
+
+// checkLength compares a download's Content-Length with the size the reference records,
+// before anything is read or allocated for it.
+func checkLength(length *int64, b Blob) error {
+	if length == nil {
+		return fmt.Errorf("largeentity: blob %s: %w: the service sent no Content-Length", b.name, ErrContentMismatch)
+	}
+	if *length != b.size {
+		return fmt.Errorf("largeentity: blob %s: %w: %d bytes, the entity says %d", b.name, ErrContentMismatch, *length, b.size)
+	}
+	return nil
 }
 
 // verifier hashes what it reads and checks it at the end.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -46,6 +47,13 @@ var (
 	// ErrContentMismatch: content read back does not have the size or SHA-256 the entity
 	// records (the blob was changed or damaged outside the Store).
 	ErrContentMismatch = errors.New("largeentity: content does not match the entity's size or SHA-256")
+	// ErrTampered: a stored reference names a blob that this Store would not have generated
+	// for that entity and property (another entity's blob, a blob outside the Store's
+	// prefix, any name of someone's choosing), or records a size no blob of the Store can
+	// have. The reference was edited outside the Store: nothing is downloaded or deleted.
+	// It is codec.ErrTampered, the SDK's sentinel for stored data that failed
+	// authentication.
+	ErrTampered = codec.ErrTampered
 	// ErrDangling: the entity, unchanged, points to a blob that does not exist. The Store
 	// never leaves this state; it means a blob was deleted outside the Store. It is reported
 	// together with repo.ErrNotFound.
@@ -325,12 +333,105 @@ func (s *Store[T]) keyDir(pk, rk string) string {
 	return s.opts.Prefix + "/" + hex.EncodeToString(h.Sum(nil)[:16]) + "/"
 }
 
+// partPrefix is what every blob name of one part of entity (pk, rk) starts with.
+func (s *Store[T]) partPrefix(pk, rk, property string) string {
+	return s.keyDir(pk, rk) + property + "."
+}
+
+// Shape of the end of a generated name: "20060102T150405Z." and 24 lowercase hex digits.
+const (
+	nameTimeLayout = "20060102T150405Z"
+	nameRandomHex  = 24
+)
+
 // newName returns a fresh blob name for a part of entity (pk, rk): never used before, so a
 // write never overwrites content that an entity may reference.
 func (s *Store[T]) newName(pk, rk, property string) string {
-	var r [12]byte
+	var r [nameRandomHex / 2]byte
 	_, _ = rand.Read(r[:])
-	return s.keyDir(pk, rk) + property + "." + time.Now().UTC().Format("20060102T150405Z") + "." + hex.EncodeToString(r[:])
+	return s.partPrefix(pk, rk, property) + time.Now().UTC().Format(nameTimeLayout) + "." + hex.EncodeToString(r[:])
+}
+
+// generated reports whether name is one newName could have returned under prefix (a
+// partPrefix): the prefix, a timestamp, a dot and the random part, nothing else.
+func generated(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || len(rest) != len(nameTimeLayout)+1+nameRandomHex || rest[len(nameTimeLayout)] != '.' {
+		return false
+	}
+	if _, err := time.Parse(nameTimeLayout, rest[:len(nameTimeLayout)]); err != nil {
+		return false
+	}
+	for _, c := range []byte(rest[len(nameTimeLayout)+1:]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// vet treats the references of v, read back from storage, as untrusted input: every
+// out-of-line part must name a blob this Store generates for v's keys and that part's
+// property, with a size a part may have. A reference that does not is refused as tampered
+// before any blob request. vet marks the parts it accepts as checked for Open.
+func (s *Store[T]) vet(v *T) error {
+	pk, rk := s.table.Codec().Keys(v)
+	for i, p := range s.partsOf(v, false) {
+		if p == nil || !p.present || p.pending || p.name == "" {
+			continue
+		}
+		prop := s.parts[i].property
+		prefix := s.partPrefix(pk, rk, prop)
+		if !generated(p.name, prefix) {
+			return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): property %s names a blob this Store does not generate for this entity: %w",
+				s.table.Name(), pk, rk, prop, ErrTampered)
+		}
+		if p.size > maxStoredSize {
+			return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): property %s records a size of %d bytes, more than any blob holds: %w",
+				s.table.Name(), pk, rk, prop, p.size, ErrTampered)
+		}
+		p.owner = prefix
+	}
+	return nil
+}
+
+// ownPrefix reports whether prefix is a partPrefix of this Store: its prefix, an entity
+// directory and one of its parts' properties (a Blob vouched for by another Store, even
+// one whose prefix starts with this one's, is not).
+func (s *Store[T]) ownPrefix(prefix string) bool {
+	rest, ok := strings.CutPrefix(prefix, s.opts.Prefix+"/")
+	if !ok || len(rest) < 34 || rest[32] != '/' {
+		return false
+	}
+	for _, c := range []byte(rest[:32]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	for _, p := range s.parts {
+		if rest[33:] == p.property+"." {
+			return true
+		}
+	}
+	return false
+}
+
+// maxStoredSize bounds the size a reference may record: the largest block blob (190.7 TiB).
+// It only rejects the absurd; memory is protected by checking Content-Length against the
+// recorded size before anything is allocated.
+const maxStoredSize = 50000 * 4000 << 20
+
+// get reads the entity with these keys and vets its references.
+func (s *Store[T]) get(ctx context.Context, pk, rk string) (T, error) {
+	v, err := s.table.Get(ctx, pk, rk)
+	if err != nil {
+		return v, err
+	}
+	if err := s.vet(&v); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
 }
 
 // validateKeys checks keys that address an entity (aztables cannot address an empty

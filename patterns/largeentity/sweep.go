@@ -29,7 +29,8 @@ type SweepReport struct {
 	Referenced int
 	// Deleted counts orphans deleted: their entity is gone or references other blobs.
 	Deleted int
-	// Foreign counts blobs without this Store's metadata: never deleted.
+	// Foreign counts blobs without this Store's metadata, or whose metadata names an
+	// entity other than the one whose directory holds them: never deleted.
 	Foreign int
 	// Changed counts orphans that were changed or deleted by someone else before the
 	// sweeper's conditional delete: left alone.
@@ -166,7 +167,9 @@ func (s *Store[T]) sweepPage(ctx context.Context, page container.ListBlobsFlatRe
 				continue
 			}
 			k, ok := metadataKeys(it.Metadata)
-			if !ok {
+			if !ok || !strings.HasPrefix(*it.Name, s.keyDir(k.pk, k.rk)) {
+				// Without our metadata, or with metadata naming an entity whose directory
+				// the blob is not in (the metadata was edited): not judged by that entity.
 				rep.Foreign++
 				continue
 			}

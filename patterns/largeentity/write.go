@@ -1,6 +1,7 @@
 package largeentity
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -64,7 +65,8 @@ type write[T any] struct {
 //
 // Errors: repo.ErrAlreadyExists (the new blobs are deleted again), ErrInvalidInput before
 // any request (a broken limit of the entity or of a part, a part that is a reference
-// without loaded content), repo.ErrTransient, *repo.Error; context errors.
+// without loaded content), repo.ErrOutcomeUnknown (the insert may have been applied; its
+// blobs are kept), repo.ErrTransient, *repo.Error; context errors.
 func (s *Store[T]) Insert(ctx context.Context, v *T) error {
 	return s.do(ctx, kindInsert, v)
 }
@@ -81,7 +83,9 @@ func (s *Store[T]) Insert(ctx context.Context, v *T) error {
 // per replaced blob.
 //
 // Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, ErrInvalidInput before any
-// request, repo.ErrTransient, *repo.Error; context errors.
+// request, ErrTampered (the stored entity holds a forged reference; nothing is uploaded or
+// deleted), repo.ErrOutcomeUnknown (the write may have been applied, or was and the entity
+// changed since: read it again), repo.ErrTransient, *repo.Error; context errors.
 func (s *Store[T]) Update(ctx context.Context, v *T) error {
 	return s.do(ctx, kindUpdate, v)
 }
@@ -94,7 +98,8 @@ func (s *Store[T]) Update(ctx context.Context, v *T) error {
 //
 // Cost: as Update, plus one read and one write per lost race.
 //
-// Errors: ErrInvalidInput before any request, repo.ErrTransient (also when races persist),
+// Errors: ErrInvalidInput before any request, ErrTampered (as Update),
+// repo.ErrOutcomeUnknown (as Update), repo.ErrTransient (also when races persist),
 // *repo.Error; context errors.
 func (s *Store[T]) Upsert(ctx context.Context, v *T) error {
 	return s.do(ctx, kindUpsert, v)
@@ -147,7 +152,11 @@ func (w *write[T]) run(ctx context.Context) error {
 		if errors.Is(err, errRace) {
 			// The last attempt was refused (and we then gave up waiting): nothing references
 			// the new blobs.
-			w.failed(ctx, repo.ErrPreconditionFailed)
+			if err := w.failed(ctx, unrace(err)); err != nil {
+				return err
+			}
+			w.finish(ctx, nil) // proven ours: the blobs it replaced are left to the sweeper
+			return nil
 		}
 		return unrace(err)
 	}
@@ -204,9 +213,9 @@ func (w *write[T]) check() error {
 		}
 		p.placed = true
 		if o.InlineLimit >= 0 && p.size <= int64(o.InlineLimit) {
-			p.name = ""
+			p.name, p.owner = "", ""
 		} else {
-			p.name = w.s.newName(w.pk, w.rk, f.property)
+			p.name, p.owner = w.s.newName(w.pk, w.rk, f.property), w.s.partPrefix(w.pk, w.rk, f.property)
 		}
 	}
 	_, err := w.s.table.Codec().Encode(w.v)
@@ -260,8 +269,9 @@ func (w *write[T]) insert(ctx context.Context) error {
 	ectx, cancel := w.entityCtx(ctx)
 	defer cancel()
 	if err := w.s.table.Insert(ectx, w.v); err != nil {
-		w.failed(ctx, err)
-		return err
+		if err := w.failed(ctx, err); err != nil {
+			return err
+		}
 	}
 	if err := w.hook(stepWritten); err != nil {
 		return err
@@ -274,7 +284,7 @@ func (w *write[T]) insert(ctx context.Context) error {
 // the entity held before the write.
 func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 	s := w.s
-	cur, err := s.table.Get(ctx, w.pk, w.rk)
+	cur, err := s.get(ctx, w.pk, w.rk)
 	exists := err == nil
 	switch {
 	case errors.Is(err, repo.ErrNotFound) && w.kind == kindUpsert:
@@ -329,29 +339,93 @@ func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 	if lost && w.kind == kindUpsert && ctx.Err() == nil && (w.deadline.IsZero() || time.Now().Before(w.deadline)) {
 		return nil, &raceError{err: err}
 	}
-	w.failed(ctx, err)
-	return nil, err
+	if err := w.failed(ctx, err); err != nil {
+		return nil, err
+	}
+	return old, nil
 }
 
-// failed cleans up after an entity write that did not happen. Only a definite refusal
-// proves the entity does not reference the new blobs; after an ambiguous failure (a
-// timeout, a lost response, exhausted retries) they may be referenced, so they are left to
-// the sweeper, which checks.
-func (w *write[T]) failed(ctx context.Context, err error) {
-	definite := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) ||
-		errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrInvalidInput)
-	if !definite {
-		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
-			zap.String("table", w.s.table.Name()), zap.Error(err))
-		return
-	}
+// failed decides what an entity write that returned err did, cleans up, and returns the
+// error for the caller, or nil when the write is proven to have landed as sent. The write
+// never deletes a blob after an outcome it cannot prove.
+//
+// The new blob names are fresh and random: an entity referencing one proves that this
+// write landed (another writer can only have kept the reference after reading it). So,
+// when the write uploaded blobs and the answer is a refusal (409, 412, 404; possibly the
+// echo of its own earlier attempt whose answer was lost) or repo.ErrOutcomeUnknown, the
+// entity is read again:
+//
+//   - it references a new blob and holds exactly what was sent: the write landed and
+//     nothing changed since; it succeeds with the stored ETag;
+//   - it references a new blob but changed since: the write landed, another writer
+//     followed; the blobs are kept and the error wraps repo.ErrOutcomeUnknown (read the
+//     entity again and decide);
+//   - it references none (or is gone): after a plain refusal the write never landed and
+//     never will (no attempt of it may still be in flight, and every Store write is
+//     conditional on what it read), so the new blobs are deleted; after
+//     repo.ErrOutcomeUnknown an attempt may still land, so they are left to the sweeper.
+//
+// Other failures (a timeout, exhausted retries) leave the new blobs to the sweeper, which
+// checks; bad input (nothing sent) deletes them at once.
+func (w *write[T]) failed(ctx context.Context, err error) error {
 	var names []string
 	for _, p := range w.parts {
 		if p.pending && p.name != "" && w.uploaded {
 			names = append(names, p.name)
 		}
 	}
+	if len(names) == 0 || errors.Is(err, repo.ErrInvalidInput) {
+		w.s.deleteBlobs(ctx, names)
+		return err
+	}
+	unknown := errors.Is(err, repo.ErrOutcomeUnknown)
+	refused := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)
+	if !refused && !unknown {
+		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
+			zap.String("table", w.s.table.Name()), zap.Error(err))
+		return err
+	}
+	cur, gerr := w.s.table.Get(context.WithoutCancel(ctx), w.pk, w.rk)
+	landed := false
+	switch {
+	case errors.Is(gerr, repo.ErrNotFound):
+	case gerr != nil:
+		w.s.opts.Logger.Warn("largeentity: entity not read again after a refused write; its new blobs are left to the sweeper",
+			zap.String("table", w.s.table.Name()), zap.Error(gerr))
+		return err
+	default:
+		referenced := map[string]bool{}
+		for _, p := range w.s.partsOf(&cur, false) {
+			if p != nil && p.present && p.name != "" {
+				referenced[p.name] = true
+			}
+		}
+		for _, n := range names {
+			landed = landed || referenced[n]
+		}
+	}
+	switch {
+	case landed && w.same(&cur):
+		w.s.table.Codec().SetETag(w.v, w.s.table.Codec().ETag(&cur))
+		return nil
+	case landed:
+		// Keep every new blob: the sweeper removes those the entity does not use.
+		return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): the entity references this write's new blob, so the write was applied, and the entity changed since (read it again): %w; %w",
+			w.s.table.Name(), w.pk, w.rk, repo.ErrOutcomeUnknown, err)
+	case unknown:
+		w.s.opts.Logger.Warn("largeentity: entity write outcome unknown; its new blobs are left to the sweeper",
+			zap.String("table", w.s.table.Name()), zap.Error(err))
+		return err
+	}
 	w.s.deleteBlobs(ctx, names)
+	return err
+}
+
+// same reports whether the stored entity cur holds exactly what this write sent.
+func (w *write[T]) same(cur *T) bool {
+	sent, err1 := w.s.table.Codec().Encode(w.v)
+	stored, err2 := w.s.table.Codec().Encode(cur)
+	return err1 == nil && err2 == nil && bytes.Equal(sent, stored)
 }
 
 // finish marks the parts stored and deletes the blobs the entity no longer references.
@@ -447,13 +521,29 @@ func (s *Store[T]) deleteBlob(ctx context.Context, name string, etag *azcore.ETa
 // Cost: one read, one delete, one delete per blob (and one enqueue with Options.Sweeps).
 //
 // Errors: repo.ErrNotFound, repo.ErrPreconditionFailed (etag given and changed),
-// ErrInvalidInput (keys; nothing sent), repo.ErrTransient, *repo.Error.
+// ErrInvalidInput (keys; nothing sent), ErrTampered (the entity holds a forged reference:
+// nothing is deleted; Store.Table().Delete removes the entity alone), repo.ErrTransient,
+// *repo.Error.
 func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	var old []Blob
+	// unanswered is the version that a delete whose outcome is unknown
+	// (repo.ErrOutcomeUnknown) may have removed: if the entity is then gone, the delete
+	// is done, and that version's blobs are unreferenced (names are never reused, and no
+	// write keeps a part of an entity that does not exist).
+	var unanswered *T
 	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool { return errors.Is(err, errRace) }}
 	err := retry.Do(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
-		cur, err := s.table.Get(ctx, pk, rk)
+		cur, err := s.get(ctx, pk, rk)
+		if errors.Is(err, repo.ErrNotFound) && unanswered != nil {
+			old = old[:0]
+			for _, p := range s.partsOf(unanswered, false) {
+				if p != nil {
+					old = append(old, *p)
+				}
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -467,6 +557,19 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 			}
 		}
 		err = s.table.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: curETag})
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			// Read again and decide: gone means done; present means our delete did not
+			// land (the entity changed, or was re-created), and with etag given that is
+			// the caller's precondition failing.
+			unanswered = &cur
+			if etag == "" {
+				return &raceError{err: err}
+			}
+			if _, gerr := s.table.Get(ctx, pk, rk); !errors.Is(gerr, repo.ErrNotFound) {
+				return err
+			}
+			err = nil // gone: the delete is done
+		}
 		if errors.Is(err, repo.ErrPreconditionFailed) && etag == "" {
 			return &raceError{err: err}
 		}

@@ -154,8 +154,10 @@ func (l *Log[T]) tick() int64 {
 // (a burst faster than the clock is spread over consecutive 100 ns ticks, so the stored time
 // may run ahead of the clock by that much), and the WriterID separates Logs. If the key is
 // taken anyway (two Logs given one WriterID), Append moves on to the next tick. A retried
-// insert whose first attempt was stored is recognised (see repo.Table.Insert): the entry is
-// stored once. A second call is a second entry: for writes that may be run again (a queue
+// insert whose first attempt may have been stored and that meets the key taken
+// (repo.ErrOutcomeUnknown) met its own entry: the key is this Log's alone (its WriterID and
+// a tick it never reuses), so the entry is stored once and Append succeeds
+// (TestAppendUnderFaultsStoredOnce). A second call is a second entry: for writes that may be run again (a queue
 // handler, an import), use AppendAt with the event's own time and id.
 //
 // Errors: ErrInvalidInput (v nil, its PartitionKey or properties break a limit; nothing
@@ -171,7 +173,12 @@ func (l *Log[T]) Append(ctx context.Context, v *T) (time.Time, error) {
 			return time.Time{}, errs.Invalid("clock", "no tick left after %v", l.clock())
 		}
 		l.setRowKey(v, l.RowKey(at, l.writer))
-		if err = l.table.Insert(ctx, v); !errors.Is(err, repo.ErrAlreadyExists) {
+		err = l.table.Insert(ctx, v)
+		var ue *repo.OutcomeUnknownError
+		if errors.As(err, &ue) && errors.Is(ue.Err, repo.ErrAlreadyExists) {
+			return at, nil // our own entry: nobody else writes this key
+		}
+		if !errors.Is(err, repo.ErrAlreadyExists) {
 			if err != nil {
 				return time.Time{}, err
 			}
@@ -210,15 +217,34 @@ func (l *Log[T]) AppendAt(ctx context.Context, at time.Time, id string, v *T) er
 // from or to leaves that side open. Later times have smaller keys, so to gives lo.
 func (l *Log[T]) bounds(from, to time.Time) (lo, hi string) {
 	lo, hi = l.prefix+"0", l.prefix+":" // every key of the log starts with a digit
+	// Entries are stamped with whole ticks, so the bounds are the first tick at or after
+	// each end: an entry at tick k has time k, which is < to for any to inside tick k, and
+	// < from for any from inside it.
 	if !to.IsZero() {
-		// time < to  <=>  inverted ticks >= MaxTicks - Ticks(to) + 1
-		lo = l.prefix + padTicks(keys.MaxTicks-keys.Ticks(to)+1)
+		// time < to  <=>  ticks < T  <=>  inverted ticks >= MaxTicks - T + 1
+		lo = l.prefix + padTicks(keys.MaxTicks-ceilTicks(to)+1)
 	}
 	if !from.IsZero() {
-		// time >= from  <=>  inverted ticks < MaxTicks - Ticks(from) + 1
-		hi = l.prefix + padTicks(keys.MaxTicks-keys.Ticks(from)+1)
+		// time >= from  <=>  ticks >= F  <=>  inverted ticks < MaxTicks - F + 1
+		hi = l.prefix + padTicks(max(keys.MaxTicks-ceilTicks(from)+1, 0))
 	}
 	return lo, hi
+}
+
+// maxTickTime is the time of keys.MaxTicks, the last tick an entry can be stamped with.
+var maxTickTime, _ = keys.FromTicks(keys.MaxTicks)
+
+// ceilTicks returns the first tick at or after t: 0 before year 1, and MaxTicks+1 after
+// the last tick (so that a "to" beyond year 9999 keeps an entry stamped at the maximum).
+func ceilTicks(t time.Time) int64 {
+	if t.After(maxTickTime) {
+		return keys.MaxTicks + 1
+	}
+	k := keys.Ticks(t)
+	if k > 0 && t.Nanosecond()%100 != 0 {
+		k++
+	}
+	return k
 }
 
 func padTicks(n int64) string {

@@ -238,6 +238,12 @@ func TestRangeBounds(t *testing.T) {
 		{base.Add(time.Hour), time.Time{}, "4,3"},
 		{time.Time{}, time.Time{}, "4,3,2,1,0"},
 		{base.Add(time.Hour), base, ""},
+		// Ends inside a tick: an entry at tick k is before any end inside tick k, and a
+		// from inside tick k is after it.
+		{base.Add(-tick), base.Add(50 * time.Nanosecond), "1,0"},
+		{base.Add(50 * time.Nanosecond), base.Add(time.Hour + 50*time.Nanosecond), "3,2"},
+		// An end after year 9999 is open.
+		{base, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), "4,3,2,1"},
 	}
 	for _, c := range cases {
 		var got []string
@@ -250,6 +256,21 @@ func TestRangeBounds(t *testing.T) {
 		if strings.Join(got, ",") != c.want {
 			t.Errorf("Range(%v, %v) = %v, want %s", c.from, c.to, got, c.want)
 		}
+	}
+	// An entry stamped at the last tick is found by a "to" after year 9999.
+	maxAt := time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)
+	if err := log.AppendAt(b.ctx, maxAt, "max", &Claim{Employee: "M", ClaimID: "max"}); err != nil {
+		t.Fatal(err)
+	}
+	var last []string
+	for v, err := range log.Range(b.ctx, "M", base, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = append(last, v.ClaimID)
+	}
+	if !slices.Equal(last, []string{"max"}) {
+		t.Fatalf("an entry at the maximum tick: %v", last)
 	}
 	// The same range paged with a resumable token.
 	q := log.Query("E", time.Time{}, time.Time{})

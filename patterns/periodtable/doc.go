@@ -43,22 +43,28 @@
 // name is reused only if a period is written after its table was dropped, and that is
 // prevented: with Options.Retention set, writes to a period that ended Retention ago are
 // refused before any request (ErrInvalidInput), and only such periods can be dropped
-// (DropBefore refuses a later cutoff; DropExpired keeps a margin for clock skew). A
+// (Drop, DropBefore and DropExpired keep a margin for clock skew on top of Retention). A
 // period table found being deleted when a write wants to create it is not waited for:
 // the write fails with ErrTableBeingDeleted rather than re-create the name later.
 //
-// # Hot and cold tables, archive (seeds/001)
+// # Hot and cold tables, archive (Tablestore: separate cold and hot data)
 //
 // Tablestore's hot/cold separation is the same component with Monthly tables: writes and
 // most reads go to the current month's table, older months are read less and less, and
 // tables past the maintenance period are exported to archive storage, then deleted. The
-// export belongs to the archiver (the lead's `archive-table` job under queueworker); this
-// package gives it what it needs: List with EndBefore (the tables older than a cutoff),
-// Scheme.TableFor and Scheme.Parse (the table name <-> period mapping), Table (a repository
-// to read a period table whole) and Drop (delete it once archived). An archiver that does
-// not know the entity type uses Tables[codec.Entity] (see TestDynamicEntitiesForArchivers).
-// Its Retention must not be shorter than the writers': Drop refuses periods that may
-// still be written.
+// export belongs to the archiver (patterns/consistency's archive-table job, run by
+// queueworker/cmd/archiver); this package gives it what it needs: List with EndBefore
+// (the tables older than a cutoff), Scheme.TableFor, Scheme.Parse and ParsePeriod (the
+// table name <-> period mapping), Table (a repository to read a period table whole) and
+// Drop (delete it once archived). An archiver that does not know the entity type uses
+// Tables[codec.Entity] (see TestDynamicEntitiesForArchivers).
+//
+// The archiver only exports sealed periods: set Options.SealAfter on every writer to at
+// most the archiver's grace (consistency.Options.SealGrace), so that writes to a period
+// that ended SealAfter ago are refused before any request and its table is never
+// created again. A write whose table disappeared while it was in flight (TableNotFound)
+// checks the period again, by the clock of that moment, before it creates the table.
+// Drop, DropBefore and DropExpired keep Options.ClockSkew on top of Retention.
 //
 // # Consistency
 //

@@ -69,6 +69,32 @@ func (p Period) String() string {
 	return "invalid period"
 }
 
+// ParsePeriod returns the period String names: "hourly", "daily", "weekly", "monthly", or
+// "every " followed by a duration ("every 15m0s", "every 6h"), for periods read from
+// configuration or a message.
+//
+// Errors: ErrInvalidInput for any other text.
+func ParsePeriod(s string) (Period, error) {
+	switch s {
+	case "hourly":
+		return Hourly, nil
+	case "daily":
+		return Daily, nil
+	case "weekly":
+		return Weekly, nil
+	case "monthly":
+		return Monthly, nil
+	}
+	if d, ok := strings.CutPrefix(s, "every "); ok {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			return Period{}, errs.Invalid("period", "%q: %v", s, err)
+		}
+		return Every(dur)
+	}
+	return Period{}, errs.Invalid("period", "%q: want hourly, daily, weekly, monthly or \"every <duration>\"", s)
+}
+
 func (p Period) valid() bool {
 	return p.unit > unitNone && p.unit <= unitFixed && (p.unit != unitFixed || (p.every >= time.Minute && p.every%time.Minute == 0))
 }

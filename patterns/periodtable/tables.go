@@ -39,8 +39,15 @@ type Options struct {
 	// 0 means keep everything: writes are never refused, and DropBefore and DropExpired
 	// refuse to drop anything.
 	Retention time.Duration
-	// ClockSkew is the margin DropExpired keeps on top of Retention, for writers whose
-	// clocks run behind the dropper's. Defaults to DefaultClockSkew (5 minutes); -1 means 0.
+	// SealAfter seals a period that long after it ended: writes to it are refused before
+	// any request (ErrInvalidInput), and its table is never created again, so that an
+	// archiver (patterns/consistency, its SealGrace at least SealAfter) can export and
+	// drop it with no writer left. 0 means Retention (writes refused once the period
+	// expires; never, when Retention is 0); -1 means never sealed before Retention.
+	SealAfter time.Duration
+	// ClockSkew is the margin Drop, DropBefore and DropExpired keep on top of Retention,
+	// for writers whose clocks run behind the dropper's. Defaults to DefaultClockSkew
+	// (5 minutes); -1 means 0.
 	ClockSkew time.Duration
 	// Concurrency bounds the tables read at once by Query and dropped at once by DropBefore.
 	// Defaults to DefaultConcurrency (4).
@@ -99,6 +106,9 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, opts *Options) (*Tab
 		o.ClockSkew = 0
 	case o.ClockSkew < 0:
 		return nil, errs.Invalid("Options.ClockSkew", "must be positive, 0 (default) or -1 (none), got %v", o.ClockSkew)
+	}
+	if o.SealAfter < -1 {
+		return nil, errs.Invalid("Options.SealAfter", "must be positive, 0 (Retention) or -1 (none), got %v", o.SealAfter)
 	}
 	if o.Retention < 0 {
 		return nil, errs.Invalid("Options.Retention", "must not be negative, got %v", o.Retention)
@@ -183,7 +193,7 @@ func (p *Tables[T]) horizon() time.Time {
 	return p.opts.Clock().Add(-p.opts.Retention)
 }
 
-// writable returns the period table that holds at, refusing expired periods.
+// writable returns the period table that holds at, refusing expired and sealed periods.
 func (p *Tables[T]) writable(at time.Time) (Table, error) {
 	pt, err := p.scheme.TableFor(at)
 	if err != nil {
@@ -191,6 +201,9 @@ func (p *Tables[T]) writable(at time.Time) (Table, error) {
 	}
 	if h := p.horizon(); !h.IsZero() && !pt.End.After(h) {
 		return Table{}, errs.Invalid("time", "%v is in the period of %s, which ended more than the retention (%v) ago: its table is or will be dropped, and re-creating a dropped name is not allowed", at.UTC(), pt.Name, p.opts.Retention)
+	}
+	if s := p.opts.SealAfter; s > 0 && !pt.End.After(p.opts.Clock().Add(-s)) {
+		return Table{}, errs.Invalid("time", "%v is in the period of %s, which ended more than SealAfter (%v) ago: it is sealed (archived or about to be), and is not written or re-created", at.UTC(), pt.Name, s)
 	}
 	return pt, nil
 }
@@ -257,6 +270,11 @@ func (p *Tables[T]) write(ctx context.Context, v *T, do func(*repo.Table[T]) err
 	t := p.repoTable(pt.Name)
 	err = do(t)
 	if !isTableNotFound(err) {
+		return err
+	}
+	// The table may have been dropped (or archived) while the write was in flight: check
+	// the period again, by the clock of now, before creating the name again.
+	if _, err := p.writable(at); err != nil {
 		return err
 	}
 	if err := p.create(ctx, t); err != nil {
@@ -400,13 +418,14 @@ func (p *Tables[T]) drop(ctx context.Context, t Table) error {
 	return err
 }
 
-// checkCutoff refuses to drop periods that end after the write horizon.
+// checkCutoff refuses to drop periods that end after the write horizon minus the clock
+// skew margin (a writer whose clock runs behind ours may still write them).
 func (p *Tables[T]) checkCutoff(cutoff time.Time) error {
 	if p.opts.Retention == 0 {
 		return errs.Invalid("Options.Retention", "is 0 (keep everything): set it before dropping tables, so that writes to dropped periods are refused")
 	}
-	if h := p.horizon(); cutoff.After(h) {
-		return errs.Invalid("cutoff", "%v is later than the retention horizon %v: the periods before it may still be written", cutoff.UTC(), h.UTC())
+	if h := p.horizon().Add(-p.opts.ClockSkew); cutoff.After(h) {
+		return errs.Invalid("cutoff", "%v is later than the retention horizon minus the clock skew %v (%v): the periods before it may still be written", cutoff.UTC(), p.opts.ClockSkew, h.UTC())
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 //
 //   - impl=intra-index: the intra-partition index, a point query on "email_<address>";
 //   - impl=partition-scan: the naive way, the employees keyed by id only and a partition
-//     scan filtered on Email (seeds/004: "a less efficient partition scan").
+//     scan filtered on Email (the design guide: "a less efficient partition scan").
 //
 // Azurite keeps tables in memory and evaluates a $filter over every entity of the table in
 // JavaScript (about 0.15 µs per entity here), so the scan of 10,000 employees costs it

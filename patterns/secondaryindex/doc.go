@@ -1,6 +1,6 @@
-// Package secondaryindex implements the two secondary index patterns of the table design
-// guide (seeds/004 and seeds/000, "intra-partition secondary index pattern" and
-// "inter-partition secondary index pattern"): find entities by a property other than
+// Package secondaryindex implements the two secondary index patterns of the Azure Table
+// storage design guide ("Table design patterns": "Intra-partition secondary index pattern"
+// and "Inter-partition secondary index pattern"): find entities by a property other than
 // their keys, or list them in another order, with point and range queries instead of scans.
 //
 // # The problem
@@ -34,6 +34,13 @@
 //	email_Sales   jonesj@contoso.2Ecom!000223     EmployeeId FirstName LastName Email
 //	email_Sales   !000223                         Key SourceETag   (bookkeeping, see below)
 //
+// The partitions "<index>_<PartitionKey>" of an index kept in the primary's table (the
+// default) are reserved: a primary PartitionKey that starts with an index's name and "_"
+// ("email_Sales", or "user_42" under an index named "user") is refused by every write,
+// Notify and Reconcile before anything is sent, since the copies of another partition
+// would overwrite it and a reconciliation would delete it. Keep such an index in a table
+// of its own (Index.Table) to use those keys (TestInterPrimaryPartitionInIndexKeySpaceIsRefused).
+//
 // A copy of an Intra index with duplicates (AllowDuplicates), and every copy of an Inter
 // index, is keyed by the value and then the primary's key, joined with the escaped,
 // order-preserving encoding of package keys ('.' is written ".2E"): keys stay unique,
@@ -46,42 +53,86 @@
 //
 // # Consistency
 //
-// Intra is atomic. Insert writes every copy in one entity group transaction. Update
-// reads the primary copy (for the old values) and then, in one transaction conditional
-// on what it read, replaces the copies whose value is unchanged, deletes the copies of
-// old values and inserts those of new values: a reader never sees an entity under both
-// its old and new email, nor under neither. A unique index (the default) makes a write
-// that would give a value to a second entity fail as a whole, with a
-// *UniqueViolationError naming the index. Concurrency is optimistic: a value read through
-// any copy carries that copy's ETag, and a write from it fails with
-// repo.ErrPreconditionFailed if any copy changed since, because every write rewrites every
-// copy. Without an ETag a write is last-writer-wins, retried with jittered backoff when a
-// concurrent writer moves the entity between its read and its transaction.
+// Each promise of order or atomicity below names, in parentheses, the test that attacks
+// it at its narrowest window: most hold one request at a fault proxy (a pause) while the
+// competing operation runs to completion, so the interleaving is exact.
 //
-// Inter is eventually consistent (seeds/004, "eventually consistent transactions pattern"):
-// an entity group transaction cannot span partitions. A write is three steps, each safe to
-// interrupt:
+// Intra is atomic. Insert writes every copy in one entity group transaction
+// (TestIntraUniqueViolationIsAtomic, TestIntraFaultsDuringWrites). Update reads the
+// primary copy (for the old values) and then, in one transaction conditional on what it
+// read, replaces the copies whose value is unchanged, deletes the copies of old values and
+// inserts those of new values: a reader never sees an entity under both its old and new
+// email, nor under neither (TestIntraWindowReadersSeeOldOrNewNeverBoth). A unique index
+// (the default) makes a write that would give a value to a second entity fail as a
+// whole, with a *UniqueViolationError naming the index. Concurrency is optimistic: a
+// value read through any copy carries that copy's ETag, and a write from it fails with
+// repo.ErrPreconditionFailed if any copy changed since, because every write rewrites every
+// copy (TestIntraOptimisticConcurrency, TestIntraWindowConcurrentUpdate). Without an ETag
+// a write is last-writer-wins, retried with jittered backoff when a concurrent writer
+// moves the entity between its read and its transaction (TestIntraWindowConcurrentUpdate).
+//
+// Intra cannot swap the unique values of two entities in one call: each call writes one
+// entity, and whichever goes first would give its new value to a second entity. A swap
+// is three writes through a temporary value (or no value: an entity without one has no
+// copy in that index): A lets go of its value, B takes it, A takes B's old one. Readers
+// see the intermediate states, and a stop between the writes is finished by running the
+// rest (TestIntraSwapUniqueValuesTakesThreeWrites).
+//
+// Inter is eventually consistent (the design guide's "Eventually consistent transactions
+// pattern"): an entity group transaction cannot span partitions. A write is three steps,
+// each safe to interrupt:
 //
 //  1. enqueue a reconciliation message for the entity, invisible for SafetyDelay;
-//  2. write the primary entity (bounded to SafetyDelay/2);
+//  2. write the primary entity;
 //  3. enqueue the same message, visible at once.
 //
+// One deadline, SafetyDelay/2 from the moment before step 1, bounds steps 1 and 2
+// together: the message becomes visible SafetyDelay after the queue stored it, so the
+// write can never land after it ran, however slow the enqueue or its response
+// (TestInterWriteBudgetCoversTheSafetyEnqueue: a slow enqueue leaves no time to write).
 // A stop after 1 leaves a message that finds nothing to change; a stop after 2 leaves the
-// message of 1, which reconciles the entity once it becomes visible. The worker's handler
-// (Register; Reconcile is its body) trusts nothing in the message but the keys: it reads
-// the entity and brings every index in line with it. To know which copy to delete when a
-// value changes, each index partition holds one small "ref" row per entity (RowKey "!" +
-// its key, below every copy) that records the key of the copy written and the ETag of the
-// primary it was made from. Per index, a reconciliation reads the ref, then the primary,
-// and, only if they differ, runs one transaction in the index partition: the new copy, the
-// deletion of the old one, and the ref, conditional on the ref's ETag. Hence:
+// message of 1, which reconciles the entity once it becomes visible
+// (TestInterCrashBetweenEnqueueAndPrimaryWrite, TestInterCrashBetweenPrimaryWriteAndEnqueue).
+// The worker's handler (Register; Reconcile is its body) trusts nothing in the message but
+// the keys: it reads the entity and brings every index in line with it. To know which copy
+// to delete when a value changes, each index partition holds one small "ref" row per
+// entity (RowKey "!" + its key, below every copy) that records the key of the copy
+// written and the ETag of the primary it was made from. Per index, a reconciliation reads
+// the ref, then the primary, and, unless the ref records exactly that version of the
+// primary, runs one transaction in the index partition: the new copy, the deletion of the
+// old one, and the ref, conditional on the ref's ETag (an insert when there is none). A ref
+// is never deleted: an entity without a copy in an index (deleted, or without a value)
+// keeps a tombstone ref (no Key), written even by the first reconciliation of an entity
+// that never had a copy, so that every decision rests on a ref version that any other
+// decision must change first. Hence:
 //
 //   - duplicated, reordered and replayed messages all reconcile the current state, and a
-//     message about an old state changes nothing stale;
+//     message about an old state changes nothing stale
+//     (TestInterReconcileDuplicatedReorderedReplayed, TestInterDuplicatedMessagesThroughWorker);
 //   - two reconciliations of one entity are serialized by the ref's ETag; the one that
 //     loses starts over from fresh reads, and the ref is read before the primary, so the
-//     reconciliation that commits last read the newest primary;
-//   - a reconciliation stopped between two indexes is finished by any later one.
+//     reconciliation that commits last read the newest primary
+//     (TestInterStaleReconcilerStartsOver, TestInterConcurrentReconciles). A slow
+//     reconciliation that read "no copy yet, the primary has the value" and commits after
+//     the entity was deleted (or lost the value) and that was reconciled meets the
+//     tombstone and starts over, instead of leaving a copy of a deleted entity
+//     (TestInterWindowDeleteDuringSlowReconcile, TestInterWindowValueRemovedDuringSlowReconcile);
+//   - a reconciliation stopped between two indexes is finished by any later one
+//     (TestInterReconcileStoppedBetweenSteps).
+//
+// Tombstones cost one small row per entity and index; CollectTombstones removes those
+// older than InterOptions.TombstoneAge (1 hour by default), each conditional on its ETag,
+// and every reconciliation attempt is bounded to half that age, so no reconciliation that
+// read the state before a tombstone existed can still commit when it goes
+// (TestInterCollectTombstones).
+//
+// A transaction whose outcome repo cannot prove (repo.ErrOutcomeUnknown: a lost response,
+// then a retry that met a conflict) is decided again from fresh reads: a reconciliation
+// starts over (the ref says what is written); an Intra Update or Upsert without an ETag
+// reads and writes again, a Delete without one reports success once the entity is gone;
+// with an ETag, and for Insert, the error is returned, never repo.ErrPreconditionFailed or
+// a *UniqueViolationError ("nothing written") for a write that may have landed. Turn on
+// repo.Options.TrackWrites to have repo recognise its own write exactly.
 //
 // Between a write and its reconciliation, a copy may be missing or stale: Find can return
 // an entity that no longer has the value, or two entities for a unique value. A reader
@@ -94,7 +145,9 @@
 // A value that can never be indexed (a '#' in an email) is refused by Inter's writes
 // before anything is sent. Written around this package and then reconciled, it is
 // removed from that index, the other indexes are still reconciled, and the message goes
-// to the poison queue with the reason.
+// to the poison queue with the reason (TestInterUnindexableValueIsPoisoned); so is an
+// index whose partition key the entity's PartitionKey would make too long
+// (TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong).
 //
 // # Cost in requests
 //
@@ -102,13 +155,16 @@
 // only when a concurrent writer wins); Get and Lookup 1 point query; Find, Range and
 // Prefix 1 range query per 1,000 entities. A partition holds 1 + (number of indexes)
 // entities per logical entity, and an update changes them all, so the partition's
-// throughput target is shared by every copy (seeds/004, issues and considerations).
+// throughput target is shared by every copy (the design guide's "Issues and
+// considerations" of the pattern; "Designing a scalable partitioning strategy").
 // BenchmarkFindByEmail compares a lookup by email with the partition scan it replaces.
 //
 // Inter: a write is 2 enqueues and 1 write (1 enqueue with SafetyDelay -1); a
 // reconciliation reads 1 ref per index and the primary, plus 1 transaction per index whose
-// copy is out of date (the second message of a write finds nothing to do); a lookup is 1
-// range query, plus 1 point query per hit with Verify.
+// ref does not record the primary's current version (the second message of a write finds
+// nothing to do; the first reconciliation of an entity without a value in an index writes
+// its tombstone); a lookup is 1 range query, plus 1 point query per hit with Verify;
+// CollectTombstones 1 range query per index and 1 delete per tombstone removed.
 //
 // # Issues and considerations
 //

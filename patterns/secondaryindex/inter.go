@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,13 @@ type InterOptions struct {
 	// write instead of two; a stop between the write and the enqueue then leaves the copies
 	// stale until the entity is written or Notify is called again).
 	SafetyDelay time.Duration
+	// TombstoneAge is how old a tombstone (the ref of an entity that has no copy in an
+	// index, which reconciliations keep instead of deleting the ref) must be before
+	// CollectTombstones removes it. Every reconciliation attempt is bounded to half of it,
+	// so that no reconciliation that read the state before the tombstone existed can still
+	// commit when the tombstone goes. Defaults to 1 hour; -1 keeps tombstones forever
+	// (CollectTombstones removes nothing, reconciliations are not bounded).
+	TombstoneAge time.Duration
 	// Table configures the primary table and the index tables (retries, logger,
 	// concurrency of verified reads).
 	Table repo.Options
@@ -54,6 +62,9 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 	if out.SafetyDelay == 0 {
 		out.SafetyDelay = defaultSafetyDelay
 	}
+	if out.TombstoneAge == 0 {
+		out.TombstoneAge = defaultTombstoneAge
+	}
 	if out.Table.Logger == nil {
 		out.Table.Logger = zap.NewNop()
 	}
@@ -69,6 +80,9 @@ func (o InterOptions) validate() error {
 	}
 	if o.SafetyDelay < -1 {
 		return errs.Invalid("InterOptions.SafetyDelay", "must be positive, 0 (default) or -1 (off), got %v", o.SafetyDelay)
+	}
+	if o.TombstoneAge < -1 || (o.TombstoneAge > 0 && o.TombstoneAge < 2*time.Second) {
+		return errs.Invalid("InterOptions.TombstoneAge", "must be at least 2 s, 0 (default) or -1 (keep forever), got %v", o.TombstoneAge)
 	}
 	if o.SafetyDelay > 0 && o.SafetyDelay < 2*time.Second {
 		return errs.Invalid("InterOptions.SafetyDelay", "must be at least 2 s (the queue counts whole seconds and the write gets half), got %v", o.SafetyDelay)
@@ -88,12 +102,16 @@ type Ref struct {
 // partition next to the copies, so that moving a copy and updating the ref is one entity
 // group transaction, conditional on the ref's ETag.
 type refRow struct {
-	PartitionKey string `table:",pk"`
-	RowKey       string `table:",rk"`
-	Key          string `table:"Key"`
-	SourceETag   string `table:"SourceETag"`
-	ETag         string `table:",etag"`
+	PartitionKey string    `table:",pk"`
+	RowKey       string    `table:",rk"`
+	Key          string    `table:"Key"`
+	SourceETag   string    `table:"SourceETag"`
+	ETag         string    `table:",etag"`
+	Timestamp    time.Time `table:",timestamp"`
 }
+
+// defaultTombstoneAge is InterOptions.TombstoneAge's default.
+const defaultTombstoneAge = time.Hour
 
 // refPrefix starts the RowKey of every ref. Copies are keyed by escaped values
 // (keys.Join), whose first character is always above '!', so refs sort before every copy
@@ -108,6 +126,9 @@ type interIndex[T any] struct {
 	*index[T]
 	copies *repo.Table[codec.Entity]
 	refs   *repo.Table[refRow]
+	// shared is true when the copies live in the primary's table (the default): primary
+	// PartitionKeys starting with "<name>_" are then refused (see checkRef).
+	shared bool
 }
 
 // partition is the index partition of the primary partition pk: the guide's "email_Sales".
@@ -134,8 +155,9 @@ func refKey(rk string) string { return refPrefix + keys.Join(rk) }
 
 // Inter keeps copies of entities of type T in other partitions (the guide's "empid_Sales"
 // and "email_Sales"), or other tables, eventually consistent with the primary entities
-// through a queue (seeds/004, "inter-partition secondary index pattern"). See the package
-// documentation for the protocol. An Inter is safe for concurrent use.
+// through a queue (the Azure Table storage design guide's "Inter-partition secondary
+// index pattern"). See the package documentation for the protocol. An Inter is safe for
+// concurrent use.
 type Inter[T any] struct {
 	primary *repo.Table[T]
 	c       *codec.Codec[T]
@@ -146,6 +168,8 @@ type Inter[T any] struct {
 	// testHook, when set by tests, is called between the steps of writes and
 	// reconciliations ("written", "read", "index <name> done"), to stop a run there.
 	testHook func(stage string) error
+	// now is the clock of CollectTombstones (tests move it).
+	now func() time.Time
 }
 
 // NewInter returns the inter-partition indexes of the entities of type T stored in table
@@ -167,7 +191,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 	if len(indexes) == 0 {
 		return nil, errs.Invalid("indexes", "none given")
 	}
-	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table)}
+	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table), now: time.Now}
 	seen := map[string]bool{}
 	for _, spec := range indexes {
 		ix, err := compile(x.c, spec, seen)
@@ -178,7 +202,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 		if name == "" {
 			name = table
 		}
-		ii := &interIndex[T]{index: ix}
+		ii := &interIndex[T]{index: ix, shared: strings.EqualFold(name, table)}
 		if ii.copies, err = repo.New[codec.Entity](svc, name, &o.Table); err != nil {
 			return nil, err
 		}
@@ -233,8 +257,8 @@ func (x *Inter[T]) check(v *T) (pk, rk string, err error) {
 		return "", "", err
 	}
 	pk, rk = x.c.Keys(v)
-	if pk == "" {
-		return "", "", errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
+	if err := x.checkRef(pk, rk); err != nil {
+		return "", "", err
 	}
 	for _, ix := range x.idx {
 		val, err := ix.value(v)
@@ -297,22 +321,37 @@ func (x *Inter[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) e
 // Delete deletes the primary entity (conditional if opts.ETag is set) and has its copies
 // removed by the worker.
 //
-// Errors: those of repo.Table.Delete and queueworker.Enqueue.
+// Errors: ErrInvalidInput (bad keys, or a PartitionKey inside an index's key space, see
+// the package documentation; nothing sent), and those of repo.Table.Delete and
+// queueworker.Enqueue.
 func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
-	if err := checkRef(pk, rk); err != nil {
+	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
 }
 
-func checkRef(pk, rk string) error {
+// checkRef refuses, before anything is sent, keys of a primary entity that this Inter
+// cannot index: bad keys, and a PartitionKey inside the key space of an index partition
+// that shares the primary's table.
+func (x *Inter[T]) checkRef(pk, rk string) error {
 	if pk == "" {
 		return errs.Invalid("PartitionKey", "is empty: the index partitions are named after it")
 	}
 	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
 		return err
 	}
-	return codec.ValidateKey("RowKey", rk)
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return err
+	}
+	for _, ix := range x.idx {
+		if ix.shared && strings.HasPrefix(pk, ix.Name+sep) {
+			// The copies of partition P live in "<name>_P" of the same table: a primary
+			// stored there would be overwritten by the copies of P, and removed with them.
+			return errs.Invalid("PartitionKey", "%q starts with %q, the prefix of index %q's partitions in table %q: primaries may not enter it (store the index in another table with Index.Table)", pk, ix.Name+sep, ix.Name, x.primary.Name())
+		}
+	}
+	return nil
 }
 
 // write runs the three steps of an eventually consistent write: the safety message
@@ -323,12 +362,16 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 	defer func() { telemetry.End(span, err) }()
 	wctx := ctx
 	if d := x.opts.SafetyDelay; d > 0 {
-		if err := x.enqueue(ctx, pk, rk, d); err != nil {
-			return err
-		}
+		// One deadline, taken before the safety message is built, bounds its enqueue and
+		// the write together: the message becomes visible d after it is stored, which is
+		// after this moment, so the write can never land after it ran (however slow the
+		// enqueue or its response).
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, d/2)
 		defer cancel()
+		if err := x.enqueue(wctx, pk, rk, d); err != nil {
+			return err
+		}
 	}
 	if err := do(wctx); err != nil {
 		return err // the safety message, if any, finds nothing to change
@@ -357,7 +400,7 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 //
 // Errors: ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
 func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
-	if err := checkRef(pk, rk); err != nil {
+	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	return x.enqueue(ctx, pk, rk, 0)
@@ -393,31 +436,43 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // each entity. It is the message handler's body, and safe to call directly.
 //
 // Per index it reads the index's ref row (which copy is written, from which version of
-// the primary), then the primary, and, only if they differ, runs one entity group
-// transaction in the index partition: the new copy, the removal of the old one and the ref,
-// conditional on the ref's ETag. A concurrent reconciliation of the same entity therefore
-// makes one of them start over from fresh reads, and the one whose primary read is newer
-// always commits last.
+// the primary), then the primary, and, unless the ref records that very version, runs one
+// entity group transaction in the index partition: the new copy, the removal of the old
+// one and the ref, conditional on the ref's ETag (or inserting the first ref). Refs are
+// never deleted: an entity without a copy keeps a tombstone ref (see CollectTombstones).
+// A concurrent reconciliation of the same entity therefore makes one of them start over
+// from fresh reads, and the one whose primary read is newer always commits last.
 //
-// Errors: ErrInvalidInput (bad keys, or a stored value that cannot be indexed; the other
+// Errors: ErrInvalidInput (bad keys or a PartitionKey inside an index's key space, nothing
+// sent; or a stored value, or a partition key, that an index cannot hold: the other
 // indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
 // kept winning until the retry policy gave up), *repo.Error.
 func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 	ctx, span := telemetry.Start(ctx, "secondaryindex.reconcile", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyCount.Int(len(x.idx)))
 	defer func() { telemetry.End(span, err) }()
-	if err := checkRef(pk, rk); err != nil {
+	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
 	var bad error
 	err = retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+		if age := x.opts.TombstoneAge; age > 0 {
+			// No attempt outlives a tombstone it could have read as absent (see
+			// CollectTombstones).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, age/2)
+			defer cancel()
+		}
 		bad = nil
 		parts := make([]string, len(x.idx))
 		refs := make([]*refRow, len(x.idx))
 		for i, ix := range x.idx {
 			p, err := ix.partition(pk)
 			if err != nil {
-				return err
+				// This index can hold no copy of the partition (its name and the key
+				// exceed the key limit); the other indexes are still reconciled.
+				bad = errors.Join(bad, err)
+				continue
 			}
 			parts[i] = p
 			// The ref is read before the primary: a reconciliation that commits after
@@ -444,6 +499,9 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 			return err
 		}
 		for i, ix := range x.idx {
+			if parts[i] == "" {
+				continue // refused above
+			}
 			err := x.reconcileIndex(ctx, ix, parts[i], rk, curp, refs[i])
 			if errors.Is(err, repo.ErrInvalidInput) {
 				bad = errors.Join(bad, err)
@@ -485,18 +543,23 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 	if ref != nil {
 		have = ref.Key
 	}
-	if want == have && (want == "" || ref.SourceETag == etag) {
+	// Up to date only when the ref records this very version of the primary (its ETag, or
+	// "" for a primary that is gone). A ref is never deleted: a primary without a copy in
+	// this index leaves a tombstone (Key ""), and even the first reconciliation of an
+	// entity that has none writes one. Every decision therefore rests on a ref version
+	// that a concurrent reconciliation must change to decide otherwise, and a slow
+	// reconciliation that read an older state fails its condition and starts over
+	// (never an insert that succeeds because a ref was deleted meanwhile: the ABA of
+	// issue 15, defect 1).
+	if ref != nil && want == have && ref.SourceETag == etag {
 		return invalid // up to date
 	}
 	var acts []repo.Action
 	var dropAt = -1
-	switch {
-	case ref == nil:
+	if ref == nil {
 		acts = append(acts, ix.refs.InsertAction(&refRow{PartitionKey: part, RowKey: refKey(rk), Key: want, SourceETag: etag}))
-	case want == "":
-		acts = append(acts, ix.refs.DeleteAction(part, ref.RowKey, &repo.DeleteOptions{ETag: ref.ETag}))
-	default:
-		next := *ref
+	} else {
+		next := *ref // keeps ref's ETag: the update is conditional on it
 		next.Key, next.SourceETag = want, etag
 		acts = append(acts, ix.refs.UpdateAction(&next, nil))
 	}
@@ -512,13 +575,18 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 		acts = append(acts, ix.copies.DeleteAction(part, have, nil))
 	}
 	_, err := repo.Submit(ctx, acts...)
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		// A retried transaction that cannot tell whether its first attempt landed: read
+		// again and decide again (the ref says what is written).
+		return again(err)
+	}
 	var ae *repo.ActionError
 	if err != nil && errors.As(err, &ae) {
 		switch {
 		case ae.Index == dropAt && errors.Is(err, repo.ErrNotFound):
 			// The old copy was removed by hand: finish without it.
 			_, err = repo.Submit(ctx, acts[:dropAt]...)
-			if err != nil && errors.As(err, &ae) && ae.Index == 0 {
+			if errors.Is(err, repo.ErrOutcomeUnknown) || (err != nil && errors.As(err, &ae) && ae.Index == 0) {
 				return again(err)
 			}
 		case ae.Index == 0:
@@ -529,6 +597,56 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 		return err
 	}
 	return invalid
+}
+
+// CollectTombstones removes, from every index partition of the primary partition pk, the
+// tombstones older than InterOptions.TombstoneAge: the refs of entities that have no copy
+// in that index (deleted, or without a value), which reconciliations keep instead of
+// deleting so that a slow reconciliation cannot commit a copy of a deleted entity (its
+// conditional write meets the tombstone and it starts over). Each is deleted conditional
+// on the ETag read, so a tombstone reconciled meanwhile stays. Run it now and then (a
+// daily job per partition is plenty); it returns how many it removed.
+//
+// Cost: 1 range query per index (the partition's refs, 1 per 1,000) and 1 delete per
+// tombstone removed.
+//
+// Errors: ErrInvalidInput (a bad key; nothing sent), repo.ErrTransient, *repo.Error.
+func (x *Inter[T]) CollectTombstones(ctx context.Context, pk string) (int, error) {
+	if err := x.checkRef(pk, ""); err != nil {
+		return 0, err
+	}
+	if x.opts.TombstoneAge < 0 {
+		return 0, nil
+	}
+	cutoff := x.now().Add(-x.opts.TombstoneAge)
+	removed := 0
+	var bad error
+	for _, ix := range x.idx {
+		part, err := ix.partition(pk)
+		if err != nil {
+			bad = errors.Join(bad, err) // this index holds nothing for pk
+			continue
+		}
+		refs, err := ix.refs.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(part, refPrefix, lowestCopy)})
+		if err != nil {
+			return removed, err
+		}
+		for _, ref := range refs {
+			if ref.Key != "" || !ref.Timestamp.Before(cutoff) {
+				continue
+			}
+			err := ix.refs.Delete(ctx, part, ref.RowKey, &repo.DeleteOptions{ETag: ref.ETag})
+			switch {
+			case err == nil:
+				removed++
+			case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrOutcomeUnknown):
+				// Reconciled or collected meanwhile (or maybe by this call): leave it.
+			default:
+				return removed, err
+			}
+		}
+	}
+	return removed, bad
 }
 
 // ReadOptions configures the reads of an Inter. nil means the zero value.

@@ -18,8 +18,8 @@ import (
 )
 
 // Intra stores every entity of type T as several copies in its own partition, one per
-// index, and keeps them consistent with entity group transactions (seeds/004,
-// "intra-partition secondary index pattern"). The primary index identifies the entity;
+// index, and keeps them consistent with entity group transactions (the Azure Table storage
+// design guide's "Intra-partition secondary index pattern"). The primary index identifies the entity;
 // its value (the employee id) cannot change. See the package documentation.
 //
 // T's PartitionKey field is the partition of every copy. T's RowKey field is owned by
@@ -33,6 +33,18 @@ type Intra[T any] struct {
 	all   []*index[T] // all[0] is the primary
 	named map[string]*index[T]
 	retry retry.Policy
+	// afterSubmit, set by tests, replaces the outcome of each transaction (to play the
+	// answers of a retried transaction whose first attempt landed).
+	afterSubmit func(error) error
+}
+
+// submitted runs the transaction of p.
+func (x *Intra[T]) submitted(ctx context.Context, p *plan) ([]string, error) {
+	etags, err := repo.Submit(ctx, p.acts...)
+	if x.afterSubmit != nil {
+		err = x.afterSubmit(err)
+	}
+	return etags, err
 }
 
 // NewIntra returns the intra-partition indexes of T in table: primary identifies each
@@ -177,7 +189,7 @@ func (x *Intra[T]) Insert(ctx context.Context, v *T) error {
 	if err != nil {
 		return err
 	}
-	etags, err := repo.Submit(ctx, p.acts...)
+	etags, err := x.submitted(ctx, p)
 	if err != nil {
 		return x.explain(err, p, v, pk)
 	}
@@ -313,8 +325,35 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		if err != nil {
 			return err
 		}
-		return x.submit(ctx, p, v, pk, missing)
+		err = x.submit(ctx, p, v, pk, missing)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
+		}
+		return err
 	})
+}
+
+// outcomeUnknown decides what a change whose transaction may or may not have been applied
+// (repo.ErrOutcomeUnknown) does, from a fresh read: the transaction is atomic, so the
+// primary copy shows whether every copy changed with it. Without a caller's ETag the
+// change reads again and decides again (rewriting v, or finding it deleted, is the state
+// asked for); with one, a change that may be this call's cannot be told from another
+// writer's, and err is returned (never ErrPreconditionFailed for a write that may have
+// landed).
+func (x *Intra[T]) outcomeUnknown(ctx context.Context, err error, o changeOp, pk, rk, guardETag string) error {
+	if guardETag != "" {
+		return err
+	}
+	if o != opDelete {
+		return again(err)
+	}
+	switch _, gerr := x.rows.Get(ctx, pk, rk); {
+	case errors.Is(gerr, repo.ErrNotFound):
+		return nil // deleted with every copy, as asked
+	case gerr != nil:
+		return errors.Join(err, gerr)
+	}
+	return again(err) // still there: not applied
 }
 
 // partialIndexOf returns the index whose copies carry some properties only and whose key
@@ -415,7 +454,7 @@ func (x *Intra[T]) changePlan(v *T, pk string, ks, old []string, curETag string,
 // submit sends a plan and turns a failed action into the error the caller should see, or
 // into a retry when this call's own read was overtaken.
 func (x *Intra[T]) submit(ctx context.Context, p *plan, v *T, pk string, missing map[string]bool) error {
-	etags, err := repo.Submit(ctx, p.acts...)
+	etags, err := x.submitted(ctx, p)
 	if err == nil {
 		if p.del {
 			x.c.SetETag(v, "")
@@ -425,8 +464,8 @@ func (x *Intra[T]) submit(ctx context.Context, p *plan, v *T, pk string, missing
 		return nil
 	}
 	var ae *repo.ActionError
-	if !errors.As(err, &ae) || ae.Index < 0 || ae.Index >= len(p.steps) {
-		return err
+	if errors.Is(err, repo.ErrOutcomeUnknown) || !errors.As(err, &ae) || ae.Index < 0 || ae.Index >= len(p.steps) {
+		return err // an unknown outcome is decided by change, from a fresh read
 	}
 	s := p.steps[ae.Index]
 	switch {
@@ -451,6 +490,9 @@ func (x *Intra[T]) submit(ctx context.Context, p *plan, v *T, pk string, missing
 // explain maps the failure of an Insert's transaction.
 func (x *Intra[T]) explain(err error, p *plan, v *T, pk string) error {
 	var ae *repo.ActionError
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return err // the copies may be this call's: never a *UniqueViolationError ("nothing written")
+	}
 	if errors.As(err, &ae) && ae.Index > 0 && ae.Index < len(p.steps) && errors.Is(err, repo.ErrAlreadyExists) {
 		return x.violation(err, p.steps[ae.Index], v, pk)
 	}

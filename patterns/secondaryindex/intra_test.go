@@ -375,11 +375,17 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 }
 
 // Transient faults, including a transaction that was applied but whose response was
-// lost, end with every copy written exactly once.
+// lost, end with every copy written exactly once. The table tracks writes, so the retry of
+// the lost transaction knows it committed (without tracking it would answer
+// repo.ErrOutcomeUnknown: see TestIntraOutcomeUnknownAfterTheWriteLanded).
 func TestIntraFaultsDuringWrites(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
+	x, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, []secondaryindex.Index[Employee]{byEmail, byLast},
+		&repo.Options{Retry: fastRetry(), TrackWrites: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := b.proxies.Table
 	p.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	p.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
@@ -516,5 +522,104 @@ func TestEncryptedTypesThroughABlindIndex(t *testing.T) {
 	subset.Properties = []string{"ID"}
 	if _, err := secondaryindex.NewIntra(svc, name, byID, []secondaryindex.Index[Secret]{subset}, opts); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("a partial copy of an encrypted type: %v, want ErrInvalidInput", err)
+	}
+}
+
+// Intra cannot swap the unique values of two entities in one call: each Update writes one
+// entity's copies, and either order of the two updates first gives a value to a second
+// entity (a *UniqueViolationError, nothing written). A swap is three writes through a
+// temporary value — here no value (an entity without an email has no copy in the index);
+// a placeholder value of the caller's works too. Between the writes, readers see the
+// intermediate states, and a stop between them is finished by running the rest again.
+func TestIntraSwapUniqueValuesTakesThreeWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	ann, bob := emp(831, "Ann", "Swap", "a@contoso.com"), emp(832, "Bob", "Swap", "b@contoso.com")
+	for _, e := range []*Employee{ann, bob} {
+		if err := x.Insert(b.ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One call cannot do it.
+	direct := *ann
+	direct.Email = "b@contoso.com"
+	var uv *secondaryindex.UniqueViolationError
+	if err := x.Update(b.ctx, &direct); !errors.As(err, &uv) || uv.Index != "email" {
+		t.Fatalf("direct swap: %v, want a *UniqueViolationError", err)
+	}
+	// Three writes: Ann lets go of hers, Bob takes it, Ann takes Bob's old one.
+	ann.Email = ""
+	if err := x.Update(b.ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	bob.Email = "a@contoso.com"
+	if err := x.Update(b.ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	ann.Email = "b@contoso.com"
+	if err := x.Update(b.ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	for email, want := range map[string]string{"a@contoso.com": "000832", "b@contoso.com": "000831"} {
+		got, err := x.Lookup(b.ctx, "Sales", "email", email)
+		if err != nil || got.EmployeeID != want {
+			t.Fatalf("%s: %+v %v, want employee %s", email, got, err, want)
+		}
+	}
+}
+
+// Issue 10, item 9, for Intra: a transaction whose outcome repo cannot prove
+// (ErrOutcomeUnknown) after it landed is never reported as "nothing written": Insert and
+// an Update with an ETag return the ErrOutcomeUnknown error (not a *UniqueViolationError,
+// not ErrPreconditionFailed); a Delete and an Update without an ETag read again and report
+// success; the copies are consistent in every case.
+func TestIntraOutcomeUnknownAfterTheWriteLanded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	unknownOnce := func() {
+		first := true
+		secondaryindex.SetIntraAfterSubmit(x, func(err error) error {
+			if !first {
+				return err
+			}
+			first = false
+			if err != nil {
+				t.Errorf("the first transaction failed: %v", err)
+			}
+			return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
+				&repo.Error{Op: "transaction", StatusCode: 409, Code: "EntityAlreadyExists", Kind: repo.ErrAlreadyExists})
+		})
+	}
+	e := emp(841, "Ida", "Out", "ida@contoso.com")
+	var uv *secondaryindex.UniqueViolationError
+	unknownOnce()
+	if err := x.Insert(b.ctx, e); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.As(err, &uv) {
+		t.Fatalf("insert: %v, want ErrOutcomeUnknown and no unique violation", err)
+	}
+	cur, err := x.Get(b.ctx, "Sales", "000841")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Email = "ida2@contoso.com"
+	unknownOnce()
+	if err := x.Update(b.ctx, &cur); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("update with an ETag: %v, want ErrOutcomeUnknown only", err)
+	}
+	noTag := emp(841, "Ida", "Out", "ida3@contoso.com")
+	unknownOnce()
+	if err := x.Update(b.ctx, noTag); err != nil {
+		t.Fatalf("update without an ETag: %v", err)
+	}
+	if rows := b.rows(t, "Sales"); !slices.Equal(rows, []string{"email_ida3@contoso.com", "empid_000841"}) {
+		t.Fatalf("rows %q", rows)
+	}
+	unknownOnce()
+	if err := x.Delete(b.ctx, emp(841, "", "", "")); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if rows := b.rows(t, "Sales"); len(rows) != 0 {
+		t.Fatalf("rows %q after the delete", rows)
 	}
 }

@@ -41,7 +41,11 @@
 // a service that does not read a partition as a snapshot — detects it and reads again
 // (Options.TornRetry), so Get only returns an entity as one write left it. Put of an entity
 // read by Get, and Update, are conditional on the ETags of every chunk read: no update is
-// lost between concurrent writers. SetProperty is the guide's single merge: atomic for its
+// lost between concurrent writers. The table tracks writes (repo.Options.TrackWrites): a
+// transaction whose response was lost is recognised by its write id even after another
+// writer built on it, so Update never applies fn twice
+// (TestLostResponseThenAnotherUpdateAppliesFnOnce); only when the history cannot tell does
+// it return repo.ErrOutcomeUnknown. SetProperty is the guide's single merge: atomic for its
 // one property and never in conflict with writes to other properties, but two properties
 // set by two SetProperty calls are two writes (use Update to change them together).
 //

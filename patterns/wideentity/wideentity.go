@@ -36,8 +36,9 @@ const (
 	// group transaction of at most 100 actions.
 	MaxChunks = repo.MaxTransactionActions
 	// PropertiesPerChunk is how many of the entity's properties one chunk holds at most: the
-	// service's 252, less RevProperty and ChunksProperty.
-	PropertiesPerChunk = codec.MaxProperties - 2
+	// service's 252, less RevProperty, ChunksProperty and repo's write-tracking property
+	// (repo.DefaultWriteIDProperty).
+	PropertiesPerChunk = codec.MaxProperties - 3
 	// DefaultChunks is the number of chunks when Options.Chunks is 0: the guide's two
 	// entities for 365 daily counts.
 	DefaultChunks = 2
@@ -58,7 +59,9 @@ var DefaultConflictPolicy = retry.ConflictPolicy
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger).
+	// Table configures the underlying table (transient retry policy, logger). Its
+	// TrackWrites is always turned on: every chunk keeps the ids of its recent writes (about
+	// 200 bytes), so that a transaction whose response was lost is recognised exactly.
 	Table repo.Options
 	// Chunks is the number of physical entities a logical entity is stored in, 1 to
 	// MaxChunks. Defaults to DefaultChunks (2). Each chunk holds at most PropertiesPerChunk
@@ -130,9 +133,12 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Store, error
 	if o.TornRetry == (retry.Policy{}) {
 		o.TornRetry = DefaultTornRetry
 	}
-	if o.Conflict == (retry.Policy{}) {
-		o.Conflict = DefaultConflictPolicy
-	}
+	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field, like every pattern
+	// A write is one transaction of chunk replacements conditional on their ETags. Its
+	// response may be lost; write tracking stores the ids of the recent writes with each
+	// chunk, so that the retry knows whether the transaction committed, even after another
+	// writer built on it, and fn is never applied twice.
+	o.Table.TrackWrites = true
 	for _, p := range []*retry.Policy{&o.TornRetry, &o.Conflict} {
 		if p.Logger == nil {
 			p.Logger = o.Table.Logger
@@ -192,7 +198,7 @@ func (s *Store) checkKeys(pk, rk string) error {
 }
 
 func checkName(name string) error {
-	if name == RevProperty || name == ChunksProperty {
+	if name == RevProperty || name == ChunksProperty || name == repo.DefaultWriteIDProperty {
 		return errs.Invalid(name, "is reserved by wideentity")
 	}
 	return codec.ValidatePropertyName(name)
@@ -401,6 +407,10 @@ func (s *Store) conflictOp(name, pk, rk string) retry.Op {
 			if errors.As(err, &fe) || isTableNotFound(err) {
 				return false
 			}
+			if errors.Is(err, repo.ErrOutcomeUnknown) {
+				// The transaction may have committed: running fn again could apply it twice.
+				return false
+			}
 			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound)
 		}}
 }
@@ -425,7 +435,11 @@ func (e *fnError) Unwrap() error { return e.err }
 // first (to replace them and delete those of another layout in the same transaction) and
 // retries if another writer wins the race. Two requests (one for a conditional Put).
 //
-// Errors: ErrInvalidInput (as Insert; nothing sent), ErrPreconditionFailed, ErrTorn (the
+// A write whose response was lost is recognised by its write id (see Options.Table: write
+// tracking is always on): success if it committed, a retry from the read if it did not,
+// and ErrOutcomeUnknown only when the history cannot tell (then re-read before deciding).
+//
+// Errors: ErrInvalidInput (as Insert; nothing sent), ErrPreconditionFailed, ErrOutcomeUnknown, ErrTorn (the
 // stored chunks stayed torn), ErrTransient, *repo.ActionError, *repo.Error.
 func (s *Store) Put(ctx context.Context, e *Entity) error {
 	if e == nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -145,6 +146,8 @@ func TestSetPropertyMergesOneChunk(t *testing.T) {
 	}
 	mu.Unlock()
 	slices.Sort(props)
+	// The property alone: an unconditional merge carries no write id (repo's tracking
+	// leaves the chunk's write history as it is).
 	if !slices.Equal(props, []string{"D200", "PartitionKey", "RowKey"}) {
 		t.Fatalf("merge body %v", props)
 	}
@@ -538,5 +541,48 @@ func TestLimitsRefusedWithoutRequest(t *testing.T) {
 		if _, err := wideentity.New(b.clients.Tables, b.name, o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("New(%+v): %v", o, err)
 		}
+	}
+}
+
+// A transaction whose response was lost, then another writer's update before the retry:
+// each update's fn is applied exactly once (two +1 updates give 2, not 3).
+func TestLostResponseThenAnotherUpdateAppliesFnOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	other := store(t, b, nil)
+	inc := func(e *wideentity.Entity) error {
+		n, _ := e.Properties["N"].(int32)
+		e.Properties["N"] = n + 1
+		return nil
+	}
+	hooked := false
+	core, _ := observer.New(zap.WarnLevel)
+	logger := zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		// Between the lost response and the retry, another writer updates the entity.
+		if e.Message == "retrying" && !hooked {
+			hooked = true
+			if _, err := other.Update(b.ctx, "P", "E", inc); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}))
+	s := store(t, b, &wideentity.Options{Table: repo.Options{Logger: logger}})
+	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"N": int32(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	if _, err := s.Update(b.ctx, "P", "E", inc); err != nil {
+		t.Fatalf("update with a lost response: %v", err)
+	}
+	if !hooked || b.proxy.Fired("lost") != 1 {
+		t.Fatal("the lost response and the other writer did not happen")
+	}
+	got, err := s.Get(b.ctx, "P", "E")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Properties["N"] != int32(2) {
+		t.Fatalf("N = %v after two +1 updates, want 2", got.Properties["N"])
 	}
 }

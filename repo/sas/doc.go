@@ -3,8 +3,8 @@
 //
 // # The guide's problem and solution
 //
-// seeds/004 ("control access with shared access signatures", and seeds/000 in the newer
-// edition): devices and end users should not hold the storage account key, yet they should
+// The Azure Table storage design guide ("Control access with shared access
+// signatures"): devices and end users should not hold the storage account key, yet they should
 // be able to query and change their own entities directly, taking work off the web and
 // worker roles. A SAS token grants a limited set of permissions (query, add, update,
 // delete) on one table, for a limited time, optionally only from some IP addresses or
@@ -20,8 +20,7 @@
 //		Table:       "Employees",
 //		Permissions: sas.Permissions{Query: true, Update: true},
 //		Expiry:      time.Now().Add(time.Hour),
-//		Range:       sas.Partition("Sales"),
-//		Protocol:    sas.HTTPSOnly,
+//		Range:       sas.Partition("Sales"),                         // HTTPS only by default
 //	}.Sign(key)
 //
 //	svc, err := repo.NewTablesWithSAS(endpoint, token, nil)          // client side
@@ -53,6 +52,16 @@
 // si, spk, srk, epk, erk and sig. aztables v1.4.1 (SASSignatureValues.Sign) signs the
 // range fields but leaves spk, srk, epk and erk out of the URL, so the service computes
 // another signature and refuses its key-range tokens with 403; this package is the fix.
+//
+// # Secure defaults
+//
+// A token is a bearer secret. Tokens are HTTPS-only unless HTTP is asked for explicitly
+// (Values.Protocol = HTTPSAndHTTP, for the emulator): a token without spr would also work
+// over plain HTTP. repo.NewTablesWithSAS refuses a plain http endpoint unless its host is
+// loopback or repo.ClientOptions.AllowHTTP is set. Every signed field is checked to stay
+// one line of the string-to-sign: keys and table names by the service's rules, the
+// Identifier as printable characters without line breaks, so that no value can shift the
+// fields after it.
 //
 // # Consistency and limits of enforcement
 //

@@ -82,9 +82,15 @@ func (b *bed) table(t *testing.T, endpoint, token string) *repo.Table[Employee] 
 	return tbl
 }
 
+// sign signs v for the test's table. Azurite speaks plain HTTP: a token without an
+// explicit protocol is made for HTTPS and HTTP here (the default, HTTPS only, is tested
+// by TestExpiredNotYetValidAndWrongTableTokensAreRefused).
 func (b *bed) sign(t *testing.T, v sas.Values) string {
 	t.Helper()
 	v.Table = b.name
+	if v.Protocol == "" {
+		v.Protocol = sas.HTTPSAndHTTP
+	}
 	token, err := v.Sign(b.key)
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +213,14 @@ func TestExpiredNotYetValidAndWrongTableTokensAreRefused(t *testing.T) {
 		"https only":     {sas.Values{Permissions: r, Expiry: now.Add(time.Hour), Protocol: sas.HTTPSOnly}, "AuthorizationProtocolMismatch"},
 		"https and http": {sas.Values{Permissions: r, Expiry: now.Add(time.Hour), Protocol: sas.HTTPSAndHTTP}, ""},
 	}
+	// The default protocol is HTTPS only: over Azurite's plain HTTP the token is refused.
+	def := sas.Values{Table: b.name, Permissions: r, Expiry: now.Add(time.Hour)}
+	defToken, err := def.Sign(b.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.table(t, b.endpoint, defToken).Get(b.ctx, "Sales", "000123")
+	refused(t, "default protocol over http", err, "AuthorizationProtocolMismatch")
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := b.table(t, b.endpoint, b.sign(t, tc.v)).Get(b.ctx, "Sales", "000123")
@@ -240,6 +254,29 @@ func TestNewTablesWithSASRefusesBadInputAndRedactsTheToken(t *testing.T) {
 	} {
 		if _, err := repo.NewTablesWithSAS(tc.endpoint, tc.token, nil); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("NewTablesWithSAS(%q, %q) = %v", tc.endpoint, tc.token, err)
+		}
+	}
+	// Plain HTTP only to loopback, unless asked for (defect 5 of the security review).
+	for _, tc := range []struct {
+		endpoint  string
+		allowHTTP bool
+		ok        bool
+	}{
+		{"http://myaccount.table.core.windows.net", false, false},
+		{"http://10.0.0.5:10002/devstoreaccount1", false, false},
+		{"http://127.0.0.1.example.com/acct", false, false},
+		{"http://localhost.example.com/acct", false, false},
+		{"http://user@127.0.0.1:10002/acct", false, false},
+		{"http://myaccount.table.core.windows.net", true, true},
+		{"https://myaccount.table.core.windows.net", false, true},
+		{"http://127.0.0.1:10002/devstoreaccount1", false, true},
+		{"http://127.8.9.10:10002/devstoreaccount1", false, true},
+		{"http://localhost:10002/devstoreaccount1", false, true},
+		{"http://[::1]:10002/devstoreaccount1", false, true},
+	} {
+		_, err := repo.NewTablesWithSAS(tc.endpoint, "sv=2019-02-02&sig=x", &repo.ClientOptions{AllowHTTP: tc.allowHTTP})
+		if tc.ok && err != nil || !tc.ok && !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("NewTablesWithSAS(%q, AllowHTTP %v) = %v, want ok %v", tc.endpoint, tc.allowHTTP, err, tc.ok)
 		}
 	}
 

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -88,9 +90,11 @@ func ParsePermissions(s string) (Permissions, error) {
 type Protocol string
 
 const (
-	// HTTPSOnly allows requests over HTTPS only.
+	// HTTPSOnly allows requests over HTTPS only. It is the default: a token is a bearer
+	// secret, and one sent over plain HTTP can be read and replayed by anyone on the path.
 	HTTPSOnly Protocol = "https"
-	// HTTPSAndHTTP allows HTTPS and HTTP (the service's default when spr is absent).
+	// HTTPSAndHTTP allows HTTPS and HTTP. Ask for it explicitly, and only for an endpoint
+	// that has no HTTPS (the emulator on loopback).
 	HTTPSAndHTTP Protocol = "https,http"
 )
 
@@ -232,12 +236,14 @@ type Values struct {
 	// stored access policy that sets it. Keep tokens short-lived: an ad hoc token can only
 	// be revoked by regenerating the account key.
 	Expiry time.Time
-	// Identifier names a stored access policy of the table (si), up to 64 characters: the
+	// Identifier names a stored access policy of the table (si), up to 64 printable
+	// characters without line breaks (each field is one line of the string-to-sign): the
 	// way to revoke tokens early.
 	Identifier string
 	// IP limits the addresses requests may come from (sip).
 	IP IPRange
-	// Protocol limits the protocol (spr); "" leaves it out (the service then allows both).
+	// Protocol limits the protocol (spr). Defaults to HTTPSOnly; HTTP is allowed only
+	// with HTTPSAndHTTP, given explicitly. The token always carries spr.
 	Protocol Protocol
 	// Range limits the token to a range of entities (spk, srk, epk, erk).
 	Range Range
@@ -249,7 +255,24 @@ func (v Values) withDefaults() Values {
 	if v.Version == "" {
 		v.Version = Version
 	}
+	if v.Protocol == "" {
+		v.Protocol = HTTPSOnly
+	}
 	return v
+}
+
+// printableLine reports whether s is valid UTF-8 of printable characters only: no control
+// character, no line or paragraph separator, so it stays one line of the string-to-sign.
+func printableLine(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func (v Values) validate() error {
@@ -264,14 +287,17 @@ func (v Values) validate() error {
 			return errs.Invalid("Expiry", "is required for a token without a stored access policy (Identifier)")
 		}
 	}
-	if len(v.Identifier) > 64 {
-		return errs.TooLarge("Identifier", "a signed identifier has at most 64 characters", len(v.Identifier), 64)
+	if n := utf8.RuneCountInString(v.Identifier); n > 64 {
+		return errs.TooLarge("Identifier", "a signed identifier has at most 64 characters", n, 64)
+	}
+	if !printableLine(v.Identifier) {
+		return errs.Invalid("Identifier", "must be printable characters without line breaks (it is one line of the string-to-sign)")
 	}
 	if !v.Start.IsZero() && !v.Expiry.IsZero() && !v.Start.Truncate(time.Second).Before(v.Expiry.Truncate(time.Second)) {
 		return errs.Invalid("Expiry", "must come after Start (to the second)")
 	}
 	switch v.Protocol {
-	case "", HTTPSOnly, HTTPSAndHTTP:
+	case HTTPSOnly, HTTPSAndHTTP:
 	default:
 		return errs.Invalid("Protocol", "%q: the service accepts \"https\" or \"https,http\" (HTTP alone is not permitted)", string(v.Protocol))
 	}
@@ -338,7 +364,8 @@ func (v Values) stringToSign(account string) string {
 // Hand it out over HTTPS only and never log it.
 //
 // Errors: ErrInvalidInput (nothing signed) for a bad table name; no permissions or no
-// expiry without an Identifier; Start not before Expiry; an Identifier over 64 characters;
+// expiry without an Identifier; Start not before Expiry; an Identifier over 64 characters
+// or with a control character, a line break or invalid UTF-8;
 // a protocol other than HTTPSOnly or HTTPSAndHTTP; a Version before 2015-04-05; an IPv6
 // or reversed IP range; a range bound that is not a valid key, a RowKey bound without its
 // PartitionKey bound, or a range that starts after it ends; a nil key.

@@ -43,6 +43,8 @@ func TestStringToSignFromTheSpecification(t *testing.T) {
 		want    string
 	}{
 		{
+			// The reference example, with the protocol line of this package's default
+			// (HTTPSOnly) where the reference leaves it empty.
 			name:    "key range with a stored access policy (reference table example)",
 			account: "myaccount",
 			v: sas.Values{
@@ -52,7 +54,7 @@ func TestStringToSignFromTheSpecification(t *testing.T) {
 				Range: sas.RowRange("Coho Winery", "Auburn", "Seattle"),
 			},
 			want: "r\n" + "2015-07-01T08:49:00Z\n" + "2015-07-02T08:49:00Z\n" + "/table/myaccount/mytable\n" +
-				"YWJjZGVmZw==\n" + "\n" + "\n" + "2015-04-05\n" +
+				"YWJjZGVmZw==\n" + "\n" + "https\n" + "2015-04-05\n" +
 				"Coho Winery\n" + "Auburn\n" + "Coho Winery\n" + "Seattle",
 		},
 		{
@@ -70,12 +72,12 @@ func TestStringToSignFromTheSpecification(t *testing.T) {
 				"Sales\n" + "\n" + "Sales\n" + "",
 		},
 		{
-			name:    "minimal: the range lines are present even when empty",
+			name:    "minimal: the range lines are present even when empty, the protocol is https",
 			account: "devstoreaccount1",
 			v: sas.Values{Table: "t123", Permissions: sas.Permissions{Add: true},
 				Expiry: time.Date(2030, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))},
 			want: "a\n" + "\n" + "2029-12-31T23:00:00Z\n" + "/table/devstoreaccount1/t123\n" +
-				"\n" + "\n" + "\n" + "2019-02-02\n" + "\n" + "\n" + "\n" + "",
+				"\n" + "\n" + "https\n" + "2019-02-02\n" + "\n" + "\n" + "\n" + "",
 		},
 	}
 	key, err := sas.NewSharedKey("myaccount", testKey)
@@ -152,15 +154,40 @@ func TestTokenCarriesEverySignedField(t *testing.T) {
 		t.Errorf("space encoding in %s", token)
 	}
 
-	// Fields not set are absent.
+	// Fields not set are absent, except the protocol: HTTPS only unless HTTP is asked for.
 	token, err = sas.Values{Table: "Employees", Permissions: sas.Permissions{Query: true}, Expiry: mustTime(t, "2030-01-01T00:00:00Z")}.Sign(key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q, _ = url.ParseQuery(token)
-	for _, absent := range []string{"st", "sip", "spr", "si", "spk", "srk", "epk", "erk"} {
+	for _, absent := range []string{"st", "sip", "si", "spk", "srk", "epk", "erk"} {
 		if q.Has(absent) {
 			t.Errorf("unset field %s is in the token %s", absent, token)
+		}
+	}
+	if got := q["spr"]; len(got) != 1 || got[0] != "https" {
+		t.Errorf("default protocol: spr = %q, want [https] (a token without spr also works over HTTP)", got)
+	}
+}
+
+// Defect 5 of the security review: the signed identifier is one line of the
+// string-to-sign; a line break in it would shift every field after it.
+func TestIdentifierIsOnePrintableLine(t *testing.T) {
+	t.Parallel()
+	key, _ := sas.NewSharedKey("myaccount", testKey)
+	for _, id := range []string{"policy1\n", "a\nhttps,http", "a\r", "a\x00b", "a\tb", "a\u2028b", "a\u0085b", "\xff"} {
+		v := sas.Values{Table: "Employees", Permissions: sas.Permissions{Query: true}, Expiry: mustTime(t, "2030-01-01T00:00:00Z"), Identifier: id}
+		if token, err := v.Sign(key); !errors.Is(err, repo.ErrInvalidInput) || token != "" {
+			t.Errorf("identifier %q: Sign = %q, %v; want ErrInvalidInput", id, token, err)
+		}
+		if _, err := v.StringToSign("myaccount"); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("identifier %q: StringToSign: %v; want ErrInvalidInput", id, err)
+		}
+	}
+	for _, id := range []string{"policy 1", "YWJjZGVmZw==", "ümlaut-é", strings.Repeat("é", 64)} {
+		v := sas.Values{Table: "Employees", Identifier: id}
+		if _, err := v.Sign(key); err != nil {
+			t.Errorf("identifier %q refused: %v", id, err)
 		}
 	}
 }
@@ -175,7 +202,7 @@ func TestAztablesDropsTheKeyRange(t *testing.T) {
 	}
 	token, err := aztables.SASSignatureValues{
 		TableName: "Employees", Permissions: "r", ExpiryTime: mustTime(t, "2030-01-01T00:00:00Z"),
-		StartPartitionKey: "Sales", EndPartitionKey: "Sales",
+		StartPartitionKey: "Sales", EndPartitionKey: "Sales", Protocol: aztables.SASProtocolHTTPS,
 	}.Sign(cred)
 	if err != nil {
 		t.Fatal(err)

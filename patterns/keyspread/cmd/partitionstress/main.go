@@ -1,22 +1,29 @@
-// Command partitionstress is the partition stress test of seeds/003 ("designing a scalable
-// partitioning strategy"): it creates a test table, loads entities into one partition,
-// drives peak load at that partition with a mix of the application's operations (inserts,
-// point reads, range queries, merges, entity group transactions) from many workers, and
-// reports the entities per second the partition took against the scalability target (500/s
-// in the guide, 2,000/s today) and the error rate.
+// Command partitionstress is the partition stress test of the Azure Table storage design
+// guide ("Designing a scalable partitioning strategy"): it creates a test table, loads
+// entities into one partition, drives peak load at that partition with a mix of the
+// application's operations (inserts, point reads, range queries, merges, entity group
+// transactions) from many workers, and reports the entities per second the partition took
+// against the scalability target (500/s in the guide, 2,000/s today) and the error rate.
 //
 //	go run ./patterns/keyspread/cmd/partitionstress -duration 5s -workers 16 -mix insert=50,get=30,query=10,batch=10
 //
 // It runs against an embedded, in-memory Azurite on loopback. With -use-env it uses the
-// account of AZURE_STORAGE_CONNECTION_STRING instead, but only if its table endpoint is on
-// loopback (an Azurite started by hand): a stress test must never load a shared or
-// production account by accident. The run is bounded in time (-duration, at most 60 s) and
-// in count (-ops, at most 1,000,000), and the table is deleted at the end.
+// account of AZURE_STORAGE_CONNECTION_STRING instead, but only on loopback (an Azurite
+// started by hand): a stress test must never load a shared or production account by
+// accident. The guard is in the HTTP transport of the clients the tool builds: every
+// request's host must be "localhost" or a loopback address, and every connection must
+// reach a loopback address, whatever the connection string says and however the Azure
+// SDK reads it. The run is bounded in time (-duration, at most 60 s) and in count (-ops,
+// at most 1,000,000), and the table is deleted at the end.
 //
-// Azurite does not throttle, so the figure it gives is the load the application's
+// Azurite does not throttle, so by default the figure is the load the application's
 // operation mix generates at one partition: if it is above the target, the real service
 // would throttle that partition at peak (503 Server Busy, timeouts), and the PartitionKey
-// is too coarse (see package keyspread's Advise and Buckets).
+// is too coarse (see package keyspread's Advise and Buckets). With -model-rate the tool
+// puts a throughput model of the service in front of Azurite (a token bucket per partition
+// filled at that many entities/s, the account at ten times that): then the partition
+// answers 503 ServerBusy beyond the rate, as the service does, and the tool reports the
+// throughput the partition sustained, which is the limit it found.
 package main
 
 import (
@@ -27,6 +34,7 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -38,6 +46,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -60,6 +69,11 @@ type config struct {
 	Partition string
 	Mix       string
 	Target    float64
+	// ModelRate > 0 puts the throughput model in front of the table service: entities/s
+	// per partition (the account gets ten times that). ModelBurst is the partition's
+	// bucket (0: a tenth of a second of ModelRate, so that the burst barely moves the
+	// measured rate).
+	ModelRate, ModelBurst float64
 }
 
 func main() {
@@ -72,6 +86,8 @@ func main() {
 	flag.StringVar(&cfg.Partition, "partition", "Sales", "the PartitionKey under test")
 	flag.StringVar(&cfg.Mix, "mix", "insert=50,get=30,query=10,update=5,batch=5", "operation weights: insert, get, query, update, batch")
 	flag.Float64Var(&cfg.Target, "target", keyspread.TargetToday, "scalability target of one partition in entities/s (the guide's is 500)")
+	flag.Float64Var(&cfg.ModelRate, "model-rate", 0, "throttle like the service: a partition serves this many entities/s (0: off, Azurite never throttles)")
+	flag.Float64Var(&cfg.ModelBurst, "model-burst", 0, "entities an idle partition takes at once under -model-rate (0: a tenth of a second of it)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -89,13 +105,15 @@ func start(ctx context.Context, out io.Writer, useEnv bool, cfg config) error {
 			return err
 		}
 		defer srv.Close()
-		return run(ctx, out, srv.ConnectionString, cfg)
+		_, err = run(ctx, out, srv.ConnectionString, cfg)
+		return err
 	}
 	connStr := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
 	if connStr == "" {
 		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
 	}
-	return run(ctx, out, connStr, cfg)
+	_, err := run(ctx, out, connStr, cfg)
+	return err
 }
 
 // Entity is the test entity: an employee-sized row of the partition under test.
@@ -109,41 +127,56 @@ type Entity struct {
 	Visits       int64  `table:"Visits"`
 }
 
-func run(ctx context.Context, out io.Writer, connStr string, cfg config) error {
+// run runs the stress test on the account of connStr and prints its report to out.
+func run(ctx context.Context, out io.Writer, connStr string, cfg config) (keyspread.StressReport, error) {
+	var none keyspread.StressReport
 	if err := cfg.validate(); err != nil {
-		return err
-	}
-	if err := loopbackOnly(connStr); err != nil {
-		return err
+		return none, err
 	}
 	weights, err := parseMix(cfg.Mix)
 	if err != nil {
-		return err
+		return none, err
 	}
-	clients, err := repo.NewClients(connStr, nil)
+	var model *faultproxy.Throttle
+	if cfg.ModelRate > 0 {
+		var stop func()
+		connStr, model, stop, err = throttled(connStr, cfg)
+		if err != nil {
+			return none, err
+		}
+		defer stop()
+	}
+	clients, err := repo.NewClients(connStr, &repo.ClientOptions{Transport: loopbackTransport()})
 	if err != nil {
-		return err
+		return none, err
 	}
 	// No retries: every throttling answer shows up as an error in the report.
 	name := fmt.Sprintf("PartitionStress%d", time.Now().UnixNano()%1e9)
 	tb, err := repo.New[Entity](clients.Tables, name, &repo.Options{Retry: retry.NoRetry, Concurrency: 8})
 	if err != nil {
-		return err
+		return none, err
 	}
 	if err := tb.CreateIfNotExists(ctx); err != nil {
-		return err
+		return none, err
 	}
 	defer tb.DeleteTable(context.WithoutCancel(ctx))
 
-	// Step 2 of seeds/003: load the table so that the target partition holds entities.
+	// Step 2 of the guide's stress test: load the table so that the target partition holds entities.
 	items := make([]*Entity, cfg.Preload)
 	for i := range items {
 		items[i] = entity(cfg.Partition, fmt.Sprintf("p%07d", i))
 	}
 	if err := tb.BulkWrite(ctx, items, nil); err != nil {
-		return fmt.Errorf("preload: %w", err)
+		return none, fmt.Errorf("preload: %w", err)
 	}
 	fmt.Fprintf(out, "table %s: %d entities preloaded in partition %q\n", name, cfg.Preload, cfg.Partition)
+	if model != nil {
+		// The preload was written before the model fills its buckets: the run starts
+		// with full buckets, as a partition that was idle.
+		model.Reset()
+		o := model.Options()
+		fmt.Fprintf(out, "throughput model: a partition serves %.0f entities/s (burst %.0f), the account %.0f/s; beyond that 503 ServerBusy\n", o.PartitionRate, o.PartitionBurst, o.AccountRate)
+	}
 
 	// Step 3: the application's operations, all aimed at the one partition.
 	var counts [len(opNames)]atomic.Int64
@@ -155,7 +188,7 @@ func run(ctx context.Context, out io.Writer, connStr string, cfg config) error {
 	fmt.Fprintf(out, "driving %s at partition %q with %d workers for up to %v or %d operations ...\n", cfg.Mix, cfg.Partition, cfg.Workers, cfg.Duration, cfg.Ops)
 	rep, err := keyspread.Stress(ctx, keyspread.StressConfig{Operation: op, Duration: cfg.Duration, MaxOps: cfg.Ops, Concurrency: cfg.Workers, Target: cfg.Target})
 	if err != nil {
-		return err
+		return rep, err
 	}
 	// Step 4: the throughput against the partition's target.
 	var mix []string
@@ -181,8 +214,15 @@ func run(ctx context.Context, out io.Writer, connStr string, cfg config) error {
 	if rep.EntitiesPerSecond > keyspread.TargetGuide {
 		guide = "above"
 	}
-	fmt.Fprintf(out, "against the guide's %d entities/s (seeds/003): %s\n", keyspread.TargetGuide, guide)
-	return nil
+	fmt.Fprintf(out, "against the guide's %d entities/s (\"Designing a scalable partitioning strategy\"): %s\n", keyspread.TargetGuide, guide)
+	if rep.Throttled > 0 {
+		fmt.Fprintf(out, "the service shed load (%d operations throttled): the partition's limit is about %.0f entities/s, the rate it sustained\n", rep.Throttled, rep.EntitiesPerSecond)
+	}
+	if model != nil {
+		st := model.Stats()
+		fmt.Fprintf(out, "model: %d entities admitted, %d refused (%d requests)\n", st.Total.AdmittedEntities, st.Total.RefusedEntities, st.Total.RefusedRequests)
+	}
+	return rep, nil
 }
 
 func (c config) validate() error {
@@ -199,28 +239,95 @@ func (c config) validate() error {
 		return errors.New("-partition must not be empty")
 	case c.Target <= 0:
 		return errors.New("-target must be positive")
+	case c.ModelRate < 0 || c.ModelBurst < 0:
+		return errors.New("-model-rate and -model-burst must not be negative")
 	}
 	return nil
 }
 
-// loopbackOnly refuses a connection string whose table endpoint is not on loopback.
-func loopbackOnly(connStr string) error {
-	srv, err := azurite.ParseConnectionString(connStr)
-	if err != nil {
-		return err
+// errNotLoopback is the guard's refusal.
+var errNotLoopback = errors.New("only loopback endpoints (an Azurite) are allowed")
+
+// loopbackTransport is the HTTP transport of every client the tool builds. It judges the
+// client actually built, not the connection string (which the Azure SDK reads its own way:
+// keys are case-sensitive there, a space before '=' makes another key, and
+// UseDevelopmentStorage is not a key it knows): each request's host must be "localhost" or
+// a loopback IP literal, and each connection must reach a loopback address (a name that
+// resolves elsewhere is refused at dial time). No HTTP proxy from the environment is used.
+func loopbackTransport() *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 10 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				return fmt.Errorf("refusing to connect to %s: %w", address, errNotLoopback)
+			}
+			return nil
+		},
 	}
-	u, err := url.Parse(srv.TableURL)
-	if err != nil || u.Host == "" {
-		return errors.New("the connection string has no table endpoint")
+	return &http.Client{Transport: &loopbackGuard{next: &http.Transport{
+		Proxy:               nil,
+		DialContext:         dialer.DialContext,
+		MaxIdleConnsPerHost: maxWorkers,
+		IdleConnTimeout:     30 * time.Second,
+	}}}
+}
+
+// loopbackGuard refuses a request whose URL names a host that is not loopback.
+type loopbackGuard struct{ next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (g *loopbackGuard) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := loopbackHost(r.URL); err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, err
 	}
+	return g.next.RoundTrip(r)
+}
+
+// loopbackHost checks the host of u: "localhost" or a loopback IP literal.
+func loopbackHost(u *url.URL) error {
 	host := u.Hostname()
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("refusing to stress %s: only loopback endpoints (an Azurite) are allowed", host)
+	return fmt.Errorf("refusing to stress %s: %w", host, errNotLoopback)
+}
+
+// throttled starts the throughput model (a fault proxy) in front of the table endpoint of
+// connStr, which must be an Azurite on loopback, and returns the connection string that
+// goes through it.
+func throttled(connStr string, cfg config) (string, *faultproxy.Throttle, func(), error) {
+	srv, err := azurite.ParseConnectionString(connStr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	u, err := url.Parse(srv.TableURL)
+	if err != nil || u.Host == "" {
+		return "", nil, nil, errors.New("-model-rate: the connection string has no table endpoint")
+	}
+	if err := loopbackHost(u); err != nil { // the proxy forwards there
+		return "", nil, nil, err
+	}
+	p, err := faultproxy.New(u.Scheme + "://" + u.Host)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	burst := cfg.ModelBurst
+	if burst == 0 {
+		burst = max(cfg.ModelRate/10, batchSize)
+	}
+	model, err := p.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: cfg.ModelRate, PartitionBurst: burst, AccountRate: 10 * cfg.ModelRate})
+	if err != nil {
+		_ = p.Close()
+		return "", nil, nil, err
+	}
+	return srv.ConnectionStringWith(p.URL()+u.Path, "", ""), model, func() { _ = p.Close() }, nil
 }
 
 var opNames = [...]string{"insert", "get", "query", "update", "batch"}

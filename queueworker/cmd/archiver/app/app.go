@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -37,14 +38,19 @@ const usage = `archiver runs the archive jobs of tablepatterns (patterns/consist
 Usage:
   archiver run [flags]                  run the worker until SIGINT/SIGTERM (or -drain)
   archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
-  archiver enqueue archive-table  [flags] -table T -container C [-keep-table]
-  archiver enqueue restore-table  [flags] -table T -container C [-target T]
-  archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C
+  archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table]
+                                        only sealed tables are archived: a periodtable period that
+                                        ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
+                                        THAT NOTHING WRITES THE TABLE ANY MORE
+  archiver enqueue restore-table  [flags] -table T -container C [-target T] [-generation latest|all|NAME]
+  archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C [-dry-run]
                                         one archive-table job per period table (patterns/periodtable)
-                                        whose period ended at or before -before (hot/cold data)
+                                        whose period ended at or before -before (hot/cold data);
+                                        -before must be at least -seal-grace + 5m in the past
   archiver poison list [flags] [-n 32]  show poison messages with their last error
   archiver poison requeue [flags] [-max 0]
-                                        move poison messages back to the queue (0: all)
+                                        move poison messages back to the queue (0: all that are
+                                        there when it starts)
 
 Every command takes:
   -queue NAME                 the job queue (default archive-jobs; poison: NAME-poison)
@@ -53,7 +59,15 @@ Every command takes:
                               on 127.0.0.1:10000-10002)
   -log-level LEVEL            debug, info, warn or error (default info)
 
+enqueue archive-table, enqueue archive-periods and run take:
+  -seal-grace DURATION        how long after its end a period table is sealed (default 1h);
+                              writers must use periodtable.Options.SealAfter <= it
+
 run also takes:
+  -allow-tables P1,P2         table name prefixes jobs may touch (default: any table)
+  -allow-containers C1,C2     containers jobs may touch (default: any container)
+                              write access to the job queue is administrative access: without
+                              allowlists, whoever can enqueue can move or delete any table
   -drain                      exit 0 once the queue is empty and no job runs
   -concurrency N              jobs at once (default 16)
   -visibility DURATION        message lock, renewed at half (default 5m)
@@ -62,6 +76,20 @@ run also takes:
 
 Exit codes: 0 done, 1 failed, 2 bad command line or configuration.
 `
+
+// list splits a comma-separated flag value; "" is nil (no list).
+func list(v string) []string {
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // usageError is a bad command line or configuration.
 type usageError struct{ msg string }
@@ -165,13 +193,13 @@ func setup(c common, stderr io.Writer, getenv func(string) string) (*env, error)
 	if err := validQueueName(c.queue); err != nil {
 		return nil, err
 	}
-	clients, err := c.auth.clients(c.connEnv, getenv)
-	if err != nil {
-		return nil, err
-	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(stderr)), level))
+	clients, err := c.auth.clients(c.connEnv, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
 	return &env{clients: clients, logger: logger, queue: c.queue}, nil
 }
 
@@ -190,9 +218,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	var c common
 	var drain bool
 	var concurrency, maxDequeue int
-	var visibility, shutdown time.Duration
+	var visibility, shutdown, grace time.Duration
+	var allowTables, allowContainers string
 	fs := newFlagSet("run")
 	c.register(fs)
+	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
+	fs.StringVar(&allowTables, "allow-tables", "", "")
+	fs.StringVar(&allowContainers, "allow-containers", "", "")
 	fs.BoolVar(&drain, "drain", false, "")
 	fs.IntVar(&concurrency, "concurrency", 16, "")
 	fs.IntVar(&maxDequeue, "max-dequeue", queueworker.DefaultMaxDequeueCount, "")
@@ -201,17 +233,21 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if concurrency < 1 || maxDequeue < 1 || visibility < time.Second || shutdown <= 0 {
-		return usagef("run: -concurrency and -max-dequeue must be at least 1, -visibility at least 1s, -shutdown-timeout positive")
+	if concurrency < 1 || maxDequeue < 1 || visibility < time.Second || shutdown <= 0 || grace <= 0 {
+		return usagef("run: -concurrency and -max-dequeue must be at least 1, -visibility at least 1s, -shutdown-timeout and -seal-grace positive")
 	}
 	e, err := setup(c, stderr, getenv)
 	if err != nil {
 		return err
 	}
 	defer e.logger.Sync()
-	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger})
+	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
+		AllowedTablePrefixes: list(allowTables), AllowedContainers: list(allowContainers)})
 	if err != nil {
 		return err
+	}
+	if allowTables == "" || allowContainers == "" {
+		e.logger.Warn("no allowlist (-allow-tables, -allow-containers): any job on the queue can move or delete any table or container this account's key reaches; write access to the queue is administrative access")
 	}
 	reg := queueworker.NewRegistry()
 	if err := a.Register(reg); err != nil {
@@ -231,13 +267,28 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	e.logger.Info("archiver started", zap.String("queue", e.queue), zap.Int("concurrency", concurrency), zap.Bool("drain", drain))
+	// Say when a stop is requested (SIGINT/SIGTERM cancel ctx), as it arrives.
+	stopped, logged := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(logged)
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+			if ctx.Err() == nil {
+				return
+			}
+		}
+		e.logger.Info("stop requested (signal): no new jobs; running jobs may finish", zap.Duration("shutdownTimeout", shutdown))
+	}()
 	if drain {
 		err = w.Drain(ctx)
 	} else {
 		err = w.Run(ctx)
-		if errors.Is(err, context.Canceled) {
-			err = nil // SIGINT/SIGTERM: a graceful stop
-		}
+	}
+	close(stopped)
+	<-logged
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil // SIGINT/SIGTERM: a graceful stop, with or without -drain
 	}
 	s := w.Stats()
 	e.logger.Info("archiver stopped", zap.Int64("processed", s.Processed), zap.Int64("failed", s.Failed),
@@ -263,6 +314,7 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	var entity consistency.ArchiveEntityJob
 	var table consistency.ArchiveTableJob
 	var restore consistency.RestoreTableJob
+	var grace time.Duration
 	switch kind {
 	case consistency.KindArchiveEntity:
 		fs.StringVar(&entity.Source, "source", "", "")
@@ -274,17 +326,41 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		fs.StringVar(&table.Table, "table", "", "")
 		fs.StringVar(&table.Container, "container", "", "")
 		fs.BoolVar(&table.KeepTable, "keep-table", false, "")
+		fs.BoolVar(&table.Sealed, "sealed", false, "")
+		fs.StringVar(&table.PeriodPrefix, "period-prefix", "", "")
+		fs.StringVar(&table.Period, "period", "", "")
+		fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
 	case consistency.KindRestoreTable:
 		fs.StringVar(&restore.Table, "table", "", "")
 		fs.StringVar(&restore.Container, "container", "", "")
 		fs.StringVar(&restore.Target, "target", "", "")
+		fs.StringVar(&restore.Generation, "generation", "latest", "")
 	default:
 		return usagef("enqueue: unknown job %q: archive-entity, archive-table or restore-table", kind)
 	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if restore.Generation == "latest" {
+		restore.Generation = consistency.GenerationLatest
+	}
 	e, err := setup(c, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	// Check the job before any request: a bad job is a usage error (exit 2), even when
+	// the storage cannot be reached.
+	switch kind {
+	case consistency.KindArchiveEntity:
+		err = entity.Validate()
+	case consistency.KindArchiveTable:
+		var a *consistency.Archiver
+		if a, err = consistency.New(e.clients, &consistency.Options{SealGrace: grace}); err == nil {
+			err = a.CheckSealed(table)
+		}
+	default:
+		err = restore.Validate()
+	}
 	if err != nil {
 		return err
 	}
@@ -322,8 +398,12 @@ var periods = map[string]periodtable.Period{
 func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	var c common
 	var prefix, period, before, container string
+	var grace time.Duration
+	var dryRun bool
 	fs := newFlagSet("enqueue archive-periods")
 	c.register(fs)
+	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
+	fs.BoolVar(&dryRun, "dry-run", false, "")
 	fs.StringVar(&prefix, "prefix", "", "")
 	fs.StringVar(&period, "period", "", "")
 	fs.StringVar(&before, "before", "", "")
@@ -345,6 +425,18 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := scheme.Validate(); err != nil {
 		return err
 	}
+	if err := codec.ValidateContainerName(container); err != nil {
+		return err
+	}
+	// The cutoff must leave every period it selects sealed: ended more than the grace
+	// (and the clock skew) ago. A cutoff in the future would select today's table.
+	if grace <= 0 {
+		return usagef("enqueue archive-periods: -seal-grace must be positive")
+	}
+	if latest := time.Now().Add(-grace - consistency.DefaultClockSkew); cutoff.After(latest) {
+		return usagef("enqueue archive-periods: -before %s is too recent: periods that ended after %s may still be written (-seal-grace %v plus a clock skew of %v)",
+			cutoff.UTC().Format(time.RFC3339), latest.UTC().Format(time.RFC3339), grace, consistency.DefaultClockSkew)
+	}
 	e, err := setup(c, stderr, getenv)
 	if err != nil {
 		return err
@@ -357,6 +449,13 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
+	if dryRun {
+		for _, t := range old {
+			fmt.Fprintf(stdout, "would enqueue archive-table %s (%s to %s)\n", t.Name, t.Start.Format(time.RFC3339), t.End.Format(time.RFC3339))
+		}
+		fmt.Fprintf(stdout, "%d period table(s) of %s ended at or before %s (dry run: nothing enqueued)\n", len(old), prefix, cutoff.Format(time.RFC3339))
+		return nil
+	}
 	q := e.clients.Queues.NewQueueClient(e.queue)
 	if err := createQueue(ctx, q); err != nil {
 		return err
@@ -366,7 +465,8 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	for _, t := range old {
-		if err := consistency.EnqueueArchiveTable(ctx, client, consistency.ArchiveTableJob{Table: t.Name, Container: container}); err != nil {
+		job := consistency.ArchiveTableJob{Table: t.Name, Container: container, PeriodPrefix: prefix, Period: p.String()}
+		if err := consistency.EnqueueArchiveTable(ctx, client, job); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "enqueued archive-table %s (%s to %s) on %s\n", t.Name,
@@ -413,6 +513,12 @@ func poison(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 		}
 		fmt.Fprintf(stdout, "%d poison message(s) on %s%s\n", len(msgs), e.queue, queueworker.PoisonSuffix)
 		for _, m := range msgs {
+			if m.Kind == "" {
+				// Not an envelope (malformed, or forged): show its text as it was, quoted.
+				fmt.Fprintf(stdout, "- (malformed) poisoned=%s deliveries=%d\n  text: %q\n  error: %s\n",
+					m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount, m.Original, m.Error)
+				continue
+			}
 			fmt.Fprintf(stdout, "- %s id=%s poisoned=%s deliveries=%d\n  payload: %s\n  error: %s\n",
 				m.Kind, m.ID, m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount, m.Payload, m.Error)
 		}

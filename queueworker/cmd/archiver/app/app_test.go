@@ -114,7 +114,7 @@ func TestArchiverEndToEnd(t *testing.T) {
 	steps := [][]string{
 		{"enqueue", "archive-entity", "-queue", queue, "-source", current.Name(), "-pk", "Sales", "-rk", "000004", "-target-container", container},
 		{"enqueue", "archive-entity", "-queue", queue, "-source", current.Name(), "-pk", "Sales", "-rk", "ghost", "-target-table", archive.Name()},
-		{"enqueue", "archive-table", "-queue", queue, "-table", day.Name(), "-container", container},
+		{"enqueue", "archive-table", "-queue", queue, "-table", day.Name(), "-container", container, "-sealed"},
 	}
 	for _, s := range steps {
 		if code, _, stderr := archiver(t, s...); code != 0 {
@@ -226,5 +226,120 @@ func TestArchivePeriods(t *testing.T) {
 	}
 	if code, _, _ := archiver(t, "enqueue", "archive-periods", "-queue", queue, "-prefix", scheme.Prefix, "-period", "fortnightly", "-before", "2024-06-03", "-container", container); code != app.ExitUsage {
 		t.Fatalf("a bad period: exit %d", code)
+	}
+}
+
+// archiverAt runs the command against the connection string cs (TP_CONN).
+func archiverAt(t *testing.T, cs string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	code := app.Main(ctx, append(args, "-connection-string-env", "TP_CONN"), &out, &errOut, func(k string) string {
+		if k == "TP_CONN" {
+			return cs
+		}
+		return ""
+	})
+	return code, out.String(), errOut.String()
+}
+
+// Issue 11 defects 4 and 8: bad jobs are refused before any request (exit 2), even when
+// the storage cannot be reached; archive-periods refuses a cutoff that is in the future
+// or inside the seal grace.
+func TestBadJobsExitTwoBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on port 1: any request would fail, with exit 1.
+	unreachable := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+		"BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;TableEndpoint=http://127.0.0.1:1/devstoreaccount1;"
+	tomorrow := time.Now().Add(24 * time.Hour).UTC().Format("2006-01-02")
+	recent := time.Now().Add(-30 * time.Minute).UTC().Format(time.RFC3339)
+	for _, args := range [][]string{
+		{"enqueue", "archive-entity", "-pk", "p", "-rk", "r", "-target-table", "Archive"},                         // no -source
+		{"enqueue", "archive-entity", "-source", "Current", "-pk", "p/q", "-rk", "r", "-target-table", "Archive"}, // bad key
+		{"enqueue", "archive-table", "-table", "Current", "-container", "cold"},                                   // not sealed
+		{"enqueue", "archive-table", "-table", "SignIns" + time.Now().UTC().Format("20060102"), "-container", "cold", "-period-prefix", "SignIns", "-period", "daily"},
+		{"enqueue", "restore-table", "-table", "Current", "-container", "cold", "-generation", "../x"},
+		{"enqueue", "archive-periods", "-prefix", "SignIns", "-period", "daily", "-before", tomorrow, "-container", "cold"},
+		{"enqueue", "archive-periods", "-prefix", "SignIns", "-period", "hourly", "-before", recent, "-container", "cold"},
+	} {
+		code, _, stderr := archiverAt(t, unreachable, args...)
+		if code != app.ExitUsage {
+			t.Errorf("%q: exit %d, want 2\n%s", args, code, stderr)
+		}
+	}
+	// An unset connection string is said out loud.
+	var out, errOut strings.Builder
+	app.Main(t.Context(), []string{"enqueue", "archive-table", "-table", "Current", "-container", "cold"}, &out, &errOut, func(string) string { return "" })
+	if !strings.Contains(errOut.String(), "no connection string") || !strings.Contains(errOut.String(), "AZURE_STORAGE_CONNECTION_STRING") {
+		t.Errorf("no log line for the local-emulator default:\n%s", errOut.String())
+	}
+}
+
+// archive-periods -dry-run lists and enqueues nothing; the jobs it enqueues carry the
+// scheme, so the worker checks the seal again.
+func TestArchivePeriodsDryRun(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := periodtable.Scheme{Prefix: testenv.TableName(t) + "Dry", Period: periodtable.Daily}
+	days, err := periodtable.New[codec.Entity](clients.Tables, scheme, &periodtable.Options{TimeProperty: "At"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{time.Date(2024, 6, 1, 1, 0, 0, 0, time.UTC), time.Now()} {
+		if err := days.Insert(ctx, &codec.Entity{PartitionKey: "u", RowKey: at.Format("20060102"), Properties: map[string]any{"At": at}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		all, _ := days.List(context.Background(), nil)
+		for _, tb := range all {
+			if r, err := days.Table(tb); err == nil {
+				_ = r.DeleteTable(context.Background())
+			}
+		}
+	})
+	queue := testenv.QueueName(t)
+	code, out, stderr := archiver(t, "enqueue", "archive-periods", "-queue", queue, "-prefix", scheme.Prefix, "-period", "daily",
+		"-before", time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339), "-container", "cold", "-dry-run")
+	if code != 0 || !strings.Contains(out, "would enqueue archive-table "+scheme.Prefix+"20240601") || strings.Contains(out, time.Now().UTC().Format("20060102")) ||
+		!strings.Contains(out, "1 period table(s)") {
+		t.Fatalf("dry run: %d\n%s\n%s", code, out, stderr)
+	}
+	q := clients.Queues.NewQueueClient(queue)
+	if _, err := q.GetProperties(ctx, nil); err == nil {
+		t.Fatal("a dry run created the queue")
+	}
+}
+
+// Issue 11 defect 8: poison list shows the original text of a malformed message.
+func TestPoisonListShowsMalformedText(t *testing.T) {
+	t.Parallel()
+	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := testenv.QueueName(t)
+	q := clients.Queues.NewQueueClient(queue)
+	if _, err := q.Create(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = q.Delete(context.Background(), nil)
+		_, _ = clients.Queues.NewQueueClient(queue+"-poison").Delete(context.Background(), nil)
+	})
+	if _, err := q.EnqueueMessage(t.Context(), "{not json, from a broken producer", nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := archiver(t, "run", "-drain", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
+		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ := archiver(t, "poison", "list", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "(malformed)") || !strings.Contains(out, `"{not json, from a broken producer"`) {
+		t.Fatalf("poison list: %d\n%s", code, out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -63,7 +64,7 @@ func (a *authFlags) register(fs *flag.FlagSet) {
 
 // clients builds the storage clients the flags describe: from the connection string in
 // the variable connEnv, or from endpoints and DefaultAzureCredential.
-func (a *authFlags) clients(connEnv string, getenv func(string) string) (*repo.Clients, error) {
+func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *zap.Logger) (*repo.Clients, error) {
 	explicit := a.table != "" || a.queue != "" || a.blob != ""
 	switch a.mode {
 	case authConnectionString:
@@ -72,6 +73,8 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string) (*repo.C
 		}
 		connStr := getenv(connEnv)
 		if connStr == "" {
+			logger.Warn("no connection string: using the local emulator (Azurite) on 127.0.0.1:10000-10002",
+				zap.String("unsetVariable", connEnv))
 			// The local Azurite on its default ports: the development default, never a
 			// production account by accident.
 			connStr = "DefaultEndpointsProtocol=http;AccountName=" + azurite.DevAccountName + ";AccountKey=" + azurite.DevAccountKey +
@@ -79,12 +82,8 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string) (*repo.C
 				";QueueEndpoint=http://127.0.0.1:10001/" + azurite.DevAccountName +
 				";TableEndpoint=http://127.0.0.1:10002/" + azurite.DevAccountName + ";"
 		}
-		clients, err := repo.NewClients(connStr, &repo.ClientOptions{Azure: azureOptions})
-		if err != nil {
-			// Never the connection string itself: it holds the account key.
-			return nil, usagef("the connection string in %s is not usable: %v", connEnv, err)
-		}
-		return clients, nil
+		// Errors never quote the connection string: it holds the account key.
+		return repo.NewClients(connStr, &repo.ClientOptions{Azure: azureOptions})
 	case authDefault:
 	default:
 		return nil, usagef("-auth %q: want connection-string or default", a.mode)

@@ -132,7 +132,7 @@ func TestArchiverAndPatternWithTokenAuth(t *testing.T) {
 	steps := [][]string{
 		{"enqueue", "archive-entity", "-queue", queue, "-source", current.Name(), "-pk", "Sales", "-rk", "000001", "-target-table", archive.Name()},
 		{"enqueue", "archive-entity", "-queue", queue, "-source", current.Name(), "-pk", "Sales", "-rk", "000002", "-target-container", container},
-		{"enqueue", "archive-table", "-queue", queue, "-table", day.Name(), "-container", container},
+		{"enqueue", "archive-table", "-queue", queue, "-table", day.Name(), "-container", container, "-sealed"},
 	}
 	before := tokenCred.Issued()
 	for _, st := range steps {

@@ -1,0 +1,687 @@
+package consistency
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// another returns a second Archiver on the same clients (its own step hook: a second
+// worker process).
+func (b *bed) another(t *testing.T) *Archiver {
+	t.Helper()
+	a, err := New(b.clients, &Options{Retry: fastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// ageIn reads the Age of the archived copy.
+func (b *bed) archivedAge(t *testing.T, job ArchiveEntityJob) int32 {
+	t.Helper()
+	var e *codec.Entity
+	if job.TargetTable != "" {
+		got, err := b.archive.Get(b.ctx, job.PartitionKey, job.RowKey)
+		if err != nil {
+			t.Fatalf("not archived: %v", err)
+		}
+		e = &got
+	} else {
+		got, err := b.a.ReadArchivedEntity(b.ctx, job.TargetContainer, job.Source, job.PartitionKey, job.RowKey)
+		if err != nil {
+			t.Fatalf("not archived: %v", err)
+		}
+		e = got
+	}
+	age, _ := e.Properties["Age"].(int32)
+	return age
+}
+
+// Issue 11 defect 3, exactly as reported: delivery 1 reads v1 and pauses; the
+// application updates to v2; delivery 2 moves v2; delivery 1 resumes. The archive must
+// hold v2, and delivery 1 must not report a move of v1.
+func TestArchiveEntityStaleDuplicateNeverReplacesNewer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	for _, target := range []string{"table", "blob"} {
+		t.Run(target, func(t *testing.T) {
+			rk := "stale-" + target
+			job := b.job("Sales", rk)
+			if target == "blob" {
+				job = ArchiveEntityJob{Source: b.current.Name(), PartitionKey: "Sales", RowKey: rk, TargetContainer: testenv.ContainerName(t)}
+			}
+			if err := b.current.Insert(b.ctx, employee("Sales", rk, 1)); err != nil {
+				t.Fatal(err)
+			}
+			first := b.another(t)
+			paused, resume := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			first.step = func(_, s string) error {
+				if s == "read" {
+					once.Do(func() { close(paused); <-resume })
+				}
+				return nil
+			}
+			done := make(chan error, 1)
+			go func() { _, err := first.ArchiveEntity(b.ctx, job); done <- err }()
+			<-paused
+			v2 := employee("Sales", rk, 2)
+			if err := b.current.Update(b.ctx, v2, &repo.UpdateOptions{Unconditional: true}); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := b.a.ArchiveEntity(b.ctx, job); err != nil || out != OutcomeMoved {
+				t.Fatalf("delivery 2: %v %v", out, err)
+			}
+			close(resume)
+			if err := <-done; err != nil {
+				t.Fatalf("delivery 1: %v", err)
+			}
+			if _, err := b.current.Get(b.ctx, "Sales", rk); !errors.Is(err, repo.ErrNotFound) {
+				t.Fatalf("source still there: %v", err)
+			}
+			if age := b.archivedAge(t, job); age != 2 {
+				t.Fatalf("the archive holds version %d, want 2 (the newest)", age)
+			}
+		})
+	}
+}
+
+// Two deliveries of one job race an application update, 50 times with random delays
+// between every step: the newest version is archived and the source is gone every time.
+func TestArchiveEntityDuplicatesRaceAnUpdate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	jitter := func(_, _ string) error {
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) // attack timing, not synchronisation
+		return nil
+	}
+	d1, d2 := b.another(t), b.another(t)
+	d1.step, d2.step = jitter, jitter
+	for i := range 50 {
+		rk := fmt.Sprintf("race%03d", i)
+		job := b.job("Sales", rk)
+		if i%2 == 1 {
+			job = ArchiveEntityJob{Source: b.current.Name(), PartitionKey: "Sales", RowKey: rk, TargetContainer: container}
+		}
+		if err := b.current.Insert(b.ctx, employee("Sales", rk, 1)); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var updated atomic.Bool
+		errs := make([]error, 2)
+		for k, d := range []*Archiver{d1, d2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+				_, errs[k] = d.ArchiveEntity(b.ctx, job)
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+			// The application's update: it exists or it fails (ErrNotFound once moved).
+			err := b.current.Update(b.ctx, employee("Sales", rk, 2), &repo.UpdateOptions{Unconditional: true})
+			if err == nil {
+				updated.Store(true)
+			} else if !errors.Is(err, repo.ErrNotFound) {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+		}
+		// A late update (after both moved) recreates nothing (Update needs the entity),
+		// but an update that landed after a move completed... cannot: the move deleted it.
+		if _, err := b.current.Get(b.ctx, "Sales", rk); !errors.Is(err, repo.ErrNotFound) {
+			// The update landed after both deliveries read the source as gone? Then the
+			// update itself would have failed. Anything here is a lost move.
+			t.Fatalf("round %d: source still there: %v", i, err)
+		}
+		want := int32(1)
+		if updated.Load() {
+			want = 2
+		}
+		if age := b.archivedAge(t, job); age != want {
+			t.Fatalf("round %d (%s): archive holds version %d, want %d", i, map[bool]string{true: "table", false: "blob"}[job.TargetTable != ""], age, want)
+		}
+	}
+}
+
+// A copy in the archive that records the source version it was made from.
+func TestArchiveEntityRecordsSourceVersion(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	e := employee("Sales", "v", 30)
+	if err := b.current.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	src, err := b.current.Get(b.ctx, "Sales", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "v")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.archive.Get(b.ctx, "Sales", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Properties[SourceETagProperty] != src.ETag {
+		t.Fatalf("recorded source version %v, want %s", got.Properties[SourceETagProperty], src.ETag)
+	}
+	if ts, ok := got.Properties[SourceTimestampProperty].(time.Time); !ok || !ts.Equal(src.Timestamp) {
+		t.Fatalf("recorded source timestamp %v, want %v", got.Properties[SourceTimestampProperty], src.Timestamp)
+	}
+}
+
+// Issue 12 defect 2: keys that are path segments of their own.
+func TestEntityBlobNameEscapesDotSegments(t *testing.T) {
+	for _, c := range []struct{ pk, rk, want string }{
+		{"..", "victim", "T/%2E%2E/victim.json"},
+		{".", "..", "T/%2E/%2E%2E.json"},
+		{"a.", "b", "T/a%2E/b.json"},
+		{"p", "", "T/p/.json"},
+		{"o'brien & co", "100% ü", "T/o%27brien%20%26%20co/100%25%20%C3%BC.json"},
+	} {
+		if got := EntityBlobName("T", c.pk, c.rk); got != c.want {
+			t.Errorf("EntityBlobName(%q, %q) = %q, want %q", c.pk, c.rk, got, c.want)
+		}
+	}
+}
+
+// FuzzEntityBlobName: every valid key pair gives exactly three segments, none of them
+// empty, "." or "..", of safe characters only, and the keys can be read back (so two
+// pairs never share a name).
+func FuzzEntityBlobName(f *testing.F) {
+	for _, s := range [][2]string{{"..", "."}, {"a.", "b."}, {"p", ""}, {"%2E", "x"}, {"ü", "~-_"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pk, rk string) {
+		if pk == "" || codec.ValidateKey("PartitionKey", pk) != nil || codec.ValidateKey("RowKey", rk) != nil {
+			return
+		}
+		name := EntityBlobName("Table1", pk, rk)
+		segs := strings.Split(name, "/")
+		if len(segs) != 3 || segs[0] != "Table1" {
+			t.Fatalf("%q: segments %q", name, segs)
+		}
+		for _, s := range segs {
+			if s == "" || s == "." || s == ".." || strings.HasSuffix(strings.TrimSuffix(s, ".json"), ".") {
+				t.Fatalf("%q: segment %q", name, s)
+			}
+		}
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_~%/.", c) >= 0) {
+				t.Fatalf("%q: byte %q", name, c)
+			}
+		}
+		back := func(s string) string {
+			var out []byte
+			for i := 0; i < len(s); i++ {
+				if s[i] == '%' {
+					var v byte
+					fmt.Sscanf(s[i+1:i+3], "%02X", &v)
+					out = append(out, v)
+					i += 2
+					continue
+				}
+				out = append(out, s[i])
+			}
+			return string(out)
+		}
+		if back(segs[1]) != pk || back(strings.TrimSuffix(segs[2], ".json")) != rk {
+			t.Fatalf("%q does not read back as (%q, %q)", name, pk, rk)
+		}
+	})
+}
+
+// Issue 11 defect 1: a table that is neither a sealed period nor declared sealed is
+// refused before any request, even with a writer busy on it.
+func TestArchiveTableRefusesUnsealedTables(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	container := testenv.ContainerName(t)
+	today, err := periodtable.Scheme{Prefix: "SignIns", Period: periodtable.Daily}.TableFor(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	yesterday, _ := periodtable.Scheme{Prefix: "SignIns", Period: periodtable.Daily}.TableFor(time.Now().Add(-24 * time.Hour))
+	lastHour, _ := periodtable.Scheme{Prefix: "SignIns", Period: periodtable.Hourly}.TableFor(time.Now().Add(-30 * time.Minute))
+	mark := ps.Table.Count() + ps.Blob.Count()
+	for name, job := range map[string]ArchiveTableJob{
+		"no seal":           {Table: b.current.Name(), Container: container},
+		"today's period":    {Table: today.Name, Container: container, PeriodPrefix: "SignIns", Period: "daily"},
+		"not of the scheme": {Table: b.current.Name(), Container: container, PeriodPrefix: "SignIns", Period: "daily"},
+		"sealed and period": {Table: yesterday.Name, Container: container, PeriodPrefix: "SignIns", Period: "daily", Sealed: true},
+		"bad period":        {Table: yesterday.Name, Container: container, PeriodPrefix: "SignIns", Period: "fortnightly"},
+		"wrong period":      {Table: today.Name, Container: container, PeriodPrefix: "SignIns", Period: "hourly"},
+		"within the grace":  {Table: lastHour.Name, Container: container, PeriodPrefix: "SignIns", Period: "hourly"},
+	} {
+		if _, err := b.a.ArchiveTable(b.ctx, job); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
+		}
+	}
+	if _, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: today.Name, Container: container, PeriodPrefix: "SignIns", Period: "daily"}); !errors.Is(err, ErrNotSealed) {
+		t.Errorf("today's period: %v, want ErrNotSealed", err)
+	}
+	if n := ps.Table.Count() + ps.Blob.Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent for unsealed tables", n)
+	}
+	// A period that ended more than the grace ago is sealed.
+	old, _ := periodtable.Scheme{Prefix: "SignIns", Period: periodtable.Daily}.TableFor(time.Now().Add(-72 * time.Hour))
+	if err := b.a.CheckSealed(ArchiveTableJob{Table: old.Name, Container: container, PeriodPrefix: "SignIns", Period: "daily"}); err != nil {
+		t.Fatalf("a period ended two days ago: %v", err)
+	}
+}
+
+// A writer inserts and updates throughout the export of a table declared sealed: the
+// archiver finds the change, deletes nothing, and every acknowledged write is still in
+// the table. Then the attacks at the narrowest windows: an update, a delete paired with
+// an insert, during the export; an insert just before the delete.
+func TestArchiveTableDetectsWritesByTimestamp(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	signIns(t, b, b.current, 3000)
+	job := ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}
+
+	t.Run("writer throughout", func(t *testing.T) {
+		ctx, stop := context.WithCancel(b.ctx)
+		var acked []string
+		writerDone := make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			defer close(writerDone)
+			for i := 0; ctx.Err() == nil; i++ {
+				var err error
+				rk := fmt.Sprintf("w%05d", i)
+				if i%2 == 0 {
+					err = b.current.Insert(ctx, employee("writer", rk, int32(i)))
+				} else {
+					err = b.current.Upsert(ctx, employee("user01", fmt.Sprintf("%06d", i%3000), 99), nil)
+					rk = ""
+				}
+				if err == nil && rk != "" {
+					acked = append(acked, rk)
+				}
+				if i == 3 {
+					close(started)
+				}
+			}
+		}()
+		<-started
+		_, err := b.a.ArchiveTable(b.ctx, job)
+		stop()
+		<-writerDone
+		if !errors.Is(err, ErrTableChanged) {
+			t.Fatalf("archive of a table being written: %v, want ErrTableChanged", err)
+		}
+		for _, rk := range acked {
+			if _, err := b.current.Get(b.ctx, "writer", rk); err != nil {
+				t.Fatalf("acknowledged write %s lost: %v", rk, err)
+			}
+		}
+	})
+
+	for _, attack := range []struct{ step, what string }{
+		{"exported", "update"}, {"exported", "delete+insert"}, {"before-delete", "insert"}, {"checked", "update"},
+	} {
+		t.Run(attack.step+" "+attack.what, func(t *testing.T) {
+			a := b.another(t)
+			var once sync.Once
+			a.step = func(_, s string) error {
+				var err error
+				if s == attack.step {
+					once.Do(func() {
+						switch attack.what {
+						case "update":
+							err = b.current.Upsert(b.ctx, employee("user02", "000002", 7), nil)
+						case "delete+insert":
+							if err = b.current.Delete(b.ctx, "user03", "000003", nil); err == nil {
+								err = b.current.Insert(b.ctx, employee("late", attack.step, 1))
+							}
+						case "insert":
+							err = b.current.Insert(b.ctx, employee("late", "insert"+attack.step, 1))
+						}
+					})
+				}
+				return err
+			}
+			if _, err := a.ArchiveTable(b.ctx, job); !errors.Is(err, ErrTableChanged) {
+				t.Fatalf("%v, want ErrTableChanged", err)
+			}
+			if ok, err := b.current.Exists(b.ctx); err != nil || !ok {
+				t.Fatalf("the table was deleted: %v %v", ok, err)
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	// The worker poisons such a job at once: a redelivery would not make it sealed.
+	var ce *queueworker.CancelError
+	if err := outcomeError("", fmt.Errorf("x: %w", ErrTableChanged), "t"); !errors.As(err, &ce) || strings.Contains(err.Error(), "will be retried") {
+		t.Fatalf("handler error for a changed table: %v", err)
+	}
+}
+
+// rewritePeriod creates the table of a period that ended days ago (a late writer that
+// does not go through periodtable) with n entities.
+func fillTable(t *testing.T, b *bed, name string, n int, tag string) {
+	t.Helper()
+	tb, err := repo.New[codec.Entity](b.clients.Tables, name, &repo.Options{Retry: fastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.CreateIfNotExists(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]*codec.Entity, n)
+	for i := range items {
+		items[i] = &codec.Entity{PartitionKey: fmt.Sprintf("user%02d", i%5), RowKey: fmt.Sprintf("%s%05d", tag, i), Properties: map[string]any{"Tag": tag}}
+	}
+	if err := tb.BulkWrite(b.ctx, items, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 11 defect 2: a table re-created after its archive is archived as a second
+// generation beside the first, never over it; restoring all generations gives every
+// entity back.
+func TestArchiveTableGenerations(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	prefix := "G" + strings.ToUpper(testenv.QueueName(t)[:8])
+	prefix = strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return 'X'
+	}, prefix)
+	day, err := periodtable.Scheme{Prefix: prefix, Period: periodtable.Daily}.TableFor(time.Now().Add(-72 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := ArchiveTableJob{Table: day.Name, Container: container, PeriodPrefix: prefix, Period: "daily"}
+	fillTable(t, b, day.Name, 1000, "a")
+	t.Cleanup(func() {
+		if tb, err := repo.New[codec.Entity](b.clients.Tables, day.Name, nil); err == nil {
+			_ = tb.DeleteTable(context.Background())
+		}
+	})
+	rep1, err := b.a.ArchiveTable(b.ctx, job)
+	if err != nil || rep1.Outcome != OutcomeMoved || rep1.Manifest.Entities != 1000 {
+		t.Fatalf("first archive: %+v %v", rep1, err)
+	}
+	// A late write re-creates the day's table; the next run archives it again.
+	fillTable(t, b, day.Name, 1, "late")
+	rep2, err := b.a.ArchiveTable(b.ctx, job)
+	if err != nil || rep2.Outcome != OutcomeMoved || rep2.Manifest.Entities != 1 {
+		t.Fatalf("second archive: %+v %v", rep2, err)
+	}
+	gens, err := b.a.Generations(b.ctx, container, day.Name)
+	if err != nil || len(gens) != 2 || gens[0] != rep1.Manifest.Generation || gens[1] != rep2.Manifest.Generation {
+		t.Fatalf("generations %v (%v), want %s then %s", gens, err, rep1.Manifest.Generation, rep2.Manifest.Generation)
+	}
+	first, err := b.a.readManifest(b.ctx, container, day.Name, gens[0])
+	if err != nil || first != rep1.Manifest {
+		t.Fatalf("the first generation changed: %+v %v", first, err)
+	}
+	if _, err := b.a.verifyData(b.ctx, container, first); err != nil {
+		t.Fatalf("the first generation's data: %v", err)
+	}
+	restore := func(gen string, want int) {
+		t.Helper()
+		target := b.newTable(t, "R"+fmt.Sprint(want))
+		rep, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: day.Name, Container: container, Target: target.Name(), Generation: gen})
+		if err != nil || rep.Outcome != OutcomeRestored {
+			t.Fatalf("restore %q: %+v %v", gen, rep, err)
+		}
+		got, err := target.Collect(b.ctx, repo.Query{})
+		if err != nil || len(got) != want {
+			t.Fatalf("restore %q: %d entities (%v), want %d", gen, len(got), err, want)
+		}
+	}
+	restore(GenerationAll, 1001)
+	restore(GenerationLatest, 1)
+	restore(gens[0], 1000)
+}
+
+// Duplicate archive-table jobs at once: each writes its own generation, and every
+// manifest matches its own data.
+func TestArchiveTableConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	signIns(t, b, b.current, 500)
+	job := ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true, KeepTable: true}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.another(t).ArchiveTable(b.ctx, job); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	gens, err := b.a.Generations(b.ctx, container, b.current.Name())
+	if err != nil || len(gens) == 0 {
+		t.Fatalf("generations: %v %v", gens, err)
+	}
+	for _, g := range gens {
+		m, err := b.a.readManifest(b.ctx, container, b.current.Name(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.a.verifyData(b.ctx, container, m); err != nil || m.Entities != 500 {
+			t.Fatalf("generation %s: %+v %v", g, m, err)
+		}
+	}
+	// A rerun of a -keep-table export of an unchanged table adds no generation.
+	rep, err := b.a.ArchiveTable(b.ctx, job)
+	if err != nil || rep.Outcome != OutcomeAlreadyArchived {
+		t.Fatalf("rerun: %+v %v", rep, err)
+	}
+	if again, _ := b.a.Generations(b.ctx, container, b.current.Name()); len(again) != len(gens) {
+		t.Fatalf("%d generations after the rerun, want %d", len(again), len(gens))
+	}
+}
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Issue 11 defect 5: a restore whose export does not match its manifest writes nothing
+// and is a permanent failure.
+func TestRestoreVerifiesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	signIns(t, b, b.current, 4000)
+	rep, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true, KeepTable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Truncate the export: a valid gzip of the first lines only.
+	var good []*codec.Entity
+	if _, err := b.a.readLines(b.ctx, container, rep.Manifest, "", func(e *codec.Entity) error { good = append(good, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var body strings.Builder
+	for _, e := range good[:3999] {
+		line, _ := codec.EncodeEntity(e)
+		body.Write(line)
+		body.WriteByte('\n')
+	}
+	gz := gzipBytes(t, []byte(body.String()))
+	if _, err := b.clients.Blobs.UploadBuffer(b.ctx, container, rep.Manifest.DataBlob, gz, &azblob.UploadBufferOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target := b.archive
+	_, err = b.a.RestoreTable(b.ctx, RestoreTableJob{Table: b.current.Name(), Container: container, Target: target.Name()})
+	if !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("restore of a corrupt export: %v, want ErrArchiveCorrupt", err)
+	}
+	if got, err := target.Collect(b.ctx, repo.Query{Top: 1}); err != nil || len(got) != 0 {
+		t.Fatalf("the restore wrote %d entities before failing (%v)", len(got), err)
+	}
+	var ce *queueworker.CancelError
+	if err := outcomeError("", err, "t"); !errors.As(err, &ce) {
+		t.Fatalf("a corrupt export is retried: %v", err)
+	}
+}
+
+// Least privilege: a job outside the archiver's allowlists is refused before any request,
+// and the worker poisons it.
+func TestAllowlistsRefuseWithoutRequest(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	a, err := New(b.clients, &Options{Retry: fastRetry(), AllowedTablePrefixes: []string{"signins"}, AllowedContainers: []string{"cold"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := ps.Table.Count() + ps.Blob.Count()
+	for name, run := range map[string]func() error{
+		"entity source": func() error {
+			_, err := a.ArchiveEntity(b.ctx, ArchiveEntityJob{Source: "Employees", PartitionKey: "p", RowKey: "r", TargetTable: "SignInsArchive"})
+			return err
+		},
+		"entity target": func() error {
+			_, err := a.ArchiveEntity(b.ctx, ArchiveEntityJob{Source: "SignIns1", PartitionKey: "p", RowKey: "r", TargetTable: "Employees"})
+			return err
+		},
+		"container": func() error {
+			_, err := a.ArchiveEntity(b.ctx, ArchiveEntityJob{Source: "SignIns1", PartitionKey: "p", RowKey: "r", TargetContainer: "hot"})
+			return err
+		},
+		"table": func() error {
+			_, err := a.ArchiveTable(b.ctx, ArchiveTableJob{Table: "Employees", Container: "cold", Sealed: true})
+			return err
+		},
+		"restore target": func() error {
+			_, err := a.RestoreTable(b.ctx, RestoreTableJob{Table: "SignIns1", Container: "cold", Target: "Employees"})
+			return err
+		},
+	} {
+		err := run()
+		if !errors.Is(err, ErrNotAllowed) {
+			t.Errorf("%s: %v, want ErrNotAllowed", name, err)
+		}
+		var ce *queueworker.CancelError
+		if !errors.As(outcomeError("", err, name), &ce) {
+			t.Errorf("%s: not poisoned at once", name)
+		}
+	}
+	if n := ps.Table.Count() + ps.Blob.Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent for jobs outside the allowlists", n)
+	}
+	if _, err := New(b.clients, &Options{AllowedTablePrefixes: []string{""}}); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("an empty prefix: %v", err)
+	}
+}
+
+// A manifest is untrusted: one that names another blob than its generation's data is
+// refused (ErrArchiveCorrupt) without a request to the named blob, and nothing is written.
+func TestForgedManifestIsRefused(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	container := testenv.ContainerName(t)
+	if err := b.a.createContainer(b.ctx, container); err != nil {
+		t.Fatal(err)
+	}
+	gen := newGeneration(time.Now())
+	forged := Manifest{Format: ManifestFormat, Table: "Victims", Generation: gen, Entities: 1, Bytes: 10,
+		SHA256: strings.Repeat("0", 64), DataBlob: "other-app/config.json"}
+	body, _ := json.Marshal(forged)
+	for _, name := range []string{ManifestBlobName("Victims", gen), "other-app/config.json"} {
+		if _, err := b.clients.Blobs.UploadBuffer(b.ctx, container, name, body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps.Blob.Reset()
+	_, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: "Victims", Container: container, Target: b.archive.Name()})
+	if !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("restore with a forged manifest: %v, want ErrArchiveCorrupt", err)
+	}
+	if n := ps.Blob.CountMatching(func(r faultproxy.RequestInfo) bool { return strings.Contains(r.Path, "other-app") }); n != 0 {
+		t.Fatalf("%d requests to the blob the forged manifest names", n)
+	}
+	if got, err := b.archive.Collect(b.ctx, repo.Query{Top: 1}); err != nil || len(got) != 0 {
+		t.Fatalf("the restore wrote %d entities (%v)", len(got), err)
+	}
+}
+
+// Issue 12 defect 2 against the server: an entity whose keys are dot segments is
+// archived under its escaped name, inside its table's folder, and read back.
+func TestArchiveEntityDotKeysStayInTheirFolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	e := employee("..", "..", 40)
+	if err := b.current.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	job := ArchiveEntityJob{Source: b.current.Name(), PartitionKey: "..", RowKey: "..", TargetContainer: container}
+	if out, err := b.a.ArchiveEntity(b.ctx, job); err != nil || out != OutcomeMoved {
+		t.Fatalf("move: %v %v", out, err)
+	}
+	pager := b.clients.Blobs.NewListBlobsFlatPager(container, nil)
+	var names []string
+	for pager.More() {
+		page, err := pager.NextPage(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			names = append(names, *it.Name)
+		}
+	}
+	if want := b.current.Name() + "/%2E%2E/%2E%2E.json"; len(names) != 1 || names[0] != want {
+		t.Fatalf("blobs %q, want [%s]", names, want)
+	}
+	got, err := b.a.ReadArchivedEntity(b.ctx, container, b.current.Name(), "..", "..")
+	if err != nil || got.PartitionKey != ".." || got.Properties["Age"] != int32(40) {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+}

@@ -1,0 +1,288 @@
+package denormalize
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// The tests of this file each hold one request at the proxy (faultproxy.Pause) at the
+// narrowest window of a promise of the package documentation, run the competing
+// operation to completion inside it, and release the request: the interleaving is exact.
+
+// direct returns a relation like b.relation on clients that bypass the proxies (the
+// competing writer of a window test, never held), with its own queue when q is nil.
+func (b *bed) direct(opts Options[Employee, Department]) *Relation[Employee, Department] {
+	b.t.Helper()
+	c, err := repo.NewClients(testenv.ConnectionString(b.t), nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	emps := must(repo.New[Employee](c.Tables, b.emps.Name(), &repo.Options{Retry: fast, Logger: b.log}))
+	depts := must(repo.New[Department](c.Tables, b.depts.Name(), &repo.Options{Retry: fast, Logger: b.log}))
+	opts.Name, opts.Ref, opts.Copy, opts.Logger = "Manager", managerOf, copyManager, b.log
+	r, err := New(emps, depts, opts)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+func waitHeld(t *testing.T, ps *faultproxy.Pause) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := ps.Wait(ctx); err != nil {
+		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
+	}
+}
+
+func isSourceWrite(src Key) func(*http.Request) bool {
+	return faultproxy.All(faultproxy.IsEntityWrite, faultproxy.PathContains(fmt.Sprintf("PartitionKey='%s',RowKey='%s'", src.PartitionKey, src.RowKey)))
+}
+
+// Issue 15, defect 3. Attacks "UpdateSource and PutTarget that race for one source
+// conflict, and the loser reads again and starts over ... no copy is ever left stale by
+// a race" (InPartition) at each of PutTarget's windows: its request number n (the reads
+// of the target, the source's links and the source, then the transaction) is held while a
+// concurrent UpdateSource of the source commits; the copy must end up current.
+func TestInPartitionWindowPutTargetRacesUpdateSource(t *testing.T) {
+	t.Parallel()
+	for _, w := range []struct {
+		name  string
+		match func(*http.Request) bool
+		nth   int
+	}{
+		{"after the target read", faultproxy.IsTableQuery, 2},
+		{"between the two reads of the source's state", faultproxy.IsTableQuery, 3},
+		{"before the transaction", faultproxy.IsBatch, 1},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, true, false)
+			r := b.relation(Options[Employee, Department]{})
+			other := b.direct(Options[Employee, Department]{})
+			jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+			b.insert(jones)
+			ps := b.proxies.Table.PauseAt("PutTarget "+w.name, w.match, w.nth)
+			t.Cleanup(ps.Release)
+			done := make(chan error, 1)
+			go func() { done <- r.PutTarget(b.ctx, dept("Sales", "dept!Sales", "Sales", jones)) }()
+			waitHeld(t, ps)
+			upd := *jones
+			upd.Phone, upd.ETag = "555-9999", ""
+			if err := other.UpdateSource(b.ctx, &upd); err != nil {
+				t.Fatal(err)
+			}
+			ps.Release()
+			if err := <-done; err != nil {
+				t.Fatalf("PutTarget: %v", err)
+			}
+			if d := b.checkCopy(r, Key{"Sales", "dept!Sales"}); d.ManagerPhone != "555-9999" {
+				t.Fatalf("copy %+v", d)
+			}
+			b.checkCopies(r, Key{"Sales", "000152"}, Key{"Sales", "dept!Sales"})
+			if n := b.header(r, Key{"Sales", "000152"}); n != 1 {
+				t.Fatalf("header counts %d copies, want 1", n)
+			}
+		})
+	}
+}
+
+// Issue 15, defect 4. Attacks "a target links itself before it copies, so a source
+// update either finds the link or the target's own reconciliation copies the new
+// details" (AcrossPartitions) at UpdateSource's window: its source write is held while a
+// target is put, linked and copied (its message handled to completion by another worker)
+// from the old source. After the write lands and the queue is drained, the copy is
+// current: UpdateSource left a message even though the source had no copy when it began.
+func TestAcrossWindowTargetLinkedDuringUpdateSource(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, true)
+	q := b.queue()
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q, Settle: time.Minute})
+	q2 := b.queue()
+	other := b.direct(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q2, Settle: time.Minute})
+	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+	b.insert(jones)
+	src := Key{"Sales", "000152"}
+
+	ps := b.proxies.Table.PauseAt("UpdateSource write", isSourceWrite(src), 1)
+	t.Cleanup(ps.Release)
+	upd := *jones
+	upd.Phone, upd.ETag = "555-9999", ""
+	done := make(chan error, 1)
+	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
+	waitHeld(t, ps)
+	// Inside the window: a target is put and fully reconciled from the old source.
+	if err := other.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q2, other)
+	b.checkCopies(other, src, Key{"Departments", "Sales"})
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("UpdateSource: %v", err)
+	}
+	b.drain(q, r)
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "555-9999" {
+		t.Fatalf("copy %+v", d)
+	}
+}
+
+// Issue 15, defect 5. Attacks "a write enqueues its message first and then writes within
+// Settle/2 ... a stop between enqueue and write ends with the message settling and
+// changing nothing" at the settle window: the enqueue is slow (the proxy delays it by
+// 3/4 of Settle, which the message's EnqueuedAt does not show) and the source write, if it
+// is ever sent, is held while the worker handles the message at the moment it gives up
+// (EnqueuedAt + Settle). The write must never land after that: with one deadline taken
+// before the envelope is built, the slow enqueue exhausts the write's budget and
+// UpdateSource fails having written nothing.
+func TestAcrossWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, true)
+	q := b.queue()
+	const settle = 2 * time.Second
+	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q, Settle: settle})
+	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+	b.insert(jones)
+	src := Key{"Sales", "000152"}
+	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q, r)
+
+	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(settle * 3 / 4)})
+	ps := b.proxies.Table.PauseAt("late source write", isSourceWrite(src), 1)
+	t.Cleanup(ps.Release)
+	upd := *jones
+	upd.Phone, upd.ETag = "555-9999", ""
+	done := make(chan error, 1)
+	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("UpdateSource succeeded although its enqueue took most of Settle")
+		}
+		if ps.Seen() != 0 {
+			t.Fatal("the source write was sent after its budget ran out")
+		}
+	case <-ps.Reached():
+		// The write is on its way after the slow enqueue: the worker sees the message
+		// at the moment it stops waiting for the write, and gives up.
+		ms := b.takeMessages(q)
+		if len(ms) != 1 {
+			t.Fatalf("%d messages", len(ms))
+		}
+		r.now = func() time.Time { return ms[0].enqueuedAt.Add(settle) }
+		if err := b.handle(r, ms[0]); err != nil {
+			t.Fatal(err)
+		}
+		ps.Release()
+		if err := <-done; err != nil {
+			t.Fatalf("UpdateSource: %v", err)
+		}
+	}
+	// Whatever happened, the copy agrees with the source as stored, and nothing is left
+	// to fix it later.
+	if n := len(b.takeMessages(q)); n != 0 {
+		t.Fatalf("%d messages left", n)
+	}
+	b.checkCopy(r, Key{"Departments", "Sales"})
+	if s, err := b.emps.Get(b.ctx, src.PartitionKey, src.RowKey); err != nil || s.Phone != "555-0001" {
+		t.Fatalf("source %+v %v: the write landed although its message had settled", s, err)
+	}
+}
+
+// The InPartition promise "sources and copies change together or not at all", attacked at
+// UpdateSource's window: its transaction is held while the target is re-put with a fresh
+// copy by another writer; the held transaction then fails its conditions and starts over,
+// and the copy is current.
+func TestInPartitionWindowUpdateSourceRacesPutTarget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, false)
+	r := b.relation(Options[Employee, Department]{})
+	other := b.direct(Options[Employee, Department]{})
+	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+	b.insert(jones)
+	if err := other.PutTarget(b.ctx, dept("Sales", "dept!Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.proxies.Table.PauseAt("UpdateSource transaction", faultproxy.IsBatch, 1)
+	t.Cleanup(ps.Release)
+	upd := *jones
+	upd.Phone, upd.ETag = "555-9999", ""
+	done := make(chan error, 1)
+	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
+	waitHeld(t, ps)
+	if err := other.PutTarget(b.ctx, dept("Sales", "dept!Support", "Support", jones)); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("UpdateSource: %v", err)
+	}
+	for _, id := range []string{"dept!Sales", "dept!Support"} {
+		if d := b.checkCopy(r, Key{"Sales", id}); d.ManagerPhone != "555-9999" {
+			t.Fatalf("%s: copy %+v", id, d)
+		}
+	}
+	if n := b.header(r, Key{"Sales", "000152"}); n != 2 {
+		t.Fatalf("header counts %d copies, want 2", n)
+	}
+}
+
+// A DeleteTarget whose delete repo cannot prove (repo.ErrOutcomeUnknown: a lost response,
+// then a retry that met a conflict) decides from a fresh read: the target gone is the
+// state asked for (nil), never "no such target" (nothing deleted). Played by a step hook
+// that lets another writer do the delete and then reports the unknown outcome.
+func TestDeleteTargetOutcomeUnknownIsRedecided(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []Mode{InPartition, AcrossPartitions} {
+		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false, mode == AcrossPartitions)
+			opts := Options[Employee, Department]{Mode: mode}
+			step, pk := "transaction", "Sales"
+			if mode == AcrossPartitions {
+				opts.Queue, step, pk = b.queue(), "write", "Departments"
+			}
+			r := b.relation(opts)
+			other := b.direct(opts)
+			jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+			b.insert(jones)
+			k := Key{pk, "Sales"}
+			if err := r.PutTarget(b.ctx, dept(pk, "Sales", "Sales", jones)); err != nil {
+				t.Fatal(err)
+			}
+			first := true
+			r.hook = func(ctx context.Context, s string) error {
+				if s != step || !first {
+					return nil
+				}
+				first = false
+				if err := other.DeleteTarget(ctx, k, nil); err != nil {
+					return err
+				}
+				return fmt.Errorf("test: retried delete: %w", repo.ErrOutcomeUnknown)
+			}
+			if err := r.DeleteTarget(b.ctx, k, nil); err != nil {
+				t.Fatalf("delete whose outcome was unknown: %v, want nil", err)
+			}
+			if _, found, err := r.getTarget(b.ctx, k); err != nil || found {
+				t.Fatalf("target still there (%v)", err)
+			}
+			if mode == InPartition {
+				b.checkCopies(r, Key{"Sales", "000152"})
+				if n := b.header(r, Key{"Sales", "000152"}); n != 0 {
+					t.Fatalf("header counts %d copies", n)
+				}
+			}
+		})
+	}
+}

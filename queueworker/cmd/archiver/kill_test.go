@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// binary builds the archiver into the test's temporary directory (removed with it).
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "archiver")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// killLoop starts `archiver run` on queue and kills it with SIGKILL after a random time,
+// kills times; the visibility timeout is 1 s so that the next process gets the killed
+// deliveries back quickly, and max-dequeue is high so that kills do not poison them.
+func killLoop(t *testing.T, bin, queue string, kills int, minD, maxD time.Duration) {
+	t.Helper()
+	for i := range kills {
+		var stderr syncBuffer
+		cmd := exec.CommandContext(t.Context(), bin, "run", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "error")
+		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The kill's timing is the attack: a random point of the job, not a wait for state.
+		timer := time.NewTimer(minD + time.Duration(rand.Int64N(int64(maxD-minD))))
+		select {
+		case <-timer.C:
+		case <-t.Context().Done():
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if strings.Contains(stderr.String(), "panic") {
+			t.Fatalf("kill %d: the archiver panicked:\n%s", i, stderr.String())
+		}
+	}
+}
+
+// drainQueue runs the archiver to the end of the queue, unharmed.
+func drainQueue(t *testing.T, bin, queue string) string {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "-drain", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "warn")
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run -drain: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "poisoned 0") {
+		t.Fatalf("run -drain poisoned jobs:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+type killBed struct {
+	ctx     context.Context
+	clients *repo.Clients
+	a       *consistency.Archiver
+	client  *queueworker.Client
+	queue   string
+}
+
+func newKillBed(t *testing.T) *killBed {
+	t.Helper()
+	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := consistency.New(clients, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := &killBed{ctx: t.Context(), clients: clients, a: a, queue: testenv.QueueName(t)}
+	q := clients.Queues.NewQueueClient(kb.queue)
+	if _, err := q.Create(kb.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = q.Delete(context.Background(), nil)
+		_, _ = clients.Queues.NewQueueClient(kb.queue+queueworker.PoisonSuffix).Delete(context.Background(), nil)
+	})
+	if kb.client, err = queueworker.NewClient(q, nil); err != nil {
+		t.Fatal(err)
+	}
+	return kb
+}
+
+func (kb *killBed) table(t *testing.T, suffix string, n int) *repo.Table[codec.Entity] {
+	t.Helper()
+	name := testenv.TableName(t)
+	tb, err := repo.New[codec.Entity](kb.clients.Tables, name[:min(len(name), 50)]+suffix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.CreateIfNotExists(kb.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tb.DeleteTable(context.Background()) })
+	items := make([]*codec.Entity, n)
+	for i := range items {
+		items[i] = &codec.Entity{PartitionKey: fmt.Sprintf("user%02d", i%20), RowKey: fmt.Sprintf("%06d", i),
+			Properties: map[string]any{"N": int32(i), "Note": strings.Repeat("x", 200)}}
+	}
+	if n > 0 {
+		if err := tb.BulkWrite(kb.ctx, items, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tb
+}
+
+// Issue 11: 20 kill -9 of the archiver during archive-entity jobs; the final run moves
+// every entity exactly once: all in the archive, none left in the source.
+func TestKillNineDuringArchiveEntity(t *testing.T) {
+	t.Parallel()
+	kb := newKillBed(t)
+	const n = 1000
+	src := kb.table(t, "Src", n)
+	dst := kb.table(t, "Dst", 0)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			job := consistency.ArchiveEntityJob{Source: src.Name(), PartitionKey: fmt.Sprintf("user%02d", i%20), RowKey: fmt.Sprintf("%06d", i), TargetTable: dst.Name()}
+			if err := consistency.EnqueueArchiveEntity(kb.ctx, kb.client, job); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	bin := binary(t)
+	killLoop(t, bin, kb.queue, 20, 100*time.Millisecond, 700*time.Millisecond)
+	drainQueue(t, bin, kb.queue)
+	if left, err := src.Collect(kb.ctx, repo.Query{Top: 5}); err != nil || len(left) != 0 {
+		t.Fatalf("source still holds %v (%v)", left, err)
+	}
+	got, err := dst.Collect(kb.ctx, repo.Query{})
+	if err != nil || len(got) != n {
+		t.Fatalf("archive holds %d entities (%v), want %d", len(got), err, n)
+	}
+	for _, e := range got {
+		if e.Properties["N"] == nil || e.Properties[consistency.SourceETagProperty] == nil {
+			t.Fatalf("archived copy %+v", e)
+		}
+	}
+}
+
+// 20 kill -9 during archive-table of 5,000 entities, then a run to the end: the table
+// is gone and every generation written verifies against its manifest, the latest holding
+// all 5,000 entities.
+func TestKillNineDuringArchiveTable(t *testing.T) {
+	t.Parallel()
+	kb := newKillBed(t)
+	const n = 5000
+	tb := kb.table(t, "Day", n)
+	container := testenv.ContainerName(t)
+	job := consistency.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}
+	if err := consistency.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
+		t.Fatal(err)
+	}
+	bin := binary(t)
+	killLoop(t, bin, kb.queue, 20, 150*time.Millisecond, 1500*time.Millisecond)
+	drainQueue(t, bin, kb.queue)
+	if ok, err := tb.Exists(kb.ctx); err != nil || ok {
+		t.Fatalf("the table still exists: %v %v", ok, err)
+	}
+	gens, err := kb.a.Generations(kb.ctx, container, tb.Name())
+	if err != nil || len(gens) == 0 {
+		t.Fatalf("generations %v (%v)", gens, err)
+	}
+	m, err := kb.a.ReadManifest(kb.ctx, container, tb.Name())
+	if err != nil || m.Entities != n {
+		t.Fatalf("latest manifest %+v (%v)", m, err)
+	}
+	target := kb.table(t, "Back", 0)
+	rep, err := kb.a.RestoreTable(kb.ctx, consistency.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name(), Generation: consistency.GenerationAll})
+	if err != nil || rep.Outcome != consistency.OutcomeRestored {
+		t.Fatalf("restore of every generation: %+v %v", rep, err)
+	}
+	t.Logf("%d generation(s) after 20 kills", len(gens))
+}
+
+// 20 kill -9 during restore-table of 5,000 entities: the restored table holds them all.
+func TestKillNineDuringRestoreTable(t *testing.T) {
+	t.Parallel()
+	kb := newKillBed(t)
+	const n = 5000
+	tb := kb.table(t, "Old", n)
+	container := testenv.ContainerName(t)
+	if _, err := kb.a.ArchiveTable(kb.ctx, consistency.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}); err != nil {
+		t.Fatal(err)
+	}
+	target := kb.table(t, "Restored", 0)
+	if err := consistency.EnqueueRestoreTable(kb.ctx, kb.client, consistency.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name()}); err != nil {
+		t.Fatal(err)
+	}
+	bin := binary(t)
+	killLoop(t, bin, kb.queue, 20, 150*time.Millisecond, 1500*time.Millisecond)
+	drainQueue(t, bin, kb.queue)
+	got, err := target.Collect(kb.ctx, repo.Query{Select: []string{"N"}})
+	if err != nil || len(got) != n {
+		t.Fatalf("restored %d entities (%v), want %d", len(got), err, n)
+	}
+}
+
+// Issue 11 defect 8: `run -drain` stopped by SIGTERM is a graceful stop (exit 0, as
+// `run`), and the signal is logged when it arrives.
+func TestDrainStopsOnSIGTERMWithExitZero(t *testing.T) {
+	t.Parallel()
+	kb := newKillBed(t)
+	// A message invisible for an hour keeps Drain waiting.
+	job := consistency.ArchiveTableJob{Table: "Waiting", Container: "cold", Sealed: true}
+	if _, err := queueworker.Enqueue(kb.ctx, kb.client, consistency.KindArchiveTable, "later", job, &queueworker.EnqueueOptions{VisibilityDelay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuffer
+	cmd := exec.CommandContext(t.Context(), binary(t), "run", "-drain", "-queue", kb.queue, "-log-level", "info")
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for !strings.Contains(stderr.String(), "worker started") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the archiver did not start:\n%s", stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run -drain after SIGTERM: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stop requested") {
+		t.Fatalf("the signal was not logged:\n%s", stderr.String())
+	}
+}

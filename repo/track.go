@@ -1,0 +1,249 @@
+package repo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// Write tracking: exact recognition of a retried write's own success.
+//
+// A retry of an insert, conditional update or conditional delete that follows a failure
+// which may have been applied (retry.MayHaveApplied) can meet 409, 412 or 404 because of its
+// own earlier success, or because of another writer: content cannot tell them apart (two
+// increments of 5 both write 6). With Options.TrackWrites, every insert and conditional update
+// stores a random per-write id in a reserved property, modelled on the tracking id of the
+// Azure Cosmos DB SDKs' non-idempotent write retries. The property holds the most recent
+// write ids of the entity, newest first, so that a retry also recognises its write after
+// other writers built on it:
+//
+//	TpWriteIDs: "Jx3...Q Ab9...c +Zq0...1"     (space-separated; "+" marks the insert;
+//	                                           a trailing "?" marks a chain whose
+//	                                           earlier writes are unknown)
+//
+// Inserts and conditional updates carry ids: a conditional update carries the history of
+// the version it replaces (read by this Table: a Get or query of a tracked Table remembers
+// the histories of the versions it saw, bounded), or starts a chain with "?" when it did not
+// see that version. Upserts and unconditional updates are idempotent and carry none: a
+// merge leaves the stored history as it is (still true), a replace removes it.
+//
+// What a retry concludes after an unanswered attempt:
+//   - its id is in the stored history: the write happened (success);
+//   - an insert meets an entity whose history reaches its insert and lacks the id: the
+//     insert did not happen as far as anyone can tell (ErrAlreadyExists);
+//   - a conditional update meets a history that holds the id of the version it replaced
+//     and lacks its own: it did not happen (ErrPreconditionFailed);
+//   - anything else (no entity, a broken or overflowed chain, a delete): ErrOutcomeUnknown.
+
+// DefaultWriteIDProperty is the property that holds the write history of a tracked table.
+const DefaultWriteIDProperty = "TpWriteIDs"
+
+// DefaultWriteHistory is how many write ids a tracked entity keeps.
+const DefaultWriteHistory = 16
+
+// writeIDLen is the length of one id: 8 random bytes in unpadded base64url.
+const writeIDLen = 11
+
+// trackerCapacity bounds the histories a Table remembers (in two generations).
+const trackerCapacity = 4096
+
+// tracker is the write tracking state of one table, shared by its OfType and Project views.
+type tracker struct {
+	prop string
+	keep int
+
+	mu       sync.Mutex
+	cur, old map[version]string // the history of each version seen
+}
+
+// version is one version of an entity: its keys and its ETag. Keyed by version, not by
+// entity, so that writers sharing a Table that read different versions of one entity each
+// find the history of the version they replace.
+type version struct{ pk, rk, etag string }
+
+func newTracker(prop string, keep int) *tracker {
+	return &tracker{prop: prop, keep: keep, cur: make(map[version]string)}
+}
+
+func (tr *tracker) remember(pk, rk, etag, hist string) {
+	if etag == "" || !validHistory(hist) {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.cur) >= trackerCapacity {
+		tr.old, tr.cur = tr.cur, make(map[version]string, trackerCapacity/2)
+	}
+	tr.cur[version{pk, rk, etag}] = hist
+}
+
+// lookup returns the history of one version, if it was seen.
+func (tr *tracker) lookup(pk, rk, etag string) (string, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	h, ok := tr.cur[version{pk, rk, etag}]
+	if !ok {
+		h, ok = tr.old[version{pk, rk, etag}]
+	}
+	return h, ok
+}
+
+// observe remembers the history of one entity read from the service (its JSON as returned,
+// with odata.etag). Malformed or absent histories are ignored: they are untrusted input.
+func (tr *tracker) observe(data []byte, etag string) {
+	v, err := codec.StringProperties(data, "PartitionKey", "RowKey", "odata.etag", tr.prop)
+	if err != nil {
+		return
+	}
+	if etag == "" {
+		etag = v[2]
+	}
+	tr.remember(v[0], v[1], etag, v[3])
+}
+
+// newWriteID returns a fresh random id.
+func newWriteID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// plan sets w's write id, the history it stores and the id of the version it replaces.
+func (tr *tracker) plan(w *writeAction) {
+	w.writeID = newWriteID()
+	switch {
+	case w.kind == kindInsert:
+		w.hist = "+" + w.writeID
+	default: // a conditional update
+		if h, ok := tr.lookup(w.pk, w.rk, w.ifMatch); ok {
+			w.pred = headID(h)
+			w.hist = tr.trim(w.writeID + " " + h)
+			break
+		}
+		// A version this Table did not read: its history is unknown.
+		w.hist = w.writeID + " ?"
+	}
+}
+
+// trim keeps the newest keep entries; a chain cut short ends with "?".
+func (tr *tracker) trim(hist string) string {
+	entries := strings.Fields(hist)
+	if len(entries) <= tr.keep {
+		return hist
+	}
+	return strings.Join(entries[:tr.keep-1], " ") + " ?"
+}
+
+// validHistory checks a stored history strictly: it comes from storage, so from whoever
+// could write the entity.
+func validHistory(hist string) bool {
+	if hist == "" || len(hist) > 64*1024 {
+		return false
+	}
+	entries := strings.Split(hist, " ")
+	for i, e := range entries {
+		if e == "?" {
+			if i != len(entries)-1 {
+				return false
+			}
+			continue
+		}
+		e = strings.TrimPrefix(e, "+")
+		if len(e) != writeIDLen {
+			return false
+		}
+		for j := 0; j < len(e); j++ {
+			c := e[j]
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func headID(hist string) string {
+	head, _, _ := strings.Cut(hist, " ")
+	head = strings.TrimPrefix(head, "+")
+	if len(head) != writeIDLen {
+		return ""
+	}
+	return head
+}
+
+// outcome is what a read tells of an unanswered write.
+type outcome int
+
+const (
+	outcomeUnknown outcome = iota
+	outcomeApplied
+	outcomeNotApplied
+)
+
+// judge reads w's entity and tells whether w's unanswered attempt was applied. head reports
+// that the stored version is w's own (its ETag can be handed to the caller).
+func (w *writeAction) judge(ctx context.Context) (o outcome, etag string, head bool, err error) {
+	if w.writeID == "" {
+		return outcomeUnknown, "", false, nil
+	}
+	resp, err := w.client.GetEntity(ctx, w.pk, w.rk, nil)
+	if err != nil {
+		err = errs.Wrap(err, "get", w.table, w.pk, w.rk)
+		if errors.Is(err, ErrNotFound) {
+			return outcomeUnknown, "", false, nil
+		}
+		return outcomeUnknown, "", false, err
+	}
+	v, err := codec.StringProperties(resp.Value, w.track.prop)
+	if err != nil || !validHistory(v[0]) {
+		return outcomeUnknown, "", false, nil
+	}
+	hist := v[0]
+	w.track.remember(w.pk, w.rk, string(resp.ETag), hist)
+	entries := strings.Fields(hist)
+	for i, e := range entries {
+		if strings.TrimPrefix(e, "+") == w.writeID {
+			return outcomeApplied, string(resp.ETag), i == 0, nil
+		}
+	}
+	switch {
+	case w.kind == kindInsert && strings.Contains(hist, "+"):
+		// The chain reaches the entity's insert, and it was not ours.
+		return outcomeNotApplied, "", false, nil
+	case w.pred != "":
+		for _, e := range entries {
+			if strings.TrimPrefix(e, "+") == w.pred {
+				// The version we replaced is still in an unbroken chain without us.
+				return outcomeNotApplied, "", false, nil
+			}
+		}
+	}
+	return outcomeUnknown, "", false, nil
+}
+
+// supersededETag is set on a value whose write happened but was overwritten since: it
+// matches no version, so the caller's next conditional write fails with
+// ErrPreconditionFailed and re-reads, instead of overwriting the newer version.
+const supersededETag = `W/"datetime'0001-01-01T00%3A00%3A00.0000000Z'"`
+
+// withHistory appends the tracking property to an encoded entity body.
+func withHistory(body []byte, prop, hist string) ([]byte, error) {
+	n := len(body)
+	if n < 2 || body[n-1] != '}' {
+		return nil, errs.Invalid("entity", "encoded body is not a JSON object")
+	}
+	out := make([]byte, 0, n+len(prop)+len(hist)+8)
+	out = append(out, body[:n-1]...)
+	out = append(out, ",\""...)
+	out = append(out, prop...)
+	out = append(out, "\":\""...)
+	out = append(out, hist...)
+	out = append(out, "\"}"...)
+	return out, nil
+}
