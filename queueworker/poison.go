@@ -35,7 +35,7 @@ type poisonRecord struct {
 func poisonText(queue, messageID, original string, env *envelope, count int64, cause error) string {
 	rec := poisonRecord{Queue: queue, MessageID: messageID, DequeueCount: count, PoisonedAt: time.Now().UTC()}
 	if cause != nil {
-		rec.Error = cause.Error()
+		rec.Error = errs.Redact(cause)
 		if len(rec.Error) > maxPoisonError {
 			rec.Error = rec.Error[:maxPoisonError] + "…(truncated)"
 		}

@@ -38,7 +38,7 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 
 	env, enc, err := decodeEnvelope(ls.text)
 	if err != nil {
-		log.Error("undecodable message: poisoning it", zap.Error(err))
+		log.Error("undecodable message: poisoning it", errs.LogField(err))
 		w.poison(r, ls, log, nil, count, err)
 		return
 	}
@@ -48,7 +48,7 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 		// without counting, so it is below this delivery's DequeueCount. A message that
 		// says otherwise would never reach MaxDequeueCount.
 		err := fmt.Errorf("%w: its envelope's uncounted deliveries (%d) contradict the queue's dequeue count (%d)", errMalformed, env.Uncounted, count)
-		log.Error("malformed message: poisoning it", zap.Error(err))
+		log.Error("malformed message: poisoning it", errs.LogField(err))
 		w.poison(r, ls, log, env, count, err)
 		return
 	}
@@ -56,7 +56,7 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 	if attempts > int64(w.cfg.MaxDequeueCount) {
 		// An earlier delivery failed without settling (its worker died or lost the lock).
 		err := fmt.Errorf("queueworker: delivery %d exceeds MaxDequeueCount %d (an earlier delivery did not settle; no error recorded)", attempts, w.cfg.MaxDequeueCount)
-		log.Warn("dequeue count exceeded before processing: poisoning", zap.Error(err))
+		log.Warn("dequeue count exceeded before processing: poisoning", errs.LogField(err))
 		w.poison(r, ls, log, env, count, err)
 		return
 	}
@@ -122,7 +122,7 @@ func (w *Worker) renew(r *run, ls *lease, log *zap.Logger, stop <-chan struct{},
 			if ls.lost {
 				return // process logs it once the handler returns
 			}
-			log.Error("lock renewal failed: retrying sooner", zap.Error(err))
+			log.Error("lock renewal failed: retrying sooner", errs.LogField(err))
 			t.Reset(interval / 2)
 			continue
 		}
@@ -142,7 +142,7 @@ func (w *Worker) settle(r *run, ls *lease, log *zap.Logger, env *envelope, enc e
 		}
 	case errors.As(herr, &cancel):
 		w.c.failed.Add(1)
-		log.Error("handler cancelled the message: poisoning it", zap.Error(herr))
+		log.Error("handler cancelled the message: poisoning it", errs.LogField(herr))
 		w.poison(r, ls, log, env, count, herr)
 	case errors.As(herr, &snooze):
 		w.c.snoozed.Add(1)
@@ -151,21 +151,21 @@ func (w *Worker) settle(r *run, ls *lease, log *zap.Logger, env *envelope, enc e
 	case r.workCtx.Err() != nil:
 		// The shutdown cancelled the handler: not the message's fault.
 		w.c.interrupted.Add(1)
-		log.Info("handler interrupted by shutdown: releasing the message", zap.Error(herr))
+		log.Info("handler interrupted by shutdown: releasing the message", errs.LogField(herr))
 		w.releaseUncounted(r, ls, log, env, enc, 0)
 	case attempts >= int64(w.cfg.MaxDequeueCount):
 		w.c.failed.Add(1)
-		log.Error("handler failed on the last allowed delivery: poisoning", zap.Error(herr))
+		log.Error("handler failed on the last allowed delivery: poisoning", errs.LogField(herr))
 		w.poison(r, ls, log, env, count, herr)
 	default:
 		w.c.failed.Add(1)
 		w.c.retried.Add(1)
 		if w.cfg.RetryDelay < 0 {
-			log.Warn("handler failed: the message reappears when its lock expires", zap.Error(herr))
+			log.Warn("handler failed: the message reappears when its lock expires", errs.LogField(herr))
 			return
 		}
 		delay := retryDelay(w.cfg.RetryDelay, w.cfg.MaxRetryDelay, attempts, rand.Float64)
-		log.Warn("handler failed: releasing the message", zap.Error(herr), zap.Duration("retryIn", delay))
+		log.Warn("handler failed: releasing the message", errs.LogField(herr), zap.Duration("retryIn", delay))
 		if err := w.update(r.opsCtx, ls, "release", ls.text, delay); err != nil {
 			w.settleFailed(ls, log, "release", err)
 		}
@@ -228,7 +228,7 @@ func (w *Worker) deleteMessage(r *run, ls *lease, log *zap.Logger) bool {
 		return true
 	case isLostLock(err):
 		w.c.lost.Add(1)
-		log.Warn("lock lost before the delete: the message will be delivered again", zap.Error(err))
+		log.Warn("lock lost before the delete: the message will be delivered again", errs.LogField(err))
 		return false
 	default:
 		w.settleFailed(ls, log, "delete", err)
@@ -240,11 +240,11 @@ func (w *Worker) deleteMessage(r *run, ls *lease, log *zap.Logger) bool {
 func (w *Worker) settleFailed(ls *lease, log *zap.Logger, op string, err error) {
 	if ls.lost {
 		w.c.lost.Add(1)
-		log.Warn(op+": lock lost; the message will be delivered again", zap.Error(err))
+		log.Warn(op+": lock lost; the message will be delivered again", errs.LogField(err))
 		return
 	}
 	w.c.settleErrors.Add(1)
-	log.Error(op+" failed: the message reappears when its lock expires", zap.Error(errs.Wrap(err, op, w.queueName, "", ls.id)))
+	log.Error(op+" failed: the message reappears when its lock expires", errs.LogField(errs.Wrap(err, op, w.queueName, "", ls.id)))
 }
 
 // poison copies the message to the poison queue with cause recorded, then deletes it. If
@@ -266,7 +266,7 @@ func (w *Worker) poison(r *run, ls *lease, log *zap.Logger, env *envelope, count
 	}
 	if w.deleteMessage(r, ls, log) {
 		w.c.poisoned.Add(1)
-		log.Warn("message moved to the poison queue", zap.String("poisonQueue", queueNameOf(w.cfg.PoisonQueue)), zap.Error(cause))
+		log.Warn("message moved to the poison queue", zap.String("poisonQueue", queueNameOf(w.cfg.PoisonQueue)), errs.LogField(cause))
 	}
 }
 

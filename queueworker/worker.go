@@ -285,7 +285,7 @@ func (w *Worker) fetch(r *run) {
 			return
 		}
 		if err != nil {
-			w.log.Error("dequeue failed", zap.Error(err))
+			w.log.Error("dequeue failed", errs.LogField(err))
 			if !w.pollWait(r.fetchCtx, poll.Next(), nil) {
 				return
 			}
@@ -402,7 +402,7 @@ func (w *Worker) isDrained(r *run) bool {
 		return nil
 	})
 	if err != nil {
-		w.log.Warn("drain: cannot read the queue's message count", zap.Error(errs.Wrap(err, "get queue properties", w.queueName, "", "")))
+		w.log.Warn("drain: cannot read the queue's message count", errs.LogField(errs.Wrap(err, "get queue properties", w.queueName, "", "")))
 		return false
 	}
 	return count == 0

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"go.uber.org/zap"
 )
 
 // maxErrorText bounds a redacted text: azcore errors embed the whole response body.
@@ -79,3 +80,7 @@ func summarize(re *azcore.ResponseError) string {
 	}
 	return b.String()
 }
+
+// LogField is the zap field of an error in the SDK's logs: its redacted text (see Redact)
+// under the key "error". Use it instead of zap.Error, which logs the raw text.
+func LogField(err error) zap.Field { return zap.String("error", Redact(err)) }

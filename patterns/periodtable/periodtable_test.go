@@ -419,13 +419,14 @@ func TestTableBeingDeleted(t *testing.T) {
 }
 
 // Transient faults — busy server, lost responses — on writes, creates and drops leave each
-// sign-in stored once and each table dropped.
+// sign-in stored once and each table dropped. The writer's tables track writes, so an
+// insert whose response was lost knows it landed (without, it says repo.ErrOutcomeUnknown).
 func TestFaultsOnWritesAndDrops(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	now := day0.AddDate(0, 0, 10)
 	st := tables(t, b, periodtable.Daily, &periodtable.Options{Retention: 3 * 24 * time.Hour, Clock: fixedClock(now), ClockSkew: -1})
-	writer := tables(t, b, periodtable.Daily, &periodtable.Options{Clock: fixedClock(day0)})
+	writer := tables(t, b, periodtable.Daily, &periodtable.Options{Clock: fixedClock(day0), Table: repo.Options{TrackWrites: true}})
 	b.proxy.SetSeed(3)
 	b.proxy.AddRule(faultproxy.Rule{Name: "busy", Probability: 0.15, Action: faultproxy.Respond(503, "ServerBusy")})
 	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.Not(faultproxy.MethodIs("GET")), Probability: 0.15, Action: faultproxy.DropAfterForward()})

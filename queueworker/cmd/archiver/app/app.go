@@ -110,10 +110,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		fmt.Fprint(stdout, usage+authUsage)
 		return ExitOK
 	case errors.As(err, &ue) || errors.Is(err, errs.ErrInvalidInput):
-		fmt.Fprintf(stderr, "archiver: %v\n\nRun 'archiver help' for usage.\n", err)
+		fmt.Fprintf(stderr, "archiver: %s\n\nRun 'archiver help' for usage.\n", errs.Redact(err))
 		return ExitUsage
 	default:
-		fmt.Fprintf(stderr, "archiver: %v\n", err)
+		fmt.Fprintf(stderr, "archiver: %s\n", errs.Redact(err))
 		return ExitFailed
 	}
 }
