@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -110,10 +112,26 @@ func Enqueue[T any](ctx context.Context, c *Client, kind, id string, payload T, 
 	if id == "" {
 		id = newID()
 	}
-	env := &envelope{Kind: kind, ID: id, Payload: raw, EnqueuedAt: time.Now().UTC()}
+	ctx, span := telemetry.Tracer().Start(ctx, "queueworker.enqueue", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(telemetry.KeyQueue.String(c.queueName), telemetry.KeyKind.String(kind), telemetry.KeyMessageID.String(id)))
+	out, err := enqueue(ctx, c, kind, id, raw, opts)
+	telemetry.End(span, err)
+	return out, err
+}
+
+func enqueue(ctx context.Context, c *Client, kind, id string, raw []byte, opts *EnqueueOptions) (Enqueued, error) {
+	env := &envelope{Kind: kind, ID: id, Payload: raw, EnqueuedAt: time.Now().UTC(), Trace: telemetry.Inject(ctx)}
 	text, err := encodeEnvelope(env, encBase64)
 	if err != nil {
 		return Enqueued{}, errs.Invalid("payload", "envelope does not marshal: %v", err)
+	}
+	if checkSize("message", text) != nil && env.Trace != nil {
+		// The payload matters more than the trace: a message that fits without its trace
+		// context is sent without it, so tracing never shrinks what Enqueue accepts.
+		env.Trace = nil
+		if text, err = encodeEnvelope(env, encBase64); err != nil {
+			return Enqueued{}, errs.Invalid("payload", "envelope does not marshal: %v", err)
+		}
 	}
 	if err := checkSize("message", text); err != nil {
 		return Enqueued{}, err

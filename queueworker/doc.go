@@ -17,7 +17,9 @@
 // base64 grows a message by 4/3: Enqueue measures the final encoded text and refuses one
 // over 64 KiB (MaxMessageSize) with an *errs.InvalidInputError before sending anything
 // (the service, and Azurite, would answer 413). The worker may add a field "uncounted"
-// (see Snooze); a rewrite keeps the form the message was found in.
+// (see Snooze); a rewrite keeps the form the message was found in. Enqueue adds a field
+// "trace" with the W3C trace context (traceparent, tracestate) of the caller's span when
+// there is one, and leaves it out when the message would not fit with it.
 //
 // The id identifies the message to handlers across duplicates. Duplicates happen: an
 // Enqueue whose response was lost is retried and stores the message twice, a delete whose
@@ -106,6 +108,18 @@
 // failed messages awaiting a retry) is zero. Stats returns atomic counters (processed,
 // failed, retried, snoozed, poisoned, renewed, lost, in flight, …). Logs are structured zap
 // entries with the queue, message id, kind, envelope id and dequeue count.
+//
+// # OpenTelemetry
+//
+// With the OpenTelemetry API's global providers set (otel.SetTracerProvider,
+// otel.SetMeterProvider), Enqueue records a producer span "queueworker.enqueue" and carries
+// its trace context in the envelope; the worker records a consumer span
+// "queueworker.process" per delivery, a child of the enqueuing span when the message
+// carries a valid trace context (it is parsed strictly and size-limited: messages are
+// untrusted) and a new trace otherwise, with the handler's context inside it, so the spans a
+// handler starts are its children. The worker's Stats are observed as the metrics named by
+// the Metric constants while it runs, and every handler run is recorded in the histogram
+// MetricHandlerDuration by kind and outcome. Without providers all of this is no-op.
 //
 // Errors returned by this package wrap the SDK's sentinels (internal/errs, re-exported by
 // the public packages): errs.ErrInvalidInput (with an *errs.InvalidInputError) for input

@@ -25,6 +25,10 @@ type envelope struct {
 	Payload    json.RawMessage `json:"payload"`
 	EnqueuedAt time.Time       `json:"enqueuedAt"`
 	Uncounted  int64           `json:"uncounted,omitempty"`
+	// Trace is the W3C trace context (traceparent, tracestate) of the span that enqueued
+	// the message, so that the handler's span joins the producer's trace. Untrusted: see
+	// internal/telemetry.Extract.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // encoding is the form a message text was found in, kept so that a rewrite (Snooze) does

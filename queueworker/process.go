@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -59,7 +61,21 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 		return
 	}
 
-	herr := w.runHandler(r, ls, log, env, m)
+	// The handler's span continues the producer's trace when the message carries one, and
+	// starts a new trace otherwise (never a child of whatever span started the worker).
+	ctx := telemetry.Extract(trace.ContextWithSpanContext(r.workCtx, trace.SpanContext{}), env.Trace)
+	ctx, span := telemetry.Tracer().Start(ctx, "queueworker.process", trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(telemetry.KeyQueue.String(w.queueName), telemetry.KeyKind.String(env.Kind),
+			telemetry.KeyMessageID.String(env.ID), telemetry.KeyDeliveries.Int64(count)))
+	started := time.Now()
+	herr := w.runHandler(ctx, r, ls, log, env, m)
+	w.metrics.recordHandler(ctx, w.queueName, env.Kind, time.Since(started), herr)
+	var snooze *SnoozeError
+	if errors.As(herr, &snooze) {
+		telemetry.End(span, nil) // not a failure
+	} else {
+		telemetry.End(span, herr)
+	}
 	if ls.lost {
 		w.c.lost.Add(1)
 		log.Warn("lock lost while the handler ran: leaving the message alone (it will be delivered again)", zap.NamedError("handlerError", herr))
@@ -69,7 +85,7 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 }
 
 // runHandler runs the kind's handler with panic recovery while a goroutine renews the lock.
-func (w *Worker) runHandler(r *run, ls *lease, log *zap.Logger, env *envelope, m *azqueue.DequeuedMessage) (err error) {
+func (w *Worker) runHandler(ctx context.Context, r *run, ls *lease, log *zap.Logger, env *envelope, m *azqueue.DequeuedMessage) (err error) {
 	h, ok := w.handlers[env.Kind]
 	if !ok {
 		return fmt.Errorf("%w %q", ErrNoHandler, env.Kind)
@@ -86,7 +102,7 @@ func (w *Worker) runHandler(r *run, ls *lease, log *zap.Logger, env *envelope, m
 		}
 	}()
 	d := &delivery{env: env, messageID: ls.id, dequeueCount: deref64(m.DequeueCount), insertionTime: derefTime(m.InsertionTime)}
-	return h(r.workCtx, d)
+	return h(ctx, d)
 }
 
 // renew extends the lock every half VisibilityTimeout until stop is closed. It sends the

@@ -36,6 +36,7 @@ type Worker struct {
 	sem       chan struct{} // one token per running handler
 	slotFreed chan struct{} // nudges the fetch loop when a handler ends
 	c         counters
+	metrics   *metrics
 
 	poisonReady atomic.Bool // the poison queue was created (or found)
 
@@ -75,6 +76,7 @@ func New(cfg Config) (*Worker, error) {
 		handlers:  maps.Clone(cfg.Registry.handlers),
 		sem:       make(chan struct{}, cfg.Concurrency),
 		slotFreed: make(chan struct{}, 1),
+		metrics:   newMetrics(),
 	}
 	w.log = cfg.Logger.With(zap.String("queue", w.queueName))
 	return w, nil
@@ -206,6 +208,11 @@ func (w *Worker) begin(ctx context.Context, drain bool) (*run, error) {
 	r.fetchCtx, r.stopFetch = context.WithCancel(base)
 	r.workCtx, r.stopWork = context.WithCancel(base)
 	w.cur = r
+	unobserve := w.metrics.observe(w)
+	go func() {
+		<-r.done
+		unobserve()
+	}()
 	w.log.Info("worker started", zap.Int("concurrency", w.cfg.Concurrency), zap.Int("batchSize", w.cfg.BatchSize), zap.Bool("drain", drain))
 	go w.fetch(r)
 	return r, nil

@@ -16,46 +16,65 @@ import (
 // (retries belong to package retry, see its doc), and the table client carries the
 // transaction policy that lets Submit read per-action results.
 type Clients struct {
-	// Tables is the Table service client; pass it to New.
+	// Tables is the Table service client; pass it to New. nil from NewTokenClients
+	// without a table endpoint.
 	Tables *aztables.ServiceClient
-	// Queues is the Queue service client (for queueworker).
+	// Queues is the Queue service client (for queueworker); nil from NewTokenClients
+	// without a queue endpoint.
 	Queues *azqueue.ServiceClient
-	// Blobs is the Blob service client (for blob-backed patterns).
+	// Blobs is the Blob service client (for blob-backed patterns); nil from
+	// NewTokenClients without a blob endpoint.
 	Blobs *azblob.Client
 }
 
-// ClientOptions configures NewClients. The zero value (or nil) is the default.
+// ClientOptions configures NewClients and NewTokenClients. The zero value (or nil) is the
+// default.
 type ClientOptions struct {
-	// Transport replaces the HTTP transport of all three clients (nil: the Azure SDK default).
+	// Transport replaces the HTTP transport of all three clients (nil: Azure.Transport, or
+	// the Azure SDK default).
 	Transport policy.Transporter
 	// AllowHTTP lets NewTablesWithSAS send its token over plain HTTP to a host that is not
 	// loopback. Defaults to false: https only (loopback, the emulator, is always allowed).
-	// NewClients ignores it.
+	// NewClients and NewTokenClients ignore it.
 	AllowHTTP bool
+	// Azure are the Azure SDK's client options of all three clients: telemetry, logging,
+	// tracing (TracingProvider: azotel.NewTracingProvider for OpenTelemetry), cloud
+	// configuration, transport, extra policies. Retry is ignored: the SDK's retries are
+	// always off (MaxRetries -1), because package retry owns retries. Defaults to the
+	// SDK's defaults.
+	Azure policy.ClientOptions
+}
+
+// base returns the azcore options every client is built with.
+func (o *ClientOptions) base() azcore.ClientOptions {
+	var b azcore.ClientOptions
+	if o != nil {
+		b = o.Azure
+		if o.Transport != nil {
+			b.Transport = o.Transport
+		}
+	}
+	b.Retry = policy.RetryOptions{MaxRetries: -1}
+	return b
 }
 
 // NewClients builds the three service clients from a storage connection string
 // (AccountName/AccountKey with endpoints, or a SAS connection string). Nothing is sent.
+// Accounts with shared-key access turned off need NewTokenClients.
 //
 // The connection string is a secret: it is never logged, and errors do not contain it.
 // Errors: ErrInvalidInput if the connection string cannot be parsed by the Azure SDK.
 func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
-	if opts == nil {
-		opts = &ClientOptions{}
-	}
-	base := azcore.ClientOptions{
-		Retry:     policy.RetryOptions{MaxRetries: -1},
-		Transport: opts.Transport,
-	}
-	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, TableClientOptions(&aztables.ClientOptions{ClientOptions: base}))
+	base := opts.base()
+	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, TableClientOptions(&aztables.ClientOptions{ClientOptions: withMetrics(base, "table")}))
 	if err != nil {
 		return nil, connStringError("table")
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: withGate(base)})
+	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: withGate(withMetrics(base, "queue"))})
 	if err != nil {
 		return nil, connStringError("queue")
 	}
-	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: withGate(base)})
+	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: withGate(withMetrics(base, "blob"))})
 	if err != nil {
 		return nil, connStringError("blob")
 	}

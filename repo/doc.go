@@ -57,4 +57,20 @@
 // WrapKey per write and one UnwrapKey per read, local for a codec.LocalKey). RotateKeys of
 // n entities: n/1000 queries and about one transaction per 100 entities of a partition
 // (the queries read whole entities when re-encrypting).
+//
+// # Signing in without the account key
+//
+// NewTokenClients builds the clients from service endpoints (AccountEndpoints derives them
+// from an account name) and a Microsoft Entra ID token credential, such as
+// azidentity.DefaultAzureCredential, for accounts whose shared-key access is turned off.
+// Everything works with a token except signing table SAS tokens (package repo/sas), which
+// needs the account key.
+//
+// # Telemetry
+//
+// ClientOptions.Azure carries the Azure SDK's client options: with TracingProvider set to
+// azotel.NewTracingProvider(tracerProvider, nil) every request is an OpenTelemetry span,
+// a child of the caller's span. The clients of NewClients and NewTokenClients count every
+// attempt (MetricRequests) and every throttling answer (MetricThrottled) on the global
+// OpenTelemetry meter provider; this package depends on the OpenTelemetry API only.
 package repo

@@ -21,10 +21,17 @@ const MaxPageSize = 1000
 // the slowest shape the guide describes; prefer a filter on PartitionKey).
 type Query struct {
 	// Filter selects entities; build it with package filter so that values can never change
-	// its structure. The zero Expr selects everything.
+	// its structure. The zero Expr selects everything. Table[T] checks it against T's
+	// schema before sending anything: a property T does not have (a misspelled name) and a
+	// value whose EDM type differs from the type T stores the property with (a string
+	// compared with a time.Time field, an int with an int64 one) are refused with an
+	// *InvalidInputError naming the property, since either would silently match nothing.
+	// A projection (Project) is checked against the type it was projected from. Types with
+	// an extra field (codec.Entity) accept any name; QueryFunc checks nothing.
 	Filter filter.Expr
-	// Select lists the stored property names to return ($select). nil returns every
-	// property, or the projection's properties for a table from Project.
+	// Select lists the stored property names to return ($select), checked against T's
+	// schema like Filter. nil returns every property, or the projection's properties for a
+	// table from Project.
 	Select []string
 	// Top is the most entities the query returns in all (0: no limit). Each request asks
 	// for at most what is still wanted, so "the newest 10" is one request of $top=10.
@@ -125,7 +132,11 @@ func decodeToken(s string) (continuation, error) {
 
 // Pages returns a pager over q. Errors in q are reported by the first Next.
 func (t *Table[T]) Pages(q Query) *Pager[T] {
-	return newPager(t, q, t.codec.DecodeContext)
+	p := newPager(t, q, t.codec.DecodeContext)
+	if p.err == nil && t.schema != nil {
+		p.err = t.schema(q)
+	}
+	return p
 }
 
 func newPager[T, V any](t *Table[T], q Query, decode func(ctx context.Context, data []byte, v *V) error) *Pager[V] {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -90,7 +93,17 @@ type RotateResult struct {
 // is unknown to the resolver, the key is wrong, the metadata is tampered): the run stops
 // there, that entity and every later one untouched, and the result's Token resumes at the
 // failing page once the resolver is fixed; ErrTransient, *Error, ctx errors.
-func (t *Table[T]) RotateKeys(ctx context.Context, opts *RotateOptions) (RotateResult, error) {
+func (t *Table[T]) RotateKeys(ctx context.Context, opts *RotateOptions) (res RotateResult, err error) {
+	ctx, span := telemetry.Start(ctx, "repo.rotate_keys", telemetry.KeyTable.String(t.name))
+	defer func() {
+		span.SetAttributes(attribute.Int("tablepatterns.rewrapped", res.Rewrapped), attribute.Int("tablepatterns.current", res.Current),
+			attribute.Bool("tablepatterns.complete", err == nil && res.Token == ""))
+		telemetry.End(span, err)
+	}()
+	return t.rotateKeys(ctx, opts)
+}
+
+func (t *Table[T]) rotateKeys(ctx context.Context, opts *RotateOptions) (RotateResult, error) {
 	var o RotateOptions
 	if opts != nil {
 		o = *opts

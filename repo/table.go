@@ -115,6 +115,9 @@ type Table[T any] struct {
 	// track is the write tracking state (Options.TrackWrites), shared by every view of
 	// the table (OfType, Project); nil when off.
 	track *tracker
+	// schema checks a query's property names and value types against the stored type:
+	// T's, or for a projection the type it was projected from (see checkSchema).
+	schema func(Query) error
 }
 
 // New returns the repository of table name for entities of type T. It builds T's codec
@@ -139,7 +142,7 @@ func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table
 	if err != nil {
 		return nil, err
 	}
-	t := &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o}
+	t := &Table[T]{name: name, svc: svc, client: svc.NewClient(name), codec: c, opts: o, schema: schemaOf(c)}
 	if o.TrackWrites {
 		t.track = newTracker(o.WriteIDProperty, o.WriteHistory)
 	}
@@ -186,7 +189,7 @@ func Project[P, T any](t *Table[T]) (*Table[P], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select(), track: t.track}, nil
+	return &Table[P]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, sel: c.Select(), track: t.track, schema: t.schema}, nil
 }
 
 // OfType returns the same table for entities of another type U, with the same client and
@@ -200,7 +203,7 @@ func OfType[U, T any](t *Table[T]) (*Table[U], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, track: t.track}, nil
+	return &Table[U]{name: t.name, svc: t.svc, client: t.client, codec: c, opts: t.opts, track: t.track, schema: schemaOf(c)}, nil
 }
 
 // Name returns the table's name.

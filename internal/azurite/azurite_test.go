@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -78,12 +79,15 @@ func TestStartServesAllThreeAndCloseStops(t *testing.T) {
 }
 
 func TestStartWithoutBinaryIsErrNotInstalled(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no azurite on PATH either
 	_, err := Start(context.Background(), Options{Dir: t.TempDir()})
 	if !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("err = %v, want ErrNotInstalled", err)
 	}
-	if !strings.Contains(err.Error(), "run `make test`") {
-		t.Errorf("message %q does not tell to run make test", err)
+	for _, want := range []string{"npm install --save-dev azurite", "npm install -g azurite", "run `make test`", "azurite on PATH"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not say %q", err, want)
+		}
 	}
 }
 
@@ -138,5 +142,54 @@ func TestParseConnectionString(t *testing.T) {
 				t.Errorf("Close on a parsed server: %v", err)
 			}
 		})
+	}
+}
+
+// Without node_modules/.bin/azurite in Dir, Start finds azurite on PATH.
+func TestStartFindsAzuriteOnPath(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := findBinary(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(real, filepath.Join(bin, "azurite")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s, err := Start(context.Background(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Start with azurite on PATH: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With HTTPS, the endpoints are https, only the server's own certificate is trusted, and
+// the services answer through HTTPClient.
+func TestStartHTTPS(t *testing.T) {
+	t.Parallel()
+	s, err := Start(context.Background(), Options{HTTPS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if !strings.HasPrefix(s.TableURL, "https://127.0.0.1:") || s.RootCAs == nil || !strings.Contains(s.ConnectionString, "DefaultEndpointsProtocol=https") {
+		t.Fatalf("endpoints %q, roots %v", s.TableURL, s.RootCAs)
+	}
+	resp, err := s.HTTPClient().Get(s.QueueURL + "?comp=list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if _, err := http.Get(s.QueueURL + "?comp=list"); err == nil {
+		t.Error("the default client trusted the self-signed certificate")
+	}
+	if _, err := Start(context.Background(), Options{OAuth: "full"}); err == nil {
+		t.Error("an unknown OAuth level was accepted")
 	}
 }

@@ -5,10 +5,12 @@
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
-// Main starts an in-memory Azurite on loopback (see package azurite) for the whole test
-// binary and stops it after the tests. If Azurite cannot be started, the tests fail with a
-// message that says to run `make test`; they are never skipped, so a green run always means
-// the tests ran against a real server.
+// The first test that needs storage starts an in-memory Azurite on loopback for the whole
+// test binary, through the public helper package tabletest (so our own tests exercise it);
+// Main stops it after the tests. Tests that need no storage (codec, fuzz targets) run
+// without Azurite installed. If Azurite cannot be started, every test that needs it fails
+// with a message that says how to install it; tests are never skipped, so a green run
+// always means the tests ran against a real server.
 //
 // # Using another account
 //

@@ -2,38 +2,57 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
+	"github.com/tablepatterns/tablepatterns/internal/tabletest"
 )
 
 // EnvConnectionString names the variable that points the tests at another account instead
 // of a fresh Azurite. It holds an account key: it is never printed.
 const EnvConnectionString = "TABLEPATTERNS_TEST_CONNECTION_STRING"
 
-// shared is the server of this test binary, set by Main before m.Run and read-only after.
-var shared *azurite.Server
+// env starts the Azurite of this test binary on first use (package tabletest, which our
+// own tests thereby exercise), so that pure tests run without Azurite.
+var env = tabletest.NewEnv(nil)
+
+// oauthEnv is a second Azurite, started on first use by OAuthServer: HTTPS and bearer
+// tokens checked.
+var oauthEnv = tabletest.NewEnv(&tabletest.Options{OAuth: true})
+
+var (
+	// mainCalled is set by Main before m.Run: Server refuses to start a server nobody stops.
+	mainCalled bool
+	// fromEnv is the account of TABLEPATTERNS_TEST_CONNECTION_STRING, set by Main before
+	// m.Run and read-only after; nil when the tests use Azurite.
+	fromEnv *azurite.Server
+
+	lazyOnce sync.Once
+	lazy     *azurite.Server
+	lazyErr  error
+)
 
 // Main runs the tests of a package against one storage account and exits with their status.
 // Use it as
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
-// If TABLEPATTERNS_TEST_CONNECTION_STRING is set it uses that account; otherwise it starts an
-// in-memory Azurite on loopback and stops it after m.Run. If the account cannot be used it
-// prints why (saying to run `make test`) and exits 1: tests are never skipped for want of a
-// server.
+// If TABLEPATTERNS_TEST_CONNECTION_STRING is set it uses that account; otherwise the first
+// test that needs storage starts an in-memory Azurite on loopback (tabletest.Env), and Main
+// stops it after m.Run. Tests that need no storage run without Azurite installed. If
+// Azurite cannot be started, every test that needs it fails with a message saying how to
+// install it: tests are never skipped for want of a server.
 func Main(m *testing.M) {
 	os.Exit(run(m, true))
 }
 
 // MainAzurite is Main for the tests of tools that emulate Azurite's own behaviour (the
-// fault proxy forges Azurite's continuation tokens): it always starts an in-memory Azurite
+// fault proxy forges Azurite's continuation tokens): it always uses an in-memory Azurite
 // and ignores TABLEPATTERNS_TEST_CONNECTION_STRING, so that those tests run, and can fail,
 // whatever account the other packages are pointed at.
 func MainAzurite(m *testing.M) {
@@ -41,6 +60,7 @@ func MainAzurite(m *testing.M) {
 }
 
 func run(m *testing.M, allowEnv bool) int {
+	mainCalled = true
 	if cs := os.Getenv(EnvConnectionString); cs != "" && allowEnv {
 		s, err := azurite.ParseConnectionString(cs)
 		if err != nil {
@@ -50,24 +70,51 @@ func run(m *testing.M, allowEnv bool) int {
 		// Never the connection string itself: it holds the account key.
 		fmt.Fprintf(os.Stderr, "testenv: using account %q from %s (table %s, queue %s, blob %s)\n",
 			s.AccountName, EnvConnectionString, host(s.TableURL), host(s.QueueURL), host(s.BlobURL))
-		shared = s
-		return m.Run()
+		fromEnv = s
+		return closeOAuth(m.Run())
 	}
-	s, err := azurite.Start(context.Background(), azurite.Options{})
-	if err != nil {
-		if errors.Is(err, azurite.ErrNotInstalled) {
-			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		} else {
-			fmt.Fprintf(os.Stderr, "testenv: cannot start Azurite (run `make test`, which installs it with npm ci; set %s to use another account): %v\n", EnvConnectionString, err)
-		}
-		return 1
-	}
-	shared = s
-	code := m.Run()
-	if err := s.Close(); err != nil {
+	return closeOAuth(env.Run(m))
+}
+
+// closeOAuth stops the OAuth Azurite if a test started it; a failure to stop fails the run.
+func closeOAuth(code int) int {
+	if err := oauthEnv.Close(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
 	}
 	return code
+}
+
+// OAuthServer returns an Azurite of this test binary that serves HTTPS and checks bearer
+// tokens (tabletest.Options.OAuth), starting it on first use; Main stops it. It is always
+// a local Azurite, whatever TABLEPATTERNS_TEST_CONNECTION_STRING says. Build clients with
+// s.Credential() and s.ClientOptions(), never with its connection string, to prove that
+// code works without the account key.
+func OAuthServer(t testing.TB) *tabletest.Server {
+	t.Helper()
+	if !mainCalled {
+		t.Fatal("testenv: no storage server: the package's TestMain must call testenv.Main")
+	}
+	return oauthEnv.Server(t)
+}
+
+// OAuthEnv returns the Env behind OAuthServer, for code that has no testing.TB (a
+// transport built before the tests run). Main closes it.
+func OAuthEnv() *tabletest.Env { return oauthEnv }
+
+// started returns the Azurite of this test binary, starting it on first use. The
+// azurite.Server view of it carries the endpoints and the development key; closing it does
+// nothing (env.Run stops the process).
+func started() (*azurite.Server, error) {
+	lazyOnce.Do(func() {
+		var ts *tabletest.Server
+		if ts, lazyErr = env.Start(context.Background()); lazyErr == nil {
+			lazy, lazyErr = azurite.ParseConnectionString(ts.ConnectionString())
+		}
+	})
+	return lazy, lazyErr
 }
 
 // host returns the host of an endpoint for logging, or "-" when there is none.
@@ -82,14 +129,22 @@ func host(endpoint string) string {
 	return u.Host
 }
 
-// Server returns the account of this test binary. It fails the test, saying to run
-// `make test`, if the package's TestMain did not call Main.
+// Server returns the account of this test binary, starting Azurite on first use. It fails
+// the test if the package's TestMain did not call Main, or (saying how to install it) if
+// Azurite cannot start.
 func Server(t testing.TB) *azurite.Server {
 	t.Helper()
-	if shared == nil {
+	if !mainCalled {
 		t.Fatal("testenv: no storage server: the package's TestMain must call testenv.Main (run `make test`, which installs Azurite)")
 	}
-	return shared
+	if fromEnv != nil {
+		return fromEnv
+	}
+	s, err := started()
+	if err != nil {
+		t.Fatalf("testenv: %v (or set %s to use another account)", err, EnvConnectionString)
+	}
+	return s
 }
 
 // ConnectionString returns the connection string of the account of this test binary. It
@@ -105,11 +160,19 @@ func cleanupContext() (context.Context, context.CancelFunc) {
 }
 
 // ExampleConnectionString returns the connection string of the account of this test
-// binary for Example functions, which have no testing.TB. It panics if TestMain did not
-// call Main: an example run without a server must fail loudly, not pass.
+// binary for Example functions, which have no testing.TB, starting Azurite on first use. It
+// panics if TestMain did not call Main or Azurite cannot start: an example run without a
+// server must fail loudly, not pass.
 func ExampleConnectionString() string {
-	if shared == nil {
+	if !mainCalled {
 		panic("testenv: no storage server: the package's TestMain must call testenv.Main (run `make test`, which installs Azurite)")
 	}
-	return shared.ConnectionString
+	if fromEnv != nil {
+		return fromEnv.ConnectionString
+	}
+	s, err := started()
+	if err != nil {
+		panic(fmt.Sprintf("testenv: %v", err))
+	}
+	return s.ConnectionString
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -165,4 +168,52 @@ func TestServerAndConnectionString(t *testing.T) {
 	if s.AccountName == "" || s.TableURL == "" || testenv.ConnectionString(t) != s.ConnectionString {
 		t.Fatalf("server %q %q", s.AccountName, s.TableURL)
 	}
+}
+
+// A pure test run (none of the tests asks for storage) must not need Azurite: the server
+// starts on first use. This test runs a copy of the package's test binary with a PATH and
+// module root without Azurite and a test that needs no storage.
+func TestPureTestsRunWithoutAzurite(t *testing.T) {
+	t.Parallel()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		run      string
+		wantFail bool
+	}{
+		{run: "^TestNamesAreValidAndUnique$"},
+		{run: "^TestServerAndConnectionString$", wantFail: true},
+	} {
+		cmd := exec.CommandContext(t.Context(), bin, "-test.run", tc.run, "-test.count=1")
+		cmd.Dir = dir
+		cmd.Env = append(filteredEnv(), "PATH="+dir)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case !tc.wantFail && err != nil:
+			t.Errorf("%s without Azurite: %v\n%s", tc.run, err, out)
+		case tc.wantFail && err == nil:
+			t.Errorf("%s passed without Azurite:\n%s", tc.run, out)
+		case tc.wantFail && !strings.Contains(string(out), "npm install --save-dev azurite"):
+			t.Errorf("%s failed without saying how to install Azurite:\n%s", tc.run, out)
+		}
+	}
+}
+
+// filteredEnv is the environment without PATH and the variable that points tests at
+// another account.
+func filteredEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "PATH=") || strings.HasPrefix(kv, testenv.EnvConnectionString+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
 }

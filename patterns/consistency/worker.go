@@ -30,7 +30,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
-		out, err := a.ArchiveEntity(ctx, msg.Payload)
+		out, err := a.tracedArchiveEntity(ctx, msg.Payload)
 		return outcomeError(out, err, fmt.Sprintf("%s(%s,%s)", msg.Payload.Source, msg.Payload.PartitionKey, msg.Payload.RowKey))
 	}); err != nil {
 		return err
@@ -39,7 +39,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
-		rep, err := a.ArchiveTable(ctx, msg.Payload)
+		rep, err := a.tracedArchiveTable(ctx, msg.Payload)
 		return outcomeError(rep.Outcome, err, "table "+msg.Payload.Table)
 	}); err != nil {
 		return err
@@ -48,7 +48,7 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
-		rep, err := a.RestoreTable(ctx, msg.Payload)
+		rep, err := a.tracedRestoreTable(ctx, msg.Payload)
 		return outcomeError(rep.Outcome, err, "archive of table "+msg.Payload.Table)
 	})
 }

@@ -7,8 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -144,7 +147,10 @@ func (r *Relation[S, D]) ReconcileTarget(ctx context.Context, k Key, old ...Key)
 	return err
 }
 
-func (r *Relation[S, D]) reconcileTarget(ctx context.Context, k Key, old []Key) (targetState, error) {
+func (r *Relation[S, D]) reconcileTarget(ctx context.Context, k Key, old []Key) (_ targetState, err error) {
+	ctx, span := telemetry.Start(ctx, "denormalize.reconcile_target", telemetry.KeyTable.String(r.targets.Name()),
+		attribute.String("tablepatterns.relation", r.name))
+	defer func() { telemetry.End(span, err) }()
 	if err := r.checkKey("target", k, r.targetsShareSourceTable()); err != nil {
 		return targetState{}, err
 	}
@@ -254,6 +260,9 @@ func (r *Relation[S, D]) RefreshSource(ctx context.Context, src Key) error {
 }
 
 func (r *Relation[S, D]) refreshSource(ctx context.Context, src Key) (fingerprint string, found bool, err error) {
+	ctx, span := telemetry.Start(ctx, "denormalize.refresh_source", telemetry.KeyTable.String(r.sources.Name()),
+		attribute.String("tablepatterns.relation", r.name))
+	defer func() { telemetry.End(span, err) }()
 	if err := r.checkKey("source", src, true); err != nil {
 		return "", false, err
 	}

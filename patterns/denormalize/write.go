@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -29,7 +32,9 @@ import (
 // InPartition linking would give the source more than MaxCopies copies; ErrNotFound when
 // the source does not exist; ErrPreconditionFailed; the errors of queueworker.Enqueue;
 // ErrTransient, *repo.Error.
-func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) error {
+func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) (err error) {
+	ctx, span := telemetry.Start(ctx, "denormalize.put_target", telemetry.KeyTable.String(r.targets.Name()), attribute.String("tablepatterns.relation", r.name))
+	defer func() { telemetry.End(span, err) }()
 	k, ref, ok, err := r.checkTarget(d)
 	if err != nil {
 		return err
@@ -165,7 +170,9 @@ func (r *Relation[S, D]) unlinkActions(ctx context.Context, src, k Key) ([]repo.
 // Errors: ErrInvalidInput (nothing sent); ErrNotFound; ErrPreconditionFailed;
 // repo.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; ErrTransient,
 // *repo.Error.
-func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.DeleteOptions) error {
+func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.DeleteOptions) (err error) {
+	ctx, span := telemetry.Start(ctx, "denormalize.delete_target", telemetry.KeyTable.String(r.targets.Name()), attribute.String("tablepatterns.relation", r.name))
+	defer func() { telemetry.End(span, err) }()
 	if err := r.checkKey("target", k, r.targetsShareSourceTable()); err != nil {
 		return err
 	}
@@ -261,7 +268,9 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 // KeyRange); ErrNotFound; ErrPreconditionFailed; ErrInvalidInput when the copies found no
 // longer fit one transaction; the errors of queueworker.Enqueue; ErrTransient,
 // *repo.Error.
-func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) error {
+func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
+	ctx, span := telemetry.Start(ctx, "denormalize.update_source", telemetry.KeyTable.String(r.sources.Name()), attribute.String("tablepatterns.relation", r.name))
+	defer func() { telemetry.End(span, err) }()
 	src, err := r.checkSource(s)
 	if err != nil {
 		return err

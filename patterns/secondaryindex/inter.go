@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -356,7 +357,9 @@ func (x *Inter[T]) checkRef(pk, rk string) error {
 // write runs the three steps of an eventually consistent write: the safety message
 // (invisible for SafetyDelay), the primary write (bounded to half of it), the prompt
 // message.
-func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Context) error) error {
+func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Context) error) (err error) {
+	ctx, span := telemetry.Start(ctx, "secondaryindex.write", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyKind.String(x.opts.Kind))
+	defer func() { telemetry.End(span, err) }()
 	wctx := ctx
 	if d := x.opts.SafetyDelay; d > 0 {
 		// One deadline, taken before the safety message is built, bounds its enqueue and
@@ -376,7 +379,7 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 	if err := x.hook("written"); err != nil {
 		return err
 	}
-	err := x.Notify(ctx, pk, rk)
+	err = x.Notify(ctx, pk, rk)
 	if err == nil {
 		return nil
 	}
@@ -444,13 +447,15 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // sent; or a stored value, or a partition key, that an index cannot hold: the other
 // indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
 // kept winning until the retry policy gave up), *repo.Error.
-func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) error {
+func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
+	ctx, span := telemetry.Start(ctx, "secondaryindex.reconcile", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyCount.Int(len(x.idx)))
+	defer func() { telemetry.End(span, err) }()
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
 	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
 	var bad error
-	err := retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+	err = retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		if age := x.opts.TombstoneAge; age > 0 {
 			// No attempt outlives a tombstone it could have read as absent (see
 			// CollectTombstones).

@@ -60,6 +60,10 @@
 // A literal must have the stored property's EDM type to match: an Int64 property is
 // compared with int64 (42L), a Double with float64 (42.0), a DateTime with time.Time. The
 // service compares the key properties as strings, so pad numeric keys to a fixed width.
+// Expr.Terms lists every comparison with its literal's EDM type, and a typed table
+// (repo.Table[T]) checks them against T's schema before sending a query: a property T does
+// not have, or a literal of another type than T stores, is refused with an error naming the
+// property. Dynamic entities (codec.Entity) are not checked.
 //
 // # Ordering and prefixes
 //

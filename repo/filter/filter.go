@@ -42,6 +42,34 @@ type Expr struct {
 	kind kind
 	n    int // discrete comparisons, checked against MaxComparisons
 	err  error
+	// terms lists the comparisons as "Property\x00Edm.Type\x01" records: a string, so
+	// that Expr stays comparable. Property names never contain either separator.
+	terms string
+}
+
+// Term is one comparison of an Expr: the property compared and the EDM type of the literal
+// it is compared with.
+type Term struct {
+	// Property is the property name.
+	Property string
+	// Type is the literal's EDM type: "Edm.String", "Edm.Boolean", "Edm.Int32",
+	// "Edm.Int64", "Edm.Double", "Edm.DateTime", "Edm.Binary" or "Edm.Guid".
+	Type string
+}
+
+// Terms returns the comparisons of e in order, one per discrete comparison (a property
+// compared twice appears twice); nil for the zero Expr and for an invalid one. Typed
+// tables (repo.Table[T]) check them against T's schema before sending a query.
+func (e Expr) Terms() []Term {
+	if e.err != nil || e.terms == "" {
+		return nil
+	}
+	var out []Term
+	for rec := range strings.SplitSeq(strings.TrimSuffix(e.terms, "\x01"), "\x01") {
+		prop, typ, _ := strings.Cut(rec, "\x00")
+		out = append(out, Term{Property: prop, Type: typ})
+	}
+	return out
 }
 
 // String returns the OData text of e, ready for aztables' ListEntitiesOptions.Filter, which
@@ -89,6 +117,7 @@ func Or(exprs ...Expr) Expr { return join(kindOr, " or ", exprs) }
 func join(k kind, word string, exprs []Expr) Expr {
 	var (
 		b      strings.Builder
+		terms  strings.Builder
 		count  int
 		n      int
 		single Expr
@@ -105,6 +134,7 @@ func join(k kind, word string, exprs []Expr) Expr {
 		}
 		count++
 		n += e.n
+		terms.WriteString(e.terms)
 		single = e
 		if e.kind == k {
 			// Same associative operator: parentheses would add nothing.
@@ -123,7 +153,7 @@ func join(k kind, word string, exprs []Expr) Expr {
 	case n > MaxComparisons:
 		return Expr{err: errs.TooLarge("filter", "too many discrete comparisons", n, MaxComparisons)}
 	}
-	return Expr{text: b.String(), kind: k, n: n}
+	return Expr{text: b.String(), kind: k, n: n, terms: terms.String()}
 }
 
 // Not returns the negation of e: not (e). Not of the zero Expr is an error, since "not no
@@ -135,7 +165,7 @@ func Not(e Expr) Expr {
 	case e.IsZero():
 		return Expr{err: errs.Invalid("filter", "Not of an empty expression")}
 	}
-	return Expr{text: "not (" + e.text + ")", kind: kindNot, n: e.n}
+	return Expr{text: "not (" + e.text + ")", kind: kindNot, n: e.n, terms: e.terms}
 }
 
 // Eq returns the comparison prop eq v. prop must be a valid property name (see doc.go);
@@ -181,7 +211,28 @@ func compare(prop, op string, v any) Expr {
 	if err != nil {
 		return Expr{err: err}
 	}
-	return Expr{text: prop + " " + op + " " + lit, kind: kindCmp, n: 1}
+	return Expr{text: prop + " " + op + " " + lit, kind: kindCmp, n: 1, terms: prop + "\x00" + edmOf(lit) + "\x01"}
+}
+
+// edmOf returns the EDM type of a literal rendered by literal.
+func edmOf(lit string) string {
+	switch {
+	case strings.HasPrefix(lit, "'"):
+		return "Edm.String"
+	case lit == "true" || lit == "false":
+		return "Edm.Boolean"
+	case strings.HasPrefix(lit, "datetime'"):
+		return "Edm.DateTime"
+	case strings.HasPrefix(lit, "guid'"):
+		return "Edm.Guid"
+	case strings.HasPrefix(lit, "X'"):
+		return "Edm.Binary"
+	case strings.HasSuffix(lit, "L"):
+		return "Edm.Int64"
+	case strings.ContainsAny(lit, ".E"):
+		return "Edm.Double"
+	}
+	return "Edm.Int32"
 }
 
 // reserved holds the words an OData parser would read as something other than a property

@@ -458,3 +458,29 @@ func TestZeroExpr(t *testing.T) {
 		t.Error("equal expressions compare unequal")
 	}
 }
+
+func TestTermsListEveryComparisonWithItsType(t *testing.T) {
+	guid := GUID("C9DA6455-213D-42C9-9A79-3E9149A57833")
+	e := And(Point("Sales", "2"), Not(Or(Eq("Age", 30), Gt("Ticks", int64(5)), Lt("Score", 1.5))),
+		Eq("Hired", time.Date(2014, 1, 1, 0, 0, 0, 0, time.UTC)), Eq("Photo", []byte{1}), Eq("ID", guid),
+		Ne("Active", true), Eq("Dept", dept("x")), Eq("Big", 1e300))
+	want := []Term{
+		{"PartitionKey", "Edm.String"}, {"RowKey", "Edm.String"},
+		{"Age", "Edm.Int32"}, {"Ticks", "Edm.Int64"}, {"Score", "Edm.Double"},
+		{"Hired", "Edm.DateTime"}, {"Photo", "Edm.Binary"}, {"ID", "Edm.Guid"},
+		{"Active", "Edm.Boolean"}, {"Dept", "Edm.String"}, {"Big", "Edm.Double"},
+	}
+	if got := e.Terms(); !slices.Equal(got, want) {
+		t.Fatalf("Terms() = %v\nwant %v", got, want)
+	}
+	if len(want) != e.Comparisons() {
+		t.Errorf("%d terms, %d comparisons", len(want), e.Comparisons())
+	}
+	if (Expr{}).Terms() != nil || Eq("bad name", 1).Terms() != nil {
+		t.Error("the zero or an invalid Expr has terms")
+	}
+	// Exprs stay comparable: equal filters built twice are ==.
+	if Eq("A", "x") != Eq("A", "x") || Eq("A", "x") == Eq("A", int64(1)) {
+		t.Error("Expr equality broke")
+	}
+}

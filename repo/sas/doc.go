@@ -26,6 +26,14 @@
 //	svc, err := repo.NewTablesWithSAS(endpoint, token, nil)          // client side
 //	emps, err := repo.New[Employee](svc, "Employees", nil)
 //
+// # Signing needs the account key
+//
+// A table SAS is signed with the storage account key (a SharedKey); nothing else can sign
+// one. Accounts with shared-key access turned off, and programs that authenticate with a
+// Microsoft Entra ID token credential (repo.NewTokenClients), cannot issue table SAS
+// tokens at all: the service offers user delegation SAS for blobs only. Give such clients a
+// token credential of their own, with a role scoped to the table, instead.
+//
 // # What is signed, and what is sent
 //
 // The token follows "Create a service SAS" of the Storage REST reference, table format of

@@ -9,7 +9,9 @@
 //	archiver poison requeue [-max 0]
 //
 // The storage account comes from AZURE_STORAGE_CONNECTION_STRING (or -connection-string-env
-// NAME); without it, the local Azurite on its default ports. Exit codes: 0 done, 1 failed,
+// NAME); without it, the local Azurite on its default ports. With -auth default it signs
+// in with a Microsoft Entra ID token (azidentity.DefaultAzureCredential) on the account
+// named by -account or the -*-endpoint flags, and uses no account key. Exit codes: 0 done, 1 failed,
 // 2 bad command line or configuration. Run `archiver help` for the flags.
 package main
 

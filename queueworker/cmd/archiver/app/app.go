@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
@@ -108,7 +107,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+authUsage)
 		return ExitOK
 	case errors.As(err, &ue) || errors.Is(err, errs.ErrInvalidInput):
 		fmt.Fprintf(stderr, "archiver: %s\n\nRun 'archiver help' for usage.\n", errs.Redact(err))
@@ -124,12 +123,14 @@ type common struct {
 	queue    string
 	connEnv  string
 	logLevel string
+	auth     authFlags
 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.queue, "queue", DefaultQueue, "")
 	fs.StringVar(&c.connEnv, "connection-string-env", "AZURE_STORAGE_CONNECTION_STRING", "")
 	fs.StringVar(&c.logLevel, "log-level", "info", "")
+	c.auth.register(fs)
 }
 
 func newFlagSet(name string) *flag.FlagSet {
@@ -195,21 +196,9 @@ func setup(c common, stderr io.Writer, getenv func(string) string) (*env, error)
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	logger := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(stderr)), level))
-	connStr := getenv(c.connEnv)
-	if connStr == "" {
-		logger.Warn("no connection string: using the local emulator (Azurite) on 127.0.0.1:10000-10002",
-			zap.String("unsetVariable", c.connEnv))
-		// The local Azurite on its default ports: the development default, never a
-		// production account by accident.
-		connStr = "DefaultEndpointsProtocol=http;AccountName=" + azurite.DevAccountName + ";AccountKey=" + azurite.DevAccountKey +
-			";BlobEndpoint=http://127.0.0.1:10000/" + azurite.DevAccountName +
-			";QueueEndpoint=http://127.0.0.1:10001/" + azurite.DevAccountName +
-			";TableEndpoint=http://127.0.0.1:10002/" + azurite.DevAccountName + ";"
-	}
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := c.auth.clients(c.connEnv, getenv, logger)
 	if err != nil {
-		// Never the connection string itself: it holds the account key.
-		return nil, usagef("the connection string in %s is not usable: %v", c.connEnv, err)
+		return nil, err
 	}
 	return &env{clients: clients, logger: logger, queue: c.queue}, nil
 }

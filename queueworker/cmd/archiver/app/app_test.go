@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
@@ -16,7 +19,13 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	// -auth default signs in with tokenCred, and every client trusts the OAuth Azurite's
+	// certificate.
+	app.SetAuthHooks(func() (azcore.TokenCredential, error) { return tokenCred, nil },
+		policy.ClientOptions{Transport: oauthTransport{}})
+	testenv.Main(m)
+}
 
 // archiver runs the command with the test account's connection string in TP_CONN.
 func archiver(t *testing.T, args ...string) (int, string, string) {

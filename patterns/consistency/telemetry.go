@@ -1,0 +1,46 @@
+package consistency
+
+import (
+	"context"
+
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
+)
+
+// The spans of the archive jobs run by the worker (Register): consistency.archive_entity,
+// consistency.archive_table and consistency.restore_table, children of the worker's
+// queueworker.process span. They carry the tables and container, the outcome and, for
+// table jobs, the number of entities (tablepatterns.count); never keys.
+
+func (a *Archiver) tracedArchiveEntity(ctx context.Context, job ArchiveEntityJob) (out Outcome, err error) {
+	ctx, span := telemetry.Start(ctx, "consistency.archive_entity", telemetry.KeyTable.String(job.Source),
+		telemetry.KeyTargetTable.String(job.TargetTable), telemetry.KeyContainer.String(job.TargetContainer))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(out)))
+		telemetry.End(span, err)
+	}()
+	return a.ArchiveEntity(ctx, job)
+}
+
+func (a *Archiver) tracedArchiveTable(ctx context.Context, job ArchiveTableJob) (rep TableReport, err error) {
+	ctx, span := telemetry.Start(ctx, "consistency.archive_table", telemetry.KeyTable.String(job.Table),
+		telemetry.KeyContainer.String(job.Container))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(rep.Outcome)), telemetry.KeyCount.Int64(rep.Manifest.Entities))
+		telemetry.End(span, err)
+	}()
+	return a.ArchiveTable(ctx, job)
+}
+
+func (a *Archiver) tracedRestoreTable(ctx context.Context, job RestoreTableJob) (rep TableReport, err error) {
+	target := job.Target
+	if target == "" {
+		target = job.Table
+	}
+	ctx, span := telemetry.Start(ctx, "consistency.restore_table", telemetry.KeyTable.String(job.Table),
+		telemetry.KeyTargetTable.String(target), telemetry.KeyContainer.String(job.Container))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(rep.Outcome)), telemetry.KeyCount.Int64(rep.Manifest.Entities))
+		telemetry.End(span, err)
+	}()
+	return a.RestoreTable(ctx, job)
+}

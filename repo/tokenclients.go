@@ -1,0 +1,105 @@
+package repo
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// Endpoints are the service URLs of one storage account, such as
+// https://myaccount.table.core.windows.net. An empty URL leaves that client out.
+type Endpoints struct {
+	// Table is the Table service URL.
+	Table string
+	// Queue is the Queue service URL.
+	Queue string
+	// Blob is the Blob service URL.
+	Blob string
+}
+
+// DefaultEndpointSuffix is the endpoint suffix of storage accounts in the Azure public
+// cloud.
+const DefaultEndpointSuffix = "core.windows.net"
+
+// AccountEndpoints returns the endpoints of a storage account in the cloud whose storage
+// endpoint suffix is suffix ("" means DefaultEndpointSuffix; "core.chinacloudapi.cn",
+// "core.usgovcloudapi.net" for sovereign clouds): https://ACCOUNT.table.SUFFIX and so on.
+//
+// Errors: ErrInvalidInput if account is not 3 to 24 lowercase letters and digits, or suffix
+// is not a host name.
+func AccountEndpoints(account, suffix string) (Endpoints, error) {
+	if n := len(account); n < 3 || n > 24 || strings.Trim(account, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+		return Endpoints{}, errs.Invalid("account", "%.40q is not a storage account name (3 to 24 lowercase letters and digits)", account)
+	}
+	if suffix == "" {
+		suffix = DefaultEndpointSuffix
+	}
+	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || strings.ContainsAny(suffix, "/?#@:") {
+		return Endpoints{}, errs.Invalid("endpoint suffix", "%.60q is not a host name suffix such as core.windows.net", suffix)
+	}
+	return Endpoints{
+		Table: "https://" + account + ".table." + suffix,
+		Queue: "https://" + account + ".queue." + suffix,
+		Blob:  "https://" + account + ".blob." + suffix,
+	}, nil
+}
+
+// NewTokenClients builds the service clients of the non-empty endpoints with a Microsoft
+// Entra ID token credential (azidentity.DefaultAzureCredential, a managed identity, a
+// workload identity, ...) instead of an account key, for accounts where shared-key access
+// is turned off. The clients are built like NewClients builds them: the Azure SDK's own
+// retries off, the table client with the transaction policy (TableClientOptions). Clients
+// of empty endpoints are nil. Nothing is sent; the credential is first asked for a token
+// by the first request.
+//
+// The identity needs data-plane roles on the account: "Storage Table Data Contributor",
+// "Storage Queue Data Contributor" and "Storage Blob Data Contributor" (or their Reader
+// roles for read-only use). Everything in tablepatterns works with a token except what
+// signs with the account key itself: table SAS tokens (package repo/sas) need a
+// sas.SharedKey, which a token credential cannot provide.
+//
+// Errors: ErrInvalidInput if cred is nil, no endpoint is given, or an endpoint is not an
+// https URL (bearer tokens are never sent over plain HTTP).
+func NewTokenClients(endpoints Endpoints, cred azcore.TokenCredential, opts *ClientOptions) (*Clients, error) {
+	if cred == nil {
+		return nil, errs.Invalid("credential", "is nil")
+	}
+	if endpoints == (Endpoints{}) {
+		return nil, errs.Invalid("endpoints", "none given")
+	}
+	for _, e := range []struct{ name, url string }{{"table", endpoints.Table}, {"queue", endpoints.Queue}, {"blob", endpoints.Blob}} {
+		if e.url == "" {
+			continue
+		}
+		u, err := url.Parse(e.url)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.User != nil {
+			// The URL is not quoted: a pasted SAS URL would carry its signature.
+			return nil, errs.Invalid(e.name+" endpoint", "is not an https URL without a query (bearer tokens need TLS)")
+		}
+	}
+	base := opts.base()
+	var c Clients
+	var err error
+	if endpoints.Table != "" {
+		if c.Tables, err = aztables.NewServiceClient(endpoints.Table, cred, TableClientOptions(&aztables.ClientOptions{ClientOptions: withMetrics(base, "table")})); err != nil {
+			return nil, errs.Invalid("table endpoint", "the table client cannot be built: %v", err)
+		}
+	}
+	if endpoints.Queue != "" {
+		if c.Queues, err = azqueue.NewServiceClient(endpoints.Queue, cred, &azqueue.ClientOptions{ClientOptions: withGate(withMetrics(base, "queue"))}); err != nil {
+			return nil, errs.Invalid("queue endpoint", "the queue client cannot be built: %v", err)
+		}
+	}
+	if endpoints.Blob != "" {
+		if c.Blobs, err = azblob.NewClient(endpoints.Blob, cred, &azblob.ClientOptions{ClientOptions: withGate(withMetrics(base, "blob"))}); err != nil {
+			return nil, errs.Invalid("blob endpoint", "the blob client cannot be built: %v", err)
+		}
+	}
+	return &c, nil
+}
