@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
@@ -37,5 +38,34 @@ func TestRotateKeysSpan(t *testing.T) {
 	}
 	if !telemetrytest.HasAll(spans[0].Attributes, attribute.Int("tablepatterns.rewrapped", 5), attribute.Bool("tablepatterns.complete", true)) {
 		t.Errorf("attributes %v", spans[0].Attributes)
+	}
+}
+
+// A transaction is one span under the caller's, naming the table and the number of actions;
+// a failed one records its error.
+func TestTransactionSpan(t *testing.T) {
+	t.Parallel()
+	telemetrytest.Install()
+	b := setup(t, false)
+	emps := table[Employee](t, b, nil)
+	ctx, root := otel.Tracer("test").Start(b.ctx, "test.caller")
+	if _, err := repo.Submit(ctx, emps.InsertAction(employee("Tx", "1")), emps.InsertAction(employee("Tx", "2"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Submit(ctx, emps.InsertAction(employee("Tx", "1"))); err == nil {
+		t.Fatal("a duplicate insert succeeded")
+	}
+	root.End()
+	spans := telemetrytest.Find("repo.transaction", telemetry.KeyTable.String(b.name))
+	if len(spans) != 2 {
+		t.Fatalf("%d transaction spans, want 2", len(spans))
+	}
+	for _, s := range spans {
+		if s.Parent.SpanID() != root.SpanContext().SpanID() {
+			t.Fatal("a transaction span is not under the caller's")
+		}
+	}
+	if !telemetrytest.HasAll(spans[0].Attributes, attribute.Int("tablepatterns.count", 2)) || spans[1].Status.Code != codes.Error {
+		t.Errorf("spans %+v / %+v", spans[0].Attributes, spans[1].Status)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -81,15 +82,17 @@ func (a Action) Keys() (pk, rk string) { return a.w.pk, a.w.rk }
 // ErrOutcomeUnknown and carries the *ActionError.
 //
 // Errors: *ActionError, ErrOutcomeUnknown, ErrInvalidInput, ErrTransient, *Error.
-func Submit(ctx context.Context, actions ...Action) ([]string, error) {
+func Submit(ctx context.Context, actions ...Action) (_ []string, err error) {
 	if err := checkTransaction(actions); err != nil {
 		return nil, err
 	}
 	first := &actions[0].w
+	ctx, span := telemetry.Start(ctx, "repo.transaction", telemetry.KeyTable.String(first.table), telemetry.KeyCount.Int(len(actions)))
+	defer func() { telemetry.End(span, err) }()
 	etags := make([]string, len(actions))
 	op := retry.Op{Name: "transaction", Resource: first.table, PartitionKey: first.pk}
 	var cause error // the first failure that may have been applied
-	err := retry.Do(ctx, actions[0].rp, op, func(ctx context.Context, attempt int) error {
+	err = retry.Do(ctx, actions[0].rp, op, func(ctx context.Context, attempt int) error {
 		err := submitOnce(ctx, actions, etags)
 		var ae *ActionError
 		switch {
