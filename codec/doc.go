@@ -17,7 +17,7 @@
 //	err = c.Decode(resp.Value, &e)     // from GetEntity or a ListEntities page
 //
 // Entity is the dynamic form (a property bag) with EncodeEntity and DecodeEntity; Registry
-// decodes several entity types stored in one table (seeds/004, "work with heterogeneous
+// decodes several entity types stored in one table (the Azure Table storage design guide, "work with heterogeneous
 // entity types").
 //
 // # Tags

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Service limits (seeds/002). Sizes are in bytes; strings and keys are measured as the
+// Service limits (the Table service data model). Sizes are in bytes; strings and keys are measured as the
 // service stores them, in UTF-16 (2 bytes per code unit, 4 for a character outside the BMP).
 const (
 	// MaxKeyBytes is the size limit of a PartitionKey or RowKey: 1 KiB of UTF-16, that is

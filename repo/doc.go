@@ -39,7 +39,7 @@
 // # Retries
 //
 // Every request goes through package retry: transient failures (timeouts, server busy,
-// dropped connections) are retried with the jittered exponential backoff of seeds/003 and
+// dropped connections) are retried with the jittered exponential backoff of "Designing a scalable partitioning strategy" and
 // logged. Clients built by NewClients (or with TableClientOptions) have the Azure SDK's own
 // retries turned off, so one failure is never retried by two layers at once.
 //

@@ -41,7 +41,7 @@ func (t *Table[T]) GetMany(ctx context.Context, keys [][2]string) (out []T, foun
 }
 
 // QueryParallel runs several queries at once, at most Options.Concurrency at a time, and
-// returns each query's entities in the order of qs (seeds/004, "asynchronous and parallel
+// returns each query's entities in the order of qs (the Azure Table storage design guide, "asynchronous and parallel
 // operations": for example one query per partition, merged by the caller). The first
 // failure cancels the others.
 //
@@ -117,7 +117,7 @@ func (e *BulkError) Unwrap() []error {
 // BulkWrite writes any number of entities, NOT atomically: it groups them by partition,
 // sends each group as entity group transactions of up to MaxTransactionActions entities
 // under MaxTransactionBytes, and runs up to Options.Concurrency transactions at once
-// across partitions (seeds/001: spread writes over partitions in parallel). Each entity
+// across partitions (Tablestore's primary key design guide: spread writes over partitions in parallel). Each entity
 // either is written or has its own error: when one action of a chunk fails, the rest of
 // the chunk is sent again without it. Two entities with the same keys are refused
 // (ErrInvalidInput in the second one's slot).

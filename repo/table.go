@@ -193,7 +193,7 @@ func Project[P, T any](t *Table[T]) (*Table[P], error) {
 }
 
 // OfType returns the same table for entities of another type U, with the same client and
-// options: the way to mix entity types in one partition (seeds/004, "heterogeneous entity
+// options: the way to mix entity types in one partition (the Azure Table storage design guide, "heterogeneous entity
 // types") and in one transaction. It sends nothing.
 //
 // Errors: ErrInvalidInput if codec cannot map U, or U has encrypted fields and t has no

@@ -16,7 +16,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// Transaction limits of the service (seeds/004, "entity group transactions").
+// Transaction limits of the service (the Azure Table storage design guide, "entity group transactions").
 const (
 	// MaxTransactionActions is the most actions one entity group transaction may hold.
 	MaxTransactionActions = 100

@@ -12,7 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-// Department shares the partition with its employees (seeds/004 "heterogeneous entity
+// Department shares the partition with its employees (the Azure Table storage design guide "heterogeneous entity
 // types"), so one transaction can change both.
 type Department struct {
 	Name          string `table:",pk"`

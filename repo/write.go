@@ -139,7 +139,7 @@ func (t *Table[T]) prepare(kind actionKind, v *T, mode Mode, props []string, ifM
 	if t.codec.Encrypted() && (mode == Merge || len(props) > 0) {
 		w.err = &InvalidInputError{Type: fmt.Sprintf("%T", *v), Field: "Mode", Reason: "a merge of an entity with encrypted properties is refused: " +
 			"its properties are encrypted under one content key recorded with the entity, which a merge would overwrite or leave stale, " +
-			"losing data (seeds/004, \"encrypt table data\"); use Mode Replace (the default), which writes the whole entity"}
+			"losing data (the Azure Table storage design guide, \"encrypt table data\"); use Mode Replace (the default), which writes the whole entity"}
 		return w
 	}
 	if len(props) > 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // NewBackOff returns a fresh backoff.BackOff (cenkalti/backoff/v4) that yields the waits of
-// the seeds/003 formula, with jitter, for the policy with its defaults. The first
+// the "Designing a scalable partitioning strategy" formula, with jitter, for the policy with its defaults. The first
 // NextBackOff is the wait before retry 1; NextBackOff returns backoff.Stop once MaxRetries
 // waits were given or when the next wait would end past MaxElapsed from the creation (or
 // the last Reset), and keeps returning it until Reset. Reset starts over at retry 1 and

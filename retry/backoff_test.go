@@ -11,7 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
-// bounds is the formula of seeds/003 written out independently of the implementation.
+// bounds is the formula of "Designing a scalable partitioning strategy" written out independently of the implementation.
 func bounds(z, zmin, zmax time.Duration, x int) (lo, hi time.Duration) {
 	f := math.Exp2(float64(x)) - 1
 	lo = min(zmin+time.Duration(0.8*float64(z)*f), zmax)

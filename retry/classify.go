@@ -15,14 +15,14 @@ import (
 )
 
 // IsTransient reports whether err is worth retrying: the service was busy, timed out or
-// was moving a partition (seeds/003: "Server Busy" and "Timeout" come from load
+// was moving a partition ("Designing a scalable partitioning strategy": "Server Busy" and "Timeout" come from load
 // balancing and clear by themselves), or the connection failed.
 //
 // Transient:
 //   - a response (an *azcore.ResponseError, or an *errs.ServiceError carrying the status,
 //     which is preferred: it may hold the real code parsed from a transaction body) with
 //     status 408, 429, 500, 502, 503, 504 or another 5xx except 501 and 505, or with the
-//     code ServerBusy, OperationTimedOut or InternalError whatever the status. seeds/003
+//     code ServerBusy, OperationTimedOut or InternalError whatever the status. "Designing a scalable partitioning strategy"
 //     keeps 501 and 505 out of retries and lists 503 and 504 as examples; the storage
 //     service uses 500 only for InternalError and OperationTimedOut, both transient, so
 //     500 is retried.

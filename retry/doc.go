@@ -1,9 +1,9 @@
 // Package retry retries storage operations: jittered exponential backoff, the
 // classification of transient errors, and one zap log entry per retry.
 //
-// # The formula (seeds/003)
+// # The formula ("Designing a scalable partitioning strategy")
 //
-// seeds/003 ("Designing a scalable partitioning strategy") explains that the service
+// "Designing a scalable partitioning strategy" ("Designing a scalable partitioning strategy") explains that the service
 // answers Server Busy (503) and Timeout errors while it moves an overloaded partition to
 // another server, that the partition comes back after a few seconds, and that these errors
 // (unlike 401 and most 4xx, or 501 and 505) should be retried with exponential backoff and
@@ -25,7 +25,7 @@
 // balancing without holding a user for minutes. azcore's own default is 3 retries from
 // 0.8 s; we retry more often and sooner, with the same order of total time.
 //
-// BatchPolicy holds the values of seeds/003's code sample (defaultBackoff 30 s,
+// BatchPolicy holds the values of the partitioning article's code sample (defaultBackoff 30 s,
 // backoffMin 3 s, backoffMax 90 s, retryCount 5) for batch jobs and queue workers.
 //
 // # One layer of retries

@@ -16,7 +16,7 @@ var ErrTransient = errs.ErrTransient
 // The defaults of Policy, for interactive calls (a request handler waiting on a table).
 // With them the waits are about 0.3 s, 0.7 s, 1.4 s, 3.1 s, 6.3 s and 10 s (each ±20 %
 // of its variable part), about 22 s in all: long enough to ride out the few seconds a
-// partition is offline while the service moves it (seeds/003), short enough for a caller
+// partition is offline while the service moves it ("Designing a scalable partitioning strategy"), short enough for a caller
 // that waits.
 const (
 	DefaultDelay      = 200 * time.Millisecond // z
@@ -29,7 +29,7 @@ const (
 // Off is the value that turns a setting off where Policy says so (-1).
 const Off = -1
 
-// Policy configures retries: the backoff formula of seeds/003, with x the retry number
+// Policy configures retries: the backoff formula of "Designing a scalable partitioning strategy", with x the retry number
 // (1 for the first retry), z = Delay, zmin = MinDelay and zmax = MaxDelay:
 //
 //	y = Rand(0.8z, 1.2z) * (2^x - 1)
@@ -41,7 +41,7 @@ const Off = -1
 type Policy struct {
 	// Delay is z, the default backoff the jitter and the exponent apply to.
 	// Defaults to DefaultDelay (200 ms). Off (-1) means 0: every wait is MinDelay, the
-	// fixed backoff strategy of seeds/003.
+	// fixed backoff strategy of "Designing a scalable partitioning strategy".
 	Delay time.Duration
 	// MinDelay is zmin, added to every wait. Defaults to DefaultMinDelay (100 ms), or to
 	// MaxDelay when that is set lower. Off (-1) means 0.
@@ -60,7 +60,7 @@ type Policy struct {
 	Logger *zap.Logger
 }
 
-// BatchPolicy is the policy of seeds/003's code sample, for batch jobs and queue workers
+// BatchPolicy is the policy of the partitioning article's code sample, for batch jobs and queue workers
 // that can afford to wait: z = 30 s (defaultBackoff), zmin = 3 s (backoffMin),
 // zmax = 90 s (backoffMax), 5 retries (the sample's retryCount), and at most 10 minutes
 // in all. The waits are about 27-39 s, then 75-90 s, then 90 s.

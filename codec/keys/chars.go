@@ -6,7 +6,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
-// forbidden reports whether r may not appear in a PartitionKey or RowKey (seeds/002):
+// forbidden reports whether r may not appear in a PartitionKey or RowKey (the Table service data model):
 // '/', '\', '#', '?', U+0000 to U+001F and U+007F to U+009F.
 func forbidden(r rune) bool {
 	switch {

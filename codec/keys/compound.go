@@ -8,8 +8,8 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
-// Compound joins several values into one key and splits them again (seeds/004, compound key
-// pattern; seeds/001, concatenated keys). There are two encodings:
+// Compound joins several values into one key and splits them again (the Azure Table storage design guide, compound key
+// pattern; Tablestore's primary key design guide, concatenated keys). There are two encodings:
 //
 //   - The zero value (also named Escaped, used by the package functions Join and Split)
 //     accepts any parts. It separates them with '!' and escapes every character that is
@@ -19,7 +19,7 @@ import (
 //   - New(sep) gives the readable style of the guide, "empid_000123_2012" with sep "_":
 //     parts are written as they are, and Join refuses a part that contains the separator
 //     or a character forbidden in keys. The order of the parts is kept only if sep sorts
-//     below every character the parts use (seeds/001: '_' sorts above the digits, so
+//     below every character the parts use (Tablestore's primary key design guide: '_' sorts above the digits, so
 //     "a_1" > "a1" is fine but "ab_1" > "ab1_1" may surprise); use the escaped encoding
 //     when that is not known.
 //

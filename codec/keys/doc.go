@@ -6,22 +6,22 @@
 // decides what can be queried efficiently. The helpers here give the guide's key patterns a
 // single, tested implementation:
 //
-//   - Compound keys (seeds/004, "compound key pattern"; seeds/001, concatenated partition
+//   - Compound keys (the Azure Table storage design guide, "compound key pattern"; Tablestore's primary key design guide, concatenated partition
 //     keys): several values in one key, e.g. the guide's "empid_000123_2012". Join and Split
 //     (the Escaped encoding) accept any parts, escape what a key may not contain and keep the
-//     order of the parts: for parts lists a < b, Join(a...) < Join(b...). seeds/001 notes that
+//     order of the parts: for parts lists a < b, Join(a...) < Join(b...). Tablestore's primary key design guide notes that
 //     a separator only keeps the order when it sorts below every character of the parts; the
 //     escaping guarantees that for every input. New builds the guide's readable style
 //     ("_"-separated) for parts known not to contain the separator, and refuses those that do.
-//   - Zero padding (seeds/001, seeds/004): Pad makes numbers sort as strings ("000123");
+//   - Zero padding (Tablestore's primary key design guide, the Azure Table storage design guide): Pad makes numbers sort as strings ("000123");
 //     PadDesc makes them sort in descending order.
-//   - Inverted ticks (seeds/004, "log tail pattern"): InvertedTicks is the guide's
+//   - Inverted ticks (the Azure Table storage design guide, "log tail pattern"): InvertedTicks is the guide's
 //     string.Format("{0:D19}", DateTime.MaxValue.Ticks - DateTime.UtcNow.Ticks), compatible
 //     with .NET, so that the newest entity comes first and "$top=n" returns the latest n.
-//   - Hash prefixes (seeds/001, "hash prefix"): HashPrefix prepends the first hex digits of
+//   - Hash prefixes (Tablestore's primary key design guide, "hash prefix"): HashPrefix prepends the first hex digits of
 //     the key's MD5 so that sequential keys (order numbers, timestamps) spread over
 //     partitions instead of all hitting the last one (the append-only anti-pattern of
-//     seeds/003 and seeds/004). Bucket and BucketKey spread over a fixed number of buckets,
+//     "Designing a scalable partitioning strategy" and the Azure Table storage design guide). Bucket and BucketKey spread over a fixed number of buckets,
 //     so that a reader can query every bucket in parallel.
 //   - Prefix ranges: PrefixRange gives the [lo, hi) bounds of every key starting with a
 //     prefix, for "RowKey ge lo and RowKey lt hi" filters.

@@ -27,7 +27,7 @@ func ExamplePadDesc() {
 	// Output: 9998 9997 true
 }
 
-// The guide's compound RowKey "empid_000123_2012" (seeds/004), with a range query over
+// The guide's compound RowKey "empid_000123_2012" (the Azure Table storage design guide), with a range query over
 // every review of one employee.
 func ExampleNew() {
 	reviews := keys.MustNew("_")
@@ -46,7 +46,7 @@ func ExampleNew() {
 	// tablepatterns: invalid input: part 0: contains the separator "_"
 }
 
-// Any parts round-trip, and the keys sort as the parts do (seeds/001's problem with
+// Any parts round-trip, and the keys sort as the parts do (the Tablestore key design guide's problem with
 // "a100" and "a1001" cannot happen).
 func ExampleJoin() {
 	a := keys.Join("000054", "a100", "6777")
@@ -63,7 +63,7 @@ func ExampleJoin() {
 	// ["New York" "dept/sales" "#1"]
 }
 
-// The log tail pattern (seeds/004): newest first.
+// The log tail pattern (the Azure Table storage design guide): newest first.
 func ExampleInvertedTicks() {
 	t := time.Date(2012, 1, 1, 0, 0, 0, 0, time.UTC)
 	older := keys.InvertedTicks(t)
@@ -83,7 +83,7 @@ func ExampleInvertedTicks() {
 	// 2520769247999999999_expense-42
 }
 
-// Sequential order numbers spread over the key space (seeds/001).
+// Sequential order numbers spread over the key space (Tablestore's primary key design guide).
 func ExampleHashPrefix() {
 	for _, order := range []string{"200001", "200002", "200003"} {
 		fmt.Println(keys.HashPrefix(order, 4))

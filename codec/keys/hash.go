@@ -11,16 +11,16 @@ import (
 )
 
 // DefaultHashDigits is the number of hex digits HashPrefix uses when asked for 0 or fewer:
-// the 4 digits (65,536 values) of the seeds/001 example.
+// the 4 digits (65,536 values) of the Tablestore's primary key design guide example.
 const DefaultHashDigits = 4
 
 // HashPrefix returns key prefixed with the first n lowercase hex digits of its MD5 and an
-// underscore: HashPrefix("200001", 4) is "ddba_200001" (seeds/001). Sequential keys such as
+// underscore: HashPrefix("200001", 4) is "ddba_200001" (Tablestore's primary key design guide). Sequential keys such as
 // order numbers then land in unrelated places of the key space, so writes spread over
 // partitions; the cost is that a range of the original keys can no longer be read with one
 // range query. A point read recomputes the same prefix from the key.
 //
-// The prefixes in seeds/001's table ('ddba200001') are illustrative and are not the MD5
+// The prefixes in the Tablestore key design guide's table ('ddba200001') are illustrative and are not the MD5
 // of the order numbers; HashPrefix hashes the UTF-8 bytes of key, so HashPrefix("200001",
 // 4) is "ee8f_200001". MD5 is used for its spread and its stability, not for security. n <= 0 means
 // DefaultHashDigits; n above 32 (the length of an MD5 in hex) is taken as 32.

@@ -47,7 +47,7 @@ func FromTicks(ticks int64) (time.Time, error) {
 	return time.Unix(sec, nsec).UTC(), nil
 }
 
-// InvertedTicks returns the log tail pattern's RowKey for t (seeds/004): MaxTicks minus
+// InvertedTicks returns the log tail pattern's RowKey for t (the Azure Table storage design guide): MaxTicks minus
 // Ticks(t), zero-padded to 19 digits, the same string as .NET's
 // string.Format("{0:D19}", DateTime.MaxValue.Ticks - t.Ticks). Newer times sort first, so a
 // query with $top=n returns the n most recent entities of a partition.

@@ -1,4 +1,4 @@
-// Command bloblog runs the log data anti-pattern's solution (seeds/004): log records go to
+// Command bloblog runs the log data anti-pattern's solution (the Azure Table storage design guide): log records go to
 // blobs named <source>/YYYY/MM/DD/hhmm/NNNNNN.log, as Storage Analytics writes its logs,
 // with the first and last record times in each blob's metadata; a time range is read back
 // by listing name prefixes. It answers the guide's question: every error and critical

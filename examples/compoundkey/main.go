@@ -1,4 +1,4 @@
-// Command compoundkey runs the compound key pattern of the table design guide (seeds/004,
+// Command compoundkey runs the compound key pattern of the table design guide (the Azure Table storage design guide,
 // "compound key pattern") on the guide's data, on an embedded, in-memory Azurite: the
 // yearly reviews of each employee live in the employee's partition under RowKeys like
 // "empid_000123_2012", so that all reviews of one employee come back from one range query

@@ -1,4 +1,4 @@
-// Command dataseries runs the data series pattern (seeds/004, "data series pattern") on
+// Command dataseries runs the data series pattern (the Azure Table storage design guide, "data series pattern") on
 // the guide's data, on an embedded, in-memory Azurite: the number of IM messages each
 // employee sends is counted per hour, in one entity per employee and day holding 24
 // properties, H00 to H23. Several workers count at once, some messages are delivered twice,

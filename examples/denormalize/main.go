@@ -1,4 +1,4 @@
-// Command denormalize runs the guide's denormalization pattern (seeds/004) on its own data:
+// Command denormalize runs the guide's denormalization pattern (the Azure Table storage design guide) on its own data:
 // the department entity keeps a copy of its manager's details, so that one point query
 // returns the department with its manager, and the copies stay consistent when the
 // manager's details change.

@@ -1,8 +1,8 @@
-// Command encryption shows client-side encryption of table data (seeds/004, "encrypt table
+// Command encryption shows client-side encryption of table data (the Azure Table storage design guide, "encrypt table
 // data") on the guide's employee data, on an embedded, in-memory Azurite: the SSN, salary
 // and email of each employee are encrypted before they leave the program, the email stays
 // findable through a blind index used as the key of an intra-partition secondary index
-// copy (seeds/004, "intra-partition secondary index pattern"), a merge is refused, a
+// copy (the Azure Table storage design guide, "intra-partition secondary index pattern"), a merge is refused, a
 // tampered entity is detected without loss, and the key-encryption key is rotated in two
 // runs, the first stopped midway.
 //

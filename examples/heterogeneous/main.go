@@ -1,5 +1,5 @@
 // Command heterogeneous runs the table design guide's heterogeneous entity types and
-// one-to-many relationship (seeds/004, "work with heterogeneous entity types" and
+// one-to-many relationship (the Azure Table storage design guide, "work with heterogeneous entity types" and
 // "one-to-many relationships") on the guide's data, on an embedded, in-memory Azurite:
 // departments and their employees share a partition, each entity records its type in the
 // EntityType property, one query reads a department with its employees into their own Go

@@ -1,4 +1,4 @@
-// Command indexentity runs the guide's index entities pattern (seeds/004) on its own data:
+// Command indexentity runs the guide's index entities pattern (the Azure Table storage design guide) on its own data:
 // finding employees by last name without scanning, with each of the guide's three options.
 //
 //	go run ./examples/indexentity

@@ -1,6 +1,6 @@
-// Command keyspread runs the prepend/append anti-pattern of seeds/004 on the guide's
+// Command keyspread runs the prepend/append anti-pattern of the Azure Table storage design guide on the guide's
 // example, an application that logs employees' access to network resources, and the key
-// designs of seeds/001 and seeds/003:
+// designs of Tablestore's primary key design guide and "Designing a scalable partitioning strategy":
 //
 //  1. the key advisor finds the hot spots: the access log keyed by the hour (one partition
 //     takes every write) and Tablestore's sequential order numbers (append-only);
@@ -10,7 +10,7 @@
 //
 //  3. hash prefixes for order numbers and concatenated partition keys that keep their order;
 //
-//  4. a short partition stress test of one partition (seeds/003).
+//  4. a short partition stress test of one partition ("Designing a scalable partitioning strategy").
 //
 //     go run ./examples/keyspread
 //
@@ -56,7 +56,7 @@ func event(i int) (at time.Time, dept, emp, resource string) {
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
 	const peak = 3000
-	// 1. The advisor on the access log keyed by the hour (seeds/004's problem).
+	// 1. The advisor on the access log keyed by the hour (the design guide's problem).
 	byHour := func(yield func(keyspread.Write) bool) {
 		for i := range peak {
 			at, _, _, _ := event(i)
@@ -71,7 +71,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	}
 	fmt.Fprintf(out, "advisor, PartitionKey = hour: %s, skew %.0f%%, peak %.0f entities/s\n  %s\n", rep.Pattern, 100*rep.Skew, rep.PeakRate, rep.Suggestion)
 
-	// Tablestore's purchase records keyed by the sequential order number (seeds/001).
+	// Tablestore's purchase records keyed by the sequential order number (Tablestore's primary key design guide).
 	orders := make([]string, 1000)
 	for i := range orders {
 		orders[i] = fmt.Sprint(200001 + i)
@@ -156,7 +156,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	}
 	fmt.Fprintf(out, "the whole hour: %d accesses from %d queries\n", n, buckets.N())
 
-	// 3. Concatenated partition keys (seeds/001): padded integers and a low separator keep
+	// 3. Concatenated partition keys (Tablestore's primary key design guide): padded integers and a low separator keep
 	// the order of DeviceID, SellerID, CardID.
 	concat, err := keyspread.NewConcat(keyspread.Field{Name: "DeviceID", Digits: 6}, keyspread.Field{Name: "SellerID"}, keyspread.Field{Name: "CardID", Digits: 6})
 	if err != nil {
@@ -176,7 +176,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	}
 	fmt.Fprintln(out)
 
-	// 4. The partition stress test (seeds/003), bounded: inserts aimed at one partition.
+	// 4. The partition stress test ("Designing a scalable partitioning strategy"), bounded: inserts aimed at one partition.
 	stress, err := keyspread.Stress(ctx, keyspread.StressConfig{
 		Operation: func(ctx context.Context, worker, i int) (int, error) {
 			return 1, tb.Insert(ctx, &Access{PartitionKey: "Sales_000123", RowKey: fmt.Sprintf("%08d", i), Department: "Sales", EmployeeID: "000123", Resource: "vpn"})

@@ -1,4 +1,4 @@
-// Command largeentity runs the large entities pattern (seeds/004) on the guide's example:
+// Command largeentity runs the large entities pattern (the Azure Table storage design guide) on the guide's example:
 // employees whose photos are too large for an entity live in Blob storage, and the
 // employee entity keeps a reference to the photo with its size and SHA-256.
 //
@@ -24,7 +24,7 @@ import (
 
 func main() { exampleenv.Main("largeentity", run) }
 
-// Employee is the guide's employee entity with its Photo property (seeds/004, "large
+// Employee is the guide's employee entity with its Photo property (the Azure Table storage design guide, "large
 // entities pattern"): the photo's content goes to a blob, the entity keeps the reference.
 type Employee struct {
 	Department string           `table:",pk"`

@@ -1,4 +1,4 @@
-// Command logtail runs the log tail pattern (seeds/004, "log tail pattern") on the guide's
+// Command logtail runs the log tail pattern (the Azure Table storage design guide, "log tail pattern") on the guide's
 // data, on an embedded, in-memory Azurite: employees submit expense claims, and the 10
 // most recent claims of an employee are read with one request ($top=10), newest first,
 // however many claims the employee has.

@@ -1,4 +1,4 @@
-// Command periodtable runs the high-volume delete pattern (seeds/004, "high-volume delete
+// Command periodtable runs the high-volume delete pattern (the Azure Table storage design guide, "high-volume delete
 // pattern") on the guide's data, on an embedded, in-memory Azurite: sign-in attempts are
 // stored in one table per day, read across days with one fan-out query, and deleted after
 // 60 days by dropping whole tables — one request per day, whatever it holds.

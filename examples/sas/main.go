@@ -1,4 +1,4 @@
-// Command sas shows access control with shared access signatures (seeds/004, "control
+// Command sas shows access control with shared access signatures (the Azure Table storage design guide, "control
 // access with shared access signatures") on the guide's employee data, on an embedded,
 // in-memory Azurite: a server that holds the account key hands out tokens — one that lets
 // the Sales department's app read and update only the Sales partition, one read-only

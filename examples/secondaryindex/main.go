@@ -1,5 +1,5 @@
 // Command secondaryindex runs both secondary index patterns of the table design guide
-// (seeds/004, "intra-partition secondary index pattern" and "inter-partition secondary
+// (the Azure Table storage design guide, "intra-partition secondary index pattern" and "inter-partition secondary
 // index pattern") on the guide's employees, on an embedded, in-memory Azurite.
 //
 // Intra-partition: each employee is stored as "empid_000223" and

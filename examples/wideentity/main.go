@@ -1,4 +1,4 @@
-// Command wideentity runs the wide entities pattern (seeds/004, "wide entities pattern")
+// Command wideentity runs the wide entities pattern (the Azure Table storage design guide, "wide entities pattern")
 // on the guide's data, on an embedded, in-memory Azurite: the number of IM messages each
 // employee sent on each of the last 365 days — 365 properties, more than one entity may
 // hold — stored as two physical entities of one partition, written together in one

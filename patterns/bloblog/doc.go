@@ -1,6 +1,6 @@
 // Package bloblog stores log records in Blob storage rather than in a table: the design
-// guide's answer to the log data anti-pattern (seeds/004, "ログ データのアンチパターン";
-// seeds/000, "Log data anti-pattern").
+// guide's answer to the log data anti-pattern (the Azure Table storage design guide, "ログ データのアンチパターン";
+// "Table design patterns", "Log data anti-pattern").
 //
 // # The problem
 //

@@ -148,7 +148,7 @@ func parseTime(s string) (time.Time, bool) {
 }
 
 // Blob names: <source>/YYYY/MM/DD/hhmm/NNNNNN.log, as Storage Analytics names its logs
-// (seeds/004, log data anti-pattern: "queue/2014/07/31/1800/000001.log").
+// (the Azure Table storage design guide, log data anti-pattern: "queue/2014/07/31/1800/000001.log").
 
 // MaxSequence is the highest blob number of one period.
 const MaxSequence = 999999

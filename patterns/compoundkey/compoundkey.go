@@ -26,7 +26,7 @@ type LayoutOptions struct {
 	// parts, every other troublesome character escaped) instead of the guide's readable
 	// "_". Use it when parts may contain "_" or characters keys cannot hold, or differ in
 	// width: the readable form keeps the order of the parts only for fixed-width parts such
-	// as keys.Pad numbers (seeds/001: the separator must sort below every character of the
+	// as keys.Pad numbers (Tablestore's primary key design guide: the separator must sort below every character of the
 	// parts).
 	Escaped bool
 }
@@ -125,7 +125,7 @@ func (l Layout) Range(leading ...string) (lo, hi string, err error) {
 }
 
 // Table is a typed repository of the entities of one Layout, stored in the same table
-// and partitions as the entities they relate to (seeds/004, "compound key pattern"): the
+// and partitions as the entities they relate to (the Azure Table storage design guide, "compound key pattern"): the
 // yearly reviews of an employee next to the employee. T's RowKey field must follow the
 // layout; build it with Layout.Key. A Table is safe for concurrent use.
 type Table[T any] struct {

@@ -1,6 +1,6 @@
 // Package compoundkey implements the compound key pattern of the table design guide
-// (seeds/004 and seeds/000, "compound key pattern"; keys are built by package keys, after
-// seeds/001's concatenated keys): related entities found with one range query, because
+// (the Azure Table storage design guide and its newer edition, "Table design patterns", "compound key pattern"; keys are built by package keys, after
+// the Tablestore key design guide's concatenated keys): related entities found with one range query, because
 // their RowKeys share a prefix.
 //
 // # The problem
@@ -41,7 +41,7 @@
 // Each entity is written by one request. Because the reviews share the employee's
 // partition, InsertAction, UpsertAction and DeleteAction put them in one entity group
 // transaction with the employee (repo.Submit): strong consistency between an employee and
-// its reviews, which separate tables cannot give (seeds/004, issues and considerations).
+// its reviews, which separate tables cannot give (the Azure Table storage design guide, issues and considerations).
 // A RowKey that does not follow the layout is refused before anything is sent.
 //
 // # Cost in requests

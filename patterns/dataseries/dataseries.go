@@ -80,7 +80,7 @@ type Series[V Number] struct {
 }
 
 // Store reads and writes series of type V in one table, one series per entity
-// (seeds/004, "data series pattern"). A Store is safe for concurrent use.
+// (the Azure Table storage design guide, "data series pattern"). A Store is safe for concurrent use.
 type Store[V Number] struct {
 	table    *repo.Table[codec.Entity]
 	names    []string

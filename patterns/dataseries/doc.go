@@ -1,5 +1,5 @@
 // Package dataseries implements the data series pattern of the table design guide
-// (seeds/004 and seeds/000, "data series pattern"): store a complete series of data in a
+// (the Azure Table storage design guide and its newer edition, "Table design patterns", "data series pattern"): store a complete series of data in a
 // single entity, to minimize the number of requests.
 //
 // # The problem
@@ -52,11 +52,11 @@
 //     for the applied operations) and 1 MiB. A longer series is refused by New with an
 //     ErrInvalidInput that says so, by design rather than by accident: store it as a wide
 //     entity (patterns/wideentity: several entities of one partition, written in one
-//     transaction) or in a blob (seeds/004 "large entities"; an eventually consistent
+//     transaction) or in a blob (the Azure Table storage design guide "large entities"; an eventually consistent
 //     update as in "eventually consistent transactions").
 //   - Many clients updating one series conflict often: each conflict costs a read and a
 //     write (the guide warns of it). Spread hot counters, or aggregate in a queue worker
 //     that writes once per batch.
 //   - Merge, not replace: a point written by Set is never erased by a concurrent Set of
-//     another point (seeds/004, "merge or replace").
+//     another point (the Azure Table storage design guide, "merge or replace").
 package dataseries

@@ -14,7 +14,7 @@ import (
 
 // Scalability targets of one partition, in entities per second.
 const (
-	// TargetGuide is the target seeds/003 (2014) gives: 500 entities/s per partition.
+	// TargetGuide is the target "Designing a scalable partitioning strategy" (2014) gives: 500 entities/s per partition.
 	TargetGuide = 500
 	// TargetToday is the target Azure documents today: 2,000 entities/s per partition.
 	TargetToday = 2000
@@ -37,7 +37,7 @@ const (
 	Spread Pattern = iota
 	// AppendOnly: nearly every write goes to the highest PartitionKey so far (increasing
 	// keys: timestamps, order numbers). With range partitions, every insert hits the last
-	// partition server (seeds/003).
+	// partition server ("Designing a scalable partitioning strategy").
 	AppendOnly
 	// PrependOnly: nearly every write goes to the lowest PartitionKey so far (decreasing
 	// keys, e.g. inverted ticks used as PartitionKey): the same problem at the other end.
@@ -119,8 +119,8 @@ type Report struct {
 // Advise reads a sample of writes (or a write log) in the order they happened and reports
 // monotonic (append-only or prepend-only) partition keys, the skew of the load and, when
 // the writes have times, the peak rate of the hottest partition against the target; and it
-// suggests a fix (seeds/003 "range partitions", seeds/004 prepend/append anti-pattern,
-// seeds/001 hash prefixes). It keeps one counter per distinct key, and the times when
+// suggests a fix ("Designing a scalable partitioning strategy" "range partitions", the Azure Table storage design guide prepend/append anti-pattern,
+// Tablestore's primary key design guide hash prefixes). It keeps one counter per distinct key, and the times when
 // given.
 //
 // Errors: ErrInvalidInput for invalid options or an empty sample.
@@ -297,14 +297,14 @@ func suggest(rep Report, timed bool) (int, string) {
 		if rep.Pattern == PrependOnly {
 			share = rep.PrependShare
 		}
-		fmt.Fprintf(&b, "%s PartitionKeys: %.0f%% of writes go to the %s key so far%s, so every insert lands in the range partition at that end (seeds/003). ",
+		fmt.Fprintf(&b, "%s PartitionKeys: %.0f%% of writes go to the %s key so far%s, so every insert lands in the range partition at that end (Designing a scalable partitioning strategy). ",
 			rep.Pattern, 100*share, map[Pattern]string{AppendOnly: "highest", PrependOnly: "lowest"}[rep.Pattern], rate)
-		fmt.Fprintf(&b, "Spread them: keyspread.Buckets with %d buckets (Key(natural); ranges of keys are read with ReadRange, %d queries) or, for keys read only by point queries, keyspread.HashPrefix (seeds/001).", buckets, buckets)
+		fmt.Fprintf(&b, "Spread them: keyspread.Buckets with %d buckets (Key(natural); ranges of keys are read with ReadRange, %d queries) or, for keys read only by point queries, keyspread.HashPrefix (Tablestore's primary key design guide).", buckets, buckets)
 		return buckets, b.String()
 	case HotPartition:
 		hot := rep.Hottest[0]
 		fmt.Fprintf(&b, "hot partition %q takes %.0f%% of the writes%s. ", hot.PartitionKey, 100*hot.Share, rate)
-		fmt.Fprintf(&b, "Spread it over %d buckets with keyspread.Buckets.KeyBy(natural, rowKey) and read it back with ReadPartition, or choose a finer PartitionKey (seeds/003).", buckets)
+		fmt.Fprintf(&b, "Spread it over %d buckets with keyspread.Buckets.KeyBy(natural, rowKey) and read it back with ReadPartition, or choose a finer PartitionKey (Designing a scalable partitioning strategy).", buckets)
 		return buckets, b.String()
 	}
 	if timed {

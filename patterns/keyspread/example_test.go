@@ -6,7 +6,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 )
 
-// Sequential order numbers (seeds/001) spread over 16 buckets, and one hot hour spread by
+// Sequential order numbers (Tablestore's primary key design guide) spread over 16 buckets, and one hot hour spread by
 // each entity's RowKey.
 func ExampleBuckets() {
 	b, _ := keyspread.NewBuckets(16)
@@ -19,7 +19,7 @@ func ExampleBuckets() {
 	// 05_2014073118 5 2014073118
 }
 
-// The concatenated partition key of seeds/001: DeviceID, SellerID and CardID keep their
+// The concatenated partition key of Tablestore's primary key design guide: DeviceID, SellerID and CardID keep their
 // order as one string.
 func ExampleConcat() {
 	c, _ := keyspread.NewConcat(keyspread.Field{Name: "DeviceID", Digits: 6}, keyspread.Field{Name: "SellerID"}, keyspread.Field{Name: "CardID", Digits: 6})

@@ -19,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// Access is the guide's employee access log entry (seeds/004, prepend/append
+// Access is the guide's employee access log entry (the Azure Table storage design guide, prepend/append
 // anti-pattern): one partition per hour would take every write of the hour.
 type Access struct {
 	Partition string `table:",pk"`

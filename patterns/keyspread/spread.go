@@ -70,7 +70,7 @@ func (b Buckets) Split(pk string) (bucket int, natural string, err error) {
 	return bucket, natural, nil
 }
 
-// HashPrefix spreads sequential keys with the first hex digits of their MD5, as seeds/001
+// HashPrefix spreads sequential keys with the first hex digits of their MD5, as Tablestore's primary key design guide
 // does for order numbers: "ee8f_200001". Keys land anywhere in the key space, so inserts
 // spread over every partition server; the cost is that a range of natural keys can no
 // longer be read with range queries (there are 16^digits prefixes): use it for keys read
@@ -111,12 +111,12 @@ func (h HashPrefix) Split(pk string) (string, error) {
 	return natural, nil
 }
 
-// Field is one column of a concatenated key (seeds/001, "連結パーティションキー").
+// Field is one column of a concatenated key (Tablestore's primary key design guide, "連結パーティションキー").
 type Field struct {
 	// Name names the field in errors.
 	Name string
 	// Digits > 0 makes the field a non-negative integer, zero-padded to Digits digits so
-	// that numbers sort as strings in numeric order (seeds/001: DeviceID 0 to 999999 is
+	// that numbers sort as strings in numeric order (Tablestore's primary key design guide: DeviceID 0 to 999999 is
 	// padded to 6 digits). 0 makes it a string.
 	Digits int
 }
@@ -124,7 +124,7 @@ type Field struct {
 // Concat builds a partition key from several columns, Tablestore's concatenated partition
 // key: integers zero-padded to a fixed width and parts joined with a separator that sorts
 // below every character of the parts, so that keys sort exactly as the tuples of their
-// values. seeds/001 chooses ',' for parts made of letters and digits; Concat uses the
+// values. Tablestore's primary key design guide chooses ',' for parts made of letters and digits; Concat uses the
 // escaped encoding of keys.Join (separator '!', anything else escaped), which keeps the
 // order for any string parts:
 //

@@ -81,7 +81,7 @@ func TestHashPrefix(t *testing.T) {
 	}
 }
 
-// seeds/001: DeviceID, SellerID, CardID concatenated with padding and a low separator sort
+// Tablestore's primary key design guide: DeviceID, SellerID, CardID concatenated with padding and a low separator sort
 // exactly as the tuples do.
 func TestConcatKeepsOrder(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,5 @@
-// Package logtail implements the log tail pattern of the table design guide (seeds/004
-// and seeds/000, "log tail pattern"): retrieve the n entities most recently added to a
+// Package logtail implements the log tail pattern of the table design guide (the Azure Table storage design guide
+// and "Table design patterns", "log tail pattern"): retrieve the n entities most recently added to a
 // partition with one request.
 //
 // # The problem
@@ -56,13 +56,13 @@
 // # Issues and considerations
 //
 //   - Every append goes to the top of its partition: the partition is "prepend-only"
-//     (seeds/003, "range partitions"; seeds/004, "prepend/append anti-pattern"). Choose
+//     ("Designing a scalable partitioning strategy", "range partitions"; the Azure Table storage design guide, "prepend/append anti-pattern"). Choose
 //     PartitionKeys that spread the writes (one partition per employee, device or
 //     stream) rather than one partition for everything.
 //   - The Cosmos DB Table API does not return results in key order, so the pattern (and
-//     Newest) only works on Azure Table storage (seeds/004, note on the pattern).
+//     Newest) only works on Azure Table storage (the Azure Table storage design guide, note on the pattern).
 //   - The ticks are zero-padded to 19 digits; otherwise strings would not sort like the
-//     numbers they hold (seeds/004, "issues and considerations").
+//     numbers they hold (the Azure Table storage design guide, "issues and considerations").
 //   - Append's keys depend on the clock. Clocks of different machines disagree, so entries
 //     of different writers are ordered as their clocks say, not as they happened; within
 //     one Log the order of Append calls is kept even if the clock stands still or goes

@@ -44,7 +44,7 @@ type Options struct {
 	Clock func() time.Time
 }
 
-// Log is the log tail of one table (seeds/004, "log tail pattern"): entities of T stored
+// Log is the log tail of one table (the Azure Table storage design guide, "log tail pattern"): entities of T stored
 // with RowKeys that sort newest first, so that the newest n entries of a partition are the
 // first n of a range query. A Log is safe for concurrent use.
 type Log[T any] struct {

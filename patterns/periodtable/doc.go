@@ -1,6 +1,6 @@
 // Package periodtable implements the high-volume delete pattern of the table design guide
-// (seeds/004 and seeds/000, "high-volume delete pattern") and the hot/cold separation of
-// time-dependent data into monthly tables of seeds/001 ("separate cold and hot data"): one
+// (the Azure Table storage design guide and its newer edition, "Table design patterns", "high-volume delete pattern") and the hot/cold separation of
+// time-dependent data into monthly tables of Tablestore's primary key design guide ("separate cold and hot data"): one
 // table per period of time, dropped whole when the period expires.
 //
 // # The problem
@@ -87,10 +87,10 @@
 // # Issues and considerations
 //
 //   - Other uses of the data (a user's history across periods, aggregates) must fan out
-//     over the period tables; design for it (seeds/004).
+//     over the period tables; design for it (the Azure Table storage design guide).
 //   - A new table is throttled at first while the service learns its access pattern;
 //     consider how often tables are created, and Prepare the next period's table ahead
-//     (seeds/004).
+//     (the Azure Table storage design guide).
 //   - Periods are in UTC. Periods are chosen so that retention is a whole number of them:
 //     a table is dropped only when its whole period has expired.
 //   - Table names are case-insensitive on the service; a Scheme writes and parses one

@@ -35,7 +35,7 @@ type Options struct {
 	// Retention is how long a period stays writable and kept: writes to a period that
 	// ended Retention or more ago are refused, and DropExpired drops the tables of such
 	// periods. Because writes are refused before a table can be dropped, this package never
-	// re-creates a dropped table's name (seeds/004: "always use unique table names").
+	// re-creates a dropped table's name (the Azure Table storage design guide: "always use unique table names").
 	// 0 means keep everything: writes are never refused, and DropBefore and DropExpired
 	// refuse to drop anything.
 	Retention time.Duration
@@ -60,8 +60,8 @@ type Options struct {
 	Table repo.Options
 }
 
-// Tables is a set of tables of entities of type T, one per period (seeds/004, "high-volume
-// delete pattern"; seeds/001, hot and cold data in monthly tables). Writes are routed by
+// Tables is a set of tables of entities of type T, one per period (the Azure Table storage design guide, "high-volume
+// delete pattern"; Tablestore's primary key design guide, hot and cold data in monthly tables). Writes are routed by
 // the entity's time, queries over a time range fan out across the period tables, and
 // retention drops whole tables. Tables is safe for concurrent use.
 type Tables[T any] struct {
@@ -320,7 +320,7 @@ func (p *Tables[T]) Get(ctx context.Context, at time.Time, pk, rk string) (T, er
 // Prepare creates the table of the period that holds at, if it does not exist: run it
 // ahead of a period (tomorrow's table today) so that the first writes of the period do not
 // pay for the creation, and so that the service can warm the new table up before the load
-// arrives (seeds/004: a new table is throttled at first). Idempotent.
+// arrives (the Azure Table storage design guide: a new table is throttled at first). Idempotent.
 //
 // Errors: ErrInvalidInput (an expired or out-of-range period), ErrTableBeingDeleted,
 // ErrTransient, *repo.Error.

@@ -1,5 +1,5 @@
 // Package wideentity implements the wide entities pattern of the table design guide
-// (seeds/004 and seeds/000, "wide entities pattern"): a logical entity with more than 252
+// (the Azure Table storage design guide and its newer edition, "Table design patterns", "wide entities pattern"): a logical entity with more than 252
 // properties, or more than 1 MiB of data, stored as several physical entities.
 //
 // # The problem
@@ -63,6 +63,6 @@
 // A logical entity has at most MaxChunks (100) chunks (one transaction), each with at
 // most PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
 // transaction's limit): checked before any request, the error naming the chunk. Beyond
-// that, store the large values in blobs (seeds/004, "large entities pattern";
+// that, store the large values in blobs (the Azure Table storage design guide, "large entities pattern";
 // patterns/largeentity).
 package wideentity

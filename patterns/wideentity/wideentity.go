@@ -101,7 +101,7 @@ type chunkRef struct {
 	rk, etag string
 }
 
-// Store reads and writes wide entities in one table (seeds/004, "wide entities pattern").
+// Store reads and writes wide entities in one table (the Azure Table storage design guide, "wide entities pattern").
 // A Store is safe for concurrent use.
 type Store struct {
 	table    *repo.Table[codec.Entity]

@@ -393,8 +393,8 @@ var periods = map[string]periodtable.Period{
 }
 
 // enqueuePeriods enqueues an archive-table job for every table of a period scheme whose
-// period ended at or before a cutoff: Tablestore's hot/cold separation (seeds/001) with
-// the per-period tables of seeds/004's high-volume delete pattern.
+// period ended at or before a cutoff: Tablestore's hot/cold separation (Tablestore's primary key design guide) with
+// the per-period tables of the design guide's high-volume delete pattern.
 func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	var c common
 	var prefix, period, before, container string
