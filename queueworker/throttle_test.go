@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // row is what the throttled handler stores: one entity per message.
@@ -41,7 +42,7 @@ func TestLoadWorkerUnderSustainedThrottling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients, err := repo.NewClients(ps.ConnectionString, nil)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestLoadWorkerUnderSustainedThrottling(t *testing.T) {
 	ws := w.Stats()
 	t.Logf("drained %d messages in %v; window: %d table requests sent, %d admitted: ratio %.2f; model: %d admitted, %d refused; %d retries logged, %d handlers gave up; worker %+v",
 		n, elapsed.Round(time.Millisecond), sent, admitted, float64(sent)/float64(admitted), st.Total.AdmittedRequests, st.Total.RefusedRequests, logs.FilterMessage("retrying").Len(), gaveUp.Load(), ws)
-	// Issue 17's target is about 1.2x: the retry.Gate of the clients repo.NewClients builds
+	// Issue 17's target is about 1.2x: the retry.Gate of the clients account.NewClients builds
 	// keeps the client near 1x (see repo/throttle_test.go, stormBound).
 	const retryStormTarget, stormBound = 1.2, 1.3
 	if r := float64(sent) / float64(admitted); r > stormBound {
@@ -117,7 +118,7 @@ func TestLoadWorkerUnderSustainedThrottling(t *testing.T) {
 		}
 	}
 	// Exactly once: every message's entity, nothing else, read past the proxy.
-	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

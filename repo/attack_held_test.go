@@ -17,6 +17,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -211,7 +212,7 @@ func TestAttackMalformedBatchAnswers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	ps := testenv.Proxies(t)
-	clients, err := repo.NewClients(ps.ConnectionString, nil)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

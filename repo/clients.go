@@ -4,31 +4,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// Clients are the Azure SDK clients of one storage account, built from one connection
-// string the way tablepatterns needs them: the Azure SDK's own retry policy is turned off
-// (retries belong to package retry, see its doc), and the table client carries the
-// transaction policy that lets Submit read per-action results.
-type Clients struct {
-	// Tables is the Table service client; pass it to New. nil from NewTokenClients
-	// without a table endpoint.
-	Tables *aztables.ServiceClient
-	// Queues is the Queue service client (for queueworker); nil from NewTokenClients
-	// without a queue endpoint.
-	Queues *azqueue.ServiceClient
-	// Blobs is the Blob service client (for blob-backed patterns); nil from
-	// NewTokenClients without a blob endpoint.
-	Blobs *azblob.Client
-}
-
-// ClientOptions configures NewClients and NewTokenClients. The zero value (or nil) is the
-// default.
+// ClientOptions configures the clients tablepatterns builds (NewTablesWithSAS here,
+// account.NewClients and account.NewTokenClients). The zero value (or nil) is the default.
 type ClientOptions struct {
 	// Transport replaces the HTTP transport of all three clients (nil: Azure.Transport, or
 	// the Azure SDK default).
@@ -45,6 +26,19 @@ type ClientOptions struct {
 	Azure policy.ClientOptions
 }
 
+// AzureOptions returns the Azure SDK options tablepatterns builds a client of service
+// ("table", "queue" or "blob") with: o.Azure (with o.Transport), the SDK's retries off,
+// request metrics, and, for queue and blob clients, a retry.Gate (a table client gets its
+// Gate from TableClientOptions, through which its options must then go). nil o gives the
+// defaults.
+func (o *ClientOptions) AzureOptions(service string) azcore.ClientOptions {
+	b := withMetrics(o.base(), service)
+	if service != "table" {
+		b = withGate(b)
+	}
+	return b
+}
+
 // base returns the azcore options every client is built with.
 func (o *ClientOptions) base() azcore.ClientOptions {
 	var b azcore.ClientOptions
@@ -56,35 +50,6 @@ func (o *ClientOptions) base() azcore.ClientOptions {
 	}
 	b.Retry = policy.RetryOptions{MaxRetries: -1}
 	return b
-}
-
-// NewClients builds the three service clients from a storage connection string
-// (AccountName/AccountKey with endpoints, or a SAS connection string). Nothing is sent.
-// Accounts with shared-key access turned off need NewTokenClients.
-//
-// The connection string is a secret: it is never logged, and errors do not contain it.
-// Errors: ErrInvalidInput if the connection string cannot be parsed by the Azure SDK.
-func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
-	base := opts.base()
-	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, TableClientOptions(&aztables.ClientOptions{ClientOptions: withMetrics(base, "table")}))
-	if err != nil {
-		return nil, connStringError("table")
-	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: withGate(withMetrics(base, "queue"))})
-	if err != nil {
-		return nil, connStringError("queue")
-	}
-	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: withGate(withMetrics(base, "blob"))})
-	if err != nil {
-		return nil, connStringError("blob")
-	}
-	return &Clients{Tables: tables, Queues: queues, Blobs: blobs}, nil
-}
-
-// connStringError reports a bad connection string without echoing it: the Azure SDK's
-// parse errors may quote parts of it, and it contains the account key.
-func connStringError(service string) error {
-	return errs.Invalid("connection string", "the %s client cannot be built from it (check its AccountName, AccountKey/SharedAccessSignature and endpoints)", service)
 }
 
 // TableClientOptions returns options for building an aztables client by hand (for example

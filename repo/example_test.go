@@ -8,15 +8,16 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 var exampleTables atomic.Int64
 
 // exampleTable returns a fresh table of the test account and a function that deletes it.
-// A program would call repo.NewClients(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), nil).
+// A program would call account.NewClients(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), nil).
 func exampleTable[T any]() (*repo.Table[T], func()) {
-	clients, err := repo.NewClients(testenv.ExampleConnectionString(), nil)
+	clients, err := account.NewClients(testenv.ExampleConnectionString(), nil)
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -37,7 +38,7 @@ func employee(dept, id string) *Employee {
 // bed is one test's table, reached directly or through the fault proxy.
 type bed struct {
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxy   *faultproxy.Proxy // nil unless proxied
 	name    string
 }
@@ -52,7 +53,7 @@ func setup(t testing.TB, proxied bool) *bed {
 		cs, b.proxy = ps.ConnectionString, ps.Table
 	}
 	var err error
-	b.clients, err = repo.NewClients(cs, nil)
+	b.clients, err = account.NewClients(cs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

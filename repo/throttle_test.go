@@ -14,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -67,7 +68,7 @@ func TestLoadBulkWriteUnderSustainedThrottling(t *testing.T) {
 func bulkLoad(t *testing.T, bound float64) {
 	ctx := t.Context()
 	ps := testenv.Proxies(t)
-	clients, err := repo.NewClients(ps.ConnectionString, nil)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func checkStoredOnce(t *testing.T, b *bed, items []*Employee) {
 // setupDirect returns the bed's table through a client that bypasses the proxy.
 func setupDirect(t *testing.T, b *bed) *repo.Table[Employee] {
 	t.Helper()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

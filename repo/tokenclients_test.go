@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/tabletest"
 )
@@ -21,7 +22,7 @@ func TestTokenClientsEndToEnd(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
 	cred := s.Credential()
-	clients, err := repo.NewTokenClients(repo.Endpoints{Table: s.TableURL(), Queue: s.QueueURL(), Blob: s.BlobURL()},
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Queue: s.QueueURL(), Blob: s.BlobURL()},
 		cred, &repo.ClientOptions{Azure: policy.ClientOptions{Transport: s.HTTPClient()}})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestTokenClientsEndToEnd(t *testing.T) {
 func TestTokenClientsExpiredTokenRefused(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
-	clients, err := repo.NewTokenClients(repo.Endpoints{Table: s.TableURL()},
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL()},
 		&tabletest.Credential{Lifetime: -time.Minute}, &repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +91,20 @@ func TestNewTokenClientsRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	cred := &tabletest.Credential{}
 	for name, tc := range map[string]struct {
-		e    repo.Endpoints
+		e    account.Endpoints
 		cred *tabletest.Credential
 	}{
 		"no endpoints":   {cred: cred},
-		"nil credential": {e: repo.Endpoints{Table: "https://a.table.core.windows.net"}},
-		"http":           {e: repo.Endpoints{Table: "http://127.0.0.1:10002/devstoreaccount1"}, cred: cred},
-		"query":          {e: repo.Endpoints{Blob: "https://a.blob.core.windows.net/?sig=SECRET"}, cred: cred},
-		"not a url":      {e: repo.Endpoints{Queue: "a.queue.core.windows.net"}, cred: cred},
+		"nil credential": {e: account.Endpoints{Table: "https://a.table.core.windows.net"}},
+		"http":           {e: account.Endpoints{Table: "http://127.0.0.1:10002/devstoreaccount1"}, cred: cred},
+		"query":          {e: account.Endpoints{Blob: "https://a.blob.core.windows.net/?sig=SECRET"}, cred: cred},
+		"not a url":      {e: account.Endpoints{Queue: "a.queue.core.windows.net"}, cred: cred},
 	} {
 		var err error
 		if tc.cred == nil {
-			_, err = repo.NewTokenClients(tc.e, nil, nil)
+			_, err = account.NewTokenClients(tc.e, nil, nil)
 		} else {
-			_, err = repo.NewTokenClients(tc.e, tc.cred, nil)
+			_, err = account.NewTokenClients(tc.e, tc.cred, nil)
 		}
 		if !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: err = %v, want ErrInvalidInput", name, err)
@@ -119,18 +120,18 @@ func TestNewTokenClientsRefusesBadInput(t *testing.T) {
 
 func TestAccountEndpoints(t *testing.T) {
 	t.Parallel()
-	e, err := repo.AccountEndpoints("orders01", "")
+	e, err := account.PublicEndpoints("orders01", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Table != "https://orders01.table.core.windows.net" || e.Queue != "https://orders01.queue.core.windows.net" || e.Blob != "https://orders01.blob.core.windows.net" {
 		t.Errorf("endpoints %+v", e)
 	}
-	if e, _ := repo.AccountEndpoints("orders01", "core.chinacloudapi.cn"); e.Table != "https://orders01.table.core.chinacloudapi.cn" {
+	if e, _ := account.PublicEndpoints("orders01", "core.chinacloudapi.cn"); e.Table != "https://orders01.table.core.chinacloudapi.cn" {
 		t.Errorf("sovereign suffix: %+v", e)
 	}
 	for _, bad := range [][2]string{{"Orders", ""}, {"ab", ""}, {"a-b-c", ""}, {"orders01", "evil.com/x"}, {"orders01", "x@y"}} {
-		if _, err := repo.AccountEndpoints(bad[0], bad[1]); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := account.PublicEndpoints(bad[0], bad[1]); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("AccountEndpoints(%q, %q): %v, want ErrInvalidInput", bad[0], bad[1], err)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // second over those two seconds, raises that limit by Raise on every accepted answer, and
 // lifts it after Quiet without a cut.
 //
-// Install it as a policy of the Azure SDK client (repo.NewClients and
+// Install it as a policy of the Azure SDK client (account.NewClients and
 // repo.TableClientOptions do, one Gate per client): it waits before each attempt, so a
 // request held by the Gate is never sent late into a context that has ended. A Gate is
 // safe for concurrent use.

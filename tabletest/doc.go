@@ -22,7 +22,7 @@
 //
 //	func TestOrders(t *testing.T) {
 //		s := azurite.Server(t) // starts Azurite the first time; fails t if it cannot
-//		clients, err := repo.NewClients(s.ConnectionString(), nil)
+//		clients, err := account.NewClients(s.ConnectionString(), nil)
 //		...
 //	}
 //
@@ -36,7 +36,7 @@
 // and checks bearer tokens the way its "basic" OAuth level does (audience, issuer and
 // lifetime; not the signature). Server.Credential returns an azcore.TokenCredential whose
 // tokens it accepts, and Server.ClientOptions a transport that trusts the certificate, so
-// code that takes a token credential in production (repo.NewTokenClients) can be tested
+// code that takes a token credential in production (account.NewTokenClients) can be tested
 // without any account key. Azurite still accepts the well-known development key too: a
 // test proves it uses tokens only by not being given the key.
 //
@@ -44,5 +44,5 @@
 //
 // Server.Clients returns raw Azure SDK clients with the SDK's own retries turned off
 // (tablepatterns' retry package owns retries). For package repo, build clients with
-// repo.NewClients(s.ConnectionString(), nil), or repo.NewTokenClients with s.Credential().
+// account.NewClients(s.ConnectionString(), nil), or account.NewTokenClients with s.Credential().
 package tabletest

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // Employee is the guide's employee entity.
@@ -24,7 +25,7 @@ func Example() {
 		fmt.Println(err) // says how to install Azurite
 		return
 	}
-	clients, err := repo.NewClients(s.ConnectionString(), nil)
+	clients, err := account.NewClients(s.ConnectionString(), nil)
 	if err != nil {
 		fmt.Println(err)
 		return

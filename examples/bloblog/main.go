@@ -20,7 +20,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -39,7 +39,7 @@ func record(n int) bloblog.Record {
 }
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

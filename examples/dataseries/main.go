@@ -19,7 +19,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func main() { exampleenv.Main("dataseries", run) }
@@ -55,7 +55,7 @@ func traffic(day time.Time) []message {
 }
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -92,7 +93,7 @@ var staff = []Employee{
 }
 
 func run(ctx context.Context, out io.Writer, connStr string, n names) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

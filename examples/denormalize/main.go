@@ -24,6 +24,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/denormalize"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func main() { exampleenv.Main("denormalize", run) }
@@ -71,7 +72,7 @@ func uniqueSuffix() string {
 }
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func createTables(ctx context.Context, tables ...interface{ CreateIfNotExists(co
 
 // inPartition is the guide's layout: the Sales department entity next to its manager's
 // employee entity, in the Sales partition.
-func inPartition(ctx context.Context, out io.Writer, clients *repo.Clients, table string) error {
+func inPartition(ctx context.Context, out io.Writer, clients *account.Clients, table string) error {
 	fmt.Fprintln(out, "== in one partition: one transaction keeps the manager and the copies consistent")
 	emps, err := repo.New[Employee](clients.Tables, table, nil)
 	if err != nil {
@@ -139,7 +140,7 @@ func inPartition(ctx context.Context, out io.Writer, clients *repo.Clients, tabl
 
 // acrossPartitions keeps the departments in a table of their own; a queue worker refreshes
 // the copies.
-func acrossPartitions(ctx context.Context, out io.Writer, clients *repo.Clients, empTable, deptTable, queue string) error {
+func acrossPartitions(ctx context.Context, out io.Writer, clients *account.Clients, empTable, deptTable, queue string) error {
 	fmt.Fprintln(out, "== across partitions: a queue worker keeps the copies consistent")
 	emps, err := repo.New[Employee](clients.Tables, empTable, nil)
 	if err != nil {

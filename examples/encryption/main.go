@@ -24,6 +24,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -69,7 +70,7 @@ func newKey(id string) (*codec.LocalKey, error) {
 }
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/indexentity"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -65,7 +66,7 @@ func newNames() names {
 }
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}
@@ -162,7 +163,7 @@ func option2(ctx context.Context, out io.Writer, emps *repo.Table[Employee]) err
 
 // options1and3 keep the lists outside the partitions, maintained by a queue worker: for
 // each option, employees written through the index, a worker, a rename.
-func options1and3(ctx context.Context, out io.Writer, clients *repo.Clients, n names) error {
+func options1and3(ctx context.Context, out io.Writer, clients *account.Clients, n names) error {
 	fmt.Fprintln(out, "== options 1 and 3: the lists live outside the partitions and a queue worker keeps them")
 	indexTable, err := repo.New[codec.Entity](clients.Tables, n.index, nil)
 	if err != nil {

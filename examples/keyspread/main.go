@@ -29,6 +29,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func main() { exampleenv.Main("keyspread", run) }
@@ -109,7 +110,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 
 	// 2b. Keeping the hour as the natural partition but spreading it over buckets: the
 	// hour is read back with one query per bucket, run in parallel and merged in order.
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

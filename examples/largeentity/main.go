@@ -20,6 +20,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func main() { exampleenv.Main("largeentity", run) }
@@ -57,7 +58,7 @@ func photo(seed uint64, kib int) []byte {
 }
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

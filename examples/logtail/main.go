@@ -16,6 +16,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/logtail"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func main() { exampleenv.Main("logtail", run) }
@@ -37,7 +38,7 @@ type ExpenseClaim struct {
 var descriptions = []string{"Taxi", "Hotel", "Lunch with customer", "Train", "Conference fee", "Books", "Parking"}
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/repo/sas"
 )
@@ -59,7 +60,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	if err != nil {
 		return err
 	}
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}

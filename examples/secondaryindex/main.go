@@ -25,6 +25,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func main() { exampleenv.Main("secondaryindex", run) }
@@ -74,7 +75,7 @@ var (
 )
 
 func run(ctx context.Context, out io.Writer, connStr string) error {
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	return nil
 }
 
-func intra(ctx context.Context, out io.Writer, clients *repo.Clients, table string) error {
+func intra(ctx context.Context, out io.Writer, clients *account.Clients, table string) error {
 	fmt.Fprintln(out, "== intra-partition secondary index ==")
 	x, err := secondaryindex.NewIntra(clients.Tables, table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 	if err != nil {
@@ -166,7 +167,7 @@ func intra(ctx context.Context, out io.Writer, clients *repo.Clients, table stri
 	return nil
 }
 
-func inter(ctx context.Context, out io.Writer, clients *repo.Clients, table, queue string) error {
+func inter(ctx context.Context, out io.Writer, clients *account.Clients, table, queue string) error {
 	fmt.Fprintln(out, "== inter-partition secondary index ==")
 	q := clients.Queues.NewQueueClient(queue)
 	if _, err := q.Create(ctx, nil); err != nil {

@@ -94,7 +94,7 @@ func (s *Server) Close() error { return s.s.Close() }
 
 // ConnectionString returns the server's connection string (the development account and its
 // public key, with explicit endpoints), for aztables.NewServiceClientFromConnectionString,
-// repo.NewClients and the like. With Options.OAuth the endpoints are https URLs whose
+// account.NewClients and the like. With Options.OAuth the endpoints are https URLs whose
 // certificate only ClientOptions' transport trusts.
 func (s *Server) ConnectionString() string { return s.s.ConnectionString }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -24,9 +25,9 @@ type LogEntity struct {
 	Message      string    `table:"Message"`
 }
 
-func benchClients(b *testing.B) (*repo.Clients, string) {
+func benchClients(b *testing.B) (*account.Clients, string) {
 	b.Helper()
-	clients, err := repo.NewClients(testenv.ConnectionString(b), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -42,7 +42,7 @@ func setup(t *testing.T, proxied, create bool) *bed {
 		ps := testenv.Proxies(t)
 		cs, b.proxy = ps.ConnectionString, ps.Blob
 	}
-	clients, err := repo.NewClients(cs, nil)
+	clients, err := account.NewClients(cs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/compoundkey"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -134,7 +135,7 @@ func setup(t *testing.T) *bed {
 	name := testenv.TableName(t)
 	testenv.Table(t, name)
 	ps := testenv.Proxies(t)
-	clients, err := repo.NewClients(ps.ConnectionString, nil)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

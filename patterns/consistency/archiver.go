@@ -14,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -80,7 +81,7 @@ var ErrNotAllowed = errors.New("consistency: table or container not allowed for 
 
 // Archiver runs archive jobs against one storage account. It is safe for concurrent use.
 type Archiver struct {
-	clients *repo.Clients
+	clients *account.Clients
 	opts    Options
 	topts   *repo.Options
 	// step, when set (by tests), is called after each step of a job; an error stops the
@@ -88,12 +89,12 @@ type Archiver struct {
 	step func(job, step string) error
 }
 
-// New returns an Archiver over clients (from repo.NewClients). It sends nothing.
+// New returns an Archiver over clients (from account.NewClients). It sends nothing.
 //
 // Errors: ErrInvalidInput for nil clients or invalid options.
-func New(clients *repo.Clients, opts *Options) (*Archiver, error) {
+func New(clients *account.Clients, opts *Options) (*Archiver, error) {
 	if clients == nil || clients.Tables == nil || clients.Blobs == nil {
-		return nil, errs.Invalid("clients", "need the table and blob clients (repo.NewClients)")
+		return nil, errs.Invalid("clients", "need the table and blob clients (account.NewClients)")
 	}
 	var o Options
 	if opts != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -21,7 +22,7 @@ var errCrash = errors.New("simulated crash")
 // bed is one test's Current and Archive tables.
 type bed struct {
 	ctx              context.Context
-	clients          *repo.Clients
+	clients          *account.Clients
 	a                *Archiver
 	current, archive *repo.Table[codec.Entity]
 }
@@ -35,7 +36,7 @@ func setup(t *testing.T, connStr string) *bed {
 	if connStr == "" {
 		connStr = testenv.ConnectionString(t)
 	}
-	clients, err := repo.NewClients(connStr, nil)
+	clients, err := account.NewClients(connStr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

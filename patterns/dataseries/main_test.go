@@ -8,7 +8,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // bed is one test's table, reached directly or through the fault proxy.
 type bed struct {
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxy   *faultproxy.Proxy // nil unless proxied
 	name    string
 }
@@ -31,7 +31,7 @@ func setup(t testing.TB, proxied bool) *bed {
 		cs, b.proxy = ps.ConnectionString, ps.Table
 	}
 	var err error
-	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+	if b.clients, err = account.NewClients(cs, nil); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Table(t, b.name)

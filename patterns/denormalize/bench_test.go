@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // benchBed is a partition of the guide's layout: 100 departments, each with its manager,
@@ -19,7 +20,7 @@ type benchBed struct {
 
 func newBenchBed(b *testing.B) *benchBed {
 	ctx := context.Background()
-	clients := must(repo.NewClients(testenv.ConnectionString(b), nil))
+	clients := must(account.NewClients(testenv.ConnectionString(b), nil))
 	table := testenv.TableName(b)
 	testenv.Table(b, table)
 	bb := &benchBed{

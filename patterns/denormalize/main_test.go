@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -73,7 +74,7 @@ var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond,
 type bed struct {
 	t       *testing.T
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxies *testenv.ProxySet
 	emps    *repo.Table[Employee]
 	depts   *repo.Table[Department]
@@ -90,7 +91,7 @@ func setup(t *testing.T, proxied, separate bool) *bed {
 		cs = b.proxies.ConnectionString
 	}
 	var err error
-	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+	if b.clients, err = account.NewClients(cs, nil); err != nil {
 		t.Fatal(err)
 	}
 	empTable := testenv.TableName(t)

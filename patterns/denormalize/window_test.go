@@ -10,6 +10,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The tests of this file each hold one request at the proxy (faultproxy.Pause) at the
@@ -20,7 +21,7 @@ import (
 // competing writer of a window test, never held), with its own queue when q is nil.
 func (b *bed) direct(opts Options[Employee, Department]) *Relation[Employee, Department] {
 	b.t.Helper()
-	c, err := repo.NewClients(testenv.ConnectionString(b.t), nil)
+	c, err := account.NewClients(testenv.ConnectionString(b.t), nil)
 	if err != nil {
 		b.t.Fatal(err)
 	}

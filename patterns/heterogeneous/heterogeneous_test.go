@@ -14,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/heterogeneous"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -73,7 +74,7 @@ func setup(t *testing.T, l layout) *bed {
 	name := testenv.TableName(t)
 	testenv.Table(t, name)
 	ps := testenv.Proxies(t)
-	clients, err := repo.NewClients(ps.ConnectionString, nil)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func setup(t *testing.T, l layout) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,7 @@ func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 // competing writer of a window test, never held by a pause.
 func (b *bed) competitor(t *testing.T) *heterogeneous.OneToMany[Department, Employee, int32] {
 	t.Helper()
-	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

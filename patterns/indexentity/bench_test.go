@@ -9,6 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -24,7 +25,7 @@ import (
 func BenchmarkLookupByLastName(b *testing.B) {
 	const employees, names = 10000, 500
 	ctx := context.Background()
-	clients, err := repo.NewClients(testenv.ConnectionString(b), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func BenchmarkLookupByLastName(b *testing.B) {
 	// The same operations through a fault proxy, once each, to count their requests (the
 	// timed loops go straight to Azurite).
 	proxies := testenv.Proxies(b)
-	pclients := must(repo.NewClients(proxies.ConnectionString, nil))
+	pclients := must(account.NewClients(proxies.ConnectionString, nil))
 	pemps := must(repo.New[Employee](pclients.Tables, table, nil))
 	pix := must(NewSamePartition(pemps, SamePartitionOptions[Employee]{Name: "LastName", Value: lastName}))
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -47,7 +48,7 @@ var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond,
 type bed struct {
 	t       *testing.T
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxies *testenv.ProxySet // nil unless proxied
 	table   string
 	emps    *repo.Table[Employee]
@@ -63,7 +64,7 @@ func setup(t *testing.T, proxied bool) *bed {
 		cs = b.proxies.ConnectionString
 	}
 	var err error
-	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+	if b.clients, err = account.NewClients(cs, nil); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Table(t, b.table)

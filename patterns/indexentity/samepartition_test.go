@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -469,7 +470,7 @@ func TestSamePartitionWindowIndexEntityChangesUnderInsert(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			ix := b.samePartition(SamePartitionOptions[Employee]{})
-			direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+			direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

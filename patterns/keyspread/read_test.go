@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -43,7 +44,7 @@ func benchTable(b *testing.B) (*repo.Table[Access], *faultproxy.Proxy) {
 	return tb, proxy
 }
 
-func tableWithClients[T any](t testing.TB, proxied bool) (*repo.Table[T], *faultproxy.Proxy, *repo.Clients) {
+func tableWithClients[T any](t testing.TB, proxied bool) (*repo.Table[T], *faultproxy.Proxy, *account.Clients) {
 	t.Helper()
 	cs := testenv.ConnectionString(t)
 	var proxy *faultproxy.Proxy
@@ -51,7 +52,7 @@ func tableWithClients[T any](t testing.TB, proxied bool) (*repo.Table[T], *fault
 		ps := testenv.Proxies(t)
 		cs, proxy = ps.ConnectionString, ps.Table
 	}
-	clients, err := repo.NewClients(cs, nil)
+	clients, err := account.NewClients(cs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

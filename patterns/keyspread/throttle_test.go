@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The throughput model of these load tests: the published targets (2,000 entities/s per
@@ -157,7 +158,7 @@ func checkLayouts(t *testing.T, appendOnly, spread float64, writers int, window 
 func throttledTable(t *testing.T) (*repo.Table[Access], *faultproxy.Proxy) {
 	t.Helper()
 	ps := testenv.Proxies(t)
-	clients, err := repo.NewClients(ps.ConnectionString, nil)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // InlineEmployee is the naive alternative: the photo split over Edm.Binary properties of at
@@ -37,7 +38,7 @@ func inline(id string, pic []byte) *InlineEmployee {
 func benchBed(b *testing.B) (context.Context, *largeentity.Store[Employee], *repo.Table[InlineEmployee]) {
 	b.Helper()
 	ctx := context.Background()
-	clients, err := repo.NewClients(testenv.ConnectionString(b), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

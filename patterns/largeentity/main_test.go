@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -53,7 +54,7 @@ func setup(t *testing.T, proxied bool, opts *largeentity.Options) *bed {
 		ps := testenv.Proxies(t)
 		cs, b.tproxy, b.bproxy = ps.ConnectionString, ps.Table, ps.Blob
 	}
-	clients, err := repo.NewClients(cs, nil)
+	clients, err := account.NewClients(cs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // forge rewrites the stored Photo reference of an entity behind the Store's back, as a
@@ -182,7 +183,7 @@ func TestUpdateLostResponseThenOtherWriterKeepsPhoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The other writer talks to the service directly.
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func TestInsertGetLoadOpen(t *testing.T) {
@@ -512,7 +513,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 
 func TestNewRefusesBadSetup(t *testing.T) {
 	t.Parallel()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

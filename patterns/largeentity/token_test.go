@@ -7,6 +7,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The large-entity pattern (a table and a blob container) with Microsoft Entra ID tokens
@@ -15,7 +16,7 @@ func TestLargeEntitiesWithTokenAuth(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
 	cred := s.Credential()
-	clients, err := repo.NewTokenClients(repo.Endpoints{Table: s.TableURL(), Blob: s.BlobURL()}, cred,
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Blob: s.BlobURL()}, cred,
 		&repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

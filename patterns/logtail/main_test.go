@@ -9,6 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -26,7 +27,7 @@ type Claim struct {
 // bed is one test's table, reached directly or through the fault proxy.
 type bed struct {
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxy   *faultproxy.Proxy // nil unless proxied
 	name    string
 }
@@ -40,7 +41,7 @@ func setup(t testing.TB, proxied bool) *bed {
 		cs, b.proxy = ps.ConnectionString, ps.Table
 	}
 	var err error
-	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+	if b.clients, err = account.NewClients(cs, nil); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Table(t, b.name) // created now, deleted by t.Cleanup

@@ -13,7 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -37,7 +37,7 @@ func signIn(user string, at time.Time, ok bool) *SignIn {
 // fault proxy.
 type bed struct {
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxy   *faultproxy.Proxy // nil unless proxied
 	prefix  string
 }
@@ -65,7 +65,7 @@ func setup(t testing.TB, proxied bool) *bed {
 		cs, b.proxy = ps.ConnectionString, ps.Table
 	}
 	var err error
-	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+	if b.clients, err = account.NewClients(cs, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Delete whatever period tables the test left, directly (not through a proxy).

@@ -7,6 +7,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -27,7 +28,7 @@ import (
 func BenchmarkFindByEmail(b *testing.B) {
 	const n = 10000
 	ctx := b.Context()
-	clients, err := repo.NewClients(testenv.ConnectionString(b), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

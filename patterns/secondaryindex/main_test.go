@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -52,7 +53,7 @@ func fastRetry() retry.Policy {
 // bed is one test's account access, direct or through fault proxies, and a fresh table.
 type bed struct {
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	proxies *testenv.ProxySet // nil unless proxied
 	table   string
 	raw     *repo.Table[codec.Entity] // every row of the table, bypassing the pattern
@@ -67,11 +68,11 @@ func setup(t *testing.T, proxied bool) *bed {
 		cs = b.proxies.ConnectionString
 	}
 	var err error
-	if b.clients, err = repo.NewClients(cs, nil); err != nil {
+	if b.clients, err = account.NewClients(cs, nil); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Table(t, b.table)
-	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

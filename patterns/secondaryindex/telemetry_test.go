@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/telemetry/telemetrytest"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // children returns the ended spans whose parent is p.
@@ -35,7 +36,7 @@ func TestInterWriteAndReconcileSpans(t *testing.T) {
 	t.Parallel()
 	telemetrytest.Install()
 	b := setup(t, false)
-	clients, err := repo.NewClients(testenv.ConnectionString(t), &repo.ClientOptions{
+	clients, err := account.NewClients(testenv.ConnectionString(t), &repo.ClientOptions{
 		Azure: policy.ClientOptions{TracingProvider: azotel.NewTracingProvider(otel.GetTracerProvider(), nil)},
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // Both index variants with Microsoft Entra ID tokens over HTTPS and no account key: the
@@ -18,7 +19,7 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
 	cred := s.Credential()
-	clients, err := repo.NewTokenClients(repo.Endpoints{Table: s.TableURL(), Queue: s.QueueURL()}, cred,
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Queue: s.QueueURL()}, cred,
 		&repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

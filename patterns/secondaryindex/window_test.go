@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The tests of this file each hold one request at the proxy (faultproxy.Pause) at the
@@ -25,7 +26,7 @@ import (
 // a window test, never held by a pause.
 func (b *bed) directInter(t *testing.T, indexes ...secondaryindex.Index[Employee]) *secondaryindex.Inter[Employee] {
 	t.Helper()
-	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func (b *bed) directInter(t *testing.T, indexes ...secondaryindex.Index[Employee
 // directTables is a table service client that bypasses the proxies.
 func directTables(t *testing.T) *aztables.ServiceClient {
 	t.Helper()
-	direct, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

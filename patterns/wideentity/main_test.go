@@ -9,7 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/wideentity"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -18,8 +18,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // bed is one test's table, reached directly and (if proxied) through the fault proxy.
 type bed struct {
 	ctx     context.Context
-	direct  *repo.Clients
-	clients *repo.Clients // through the proxy when proxied
+	direct  *account.Clients
+	clients *account.Clients // through the proxy when proxied
 	proxy   *faultproxy.Proxy
 	name    string
 }
@@ -28,14 +28,14 @@ func setup(t testing.TB, proxied bool) *bed {
 	t.Helper()
 	b := &bed{ctx: t.Context(), name: testenv.TableName(t)}
 	var err error
-	if b.direct, err = repo.NewClients(testenv.ConnectionString(t), nil); err != nil {
+	if b.direct, err = account.NewClients(testenv.ConnectionString(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	b.clients = b.direct
 	if proxied {
 		ps := testenv.Proxies(t)
 		b.proxy = ps.Table
-		if b.clients, err = repo.NewClients(ps.ConnectionString, nil); err != nil {
+		if b.clients, err = account.NewClients(ps.ConnectionString, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func store(t testing.TB, b *bed, o *wideentity.Options) *wideentity.Store {
 	return storeOn(t, b.clients, b.name, o)
 }
 
-func storeOn(t testing.TB, c *repo.Clients, name string, o *wideentity.Options) *wideentity.Store {
+func storeOn(t testing.TB, c *account.Clients, name string, o *wideentity.Options) *wideentity.Store {
 	t.Helper()
 	if o == nil {
 		o = &wideentity.Options{}

@@ -30,7 +30,7 @@
 //
 // A table SAS is signed with the storage account key (a SharedKey); nothing else can sign
 // one. Accounts with shared-key access turned off, and programs that authenticate with a
-// Microsoft Entra ID token credential (repo.NewTokenClients), cannot issue table SAS
+// Microsoft Entra ID token credential (account.NewTokenClients), cannot issue table SAS
 // tokens at all: the service offers user delegation SAS for blobs only. Give such clients a
 // token credential of their own, with a role scoped to the table, instead.
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/repo/sas"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -48,7 +49,7 @@ func setup(t *testing.T) *bed {
 		t.Fatal(err)
 	}
 	testenv.Table(t, b.name)
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // binary builds the archiver into the test's temporary directory (removed with it).
@@ -77,7 +78,7 @@ func drainQueue(t *testing.T, bin, queue string) string {
 
 type killBed struct {
 	ctx     context.Context
-	clients *repo.Clients
+	clients *account.Clients
 	a       *consistency.Archiver
 	client  *queueworker.Client
 	queue   string
@@ -85,7 +86,7 @@ type killBed struct {
 
 func newKillBed(t *testing.T) *killBed {
 	t.Helper()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

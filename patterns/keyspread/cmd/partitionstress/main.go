@@ -49,6 +49,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -146,7 +147,7 @@ func run(ctx context.Context, out io.Writer, connStr string, cfg config) (keyspr
 		}
 		defer stop()
 	}
-	clients, err := repo.NewClients(connStr, &repo.ClientOptions{Transport: loopbackTransport()})
+	clients, err := account.NewClients(connStr, &repo.ClientOptions{Transport: loopbackTransport()})
 	if err != nil {
 		return none, err
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/queueworker"
-	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // Exit codes.
@@ -180,7 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 // env is what every command builds from the common flags.
 type env struct {
-	clients *repo.Clients
+	clients *account.Clients
 	logger  *zap.Logger
 	queue   string
 }

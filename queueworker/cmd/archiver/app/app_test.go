@@ -16,6 +16,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -75,7 +76,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestArchiverEndToEnd(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestArchiverEndToEnd(t *testing.T) {
 func TestArchivePeriods(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestBadJobsExitTwoBeforeAnyRequest(t *testing.T) {
 func TestArchivePeriodsDryRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestArchivePeriodsDryRun(t *testing.T) {
 // Issue 11 defect 8: poison list shows the original text of a malformed message.
 func TestPoisonListShowsMalformedText(t *testing.T) {
 	t.Parallel()
-	clients, err := repo.NewClients(testenv.ConnectionString(t), nil)
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // authUsage documents the authentication flags every command takes.
@@ -64,7 +65,7 @@ func (a *authFlags) register(fs *flag.FlagSet) {
 
 // clients builds the storage clients the flags describe: from the connection string in
 // the variable connEnv, or from endpoints and DefaultAzureCredential.
-func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *zap.Logger) (*repo.Clients, error) {
+func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *zap.Logger) (*account.Clients, error) {
 	explicit := a.table != "" || a.queue != "" || a.blob != ""
 	switch a.mode {
 	case authConnectionString:
@@ -83,17 +84,17 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 				";TableEndpoint=http://127.0.0.1:10002/" + azurite.DevAccountName + ";"
 		}
 		// Errors never quote the connection string: it holds the account key.
-		return repo.NewClients(connStr, &repo.ClientOptions{Azure: azureOptions})
+		return account.NewClients(connStr, &repo.ClientOptions{Azure: azureOptions})
 	case authDefault:
 	default:
 		return nil, usagef("-auth %q: want connection-string or default", a.mode)
 	}
-	var endpoints repo.Endpoints
+	var endpoints account.Endpoints
 	switch {
 	case a.account != "" && explicit:
 		return nil, usagef("-auth default: give -account or the -*-endpoint flags, not both")
 	case a.account != "":
-		e, err := repo.AccountEndpoints(a.account, a.suffix)
+		e, err := account.PublicEndpoints(a.account, a.suffix)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +106,7 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 		if a.table == "" || a.queue == "" || a.blob == "" {
 			return nil, usagef("-auth default: the archiver needs -table-endpoint, -queue-endpoint and -blob-endpoint (or -account)")
 		}
-		endpoints = repo.Endpoints{Table: a.table, Queue: a.queue, Blob: a.blob}
+		endpoints = account.Endpoints{Table: a.table, Queue: a.queue, Blob: a.blob}
 	default:
 		return nil, usagef("-auth default needs -account NAME or the three -*-endpoint flags")
 	}
@@ -113,5 +114,5 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 	if err != nil {
 		return nil, fmt.Errorf("-auth default: %w", err)
 	}
-	return repo.NewTokenClients(endpoints, cred, &repo.ClientOptions{Azure: azureOptions})
+	return account.NewTokenClients(endpoints, cred, &repo.ClientOptions{Azure: azureOptions})
 }

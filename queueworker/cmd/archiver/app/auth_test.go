@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
@@ -68,7 +69,7 @@ func TestArchiverAndPatternWithTokenAuth(t *testing.T) {
 	ctx := t.Context()
 	s := testenv.OAuthServer(t)
 	cred := s.Credential()
-	clients, err := repo.NewTokenClients(repo.Endpoints{Table: s.TableURL(), Queue: s.QueueURL(), Blob: s.BlobURL()},
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Queue: s.QueueURL(), Blob: s.BlobURL()},
 		cred, &repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
@@ -63,7 +64,7 @@ func TestDefaultAzureCredentialWithManagedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testenv.OAuthServer(t)
-	clients, err := repo.NewTokenClients(repo.Endpoints{Table: s.TableURL()}, cred, &repo.ClientOptions{Transport: s.HTTPClient()})
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL()}, cred, &repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,14 @@
-package repo
+// Package account builds the Azure SDK clients of one storage account the way tablepatterns
+// needs them: the Table, Queue and Blob service clients together, from a connection string
+// or from service endpoints and a Microsoft Entra ID token credential. It is apart from
+// package repo so that a program that uses tables only imports no queue or blob package
+// (see BENCHMARKS.md, "A lighter import"); repo.TableClientOptions and
+// aztables.NewServiceClient build a table client alone.
+//
+// Every client is built with the Azure SDK's own retries off (package retry owns retries),
+// request metrics, and a retry.Gate that calms the client under sustained throttling; the
+// table client also carries the transaction policy that repo.Submit needs.
+package account
 
 import (
 	"net/url"
@@ -10,7 +20,55 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
 )
+
+// ClientOptions configures NewClients and NewTokenClients: repo's client options.
+type ClientOptions = repo.ClientOptions
+
+// Clients are the Azure SDK clients of one storage account, built from one connection
+// string the way tablepatterns needs them: the Azure SDK's own retry policy is turned off
+// (retries belong to package retry, see its doc), and the table client carries the
+// transaction policy that lets Submit read per-action results.
+type Clients struct {
+	// Tables is the Table service client; pass it to New. nil from NewTokenClients
+	// without a table endpoint.
+	Tables *aztables.ServiceClient
+	// Queues is the Queue service client (for queueworker); nil from NewTokenClients
+	// without a queue endpoint.
+	Queues *azqueue.ServiceClient
+	// Blobs is the Blob service client (for blob-backed patterns); nil from
+	// NewTokenClients without a blob endpoint.
+	Blobs *azblob.Client
+}
+
+// NewClients builds the three service clients from a storage connection string
+// (AccountName/AccountKey with endpoints, or a SAS connection string). Nothing is sent.
+// Accounts with shared-key access turned off need NewTokenClients.
+//
+// The connection string is a secret: it is never logged, and errors do not contain it.
+// Errors: ErrInvalidInput if the connection string cannot be parsed by the Azure SDK.
+func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
+	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")}))
+	if err != nil {
+		return nil, connStringError("table")
+	}
+	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")})
+	if err != nil {
+		return nil, connStringError("queue")
+	}
+	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")})
+	if err != nil {
+		return nil, connStringError("blob")
+	}
+	return &Clients{Tables: tables, Queues: queues, Blobs: blobs}, nil
+}
+
+// connStringError reports a bad connection string without echoing it: the Azure SDK's
+// parse errors may quote parts of it, and it contains the account key.
+func connStringError(service string) error {
+	return errs.Invalid("connection string", "the %s client cannot be built from it (check its AccountName, AccountKey/SharedAccessSignature and endpoints)", service)
+}
 
 // Endpoints are the service URLs of one storage account, such as
 // https://myaccount.table.core.windows.net. An empty URL leaves that client out.
@@ -27,13 +85,13 @@ type Endpoints struct {
 // cloud.
 const DefaultEndpointSuffix = "core.windows.net"
 
-// AccountEndpoints returns the endpoints of a storage account in the cloud whose storage
+// PublicEndpoints returns the endpoints of a storage account in the cloud whose storage
 // endpoint suffix is suffix ("" means DefaultEndpointSuffix; "core.chinacloudapi.cn",
 // "core.usgovcloudapi.net" for sovereign clouds): https://ACCOUNT.table.SUFFIX and so on.
 //
 // Errors: ErrInvalidInput if account is not 3 to 24 lowercase letters and digits, or suffix
 // is not a host name.
-func AccountEndpoints(account, suffix string) (Endpoints, error) {
+func PublicEndpoints(account, suffix string) (Endpoints, error) {
 	if n := len(account); n < 3 || n > 24 || strings.Trim(account, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
 		return Endpoints{}, errs.Invalid("account", "%.40q is not a storage account name (3 to 24 lowercase letters and digits)", account)
 	}
@@ -54,7 +112,7 @@ func AccountEndpoints(account, suffix string) (Endpoints, error) {
 // Entra ID token credential (azidentity.DefaultAzureCredential, a managed identity, a
 // workload identity, ...) instead of an account key, for accounts where shared-key access
 // is turned off. The clients are built like NewClients builds them: the Azure SDK's own
-// retries off, the table client with the transaction policy (TableClientOptions). Clients
+// retries off, the table client with the transaction policy (repo.TableClientOptions). Clients
 // of empty endpoints are nil. Nothing is sent; the credential is first asked for a token
 // by the first request.
 //
@@ -83,21 +141,20 @@ func NewTokenClients(endpoints Endpoints, cred azcore.TokenCredential, opts *Cli
 			return nil, errs.Invalid(e.name+" endpoint", "is not an https URL without a query (bearer tokens need TLS)")
 		}
 	}
-	base := opts.base()
 	var c Clients
 	var err error
 	if endpoints.Table != "" {
-		if c.Tables, err = aztables.NewServiceClient(endpoints.Table, cred, TableClientOptions(&aztables.ClientOptions{ClientOptions: withMetrics(base, "table")})); err != nil {
+		if c.Tables, err = aztables.NewServiceClient(endpoints.Table, cred, repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")})); err != nil {
 			return nil, errs.Invalid("table endpoint", "the table client cannot be built: %v", err)
 		}
 	}
 	if endpoints.Queue != "" {
-		if c.Queues, err = azqueue.NewServiceClient(endpoints.Queue, cred, &azqueue.ClientOptions{ClientOptions: withGate(withMetrics(base, "queue"))}); err != nil {
+		if c.Queues, err = azqueue.NewServiceClient(endpoints.Queue, cred, &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")}); err != nil {
 			return nil, errs.Invalid("queue endpoint", "the queue client cannot be built: %v", err)
 		}
 	}
 	if endpoints.Blob != "" {
-		if c.Blobs, err = azblob.NewClient(endpoints.Blob, cred, &azblob.ClientOptions{ClientOptions: withGate(withMetrics(base, "blob"))}); err != nil {
+		if c.Blobs, err = azblob.NewClient(endpoints.Blob, cred, &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")}); err != nil {
 			return nil, errs.Invalid("blob endpoint", "the blob client cannot be built: %v", err)
 		}
 	}
