@@ -17,7 +17,7 @@ import (
 // account's limit the client sends far more requests than the service admits (a retry
 // storm: "Designing a scalable partitioning strategy" asks clients to back off, not to
 // retry harder). The Gate limits nothing until more than Threshold of the service's
-// answers over the last two seconds are 503 (ServerBusy) or 429; then, at most once per
+// answers over the last two seconds (and at least five of them) are 503 (ServerBusy) or 429; then, at most once per
 // CutInterval, it limits the client to Cut times the requests the service accepted per
 // second over those two seconds, raises that limit by Raise on every accepted answer, and
 // lifts it after Quiet without a cut.
@@ -164,8 +164,8 @@ func (g *Gate) Observe(throttled bool) {
 		return
 	}
 	g.refused = append(g.refused, now)
-	if float64(len(g.refused)) <= g.threshold*float64(len(g.refused)+len(g.accepted)) {
-		return // scattered refusals: not a limit the client exceeds
+	if len(g.refused) < minRefused || float64(len(g.refused)) <= g.threshold*float64(len(g.refused)+len(g.accepted)) {
+		return // scattered refusals (or too few to judge): not a limit the client exceeds
 	}
 	if !g.lastCut.IsZero() && now.Sub(g.lastCut) < g.cutInterval {
 		return
@@ -182,6 +182,10 @@ func (g *Gate) Observe(throttled bool) {
 	}
 	g.rate = max(g.cut*base, 1)
 }
+
+// minRefused is the fewest throttled answers in two seconds that can show a limit: fewer
+// are too few to tell a limit from chance.
+const minRefused = 5
 
 // recent drops the times older than two seconds before now.
 func recent(ts []time.Time, now time.Time) []time.Time {

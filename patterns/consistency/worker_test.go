@@ -52,7 +52,9 @@ func newWorker(t *testing.T, b *bed, queue string, a *Archiver) (*queueworker.Wo
 
 func drain(t *testing.T, w *queueworker.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	// Generous: a thousand jobs through 20 % faults take about 50 s alone, several times that
+	// under -race beside the whole suite on a 2-core machine. The deadline only bounds a hang.
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	if err := w.Drain(ctx); err != nil {
 		t.Fatalf("drain: %v", err)
