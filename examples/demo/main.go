@@ -173,7 +173,7 @@ func run(ctx context.Context, out io.Writer, connStr string, n names) error {
 
 	// 3. Run the archiver until the queue drains.
 	fmt.Fprintln(out, "running the archiver until the queue drains:")
-	if err := archiver("run", "-drain"); err != nil {
+	if err := archiver("run", "-drain", "-allow-tables", n.current+","+n.archive+","+n.day, "-allow-containers", n.container); err != nil {
 		return err
 	}
 

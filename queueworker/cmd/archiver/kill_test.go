@@ -38,7 +38,7 @@ func killLoop(t *testing.T, bin, queue string, kills int, minD, maxD time.Durati
 	t.Helper()
 	for i := range kills {
 		var stderr syncBuffer
-		cmd := exec.CommandContext(t.Context(), bin, "run", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "error")
+		cmd := exec.CommandContext(t.Context(), bin, "run", "-allow-any", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "error")
 		cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -64,7 +64,7 @@ func drainQueue(t *testing.T, bin, queue string) string {
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "-drain", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "warn")
+	cmd := exec.CommandContext(ctx, bin, "run", "-drain", "-allow-any", "-queue", queue, "-visibility", "1s", "-max-dequeue", "1000", "-log-level", "warn")
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -242,7 +242,7 @@ func TestDrainStopsOnSIGTERMWithExitZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr syncBuffer
-	cmd := exec.CommandContext(t.Context(), binary(t), "run", "-drain", "-queue", kb.queue, "-log-level", "info")
+	cmd := exec.CommandContext(t.Context(), binary(t), "run", "-drain", "-allow-any", "-queue", kb.queue, "-log-level", "info")
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

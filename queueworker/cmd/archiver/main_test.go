@@ -43,7 +43,7 @@ func TestBinaryStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	var stdout, stderr syncBuffer
-	cmd := exec.CommandContext(t.Context(), bin, "run", "-queue", testenv.QueueName(t), "-log-level", "info")
+	cmd := exec.CommandContext(t.Context(), bin, "run", "-allow-any", "-queue", testenv.QueueName(t), "-log-level", "info")
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

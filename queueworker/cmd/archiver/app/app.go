@@ -43,7 +43,7 @@ Usage:
                                         ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
                                         THAT NOTHING WRITES THE TABLE ANY MORE
   archiver enqueue restore-table  [flags] -table T -container C [-target T] [-generation latest|all|NAME]
-  archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C [-dry-run]
+  archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C [-retention 720h] [-dry-run]
                                         one archive-table job per period table (patterns/periodtable)
                                         whose period ended at or before -before (hot/cold data);
                                         -before must be at least -seal-grace + 5m in the past
@@ -64,8 +64,10 @@ enqueue archive-table, enqueue archive-periods and run take:
                               writers must use periodtable.Options.SealAfter <= it
 
 run also takes:
-  -allow-tables P1,P2         table name prefixes jobs may touch (default: any table)
-  -allow-containers C1,C2     containers jobs may touch (default: any container)
+  -allow-tables P1,P2         table name prefixes jobs may touch (required, or -allow-any)
+  -allow-containers C1,C2     containers jobs may touch (required, or -allow-any)
+  -allow-any                  let jobs touch any table and container (write access to the
+                              queue is then administrative access)
                               write access to the job queue is administrative access: without
                               allowlists, whoever can enqueue can move or delete any table
   -drain                      exit 0 once the queue is empty and no job runs
@@ -220,11 +222,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	var concurrency, maxDequeue int
 	var visibility, shutdown, grace time.Duration
 	var allowTables, allowContainers string
+	var allowAny bool
 	fs := newFlagSet("run")
 	c.register(fs)
 	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
 	fs.StringVar(&allowTables, "allow-tables", "", "")
 	fs.StringVar(&allowContainers, "allow-containers", "", "")
+	fs.BoolVar(&allowAny, "allow-any", false, "")
 	fs.BoolVar(&drain, "drain", false, "")
 	fs.IntVar(&concurrency, "concurrency", 16, "")
 	fs.IntVar(&maxDequeue, "max-dequeue", queueworker.DefaultMaxDequeueCount, "")
@@ -236,6 +240,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if concurrency < 1 || maxDequeue < 1 || visibility < time.Second || shutdown <= 0 || grace <= 0 {
 		return usagef("run: -concurrency and -max-dequeue must be at least 1, -visibility at least 1s, -shutdown-timeout and -seal-grace positive")
 	}
+	if !allowAny && (allowTables == "" || allowContainers == "") {
+		// Least privilege by default: whoever can add to the queue steers what the worker
+		// moves and deletes with the account's key.
+		return usagef("run: name the tables and containers jobs may touch (-allow-tables PREFIX1,PREFIX2 and -allow-containers C1,C2), or pass -allow-any: anyone who can write to the jobs queue can then make the worker move or delete any table")
+	}
+	if allowAny && (allowTables != "" || allowContainers != "") {
+		return usagef("run: -allow-any and -allow-tables/-allow-containers exclude each other")
+	}
 	e, err := setup(c, stderr, getenv)
 	if err != nil {
 		return err
@@ -246,8 +258,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err != nil {
 		return err
 	}
-	if allowTables == "" || allowContainers == "" {
-		e.logger.Warn("no allowlist (-allow-tables, -allow-containers): any job on the queue can move or delete any table or container this account's key reaches; write access to the queue is administrative access")
+	if allowAny {
+		e.logger.Warn("-allow-any: any job on the queue can move or delete any table or container this account's key reaches; write access to the queue is administrative access")
 	}
 	reg := queueworker.NewRegistry()
 	if err := a.Register(reg); err != nil {
@@ -398,11 +410,12 @@ var periods = map[string]periodtable.Period{
 func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	var c common
 	var prefix, period, before, container string
-	var grace time.Duration
+	var grace, retention time.Duration
 	var dryRun bool
 	fs := newFlagSet("enqueue archive-periods")
 	c.register(fs)
 	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
+	fs.DurationVar(&retention, "retention", 0, "")
 	fs.BoolVar(&dryRun, "dry-run", false, "")
 	fs.StringVar(&prefix, "prefix", "", "")
 	fs.StringVar(&period, "period", "", "")
@@ -432,6 +445,14 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 	// (and the clock skew) ago. A cutoff in the future would select today's table.
 	if grace <= 0 {
 		return usagef("enqueue archive-periods: -seal-grace must be positive")
+	}
+	if retention < 0 {
+		return usagef("enqueue archive-periods: -retention must not be negative")
+	}
+	if hot := time.Now().Add(-retention); retention > 0 && cutoff.After(hot) {
+		// The hot tables the applications still read (periodtable's Options.Retention).
+		return usagef("enqueue archive-periods: -before %s is inside the retention (-retention %v): periods that ended after %s are still hot",
+			cutoff.UTC().Format(time.RFC3339), retention, hot.UTC().Format(time.RFC3339))
 	}
 	if latest := time.Now().Add(-grace - consistency.DefaultClockSkew); cutoff.After(latest) {
 		return usagef("enqueue archive-periods: -before %s is too recent: periods that ended after %s may still be written (-seal-grace %v plus a clock skew of %v)",

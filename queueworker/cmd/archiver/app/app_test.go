@@ -57,6 +57,9 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"enqueue", "nothing"},
 		{"poison", "list", "-n", "99"},
 		{"run", "stray-argument"},
+		{"run", "-drain"},                           // least privilege: no allowlists named
+		{"run", "-drain", "-allow-tables", "Emp"},   // and both are needed
+		{"run", "-allow-any", "-allow-tables", "E"}, // -allow-any excludes the lists
 	} {
 		code, _, stderr := archiver(t, args...)
 		if code != app.ExitUsage || !strings.Contains(stderr, "archiver:") {
@@ -122,7 +125,7 @@ func TestArchiverEndToEnd(t *testing.T) {
 			t.Fatalf("%q: %d %s", s, code, stderr)
 		}
 	}
-	code, out, stderr := archiver(t, "run", "-drain", "-queue", queue)
+	code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue)
 	if code != 0 || !strings.Contains(out, "processed 5") || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("run -drain: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -154,7 +157,7 @@ func TestArchiverEndToEnd(t *testing.T) {
 	if code, _, stderr := archiver(t, "enqueue", "restore-table", "-queue", queue, "-table", day.Name(), "-container", container, "-target", restored); code != 0 {
 		t.Fatalf("enqueue restore: %s", stderr)
 	}
-	code, out, stderr = archiver(t, "run", "-drain", "-queue", queue)
+	code, out, stderr = archiver(t, "run", "-drain", "-allow-any", "-queue", queue)
 	if code != 0 || !strings.Contains(out, "processed 1") || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("second run -drain: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -205,7 +208,7 @@ func TestArchivePeriods(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "2 period table(s)") {
 		t.Fatalf("enqueue archive-periods: %d\n%s\n%s", code, out, stderr)
 	}
-	if code, out, stderr := archiver(t, "run", "-drain", "-queue", queue); code != 0 || !strings.Contains(out, "processed 2, failed 0, poisoned 0") {
+	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != 0 || !strings.Contains(out, "processed 2, failed 0, poisoned 0") {
 		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
 	}
 	left, err := days.List(ctx, nil)
@@ -336,7 +339,7 @@ func TestPoisonListShowsMalformedText(t *testing.T) {
 	if _, err := q.EnqueueMessage(t.Context(), "{not json, from a broken producer", nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := archiver(t, "run", "-drain", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
+	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ := archiver(t, "poison", "list", "-queue", queue)

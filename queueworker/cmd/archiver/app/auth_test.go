@@ -141,7 +141,7 @@ func TestArchiverAndPatternWithTokenAuth(t *testing.T) {
 			t.Fatalf("%q: exit %d\n%s", st, code, stderr)
 		}
 	}
-	code, out, stderr := archiverToken(t, s, "run", "-drain", "-queue", queue)
+	code, out, stderr := archiverToken(t, s, "run", "-drain", "-allow-any", "-queue", queue)
 	if code != 0 || !strings.Contains(out, "processed 3, failed 0, poisoned 0") {
 		t.Fatalf("run -drain: exit %d\n%s\n%s", code, out, stderr)
 	}
