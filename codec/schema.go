@@ -427,18 +427,12 @@ func classify(f *field, t reflect.Type, asJSON bool) string {
 	return ""
 }
 
+// edmAnnotation is the "@odata.type" a value of f needs: none for the types JSON carries
+// by itself (strings, booleans, Int32).
 func (f *field) edmAnnotation() string {
 	switch f.kind {
-	case fInt64:
-		return "Edm.Int64"
-	case fDouble:
-		return "Edm.Double"
-	case fTime:
-		return "Edm.DateTime"
-	case fBinary:
-		return "Edm.Binary"
-	case fGUID:
-		return "Edm.Guid"
+	case fString, fText, fJSON, fBool, fInt32:
+		return ""
 	}
-	return ""
+	return f.kind.edm()
 }
