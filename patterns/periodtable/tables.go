@@ -229,8 +229,15 @@ func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 	return at, nil
 }
 
-// isTableNotFound tells "the table does not exist" from "the entity does not exist".
+// isTableNotFound tells "the table does not exist" from "the entity does not exist". A
+// write whose outcome repo could not tell because its retry met TableNotFound
+// (repo.ErrOutcomeUnknown) counts too: whatever an earlier attempt did, the table is gone
+// now, and so is anything it stored; the write re-checks its period before creating it.
 func isTableNotFound(err error) bool {
+	var ue *repo.OutcomeUnknownError
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	var se *errs.ServiceError
 	return errors.As(err, &se) && se.Code == "TableNotFound"
 }

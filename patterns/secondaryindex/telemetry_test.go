@@ -89,10 +89,16 @@ func TestInterWriteAndReconcileSpans(t *testing.T) {
 	if reconcile == nil || !telemetrytest.HasAll(reconcile.Attributes, table, telemetry.KeyCount.Int(1)) {
 		t.Fatalf("reconcile span under process: %+v", reconcile)
 	}
+	// The reconciliation's transaction: repo's span, with the Azure SDK's under it.
 	var tx bool
 	for _, c := range children(*reconcile) {
-		if c.Name == "Client.SubmitTransaction" {
-			tx = true
+		if c.Name != "repo.transaction" {
+			continue
+		}
+		for _, g := range children(c) {
+			if g.Name == "Client.SubmitTransaction" {
+				tx = true
+			}
 		}
 	}
 	if !tx {
