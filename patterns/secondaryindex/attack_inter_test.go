@@ -45,3 +45,52 @@ func TestAttackInterDeleteLostResponseNoSafetyLeavesCopy(t *testing.T) {
 		t.Fatalf("the deleted employee %s is still found by email, with no message queued (Delete: %v)", v.RowKey, err)
 	}
 }
+
+// Attacks "A transaction whose outcome repo cannot prove ... is decided again from fresh
+// reads: a reconciliation starts over (the ref says what is written)" on each of the
+// index transactions of an entity's life: the first copy (ref insert), an email change
+// (ref update, copy moved), the delete (tombstone), and a re-insert over the tombstone.
+// Each transaction lands and its response is lost; Reconcile must end with nil and the
+// index exact.
+func TestAttackInterReconcileLostResponseEachTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.queue(t)
+	x := b.inter(t, q, -1, byEmail)
+	lose := func(name string) {
+		b.proxies.Table.AddRule(faultproxy.Rule{Name: name, Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	}
+	reconcile := func(step string) {
+		t.Helper()
+		lose(step)
+		if err := x.Reconcile(b.ctx, "Sales", "000902"); err != nil {
+			t.Fatalf("%s: Reconcile after a lost response: %v", step, err)
+		}
+		if n := b.proxies.Table.Fired(step); n != 1 {
+			t.Fatalf("%s: the lost-response rule fired %d times", step, n)
+		}
+	}
+	e := iemp(902, "Mo", "Drop", "mo@contoso.com")
+	if err := x.Primary().Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("first copy")
+	b.expect(t, "email_Sales", [2]string{"mo@contoso.com", e.RowKey})
+	e.Email = "mo2@contoso.com"
+	if err := x.Primary().Update(b.ctx, e, nil); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("moved copy")
+	b.expect(t, "email_Sales", [2]string{"mo2@contoso.com", e.RowKey})
+	if err := x.Primary().Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("tombstone")
+	b.expect(t, "email_Sales")
+	e2 := iemp(902, "Mo", "Drop", "mo@contoso.com")
+	if err := x.Primary().Insert(b.ctx, e2); err != nil {
+		t.Fatal(err)
+	}
+	reconcile("over the tombstone")
+	b.expect(t, "email_Sales", [2]string{"mo@contoso.com", e.RowKey})
+}
