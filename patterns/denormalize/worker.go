@@ -323,12 +323,14 @@ func (r *Relation[S, D]) refreshOne(ctx context.Context, k, src Key, s *S) error
 }
 
 // settled decides what a handler returns once it reconciled: nil when the write its message
-// announced is visible or the message is Settle old, else a snooze to look again.
-func (r *Relation[S, D]) settled(arrived bool, enqueuedAt time.Time) error {
+// announced is visible or the message was Settle old when the reconciliation started
+// reading (started: so that a write landing within its deadline was seen by the reads),
+// else a snooze to look again.
+func (r *Relation[S, D]) settled(arrived bool, enqueuedAt, started time.Time) error {
 	if arrived {
 		return nil
 	}
-	if age := r.now().Sub(enqueuedAt); age < r.settle {
+	if age := started.Sub(enqueuedAt); age < r.settle {
 		return queueworker.Snooze(min(r.settle-age, max(time.Second, age)))
 	}
 	return nil
@@ -341,6 +343,7 @@ func (r *Relation[S, D]) settled(arrived bool, enqueuedAt time.Time) error {
 // Errors: those of RefreshSource; queueworker.Cancel for a malformed key.
 func (r *Relation[S, D]) HandleSource(ctx context.Context, msg *queueworker.Message[SourceChange]) error {
 	c := msg.Payload
+	started := r.now() // before the reads: see settled
 	fp, found, err := r.refreshSource(ctx, Key{c.PartitionKey, c.RowKey})
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return queueworker.Cancel(err)
@@ -348,7 +351,7 @@ func (r *Relation[S, D]) HandleSource(ctx context.Context, msg *queueworker.Mess
 	if err != nil {
 		return err
 	}
-	return r.settled(found && fp == c.Fingerprint, msg.EnqueuedAt)
+	return r.settled(found && fp == c.Fingerprint, msg.EnqueuedAt, started)
 }
 
 // HandleTarget is the queueworker handler of TargetChange messages: ReconcileTarget with
@@ -363,6 +366,7 @@ func (r *Relation[S, D]) HandleTarget(ctx context.Context, msg *queueworker.Mess
 	if c.Ref != nil {
 		old = append(old, *c.Ref)
 	}
+	started := r.now() // before the reads: see settled
 	now, err := r.reconcileTarget(ctx, Key{c.PartitionKey, c.RowKey}, old)
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return queueworker.Cancel(err)
@@ -379,5 +383,5 @@ func (r *Relation[S, D]) HandleTarget(ctx context.Context, msg *queueworker.Mess
 	default:
 		arrived = now.found && now.ok && now.ref == *c.Ref
 	}
-	return r.settled(arrived, msg.EnqueuedAt)
+	return r.settled(arrived, msg.EnqueuedAt, started)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -196,7 +197,7 @@ func (ix *Eventual[T]) check(v *T) (Key, error) {
 	}
 	pk, rk := ix.codec.Keys(v)
 	k := Key{pk, rk}
-	if err := checkKey(k); err != nil {
+	if err := ix.checkKey(k); err != nil {
 		return Key{}, err
 	}
 	if value := ix.value(v); value != "" {
@@ -320,7 +321,7 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 // errors of queueworker.Enqueue; ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	k := Key{pk, rk}
-	if err := checkKey(k); err != nil {
+	if err := ix.checkKey(k); err != nil {
 		return err
 	}
 	var want string
@@ -399,7 +400,7 @@ func (ix *Eventual[T]) Reconcile(ctx context.Context, k Key, old ...string) erro
 }
 
 func (ix *Eventual[T]) reconcile(ctx context.Context, k Key, old []string) (observed, error) {
-	if err := checkKey(k); err != nil {
+	if err := ix.checkKey(k); err != nil {
 		return observed{}, err
 	}
 	stale := slices.Clone(old)
@@ -457,6 +458,11 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 	if c.Value != "" {
 		old = append(old, c.Value) // listed by an earlier reconciliation that lost the race
 	}
+	// The clock before the reads: "settled" must mean that the write's deadline had passed
+	// before this reconciliation read the entity, so that the read saw the write if it
+	// landed at all. Read afterwards, a slow reconciliation could judge settled a write
+	// that landed after its read.
+	started := ix.now()
 	now, err := ix.reconcile(ctx, Key{c.PartitionKey, c.RowKey}, old)
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return queueworker.Cancel(err)
@@ -468,7 +474,7 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 	if arrived {
 		return nil
 	}
-	if age := ix.now().Sub(msg.EnqueuedAt); age < ix.settle {
+	if age := started.Sub(msg.EnqueuedAt); age < ix.settle {
 		return queueworker.Snooze(min(ix.settle-age, max(time.Second, age)))
 	}
 	return nil
@@ -503,4 +509,22 @@ func (ix *Eventual[T]) Lookup(ctx context.Context, value string) ([]T, error) {
 		return nil, err
 	}
 	return slices.DeleteFunc(got, func(v T) bool { return ix.value(&v) != value }), nil
+}
+
+// checkKey checks a primary entity's keys. When the index entities of a TableStore share
+// the primary's table, a primary PartitionKey inside their key space ("idx!<name>!...")
+// is refused: a reconciliation would read that entity as a page of the index, and replace
+// it.
+func (ix *Eventual[T]) checkKey(k Key) error {
+	if err := checkKey(k); err != nil {
+		return err
+	}
+	ts, ok := ix.store.(*TableStore)
+	if !ok || !strings.EqualFold(ts.Table().Name(), ix.primary.Name()) {
+		return nil
+	}
+	if prefix := ts.keyPrefix(); strings.HasPrefix(k.PartitionKey, prefix) {
+		return errs.Invalid("PartitionKey", "%q lies in the partitions of index %q's entities (%q...), which share the primary's table: use another table for the index (NewTableStore)", k.PartitionKey, ts.name, prefix)
+	}
+	return nil
 }

@@ -412,7 +412,9 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 // ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
 // policy; ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
-	if err := checkKey(Key{pk, rk}); err != nil {
+	// The index's own entities live in the same partition: a RowKey in their range is
+	// never an entity of T, and deleting it would lose the ids it lists.
+	if err := ix.checkKeys(pk, rk); err != nil {
 		return err
 	}
 	var want string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -77,6 +78,11 @@ func (s *TableStore) Table() *repo.Table[codec.Entity] { return s.pages.tbl }
 func (s *TableStore) PartitionKey(value string) (string, error) {
 	l, err := s.location(value)
 	return l.pk, err
+}
+
+// keyPrefix is the start of every PartitionKey of this store's index entities.
+func (s *TableStore) keyPrefix() string {
+	return strings.TrimSuffix(keys.Join(tagIndex, s.name, "x"), "x")
 }
 
 func (s *TableStore) location(value string) (location, error) {

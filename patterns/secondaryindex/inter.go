@@ -29,7 +29,10 @@ type InterOptions struct {
 	Queue *queueworker.Client
 	// Kind is the message kind of this index set's reconciliations. Defaults to
 	// "secondaryindex:" followed by the primary table's name; set it when two index sets
-	// of one table share a queue.
+	// of one table share a queue. Each index set refuses primary PartitionKeys in the key
+	// space of its own indexes only: two index sets over one table must keep their copies
+	// in tables of their own (Index.Table), or one set's reconciliation may overwrite a
+	// primary the other accepted (the attack test TestAttackInterTwoIndexSetsOneTable on branch attack15 shows it).
 	Kind string
 	// SafetyDelay is how long the message enqueued before each primary write stays
 	// invisible: if the process stops after the write and before the prompt message is
@@ -374,6 +377,14 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 		}
 	}
 	if err := do(wctx); err != nil {
+		if errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrNotFound) {
+			// The write may have landed (its response was lost), or the primary is gone
+			// (a retried delete whose first try landed): without a safety message nothing
+			// else would reconcile its copies, so announce it anyway. One enqueue.
+			if nerr := x.Notify(ctx, pk, rk); nerr != nil {
+				return errors.Join(err, nerr)
+			}
+		}
 		return err // the safety message, if any, finds nothing to change
 	}
 	if err := x.hook("written"); err != nil {

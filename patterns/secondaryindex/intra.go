@@ -308,7 +308,11 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 			if err != nil {
 				return err
 			}
-			return x.submit(ctx, p, v, pk, missing)
+			err = x.submit(ctx, p, v, pk, missing)
+			if errors.Is(err, repo.ErrOutcomeUnknown) {
+				return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
+			}
+			return err
 		}
 		if err != nil {
 			return err
