@@ -94,4 +94,3 @@ func TestAttackInterReconcileLostResponseEachTransaction(t *testing.T) {
 	reconcile("over the tombstone")
 	b.expect(t, "email_Sales", [2]string{"mo@contoso.com", e.RowKey})
 }
-
