@@ -130,9 +130,18 @@ func parsePoison(text string) PoisonMessage {
 	}
 	var rec poisonRecord
 	if json.Unmarshal(raw, &rec) != nil || (rec.Message == nil && rec.Text == nil) {
-		// Not a record: maybe an envelope copied as-is.
-		if env, _, err := decodeEnvelope(text); err == nil {
+		// Not a record: maybe an envelope copied as-is (a record too large for the poison
+		// queue falls back to the original text). A requeued message starts afresh: its
+		// uncounted deliveries are reset, or they would contradict the new queue's dequeue
+		// count and poison it again at once.
+		if env, enc, err := decodeEnvelope(text); err == nil {
 			pm.Kind, pm.ID, pm.Payload = env.Kind, env.ID, env.Payload
+			if env.Uncounted != 0 {
+				env.Uncounted = 0
+				if b, err := json.Marshal(env); err == nil {
+					pm.Original = encodeText(b, enc)
+				}
+			}
 		}
 		return pm
 	}

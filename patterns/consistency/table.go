@@ -317,14 +317,26 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 		return TableReport{Outcome: OutcomeAlreadyArchived, Manifest: latest}, nil
 	}
 	m, fresh := latest, false
-	var recent map[string]string // nil: the scan of holdsTable was the last check
-	if !haveLatest || !a.holdsTable(ctx, t, latest) {
+	// The last check before the delete looks for writes since checkFrom (less ClockSkew):
+	// each must be one the archive holds (recent). On a rerun whose latest generation
+	// already holds the table, that is the start of the rescan that proved it: the rescan
+	// alone would leave a window as long as the scan.
+	var recent map[string]string
+	var checkFrom time.Time
+	held := false
+	if haveLatest && latest.Versions != "" {
+		checkFrom = now().UTC()
+		recent = map[string]string{}
+		held = a.checkVersions(ctx, t, latest, checkFrom.Add(-a.opts.ClockSkew), recent) == nil
+	}
+	if !held {
 		if err := a.createContainer(ctx, job.Container); err != nil {
 			return TableReport{}, err
 		}
 		if m, recent, err = a.exportGeneration(ctx, t, job, why); err != nil {
 			return TableReport{}, err
 		}
+		checkFrom, _ = time.Parse(time.RFC3339Nano, m.ExportStarted)
 		fresh = true
 	}
 	if job.KeepTable {
@@ -337,11 +349,8 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 	if err := a.after("archive-table", "before-delete"); err != nil {
 		return TableReport{}, err
 	}
-	if recent != nil {
-		started, _ := time.Parse(time.RFC3339Nano, m.ExportStarted)
-		if err := a.checkNoNewWrites(ctx, t, started, recent); err != nil {
-			return TableReport{}, err
-		}
+	if err := a.checkNoNewWrites(ctx, t, checkFrom, recent); err != nil {
+		return TableReport{}, err
 	}
 	if err := t.DeleteTable(ctx); err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return TableReport{}, err
@@ -369,7 +378,7 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 	if _, err := a.verifyData(ctx, job.Container, m); err != nil {
 		return Manifest{}, nil, err
 	}
-	if err := a.checkVersions(ctx, t, m); err != nil {
+	if err := a.checkVersions(ctx, t, m, time.Time{}, nil); err != nil {
 		return Manifest{}, nil, err
 	}
 	if err := a.after("archive-table", "checked"); err != nil {
@@ -403,21 +412,20 @@ func addVersion(h hash.Hash, pk, rk, etag string) {
 	_, _ = h.Write([]byte{'\n'})
 }
 
-// holdsTable reports whether the generation m holds the table exactly as it is now. Any
-// failure answers false (export again).
-func (a *Archiver) holdsTable(ctx context.Context, t *repo.Table[codec.Entity], m Manifest) bool {
-	return m.Versions != "" && a.checkVersions(ctx, t, m) == nil
-}
-
-// checkVersions scans t's keys and ETags and compares them with m.Versions.
-func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity], m Manifest) error {
+// checkVersions scans t's keys and ETags and compares them with m.Versions. With recent
+// non-nil it also records the ETags of the entities whose Timestamp is at or after since,
+// for checkNoNewWrites.
+func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, since time.Time, recent map[string]string) error {
 	h := sha256.New()
 	var n int64
-	for e, err := range t.Query(ctx, repo.Query{Select: []string{"PartitionKey", "RowKey"}}) {
+	for e, err := range t.Query(ctx, repo.Query{Select: []string{"PartitionKey", "RowKey", "Timestamp"}}) {
 		if err != nil {
 			return err
 		}
 		addVersion(h, e.PartitionKey, e.RowKey, e.ETag)
+		if recent != nil && !e.Timestamp.Before(since) {
+			recent[e.PartitionKey+"\x00"+e.RowKey] = e.ETag
+		}
 		n++
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != m.Versions {

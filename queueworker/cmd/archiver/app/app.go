@@ -240,12 +240,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if concurrency < 1 || maxDequeue < 1 || visibility < time.Second || shutdown <= 0 || grace <= 0 {
 		return usagef("run: -concurrency and -max-dequeue must be at least 1, -visibility at least 1s, -shutdown-timeout and -seal-grace positive")
 	}
-	if !allowAny && (allowTables == "" || allowContainers == "") {
+	tables, containers := list(allowTables), list(allowContainers)
+	if !allowAny && (len(tables) == 0 || len(containers) == 0) {
 		// Least privilege by default: whoever can add to the queue steers what the worker
 		// moves and deletes with the account's key.
 		return usagef("run: name the tables and containers jobs may touch (-allow-tables PREFIX1,PREFIX2 and -allow-containers C1,C2), or pass -allow-any: anyone who can write to the jobs queue can then make the worker move or delete any table")
 	}
-	if allowAny && (allowTables != "" || allowContainers != "") {
+	if allowAny && (len(tables) != 0 || len(containers) != 0) {
 		return usagef("run: -allow-any and -allow-tables/-allow-containers exclude each other")
 	}
 	e, err := setup(c, stderr, getenv)
@@ -254,7 +255,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	defer e.logger.Sync()
 	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
-		AllowedTablePrefixes: list(allowTables), AllowedContainers: list(allowContainers)})
+		AllowedTablePrefixes: tables, AllowedContainers: containers})
 	if err != nil {
 		return err
 	}
