@@ -75,3 +75,15 @@ func TestAttackArchiveEntityBlobSourceCaseKeepsStaleCopy(t *testing.T) {
 		t.Fatalf("stale copy kept: the archive of %s/Sales/%s holds v%d under one spelling and v%d under the other; want only the newest (v2)", b.current.Name(), rk, a1, a2)
 	}
 }
+
+// The same check without a server (Azurite, unlike the service, treats table names
+// case-sensitively, so the race above skips there): the archive names of one entity and of
+// one table's exports must not depend on how the job spells the table name.
+func TestAttackArchiveNamesIgnoreTableNameCase(t *testing.T) {
+	if a, b := EntityBlobName("SignIns", "p", "r"), EntityBlobName("SIGNINS", "p", "r"); a != b {
+		t.Errorf("one entity, two archive blobs: %q and %q (duplicate jobs spelling the source differently keep two copies, one stale)", a, b)
+	}
+	if a, b := ManifestBlobName("SignIns20240101", "g"), ManifestBlobName("signins20240101", "g"); !strings.EqualFold(a, b) || a != b {
+		t.Errorf("one table, two generation folders: %q and %q (restore -generation all and the already-archived check miss the other spelling's exports)", a, b)
+	}
+}
