@@ -38,7 +38,7 @@ func TestAttackArchiveTableDuplicateScanPathLosesWrites(t *testing.T) {
 	}
 
 	// Delivery 2: hold the second page of its scan.
-	p := ps.Table.PauseAt("scan page 2", faultproxy.IsListEntities, 2)
+	p := ps.Table.PauseAt("scan page 2", faultproxy.IsListEntities, 3) // 1: Exists, 2: page 1 of the scan, 3: page 2
 	t.Cleanup(p.Release)
 	done := make(chan error, 1)
 	go func() { _, err := b.a.ArchiveTable(b.ctx, job); done <- err }()
