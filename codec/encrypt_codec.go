@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
-	"strings"
 	"unsafe"
 )
 
@@ -115,8 +114,9 @@ func (e *encoder) appendEncrypted(dst []byte, f *field, base unsafe.Pointer, s *
 	plain := encoder{typeName: e.typeName}
 	buf, err := plain.appendField(s.scratch[:0], f.plain, base)
 	if err != nil {
-		if strings.HasPrefix(err.Reason, "MarshalText: ") || strings.HasPrefix(err.Reason, "json option: ") {
-			// The method's or encoding/json's message may quote the value.
+		if err.Limit == 0 {
+			// Any message of the plain encoder may quote the value (a time out of range, a
+			// MarshalText or encoding/json error): only size errors, which name sizes, pass.
 			err = invalid(e.typeName, f.goName, "the value of the encrypted field cannot be encoded (the encoder's message is withheld: it may quote the value)")
 		}
 		return dst, err
@@ -466,6 +466,12 @@ func signedDigest(typeName string, f *field, base unsafe.Pointer) ([]byte, *Inva
 // property that the type does not map is not read, and not checked (a projection).
 func (p *plan) checkSigned(base unsafe.Pointer, x *Encryption, m *envMeta) string {
 	if x.RequireSignatures {
+		if !m.v2 {
+			// A version-1 entity signs nothing: a reader that requires signatures refuses
+			// it whatever it maps, or a pre-signing copy written back over a signed entity
+			// would pass a projection that maps no signed field.
+			return "the entity carries no signatures (metadata version 1, written before signing), and RequireSignatures is set"
+		}
 		if x.Table != "" && !m.bound {
 			return "the entity is not bound to Encryption.Table (written before binding, or by another codec), and RequireSignatures is set"
 		}
