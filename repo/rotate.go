@@ -37,7 +37,9 @@ type RotateOptions struct {
 	// of the entity's metadata (a backup, an earlier read) still unwrap. Rotate to a key id
 	// that no entity carries yet: entities already under it are skipped. Costs a full read
 	// of every entity instead of a projection, and a write of its encrypted properties.
-	// Defaults to false (re-wrap).
+	// Switch every writer to the new key before the run: an entity written meanwhile
+	// under the compromised key stays under it, and a run that already passed it reports
+	// complete. Defaults to false (re-wrap).
 	Reencrypt bool
 }
 

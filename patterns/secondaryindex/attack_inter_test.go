@@ -2,6 +2,7 @@ package secondaryindex_test
 
 import (
 	"errors"
+	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"net/http"
 	"testing"
 
@@ -93,4 +94,45 @@ func TestAttackInterReconcileLostResponseEachTransaction(t *testing.T) {
 	}
 	reconcile("over the tombstone")
 	b.expect(t, "email_Sales", [2]string{"mo@contoso.com", e.RowKey})
+}
+
+// Attacks "a primary PartitionKey that starts with an index's name and '_' is refused by
+// every write, Notify and Reconcile" with two index sets over one table (InterOptions.Kind
+// documents that two index sets of one table may share a queue): set A indexes email,
+// set B indexes last names. B knows nothing of A's "email_" partitions and stores a
+// primary in "email_Sales" under a compound RowKey built with keys.Join (the SDK's own
+// compound keys). A's reconciliation of Sales/000777 then replaces it with a copy: a
+// primary entity overwritten by another index set's copy, and A's lookups return it.
+func TestAttackInterTwoIndexSetsOneTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.queue(t)
+	a := b.inter(t, q, -1, byEmail)
+	bset, err := secondaryindex.NewInter(b.clients.Tables, b.table, []secondaryindex.Index[Employee]{byLast},
+		&secondaryindex.InterOptions{Queue: q, Kind: "set-b", SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := iemp(500, "Vic", "Tim", "")
+	victim.Department = "email_Sales"
+	victim.RowKey = interKey("ann@contoso.com", "000777")
+	if err := bset.Insert(b.ctx, victim); errors.Is(err, repo.ErrInvalidInput) {
+		return // held: set B refuses a primary in the form of any index partition
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ann := iemp(777, "Ann", "Other", "ann@contoso.com")
+	if err := a.Insert(b.ctx, ann); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reconcile(b.ctx, "Sales", ann.RowKey); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bset.Primary().Get(b.ctx, victim.Department, victim.RowKey)
+	if err != nil {
+		t.Fatalf("set B's primary is gone: %v", err)
+	}
+	if got.FirstName != "Vic" {
+		t.Fatalf("set B's primary email_Sales/%s now holds %+v: overwritten by set A's copy of Sales/000777", victim.RowKey, got)
+	}
 }

@@ -29,10 +29,10 @@ type InterOptions struct {
 	Queue *queueworker.Client
 	// Kind is the message kind of this index set's reconciliations. Defaults to
 	// "secondaryindex:" followed by the primary table's name; set it when two index sets
-	// of one table share a queue. Each index set refuses primary PartitionKeys in the key
-	// space of its own indexes only: two index sets over one table must keep their copies
-	// in tables of their own (Index.Table), or one set's reconciliation may overwrite a
-	// primary the other accepted (the attack test TestAttackInterTwoIndexSetsOneTable on branch attack15 shows it).
+	// of one table share a queue. While an index keeps its copies in the primary's table,
+	// primary PartitionKeys of the form of any index partition ("<letters and digits>_...")
+	// are refused, so that two index sets over one table cannot overwrite each other's
+	// primaries.
 	Kind string
 	// SafetyDelay is how long the message enqueued before each primary write stays
 	// invisible: if the process stops after the write and before the prompt message is
@@ -348,13 +348,34 @@ func (x *Inter[T]) checkRef(pk, rk string) error {
 		return err
 	}
 	for _, ix := range x.idx {
-		if ix.shared && strings.HasPrefix(pk, ix.Name+sep) {
-			// The copies of partition P live in "<name>_P" of the same table: a primary
-			// stored there would be overwritten by the copies of P, and removed with them.
-			return errs.Invalid("PartitionKey", "%q starts with %q, the prefix of index %q's partitions in table %q: primaries may not enter it (store the index in another table with Index.Table)", pk, ix.Name+sep, ix.Name, x.primary.Name())
+		if !ix.shared {
+			continue
+		}
+		// The copies of partition P live in "<name>_P" of the same table: a primary stored
+		// there would be overwritten by the copies of P, and removed with them. Another
+		// index set over the same table (InterOptions.Kind) has names this one does not
+		// know, so while any index shares the table, the whole "<letters and digits>_"
+		// key space of index partitions is closed to primaries.
+		if name, _, ok := strings.Cut(pk, sep); ok && isIndexName(name) {
+			return errs.Invalid("PartitionKey", "%q starts with %q, the form of the index partitions in table %q (index %q is stored there): primaries may not enter it (store the indexes in another table with Index.Table)", pk, name+sep, x.primary.Name(), ix.Name)
 		}
 	}
 	return nil
+}
+
+// isIndexName reports whether s has the form of an index name: 1 to maxNameLen ASCII
+// letters and digits.
+func isIndexName(s string) bool {
+	if s == "" || len(s) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // write runs the three steps of an eventually consistent write: the safety message
