@@ -128,20 +128,24 @@ func (t *Table[T]) write(ctx context.Context, w *writeAction) error {
 		}
 		return err
 	})
-	return unknownIfGivenUp(err, cause, w)
+	if w.idempotent() {
+		return err
+	}
+	return givenUp(err, cause, w.kind.String(), w.table, w.pk, w.rk)
 }
 
-// unknownIfGivenUp turns a failure of a non-idempotent write into an *OutcomeUnknownError
-// when an attempt may have been applied: exhausted retries or a cancelled context say
-// nothing of that attempt, so they must not read as "not written".
-func unknownIfGivenUp(err, cause error, w *writeAction) error {
-	if err == nil || cause == nil || w.idempotent() || errors.Is(err, ErrOutcomeUnknown) {
+// givenUp returns the final error of a non-idempotent write (op on table, keys pk and rk):
+// an *OutcomeUnknownError when an attempt may have been applied (cause) and the retries
+// ended without an answer about it (exhausted, or the context ended): those say nothing of
+// that attempt, so they must not read as "not written". Any other error is returned as is.
+func givenUp(err, cause error, op, table, pk, rk string) error {
+	if err == nil || cause == nil || errors.Is(err, ErrOutcomeUnknown) {
 		return err
 	}
 	if !errors.Is(err, ErrTransient) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return &errs.OutcomeUnknownError{Op: w.kind.String(), Resource: w.table, PartitionKey: w.pk, RowKey: w.rk, Cause: cause, Err: err}
+	return &errs.OutcomeUnknownError{Op: op, Resource: table, PartitionKey: pk, RowKey: rk, Cause: cause, Err: err}
 }
 
 // getOptions asks for full metadata when T keeps unmapped properties (see source.full).

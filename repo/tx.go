@@ -109,14 +109,8 @@ func Submit(ctx context.Context, actions ...Action) (_ []string, err error) {
 		return err
 	})
 	if err != nil {
-		w := *first
-		w.kind = kindInsert // a transaction is never idempotent as a whole
-		if err = unknownIfGivenUp(err, cause, &w); errors.Is(err, ErrOutcomeUnknown) {
-			if ue, ok := err.(*errs.OutcomeUnknownError); ok {
-				ue.Op, ue.RowKey = "transaction", ""
-			}
-		}
-		return nil, err
+		// A transaction is never idempotent as a whole, whatever its actions.
+		return nil, givenUp(err, cause, "transaction", first.table, first.pk, "")
 	}
 	for i := range actions {
 		etags[i] = actions[i].w.etag
