@@ -31,27 +31,37 @@
 // # Errors
 //
 // Every error wraps one of the sentinels when it applies (ErrNotFound, ErrAlreadyExists,
-// ErrPreconditionFailed, ErrTableBeingDeleted, ErrInvalidInput, ErrTransient) and keeps
-// the *azcore.ResponseError reachable with errors.As. Input that breaks a service limit
-// is refused with an *InvalidInputError before any request is sent: Azurite, the
-// emulator, does not enforce many of those limits, the real service does.
+// ErrPreconditionFailed, ErrTableBeingDeleted, ErrInvalidInput, ErrTransient,
+// ErrOutcomeUnknown) and keeps the *azcore.ResponseError reachable with errors.As. Input
+// that breaks a service limit is refused with an *InvalidInputError before any request is
+// sent: Azurite, the emulator, does not enforce many of those limits, the real service does.
 //
 // # Retries
 //
 // Every request goes through package retry: transient failures (timeouts, server busy,
-// dropped connections) are retried with the jittered exponential backoff of "Designing a scalable partitioning strategy" and
-// logged. Clients built by NewClients (or with TableClientOptions) have the Azure SDK's own
-// retries turned off, so one failure is never retried by two layers at once.
+// dropped connections) are retried with the jittered exponential backoff of "Designing a
+// scalable partitioning strategy" and logged. Clients built by package repo/account (or
+// with TableClientOptions) have the Azure SDK's own retries turned off, so one failure is
+// never retried by two layers at once, and share one retry.Gate per client, which slows the
+// client under sustained throttling instead of feeding a retry storm.
 //
-// Non-idempotent writes are retried safely. When a retry meets the echo of an earlier
-// attempt whose response was lost — the insert finds an entity, the conditional update
-// finds the ETag moved, the delete finds nothing — the operation reads the entity and
-// reports success if it is exactly in the state the write leaves it in. The cost is one
-// extra read, only on that path.
+// Non-idempotent writes (inserts, conditional updates and deletes, transactions) never
+// report success for what did not happen. A failed attempt either proves nothing was
+// applied (503 ServerBusy, 429, no connection: the retry's answer is then the truth) or
+// leaves it open (a timeout, a reset, a 500: retry.MayHaveApplied). After the second kind,
+// a 409, 412 or 404 on the retry may be the echo of the earlier attempt's own success or
+// another writer's doing, and content cannot tell them apart (two increments of 5 both
+// write 6): the write returns an *OutcomeUnknownError (ErrOutcomeUnknown), which carries
+// the service's answer without unwrapping to it. With Options.TrackWrites, inserts and
+// conditional updates store a random write id with the entity's recent ids, and the retry
+// reads the entity: its id there proves the write happened (success, with an ETag that
+// matches no version, since its own was in the lost response). The cost is one extra
+// read, only on that path, and about 200 bytes per entity.
 //
 // # Cost in requests
 //
-// Get, Insert, Upsert, Update and Delete: one request. Submit: one request for up to 100
+// Get, Insert, Upsert, Update and Delete: one request (plus one read after an ambiguous
+// retry with TrackWrites). Submit: one request for up to 100
 // entities. A query: one request per page of up to 1,000 entities. BulkWrite of n
 // entities over p partitions: about p + n/100 requests. Encryption adds no request (one
 // WrapKey per write and one UnwrapKey per read, local for a codec.LocalKey). RotateKeys of
