@@ -41,8 +41,9 @@
 // # Consistency
 //
 // Each entry is one entity written by one request, so it is atomic by itself. Append
-// inserts: a retried insert whose first attempt was stored is recognised by its content
-// (see repo) and not stored twice. AppendAt is idempotent (insert-or-replace under the key
+// inserts, never twice: a retried insert whose first attempt may have been stored returns
+// repo.ErrOutcomeUnknown, or, on a table with repo.Options.TrackWrites, recognises its own
+// entry by its write id and succeeds. AppendAt is idempotent (insert-or-replace under the key
 // of its time and id), so an import or a message handler can run it again safely. Readers
 // see entries as soon as they are written; there is no secondary state to keep in sync.
 //
