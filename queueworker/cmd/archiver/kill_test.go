@@ -6,10 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +18,6 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 )
-
-// binary builds the archiver into the test's temporary directory (removed with it).
-func binary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "archiver")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // killLoop starts `archiver run` on queue and kills it with SIGKILL after a random time,
 // kills times; the visibility timeout is 1 s so that the next process gets the killed
@@ -241,29 +229,11 @@ func TestDrainStopsOnSIGTERMWithExitZero(t *testing.T) {
 	if _, err := queueworker.Enqueue(kb.ctx, kb.client, consistency.KindArchiveTable, "later", job, &queueworker.EnqueueOptions{VisibilityDelay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	var stdout, stderr syncBuffer
-	cmd := exec.CommandContext(t.Context(), binary(t), "run", "-drain", "-allow-any", "-queue", kb.queue, "-log-level", "info")
-	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	stdout, stderr, err := runUntilTerm(t, binary(t), "worker started", "run", "-drain", "-allow-any", "-queue", kb.queue, "-log-level", "info")
+	if err != nil {
+		t.Fatalf("run -drain after SIGTERM: %v\nstdout: %s\nstderr: %s", err, stdout, stderr)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	for !strings.Contains(stderr.String(), "worker started") {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the archiver did not start:\n%s", stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("run -drain after SIGTERM: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "stop requested") {
-		t.Fatalf("the signal was not logged:\n%s", stderr.String())
+	if !strings.Contains(stderr, "stop requested") {
+		t.Fatalf("the signal was not logged:\n%s", stderr)
 	}
 }

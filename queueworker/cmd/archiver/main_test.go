@@ -35,40 +35,54 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// The binary stops gracefully on SIGTERM: it stops dequeuing, exits 0, and reports.
-func TestBinaryStopsOnSIGTERM(t *testing.T) {
+// binary builds the archiver into the test's temporary directory.
+func binary(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "archiver")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	var stdout, stderr syncBuffer
-	cmd := exec.CommandContext(t.Context(), bin, "run", "-allow-any", "-queue", testenv.QueueName(t), "-log-level", "info")
+	return bin
+}
+
+// runUntilTerm starts bin with args against the test account, waits (polling with a
+// deadline) until its stderr holds started, sends SIGTERM, and returns what it wrote and
+// how it exited.
+func runUntilTerm(t *testing.T, bin, started string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut syncBuffer
+	cmd := exec.CommandContext(t.Context(), bin, args...)
 	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the worker runs (it logs "archiver started"), polling with a deadline.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	for !strings.Contains(stderr.String(), "archiver started") {
+	for !strings.Contains(errOut.String(), started) {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the archiver did not start:\n%s", stderr.String())
+			t.Fatalf("the archiver did not start:\n%s", errOut.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	err = cmd.Wait()
+	return out.String(), errOut.String(), err
+}
+
+// The binary stops gracefully on SIGTERM: it stops dequeuing, exits 0, and reports.
+func TestBinaryStopsOnSIGTERM(t *testing.T) {
+	stdout, stderr, err := runUntilTerm(t, binary(t), "archiver started", "run", "-allow-any", "-queue", testenv.QueueName(t), "-log-level", "info")
+	if err != nil {
+		t.Fatalf("exit after SIGTERM: %v\nstdout: %s\nstderr: %s", err, stdout, stderr)
 	}
-	if !strings.Contains(stderr.String(), "archiver stopped") || !strings.Contains(stdout.String(), "processed 0") {
-		t.Fatalf("no graceful stop report:\nstdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	if !strings.Contains(stderr, "archiver stopped") || !strings.Contains(stdout, "processed 0") {
+		t.Fatalf("no graceful stop report:\nstdout: %s\nstderr: %s", stdout, stderr)
 	}
-	if strings.Contains(stderr.String(), "AccountKey") {
+	if strings.Contains(stderr, "AccountKey") {
 		t.Fatal("the logs contain the connection string")
 	}
 }
