@@ -129,3 +129,32 @@ func TestAttackGateConcurrent(t *testing.T) {
 		t.Fatal("deadlock")
 	}
 }
+
+// "Early in an episode refusals come back before the accepted answers: judge by what was
+// sent so far". An episode of a long-lived client starts when throttling starts, not when
+// the client sent its first request an hour ago: the same burst must give the same limit.
+func TestAttackGateEpisodeStartsAtClientBirth(t *testing.T) {
+	burst := func(g *Gate, c *fakeClock) float64 {
+		for i := 0; i < 50; i++ { // 50 concurrent requests at once
+			g.reserve()
+		}
+		c.add(100 * time.Millisecond)
+		for i := 0; i < 50; i++ { // all refused: a partition moved, or a hot spot
+			g.Observe(true)
+		}
+		return g.Rate()
+	}
+	c1 := &fakeClock{t: time.Unix(1_000_000, 0)}
+	fresh := burst(gateAt(t, c1), c1)
+
+	c2 := &fakeClock{t: time.Unix(1_000_000, 0)}
+	old := gateAt(t, c2)
+	old.reserve()
+	old.Observe(false) // one request an hour ago, accepted
+	c2.add(time.Hour)
+	aged := burst(old, c2)
+	t.Logf("limit after the burst: fresh client %.1f/s, client idle for an hour %.1f/s", fresh, aged)
+	if aged < fresh/2 {
+		t.Errorf("the same burst limits a long-lived client to %.1f/s but a new one to %.1f/s: the episode's start is the client's first request", aged, fresh)
+	}
+}
