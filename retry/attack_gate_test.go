@@ -158,3 +158,35 @@ func TestAttackGateEpisodeStartsAtClientBirth(t *testing.T) {
 		t.Errorf("the same burst limits a long-lived client to %.1f/s but a new one to %.1f/s: the episode's start is the client's first request", aged, fresh)
 	}
 }
+
+// "lifts it after Quiet": requests already queued when the limit lifts keep the slots they
+// reserved under the limit, so a client with many operations in flight stays slow long
+// after the lift.
+func TestAttackGateQueuedRequestsOutliveTheLift(t *testing.T) {
+	g := mustGate(t, &GateOptions{Quiet: 500 * time.Millisecond})
+	for i := 0; i < 10; i++ {
+		g.reserve()
+		g.Observe(true)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	late := 0
+	for i := 0; i < 30; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			if g.Wait(ctx) != nil {
+				mu.Lock()
+				late++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("rate now %v", g.Rate())
+	if late > 0 {
+		t.Errorf("%d of 30 requests still waiting 3 s after a limit that lifts after 0.5 s", late)
+	}
+}
