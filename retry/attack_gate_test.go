@@ -190,3 +190,29 @@ func TestAttackGateQueuedRequestsOutliveTheLift(t *testing.T) {
 		t.Errorf("%d of 30 requests still waiting 3 s after a limit that lifts after 0.5 s", late)
 	}
 }
+
+// One hot partition among many: 30 % of a client's traffic goes to a partition the service
+// throttles (every answer 503), 70 % to cold partitions that accept everything. The Gate
+// is per client, so the cold partitions are throttled too.
+func TestAttackGateHotPartitionSlowsColdOnes(t *testing.T) {
+	c := &fakeClock{t: time.Unix(1_000_000, 0)}
+	g := gateAt(t, c)
+	cold := 0
+	start := c.t
+	for i := 0; c.t.Sub(start) < 10*time.Second; i++ {
+		d := g.reserve()
+		if d < time.Millisecond {
+			d = time.Millisecond // the client offers 1000 req/s
+		}
+		c.add(d)
+		hot := i%10 < 3
+		g.Observe(hot)
+		if !hot {
+			cold++
+		}
+	}
+	t.Logf("cold-partition requests in 10 s: %d (unthrottled: ~7000); limit %.0f/s", cold, g.Rate())
+	if cold < 3500 {
+		t.Errorf("one throttled partition halved the client's traffic to healthy partitions: %d of ~7000", cold)
+	}
+}
