@@ -1,0 +1,67 @@
+package tabletest_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/tabletest"
+)
+
+// An Env is shared by every test of a binary: the first user's context ending (a test
+// with a short deadline, or t.Context() of a test that is finishing) must not poison it
+// for every later test.
+func TestAttackEnvFirstCallerCancelledPoisonsEnv(t *testing.T) {
+	env := tabletest.NewEnv(nil)
+	defer env.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, first := env.Start(ctx)
+	s, err := env.Start(context.Background())
+	if err != nil {
+		t.Fatalf("first Start with an ended context failed (%v), and the Env now fails every later user with a live context: %v", first, err)
+	}
+	_ = s
+}
+
+// Concurrent first use starts one server, on loopback only.
+func TestAttackEnvConcurrentFirstUse(t *testing.T) {
+	env := tabletest.NewEnv(nil)
+	defer env.Close()
+	var wg sync.WaitGroup
+	got := make([]*tabletest.Server, 16)
+	for i := range got {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); got[i] = env.Server(t) }(i)
+	}
+	wg.Wait()
+	for _, s := range got {
+		if s != got[0] {
+			t.Fatal("two servers started")
+		}
+	}
+	for _, u := range []string{got[0].TableURL(), got[0].QueueURL(), got[0].BlobURL()} {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip := net.ParseIP(pu.Hostname()); ip == nil || !ip.IsLoopback() {
+			t.Errorf("%s is not loopback", u)
+		}
+		// Not reachable on a non-loopback address of this host.
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.IsLoopback() || ipn.IP.To4() == nil {
+				continue
+			}
+			c, err := net.Dial("tcp", net.JoinHostPort(ipn.IP.String(), pu.Port()))
+			if err == nil {
+				c.Close()
+				t.Errorf("Azurite answers on %s:%s", ipn.IP, pu.Port())
+			}
+		}
+	}
+}
