@@ -74,6 +74,8 @@ func (tr *tracker) remember(pk, rk, etag, hist string) {
 	if etag == "" || !validHistory(hist) {
 		return
 	}
+	// A stored history is untrusted: keep no more than this Table would write.
+	hist = tr.trim(hist)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if len(tr.cur) >= trackerCapacity {

@@ -29,7 +29,7 @@ func TestGateLimitsNothingUntilThrottled(t *testing.T) {
 	c := &fakeClock{t: time.Unix(1e9, 0)}
 	g := gateAt(t, c)
 	for range 1000 {
-		if d, _ := g.reserve(); d != 0 {
+		if d := g.reserve(); d != 0 {
 			t.Fatalf("an unthrottled request waited %v", d)
 		}
 		g.Observe(false)
@@ -63,8 +63,7 @@ func TestGateCutsSpacesRaisesAndLifts(t *testing.T) {
 	// Requests started at once are spaced by 1/70 s.
 	var waits []time.Duration
 	for range 3 {
-		d, _ := g.reserve()
-		waits = append(waits, d)
+		waits = append(waits, g.reserve())
 	}
 	step := time.Duration(float64(time.Second) / g.Rate())
 	if waits[0] != 0 || waits[1] != step || waits[2] != 2*step {
@@ -76,7 +75,7 @@ func TestGateCutsSpacesRaisesAndLifts(t *testing.T) {
 		t.Fatal("an accepted answer did not raise the rate")
 	}
 	c.add(11 * time.Second)
-	if d, _ := g.reserve(); d != 0 || g.Rate() != 0 {
+	if d := g.reserve(); d != 0 || g.Rate() != 0 {
 		t.Fatalf("after a quiet period: wait %v, rate %v; want no limit", d, g.Rate())
 	}
 }
@@ -100,7 +99,7 @@ func TestGateEarlyCutUsesTheSendRate(t *testing.T) {
 
 func TestGateWaitEndsWithTheContext(t *testing.T) {
 	g := mustGate(t, nil)
-	g.rate, g.lastCut, g.lastThrottled = 0.5, time.Now(), time.Now()
+	g.rate, g.lastCut = 0.5, time.Now()
 	g.slot = time.Now().Add(time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

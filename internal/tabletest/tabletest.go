@@ -193,7 +193,8 @@ func NewEnv(opts *Options) *Env {
 }
 
 // Start returns the Env's server, starting it on the first call. A failed start is not
-// retried: every later call returns the same error. For Example functions and TestMain;
+// retried (every later call returns the same error), except one that failed because ctx
+// ended: that was the caller's, not the server's. For Example functions and TestMain;
 // tests use Server.
 //
 // Errors: as the package-level Start, or one saying the Env is closed.
@@ -206,8 +207,12 @@ func (e *Env) Start(ctx context.Context) (*Server, error) {
 	case e.srv != nil || e.err != nil:
 		return e.srv, e.err
 	}
-	e.srv, e.err = Start(ctx, &e.opts)
-	return e.srv, e.err
+	srv, err := Start(ctx, &e.opts)
+	if err != nil && ctx.Err() != nil {
+		return nil, err // the caller gave up: a later caller may start it
+	}
+	e.srv, e.err = srv, err
+	return srv, err
 }
 
 // Server returns the Env's server, starting it on the first call. It fails the test, with

@@ -98,8 +98,9 @@ func PublicEndpoints(account, suffix string) (Endpoints, error) {
 	if suffix == "" {
 		suffix = DefaultEndpointSuffix
 	}
-	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || strings.ContainsAny(suffix, "/?#@:") {
-		return Endpoints{}, errs.Invalid("endpoint suffix", "%.60q is not a host name suffix such as core.windows.net", suffix)
+	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || strings.ContainsAny(suffix, "/?#@:") || !hostLabels(suffix) {
+		// Not quoted: a pasted URL or connection string may follow the suffix.
+		return Endpoints{}, errs.Invalid("endpoint suffix", "is not a host name suffix such as core.windows.net")
 	}
 	return Endpoints{
 		Table: "https://" + account + ".table." + suffix,
@@ -159,4 +160,15 @@ func NewTokenClients(endpoints Endpoints, cred azcore.TokenCredential, opts *Cli
 		}
 	}
 	return &c, nil
+}
+
+// hostLabels reports whether s is dot-separated labels of letters, digits and hyphens, none
+// empty.
+func hostLabels(s string) bool {
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
+			return false
+		}
+	}
+	return true
 }
