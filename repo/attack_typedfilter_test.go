@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
@@ -46,27 +45,4 @@ type Keywordy struct {
 	Sub int32  `table:"Sub"`
 	Not bool   `table:"Not"`
 	Inf string `table:"Inf"`
-}
-
-func TestAttackTypedFilterValidNamesRefused(t *testing.T) {
-	t.Parallel()
-	b := setup(t, true)
-	tbl := table[Keywordy](t, b, nil)
-	if err := tbl.Insert(b.ctx, &Keywordy{PK: "p", RK: "r", Sub: 3, Not: true, Inf: "i"}); err != nil {
-		t.Fatalf("codec refuses the type: %v", err)
-	}
-	for _, f := range []filter.Expr{filter.Eq("Sub", int32(3)), filter.Eq("Not", true), filter.Eq("Inf", "i")} {
-		got, err := tbl.Collect(b.ctx, repo.Query{Filter: f})
-		if err != nil || len(got) != 1 {
-			t.Errorf("filter %v on a property the codec stores: %d, %v", f, len(got), err)
-		}
-	}
-	// Select of Timestamp and the keys; a dynamic table with a property named like a Go field.
-	if _, err := tbl.Collect(b.ctx, repo.Query{Select: []string{"PartitionKey", "RowKey", "Timestamp", "Sub"}}); err != nil {
-		t.Errorf("select keys: %v", err)
-	}
-	dyn := table[codec.Entity](t, b, nil)
-	if _, err := dyn.Collect(b.ctx, repo.Query{Filter: filter.Gt("Timestamp", int64(1))}); !errors.Is(err, repo.ErrInvalidInput) {
-		t.Logf("dynamic table: Timestamp compared with an Int64 -> %v", err)
-	}
 }
