@@ -42,8 +42,8 @@ const MaxOpIDLen = 64
 const DefaultOpHistory = 64
 
 // DefaultConflictPolicy is the backoff between read-modify-write attempts that lost a race
-// to another writer (412 or 409): retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
+// to another writer (412 or 409): retry.Conflict().
+var DefaultConflictPolicy = retry.Conflict()
 
 // Layout is the shape of every series of a Store: how many points, and the property names
 // that hold them.

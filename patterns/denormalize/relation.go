@@ -66,11 +66,6 @@ const DefaultSettle = time.Minute
 // DefaultConcurrency bounds the reads and writes of copies run at once.
 const DefaultConcurrency = 8
 
-// DefaultConflictPolicy is the backoff of the read-modify-write loops when another writer
-// changed an entity first (412), created it (409) or deleted it (404):
-// retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
-
 // maxRounds bounds the re-reads of one reconciliation while the entities keep changing
 // under it; past it the message is retried later.
 const maxRounds = 8
@@ -107,7 +102,7 @@ type Options[S, D any] struct {
 	// DefaultConcurrency.
 	Concurrency int
 	// Conflict is the backoff of writes retried after another writer changed an entity
-	// first. Zero fields take DefaultConflictPolicy's values.
+	// first. Zero fields take retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
 	Logger *zap.Logger
@@ -216,7 +211,7 @@ func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], opts Options[
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	r.conflict = opts.Conflict.Or(retry.Policy{Logger: logger}.Or(DefaultConflictPolicy))
+	r.conflict = opts.Conflict.Or(retry.Policy{Logger: logger}.Or(retry.Conflict()))
 	if err := r.conflict.Validate(); err != nil {
 		return nil, err
 	}

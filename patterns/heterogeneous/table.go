@@ -42,7 +42,7 @@ type Table struct {
 	ropts  codec.RegistryOptions // with defaults
 	dyn    *repo.Table[codec.Entity]
 	retry  retry.Policy
-	// conflict is the backoff of the one-to-many loops that lost a race (retry.ConflictPolicy).
+	// conflict is the backoff of the one-to-many loops that lost a race (retry.Conflict()).
 	conflict retry.Policy
 	mu       sync.RWMutex
 	names    map[reflect.Type][]string // every name of each registered type, canonical first
@@ -79,7 +79,7 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Table, error
 	if p.Logger == nil {
 		p.Logger = zap.NewNop()
 	}
-	return &Table{name: name, client: dyn.Client(), reg: reg, ropts: ro, dyn: dyn, retry: p.WithDefaults(), conflict: retry.Policy{Logger: p.Logger}.Or(retry.ConflictPolicy), names: map[reflect.Type][]string{}}, nil
+	return &Table{name: name, client: dyn.Client(), reg: reg, ropts: ro, dyn: dyn, retry: p.WithDefaults(), conflict: retry.Policy{Logger: p.Logger}.Or(retry.Conflict()), names: map[reflect.Type][]string{}}, nil
 }
 
 // Register maps the type name to the struct type T: entities written as T carry name,

@@ -36,7 +36,7 @@ type BlobStoreOptions struct {
 	// retry's defaults.
 	Retry retry.Policy
 	// Conflict is the backoff of the read-modify-write loop when another writer changed
-	// the blob first. Zero fields take DefaultConflictPolicy's values.
+	// the blob first. Zero fields take retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives one entry per retry. Defaults to zap.NewNop().
 	Logger *zap.Logger

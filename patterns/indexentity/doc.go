@@ -57,7 +57,7 @@
 // index entity with If-Match on that ETag, and start over from the read when the
 // transaction fails with 412 (another writer updated the index entity), 409 (another
 // writer created it first: the first-creation race) or 404 (another writer deleted it
-// with its last id), with jittered backoff (DefaultConflictPolicy)
+// with its last id), with jittered backoff (retry.Conflict())
 // (TestSamePartitionWindowIndexEntityChangesUnderInsert for 412 and 404,
 // TestSamePartitionFirstCreationRace for 409). An insert whose id is already listed sends
 // the page it read back as a guard, so a concurrent delete of that entry cannot leave the

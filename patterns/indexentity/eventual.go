@@ -64,7 +64,7 @@ type EventualOptions[T any] struct {
 	Concurrency int
 	// Conflict is the backoff of a write retried after the entity changed between its read
 	// and its write (only when the caller did not supply an ETag). Zero fields take
-	// DefaultConflictPolicy's values.
+	// retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
 	Logger *zap.Logger

@@ -14,14 +14,10 @@ import (
 // DefaultConcurrency bounds the point queries a lookup runs at once.
 const DefaultConcurrency = 8
 
-// DefaultConflictPolicy is the backoff of the read-modify-write loops on index entities
-// and index blobs when another writer got there first: retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
-
-// conflictPolicy fills the zero fields of p from DefaultConflictPolicy, with logger as
-// the default of its Logger.
+// conflictPolicy fills the zero fields of p from retry.Conflict(), with logger as the
+// default of its Logger.
 func conflictPolicy(p retry.Policy, logger *zap.Logger) retry.Policy {
-	return p.Or(retry.Policy{Logger: logger}.Or(DefaultConflictPolicy))
+	return p.Or(retry.Policy{Logger: logger}.Or(retry.Conflict()))
 }
 
 // isConflict reports whether err says that another writer got to an entity or blob first:

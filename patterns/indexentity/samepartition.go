@@ -32,7 +32,7 @@ type SamePartitionOptions[T any] struct {
 	// Concurrency bounds the point queries of Lookup. Defaults to DefaultConcurrency.
 	Concurrency int
 	// Conflict is the backoff of the read-modify-write loop when another writer changed an
-	// index entity first. Zero fields take DefaultConflictPolicy's values.
+	// index entity first. Zero fields take retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
 	Logger *zap.Logger

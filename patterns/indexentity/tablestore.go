@@ -25,7 +25,7 @@ type TableStoreOptions struct {
 	// spills into the next entity. Defaults to DefaultPageBytes; at least 64.
 	PageBytes int
 	// Conflict is the backoff of the read-modify-write loop when another writer changed an
-	// index entity first. Zero fields take DefaultConflictPolicy's values.
+	// index entity first. Zero fields take retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
 	Logger *zap.Logger

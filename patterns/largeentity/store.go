@@ -97,7 +97,7 @@ type Options struct {
 	// Table's own policy). Defaults to retry's defaults.
 	Retry retry.Policy
 	// Conflict is the backoff of an Upsert or Delete that lost a race to another writer
-	// and starts again from its read. Zero fields take retry.ConflictPolicy's values.
+	// and starts again from its read. Zero fields take retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives the blobs left for the sweeper and retry logs. Defaults to
 	// zap.NewNop().
@@ -134,7 +134,7 @@ func (o *Options) withDefaults(table string) Options {
 		out.Retry.Logger = out.Logger
 	}
 	out.Retry = out.Retry.WithDefaults()
-	out.Conflict = out.Conflict.Or(retry.Policy{Logger: out.Logger}.Or(retry.ConflictPolicy))
+	out.Conflict = out.Conflict.Or(retry.Policy{Logger: out.Logger}.Or(retry.Conflict()))
 	return out
 }
 

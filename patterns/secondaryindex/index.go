@@ -175,7 +175,7 @@ func project[T any](c *codec.Codec[T], v *T, pk, rk string, props map[string]boo
 	return e, nil
 }
 
-// policy is the retry policy of a repo.Options, with retry.ConflictPolicy's values for its
+// policy is the retry policy of a repo.Options, with retry.Conflict()'s values for its
 // unset fields, for the semantic retries (read-modify-write loops) this package runs
 // around repo's own.
 func policy(o *repo.Options) retry.Policy {
@@ -187,7 +187,7 @@ func policy(o *repo.Options) retry.Policy {
 	if p.Logger == nil {
 		p.Logger = log
 	}
-	return p.Or(retry.ConflictPolicy)
+	return p.Or(retry.Conflict())
 }
 
 // errRetry marks an attempt that lost a race and must start over from a fresh read.

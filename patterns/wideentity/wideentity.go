@@ -54,8 +54,8 @@ var ErrTorn = errors.New("wideentity: torn read: chunks of different writes")
 var DefaultTornRetry = retry.Policy{Delay: 10 * time.Millisecond, MinDelay: 2 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetries: 8}
 
 // DefaultConflictPolicy is the backoff between the attempts of a read-modify-write that
-// lost a race to another writer (412 or 409): retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
+// lost a race to another writer (412 or 409): retry.Conflict().
+var DefaultConflictPolicy = retry.Conflict()
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
