@@ -31,18 +31,18 @@ func TestAttackInterDeleteLostResponseNoSafetyLeavesCopy(t *testing.T) {
 
 	b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost delete response", Times: 1, Action: faultproxy.DropAfterForward(),
 		Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.MethodIs(http.MethodDelete))})
-	err := x.Delete(b.ctx, "Sales", e.RowKey, nil)
+	err := x.Delete(b.ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
 	t.Logf("Delete after a lost response: %v", err)
 	if err != nil {
 		// The caller retries, as any caller of a failed delete would.
-		err2 := x.Delete(b.ctx, "Sales", e.RowKey, nil)
+		err2 := x.Delete(b.ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
 		t.Logf("retried Delete: %v", err2)
 	}
 	drain(t, w)
-	if _, gerr := x.Primary().Get(b.ctx, "Sales", e.RowKey); !errors.Is(gerr, repo.ErrNotFound) {
+	if _, gerr := x.Table().Get(b.ctx, "Sales", e.RowKey); !errors.Is(gerr, repo.ErrNotFound) {
 		t.Fatalf("primary: %v, want deleted", gerr)
 	}
-	if v, lerr := x.Lookup(b.ctx, "Sales", "email", "lu@contoso.com", nil); lerr == nil {
+	if v, lerr := x.Lookup(b.ctx, "Sales", "email", "lu@contoso.com"); lerr == nil {
 		t.Fatalf("the deleted employee %s is still found by email, with no message queued (Delete: %v)", v.RowKey, err)
 	}
 }
@@ -72,24 +72,24 @@ func TestAttackInterReconcileLostResponseEachTransaction(t *testing.T) {
 		}
 	}
 	e := iemp(902, "Mo", "Drop", "mo@contoso.com")
-	if err := x.Primary().Insert(b.ctx, e); err != nil {
+	if err := x.Table().Insert(b.ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("first copy")
 	b.expect(t, "email_Sales", [2]string{"mo@contoso.com", e.RowKey})
 	e.Email = "mo2@contoso.com"
-	if err := x.Primary().Update(b.ctx, e, nil); err != nil {
+	if err := x.Table().Update(b.ctx, e, nil); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("moved copy")
 	b.expect(t, "email_Sales", [2]string{"mo2@contoso.com", e.RowKey})
-	if err := x.Primary().Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
+	if err := x.Table().Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("tombstone")
 	b.expect(t, "email_Sales")
 	e2 := iemp(902, "Mo", "Drop", "mo@contoso.com")
-	if err := x.Primary().Insert(b.ctx, e2); err != nil {
+	if err := x.Table().Insert(b.ctx, e2); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("over the tombstone")
@@ -108,8 +108,8 @@ func TestAttackInterTwoIndexSetsOneTable(t *testing.T) {
 	b := setup(t, false)
 	q, _ := b.queue(t)
 	a := b.inter(t, q, -1, byEmail)
-	bset, err := secondaryindex.NewInter(b.clients.Tables, b.table, []secondaryindex.Index[Employee]{byLast},
-		&secondaryindex.InterOptions{Queue: q, Kind: "set-b", SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
+	bset, err := secondaryindex.NewInter(b.clients.Tables, b.table, q, []secondaryindex.Index[Employee]{byLast},
+		&secondaryindex.InterOptions{Kind: "set-b", SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestAttackInterTwoIndexSetsOneTable(t *testing.T) {
 	if err := a.Reconcile(b.ctx, "Sales", ann.RowKey); err != nil {
 		t.Fatal(err)
 	}
-	got, err := bset.Primary().Get(b.ctx, victim.Department, victim.RowKey)
+	got, err := bset.Table().Get(b.ctx, victim.Department, victim.RowKey)
 	if err != nil {
 		t.Fatalf("set B's primary is gone: %v", err)
 	}

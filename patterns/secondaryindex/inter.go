@@ -22,13 +22,13 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// InterOptions configures an Inter. Queue is required; the other fields have defaults.
+// InterOptions configures an Inter. nil means the zero value, whose every field is its
+// documented default.
 type InterOptions struct {
-	// Queue carries the reconciliation messages (see Register for the consuming side).
-	// Required.
-	Queue *queueworker.Client
 	// Kind is the message kind of this index set's reconciliations. Defaults to
-	// "secondaryindex:" followed by the primary table's name; set it when two index sets
+	// "secondaryindex.reconcile." followed by the primary table's name (Register also
+	// accepts the kind of earlier releases, "secondaryindex:" and the table's name, for
+	// messages enqueued before an upgrade); set it when two index sets
 	// of one table share a queue. While an index keeps its copies in the primary's table,
 	// primary PartitionKeys of the form of any index partition ("<letters and digits>_...")
 	// are refused, so that two index sets over one table cannot overwrite each other's
@@ -49,10 +49,17 @@ type InterOptions struct {
 	// commit when the tombstone goes. Defaults to 1 hour; -1 keeps tombstones forever
 	// (CollectTombstones removes nothing, reconciliations are not bounded).
 	TombstoneAge time.Duration
+	// Conflict is the backoff of a reconciliation that starts over because a concurrent
+	// one moved the ref first. Zero fields take retry.Conflict()'s values; its Logger
+	// defaults to Table.Logger.
+	Conflict retry.Policy
 	// Table configures the primary table and the index tables (retries, logger,
 	// concurrency of verified reads).
 	Table repo.Options
 }
+
+// legacyKind is the default kind of earlier releases, still accepted by Register.
+func legacyKind(table string) string { return "secondaryindex:" + table }
 
 func (o *InterOptions) withDefaults(table string) InterOptions {
 	var out InterOptions
@@ -60,7 +67,7 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 		out = *o
 	}
 	if out.Kind == "" {
-		out.Kind = "secondaryindex:" + table
+		out.Kind = "secondaryindex.reconcile." + table
 	}
 	if out.SafetyDelay == 0 {
 		out.SafetyDelay = defaultSafetyDelay
@@ -78,9 +85,6 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 }
 
 func (o InterOptions) validate() error {
-	if o.Queue == nil {
-		return errs.Invalid("InterOptions.Queue", "is required: the copies are written by the queue's worker")
-	}
 	if o.SafetyDelay < -1 {
 		return errs.Invalid("InterOptions.SafetyDelay", "must be positive, 0 (default) or -1 (off), got %v", o.SafetyDelay)
 	}
@@ -166,6 +170,7 @@ type Inter[T any] struct {
 	c       *codec.Codec[T]
 	idx     []*interIndex[T]
 	named   map[string]*interIndex[T]
+	queue   *queueworker.Client
 	opts    InterOptions
 	retry   retry.Policy
 	// testHook, when set by tests, is called between the steps of writes and
@@ -176,15 +181,24 @@ type Inter[T any] struct {
 }
 
 // NewInter returns the inter-partition indexes of the entities of type T stored in table
-// (the primary table, whose keys are T's PartitionKey and RowKey). It sends nothing: create
-// the tables with CreateIfNotExists and the queue with azqueue.
+// (the primary table, whose keys are T's PartitionKey and RowKey), reconciled through the
+// messages of queue (see Register for the consuming side). An Inter may own several
+// tables (Index.Table), so it takes the service client and names them, and configures
+// them all with InterOptions.Table. It sends nothing: create the tables with
+// CreateIfNotExists and the queue with azqueue.
 //
-// Errors: ErrInvalidInput (nothing sent) for a bad table name, options or index (see
-// Index, including Properties on a type with encrypted fields), or a missing
-// InterOptions.Queue.
-func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
+// Errors: ErrInvalidInput (nothing sent) for a nil svc or queue, a bad table name, options
+// or index (see Index, including Properties on a type with encrypted fields).
+func NewInter[T any](svc *aztables.ServiceClient, table string, queue *queueworker.Client, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
+	if queue == nil {
+		return nil, errs.Invalid("queue", "is nil: the copies are written by the queue's worker")
+	}
 	o := opts.withDefaults(table)
 	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	conflict := o.Conflict.Or(retry.Policy{Logger: o.Table.Logger}.Or(retry.Conflict()))
+	if err := conflict.Validate(); err != nil {
 		return nil, err
 	}
 	primary, err := repo.New[T](svc, table, &o.Table)
@@ -194,7 +208,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 	if len(indexes) == 0 {
 		return nil, errs.Invalid("indexes", "none given")
 	}
-	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table), now: time.Now}
+	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, queue: queue, opts: o, retry: conflict, now: time.Now}
 	seen := map[string]bool{}
 	for _, spec := range indexes {
 		ix, err := compile(x.c, spec, seen)
@@ -221,9 +235,35 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 // Kind returns the message kind of this index set's reconciliations.
 func (x *Inter[T]) Kind() string { return x.opts.Kind }
 
-// Primary returns the repository of the primary table, for reads. Writing through it
+// Table returns the repository of the primary table, for reads. Writing through it
 // bypasses the index: call Notify after such a write.
-func (x *Inter[T]) Primary() *repo.Table[T] { return x.primary }
+func (x *Inter[T]) Table() *repo.Table[T] { return x.primary }
+
+// Name returns the primary table's name.
+func (x *Inter[T]) Name() string { return x.primary.Name() }
+
+// DeleteTable deletes the primary table and every index table of its own (Index.Table).
+// Messages still queued for it fail and go to the poison queue.
+//
+// Errors: as repo.Table.DeleteTable.
+func (x *Inter[T]) DeleteTable(ctx context.Context) error {
+	for _, ix := range x.idx {
+		if ix.shared {
+			continue
+		}
+		if err := ix.copies.DeleteTable(ctx); err != nil {
+			return err
+		}
+	}
+	return x.primary.DeleteTable(ctx)
+}
+
+// Get reads the primary entity (pk, rk) with one point query.
+//
+// Errors: as repo.Table.Get.
+func (x *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	return x.primary.Get(ctx, pk, rk)
+}
 
 // CreateIfNotExists creates the primary table and every index table.
 //
@@ -295,42 +335,50 @@ func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Insert(ctx, v) })
 }
 
-// Update updates the primary entity (conditional on v's ETag, as repo.Table.Update) and
-// has its copies reconciled by the worker.
+// Update replaces the primary entity by v and has its copies reconciled by the worker.
+// When v carries an ETag the update is conditional on it (repo.ErrPreconditionFailed if
+// the entity changed since it was read); without one it is last-writer-wins. On success
+// v's ETag field holds the new ETag.
 //
 // Errors: those of repo.Table.Update and queueworker.Enqueue; ErrInvalidInput (nothing
 // sent) also for a value that cannot be indexed.
-func (x *Inter[T]) Update(ctx context.Context, v *T, opts *repo.UpdateOptions) error {
+func (x *Inter[T]) Update(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Update(ctx, v, opts) })
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Update(ctx, v, nil) })
 }
 
-// Upsert inserts or replaces (or merges) the primary entity and has its copies reconciled
-// by the worker.
+// Upsert inserts v or replaces the stored primary entity unconditionally (last writer
+// wins) and has its copies reconciled by the worker.
 //
 // Errors: those of repo.Table.Upsert and queueworker.Enqueue; ErrInvalidInput (nothing
 // sent) also for a value that cannot be indexed.
-func (x *Inter[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
+func (x *Inter[T]) Upsert(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Upsert(ctx, v, opts) })
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Upsert(ctx, v, nil) })
 }
 
-// Delete deletes the primary entity (conditional if opts.ETag is set) and has its copies
-// removed by the worker.
+// Delete deletes the primary entity with v's keys and has its copies removed by the
+// worker. Only the keys of v are needed; if v also carries an ETag, the delete is
+// conditional on it.
 //
-// Errors: ErrInvalidInput (bad keys, or a PartitionKey inside an index's key space, see
-// the package documentation; nothing sent), and those of repo.Table.Delete and
+// Errors: ErrInvalidInput (a nil v, bad keys, or a PartitionKey inside an index's key
+// space, see the package documentation; nothing sent), and those of repo.Table.Delete and
 // queueworker.Enqueue.
-func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+func (x *Inter[T]) Delete(ctx context.Context, v *T) error {
+	if v == nil {
+		return errs.Invalid("entity", "is nil")
+	}
+	pk, rk := x.c.Keys(v)
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
+	opts := &repo.DeleteOptions{ETag: x.c.ETag(v)}
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
 }
 
@@ -439,25 +487,33 @@ func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
 }
 
 func (x *Inter[T]) enqueue(ctx context.Context, pk, rk string, delay time.Duration) error {
-	_, err := queueworker.Enqueue(ctx, x.opts.Queue, x.opts.Kind, "", Ref{PartitionKey: pk, RowKey: rk},
+	_, err := queueworker.Enqueue(ctx, x.queue, x.opts.Kind, "", Ref{PartitionKey: pk, RowKey: rk},
 		&queueworker.EnqueueOptions{VisibilityDelay: delay})
 	return err
 }
 
-// Register registers the reconciliation handler for Kind on r. The handler calls
-// Reconcile; a message that can never succeed (keys or a stored value that cannot be
-// indexed) is cancelled into the poison queue, any other failure is retried by the
-// worker.
+// Register registers the reconciliation handler for Kind on r, and, when Kind is the
+// default, for the default kind of earlier releases ("secondaryindex:<table>"), so that
+// messages enqueued before an upgrade are still handled. The handler calls Reconcile; a
+// message that can never succeed (keys or a stored value that cannot be indexed) is
+// cancelled into the poison queue, any other failure is retried by the worker.
 //
-// Errors: those of queueworker.Handle (Kind already registered).
+// Errors: those of queueworker.Handle (a kind already registered).
 func (x *Inter[T]) Register(r *queueworker.Registry) error {
-	return queueworker.Handle(r, x.opts.Kind, func(ctx context.Context, m *queueworker.Message[Ref]) error {
+	handle := func(ctx context.Context, m *queueworker.Message[Ref]) error {
 		err := x.Reconcile(ctx, m.Payload.PartitionKey, m.Payload.RowKey)
 		if errors.Is(err, repo.ErrInvalidInput) {
 			return queueworker.Cancel(err)
 		}
 		return err
-	})
+	}
+	if err := queueworker.Handle(r, x.opts.Kind, handle); err != nil {
+		return err
+	}
+	if x.opts.Kind == (*InterOptions)(nil).withDefaults(x.primary.Name()).Kind {
+		return queueworker.Handle(r, legacyKind(x.primary.Name()), handle)
+	}
+	return nil
 }
 
 // Reconcile makes every index copy of the primary entity (pk, rk) match what the primary
@@ -485,9 +541,9 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
-	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
+	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
 	var bad error
-	err = retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+	err = retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		if age := x.opts.TombstoneAge; age > 0 {
 			// No attempt outlives a tombstone it could have read as absent (see
 			// CollectTombstones).
@@ -610,7 +666,7 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
 		// A retried transaction that cannot tell whether its first attempt landed: read
 		// again and decide again (the ref says what is written).
-		return again(err)
+		return retry.Again(err)
 	}
 	var ae *repo.ActionError
 	if err != nil && errors.As(err, &ae) {
@@ -619,10 +675,10 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 			// The old copy was removed by hand: finish without it.
 			_, err = repo.Submit(ctx, acts[:dropAt]...)
 			if errors.Is(err, repo.ErrOutcomeUnknown) || (err != nil && errors.As(err, &ae) && ae.Index == 0) {
-				return again(err)
+				return retry.Again(err)
 			}
 		case ae.Index == 0:
-			return again(err) // another reconciliation moved the ref: start over
+			return retry.Again(err) // another reconciliation moved the ref: start over
 		}
 	}
 	if err != nil {
@@ -701,13 +757,14 @@ type hit[T any] struct {
 	stale bool
 }
 
-// Lookup returns the entity of partition pk whose value in index is value: the first
-// hit of Find (one range query over that value's copies, plus one point query with
-// Verify).
+// Lookup returns the entity of partition pk whose value in index is value (normalized by
+// the index's Normalize), as the primary table holds it: the first hit of Find with
+// Verify (one range query over that value's copies, plus one point query per hit), so the
+// entity returned has the value now, with every property and its ETag.
 //
 // Errors: repo.ErrNotFound, and those of Find.
-func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string, opts *ReadOptions) (T, error) {
-	for v, err := range x.Find(ctx, pk, index, value, opts) {
+func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
+	for v, err := range x.Find(ctx, pk, index, value, &ReadOptions{Verify: true}) {
 		return v, err
 	}
 	var zero T
@@ -724,6 +781,9 @@ func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string, opts *Re
 // repo.ErrTransient, *repo.Error.
 func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *ReadOptions) iter.Seq2[T, error] {
 	ix, part, err := x.target(pk, index)
+	if err == nil {
+		value = ix.norm(value)
+	}
 	if err == nil && value == "" {
 		err = errs.Invalid(fmt.Sprintf("index %q", index), "the value is empty: entities without a value have no entry")
 	}
@@ -746,10 +806,10 @@ func (x *Inter[T]) Range(ctx context.Context, pk, index, from, to string, opts *
 		return fail[T](err)
 	}
 	lo, hi := lowestCopy, ""
-	if from != "" {
+	if from = ix.norm(from); from != "" {
 		lo = keys.Join(from)
 	}
-	if to != "" {
+	if to = ix.norm(to); to != "" {
 		hi = keys.Join(to)
 	}
 	return x.scan(ctx, ix, pk, filter.RowKeyRange(part, lo, hi), opts)
@@ -768,7 +828,7 @@ func (x *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string, opts *R
 	if err != nil {
 		return fail[T](err)
 	}
-	return x.scan(ctx, ix, pk, filter.RowKeyPrefix(part, keys.Join(prefix)), opts)
+	return x.scan(ctx, ix, pk, filter.RowKeyPrefix(part, keys.Join(ix.norm(prefix))), opts)
 }
 
 func (x *Inter[T]) target(pk, index string) (*interIndex[T], string, error) {
@@ -856,7 +916,7 @@ func (x *Inter[T]) verify(ctx context.Context, ix *interIndex[T], pk string, hit
 				h.stale = true
 			case err != nil:
 				h.err = err
-			case ix.Value(&cur) != h.value:
+			case ix.valueOf(&cur) != h.value:
 				h.stale = true
 			default:
 				h.v = cur

@@ -80,26 +80,27 @@ func TestInterWorkerMaintainsIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e, err := x.Primary().Get(b.ctx, "Sales", "000224")
+	e, err := x.Table().Get(b.ctx, "Sales", "000224")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Email = "amy.jones@contoso.com"
-	if err := x.Update(b.ctx, &e, nil); err != nil {
+	if err := x.Update(b.ctx, &e); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Delete(b.ctx, "Sales", "000225", nil); err != nil {
+	if err := x.Delete(b.ctx, &Employee{Department: "Sales", RowKey: "000225"}); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"jonesj@contoso.com", "000223"}, [2]string{"amy.jones@contoso.com", "000224"})
 	b.expect(t, "last_Sales", [2]string{"Jones", "000223"}, [2]string{"Jones", "000224"})
 
-	got, err := x.Lookup(b.ctx, "Sales", "email", "amy.jones@contoso.com", nil)
-	if err != nil || got.EmployeeID != "000224" || got.RowKey != "000224" || got.Department != "Sales" || got.Age != 0 || got.ETag != "" {
+	got, err := x.Lookup(b.ctx, "Sales", "email", "amy.jones@contoso.com")
+	if err != nil || got.EmployeeID != "000224" || got.RowKey != "000224" || got.Department != "Sales" || got.Age == 0 || got.ETag == "" {
+		// Lookup verifies: the entity as the primary holds it, every property and its ETag.
 		t.Fatalf("lookup: %+v %v", got, err)
 	}
-	if _, err := x.Lookup(b.ctx, "Sales", "email", "bobs@contoso.com", nil); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := x.Lookup(b.ctx, "Sales", "email", "bobs@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("lookup of a deleted employee: %v", err)
 	}
 	if got := ids(collect(t, x.Find(b.ctx, "Sales", "last", "Jones", nil))); got != "000223,000224" {
@@ -137,11 +138,11 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Email, e.LastName = "b@contoso.com", "Kwoh"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	e.Email = "c@contoso.com"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -155,14 +156,14 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 
 	// An old message delivered after a newer write: it reconciles the newer state.
 	e.Email = "d@contoso.com"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301") // the replay of message 1 meets version 4
 	b.expect(t, "email_Sales", [2]string{"d@contoso.com", "000301"})
 	// A copy is refreshed when a non-indexed property changes, and only then.
 	e.FirstName = "Kenneth"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301")
@@ -170,7 +171,7 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 		t.Fatalf("copy not refreshed: %v", r.Properties)
 	}
 	// The insert's message replayed after the delete: nothing comes back.
-	if err := x.Delete(ctx, "Sales", "000301", nil); err != nil {
+	if err := x.Delete(ctx, &Employee{Department: "Sales", RowKey: "000301"}); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301")
@@ -223,7 +224,7 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 	if err := x.Insert(b.ctx, e); !errors.Is(err, errCrash) {
 		t.Fatalf("insert: %v", err)
 	}
-	if _, err := x.Primary().Get(b.ctx, "Sales", "000501"); err != nil {
+	if _, err := x.Table().Get(b.ctx, "Sales", "000501"); err != nil {
 		t.Fatalf("the primary write did not happen: %v", err)
 	}
 	b.expect(t, "email_Sales") // nothing yet: the only message is still invisible
@@ -232,12 +233,12 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 
 	// The same for an update and a delete.
 	e.Email = "jeff@contoso.com"
-	if err := x.Update(b.ctx, e, nil); !errors.Is(err, errCrash) {
+	if err := x.Update(b.ctx, e); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
 	drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"jeff@contoso.com", "000501"})
-	if err := x.Delete(b.ctx, "Sales", "000501", nil); !errors.Is(err, errCrash) {
+	if err := x.Delete(b.ctx, &Employee{Department: "Sales", RowKey: "000501"}); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
 	drain(t, w)
@@ -301,7 +302,7 @@ func TestInterReconcileStoppedBetweenSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.Email, e.LastName = fmt.Sprintf("new%d@contoso.com", i), "New"
-		if err := x.Update(b.ctx, e, nil); err != nil {
+		if err := x.Update(b.ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		secondaryindex.SetTestHook(x, func(stage string) error {
@@ -344,7 +345,7 @@ func TestInterStaleReconcilerStartsOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Email = "b@contoso.com"
-			if err := x.Update(b.ctx, e, nil); err != nil {
+			if err := x.Update(b.ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -356,7 +357,7 @@ func TestInterStaleReconcilerStartsOver(t *testing.T) {
 			// The slow reconciler has read; meanwhile the employee changes and a fast
 			// reconciler runs to completion.
 			e.Email = "c@contoso.com"
-			if err := x.Update(b.ctx, e, nil); err != nil {
+			if err := x.Update(b.ctx, e); err != nil {
 				return err
 			}
 			return x.Reconcile(b.ctx, "Sales", rk)
@@ -401,7 +402,7 @@ func TestInterConcurrentReconciles(t *testing.T) {
 	}
 	for i := 1; i <= 6; i++ {
 		e.Email = fmt.Sprintf("v%d@contoso.com", i)
-		if err := x.Update(b.ctx, e, &repo.UpdateOptions{Unconditional: true}); err != nil {
+		if err := x.Update(b.ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -432,7 +433,7 @@ func TestInterVerifiedReads(t *testing.T) {
 	drain(t, w)
 	// The primary changes around the index: its copy is now stale.
 	e.Email = "don.hall@contoso.com"
-	if err := x.Primary().Update(b.ctx, e, nil); err != nil {
+	if err := x.Table().Update(b.ctx, e, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := collect(t, x.Find(b.ctx, "Sales", "email", "donh@contoso.com", nil)); len(got) != 1 {
@@ -443,7 +444,7 @@ func TestInterVerifiedReads(t *testing.T) {
 	}
 	drain(t, w) // the read repair
 	b.expect(t, "email_Sales", [2]string{"don.hall@contoso.com", "000901"})
-	got, err := x.Lookup(b.ctx, "Sales", "email", "don.hall@contoso.com", &secondaryindex.ReadOptions{Verify: true})
+	got, err := x.Lookup(b.ctx, "Sales", "email", "don.hall@contoso.com")
 	if err != nil || got.Age != e.Age || got.ETag != e.ETag {
 		t.Fatalf("verified lookup: %+v %v (want ETag %s)", got, err, e.ETag)
 	}
@@ -467,7 +468,7 @@ func TestInterCopiesInAnotherTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, w)
-	got, err := x.Lookup(b.ctx, "Sales", "email", "ab@contoso.com", &secondaryindex.ReadOptions{Verify: true})
+	got, err := x.Lookup(b.ctx, "Sales", "email", "ab@contoso.com")
 	if err != nil || got.EmployeeID != "001001" {
 		t.Fatalf("%+v %v", got, err)
 	}
@@ -485,7 +486,7 @@ func TestInterUnindexableValueIsPoisoned(t *testing.T) {
 	x := b.inter(t, q, -1, byEmail, byLast)
 	w := b.worker(t, name, x)
 	e := iemp(1101, "A", "Hall", "a#b@contoso.com")
-	if err := x.Primary().Insert(b.ctx, e); err != nil {
+	if err := x.Table().Insert(b.ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	if err := x.Notify(b.ctx, "Sales", "001101"); err != nil {
@@ -509,17 +510,17 @@ func TestInterInvalidInputSendsNothing(t *testing.T) {
 	tm, qm := b.proxies.Table.Count(), b.proxies.Queue.Count()
 	cases := map[string]func() error{
 		"unindexable value": func() error { return x.Insert(b.ctx, iemp(1, "A", "B", "a/b@contoso.com")) },
-		"nil":               func() error { return x.Update(b.ctx, nil, nil) },
-		"empty partition":   func() error { return x.Upsert(b.ctx, &Employee{RowKey: "1"}, nil) },
-		"bad key":           func() error { return x.Delete(b.ctx, "Sales", "a?b", nil) },
+		"nil":               func() error { return x.Update(b.ctx, nil) },
+		"empty partition":   func() error { return x.Upsert(b.ctx, &Employee{RowKey: "1"}) },
+		"bad key":           func() error { return x.Delete(b.ctx, &Employee{Department: "Sales", RowKey: "a?b"}) },
 		"notify bad key":    func() error { return x.Notify(b.ctx, "", "1") },
 		"reconcile bad key": func() error { return x.Reconcile(b.ctx, "Sales", "a#b") },
 		"unknown index": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "phone", "1", nil)
+			_, err := x.Lookup(b.ctx, "Sales", "phone", "1")
 			return err
 		},
 		"empty value": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "email", "", nil)
+			_, err := x.Lookup(b.ctx, "Sales", "email", "")
 			return err
 		},
 	}
@@ -531,11 +532,14 @@ func TestInterInvalidInputSendsNothing(t *testing.T) {
 	if n, m := requestsTo(b.proxies.Table, tm), requestsTo(b.proxies.Queue, qm); n != 0 || m != 0 {
 		t.Fatalf("%d table and %d queue requests sent for refused input", n, m)
 	}
-	for name, o := range map[string]*secondaryindex.InterOptions{
-		"no queue":     {},
-		"short safety": {Queue: q, SafetyDelay: time.Second},
+	for name, c := range map[string]struct {
+		q *queueworker.Client
+		o *secondaryindex.InterOptions
+	}{
+		"no queue":     {nil, nil},
+		"short safety": {q, &secondaryindex.InterOptions{SafetyDelay: time.Second}},
 	} {
-		if _, err := secondaryindex.NewInter(b.clients.Tables, b.table, []secondaryindex.Index[Employee]{byEmail}, o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := secondaryindex.NewInter(b.clients.Tables, b.table, c.q, []secondaryindex.Index[Employee]{byEmail}, c.o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

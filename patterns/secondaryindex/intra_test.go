@@ -365,11 +365,11 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 		"too many":             slices.Repeat([]secondaryindex.Index[Employee]{byEmail}, 50),
 	}
 	for name, sec := range bad {
-		if _, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, sec, nil); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := intraOn(b.clients.Tables, b.table, byID, sec, nil); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("NewIntra with %s: %v", name, err)
 		}
 	}
-	if _, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byLast, nil, nil); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := intraOn(b.clients.Tables, b.table, byLast, nil, nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Errorf("a primary with duplicates: %v", err)
 	}
 }
@@ -381,7 +381,7 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 func TestIntraFaultsDuringWrites(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	x, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, []secondaryindex.Index[Employee]{byEmail, byLast},
+	x, err := intraOn(b.clients.Tables, b.table, byID, []secondaryindex.Index[Employee]{byEmail, byLast},
 		&repo.Options{Retry: fastRetry(), TrackWrites: true})
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +496,7 @@ func TestEncryptedTypesThroughABlindIndex(t *testing.T) {
 	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}}
 	byID := secondaryindex.Index[Secret]{Name: "id", Value: func(s *Secret) string { return s.ID }}
 	bySSN := secondaryindex.Index[Secret]{Name: "ssn", Value: func(s *Secret) string { return s.SSNIndex }}
-	x, err := secondaryindex.NewIntra(svc, name, byID, []secondaryindex.Index[Secret]{bySSN}, opts)
+	x, err := intraOn(svc, name, byID, []secondaryindex.Index[Secret]{bySSN}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +527,7 @@ func TestEncryptedTypesThroughABlindIndex(t *testing.T) {
 	}
 	subset := bySSN
 	subset.Properties = []string{"ID"}
-	if _, err := secondaryindex.NewIntra(svc, name, byID, []secondaryindex.Index[Secret]{subset}, opts); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := intraOn(svc, name, byID, []secondaryindex.Index[Secret]{subset}, opts); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("a partial copy of an encrypted type: %v, want ErrInvalidInput", err)
 	}
 }

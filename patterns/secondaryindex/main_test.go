@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
@@ -84,7 +86,11 @@ func setup(t *testing.T, proxied bool) *bed {
 
 func (b *bed) intra(t *testing.T, secondary ...secondaryindex.Index[Employee]) *secondaryindex.Intra[Employee] {
 	t.Helper()
-	x, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, secondary, &repo.Options{Retry: fastRetry()})
+	tb, err := repo.New[Employee](b.clients.Tables, b.table, &repo.Options{Retry: fastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, byID, secondary, &secondaryindex.IntraOptions{Conflict: fastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +145,8 @@ func (b *bed) queue(t *testing.T) (*queueworker.Client, string) {
 
 func (b *bed) inter(t *testing.T, q *queueworker.Client, safety time.Duration, indexes ...secondaryindex.Index[Employee]) *secondaryindex.Inter[Employee] {
 	t.Helper()
-	x, err := secondaryindex.NewInter(b.clients.Tables, b.table, indexes, &secondaryindex.InterOptions{
-		Queue: q, SafetyDelay: safety, Table: repo.Options{Retry: fastRetry()},
+	x, err := secondaryindex.NewInter(b.clients.Tables, b.table, q, indexes, &secondaryindex.InterOptions{
+		SafetyDelay: safety, Conflict: fastRetry(), Table: repo.Options{Retry: fastRetry()},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -198,3 +204,17 @@ func interKey(value, rk string) string { return keys.Join(value, rk) }
 
 // requestsTo counts the proxy's requests since mark.
 func requestsTo(p *faultproxy.Proxy, mark int) int { return p.Count() - mark }
+
+// intraOn builds an Intra over table name of svc, with ropts for the table and its retry
+// policy as the conflict policy.
+func intraOn[T any](svc *aztables.ServiceClient, name string, primary secondaryindex.Index[T], secondary []secondaryindex.Index[T], ropts *repo.Options) (*secondaryindex.Intra[T], error) {
+	tb, err := repo.New[T](svc, name, ropts)
+	if err != nil {
+		return nil, err
+	}
+	var o *secondaryindex.IntraOptions
+	if ropts != nil {
+		o = &secondaryindex.IntraOptions{Conflict: ropts.Retry}
+	}
+	return secondaryindex.NewIntra(tb, primary, secondary, o)
+}

@@ -27,7 +27,7 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 	ctx := t.Context()
 	name := testenv.TableName(t)
 
-	intra, err := secondaryindex.NewIntra(clients.Tables, name+"A", byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: fastRetry()})
+	intra, err := intraOn(clients.Tables, name+"A", byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: fastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,15 +52,15 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inter, err := secondaryindex.NewInter(clients.Tables, name+"B", []secondaryindex.Index[Employee]{byEmail},
-		&secondaryindex.InterOptions{Queue: qc, SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
+	inter, err := secondaryindex.NewInter(clients.Tables, name+"B", qc, []secondaryindex.Index[Employee]{byEmail},
+		&secondaryindex.InterOptions{SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := inter.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = inter.Primary().DeleteTable(context.Background()) })
+	t.Cleanup(func() { _ = inter.Table().DeleteTable(context.Background()) })
 	if err := inter.Insert(ctx, iemp(2, "Bo", "Kim", "bo@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(t, w)
-	if got, err := inter.Lookup(ctx, "Sales", "email", "bo@contoso.com", nil); err != nil || got.EmployeeID != "000002" {
+	if got, err := inter.Lookup(ctx, "Sales", "email", "bo@contoso.com"); err != nil || got.EmployeeID != "000002" {
 		t.Fatalf("inter lookup after reconciliation with a token: %+v %v", got, err)
 	}
 	if cred.Issued() == 0 {

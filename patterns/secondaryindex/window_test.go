@@ -31,8 +31,8 @@ func (b *bed) directInter(t *testing.T, indexes ...secondaryindex.Index[Employee
 		t.Fatal(err)
 	}
 	q, _ := b.queue(t)
-	x, err := secondaryindex.NewInter(direct.Tables, b.table, indexes, &secondaryindex.InterOptions{
-		Queue: q, SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()},
+	x, err := secondaryindex.NewInter(direct.Tables, b.table, q, indexes, &secondaryindex.InterOptions{
+		SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := fast.Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
+			if err := fast.Delete(b.ctx, &Employee{Department: "Sales", RowKey: e.RowKey}); err != nil {
 				t.Fatal(err)
 			}
 			if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
@@ -106,7 +106,7 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 				t.Fatalf("slow reconcile: %v", err)
 			}
 			b.expect(t, "email_Sales") // no copy, no live ref
-			if _, err := slow.Lookup(b.ctx, "Sales", "email", "ann@contoso.com", nil); !errors.Is(err, repo.ErrNotFound) {
+			if _, err := slow.Lookup(b.ctx, "Sales", "email", "ann@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
 				t.Fatalf("unverified lookup of the deleted employee: %v, want ErrNotFound", err)
 			}
 			// Later reconciliations find the tombstone up to date: no transaction.
@@ -142,7 +142,7 @@ func TestInterWindowValueRemovedDuringSlowReconcile(t *testing.T) {
 	go func() { done <- slow.Reconcile(b.ctx, "Sales", e.RowKey) }()
 	waitHeld(t, ps)
 	e.Email = ""
-	if err := fast.Update(b.ctx, e, nil); err != nil {
+	if err := fast.Update(b.ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
@@ -169,9 +169,9 @@ func TestInterPrimaryPartitionInIndexKeySpaceIsRefused(t *testing.T) {
 	mark := b.proxies.Table.Count() + b.proxies.Queue.Count()
 	calls := map[string]error{
 		"Insert":    x.Insert(b.ctx, e),
-		"Upsert":    x.Upsert(b.ctx, e, nil),
-		"Update":    x.Update(b.ctx, e, nil),
-		"Delete":    x.Delete(b.ctx, "last_Sales", "000803", nil),
+		"Upsert":    x.Upsert(b.ctx, e),
+		"Update":    x.Update(b.ctx, e),
+		"Delete":    x.Delete(b.ctx, &Employee{Department: "last_Sales", RowKey: "000803"}),
 		"Notify":    x.Notify(b.ctx, "email_", "000803"),
 		"Reconcile": x.Reconcile(b.ctx, "email_Sales", "000803"),
 	}
@@ -203,7 +203,7 @@ func TestInterPrimaryPartitionInIndexKeySpaceIsRefused(t *testing.T) {
 	if err := y.Reconcile(b.ctx, "user_42", u.RowKey); err != nil {
 		t.Fatal(err)
 	}
-	got, err := y.Lookup(b.ctx, "user_42", "user", "ed@contoso.com", &secondaryindex.ReadOptions{Verify: true})
+	got, err := y.Lookup(b.ctx, "user_42", "user", "ed@contoso.com")
 	if err != nil || got.EmployeeID != "000805" {
 		t.Fatalf("lookup: %+v %v", got, err)
 	}
@@ -224,7 +224,7 @@ func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.
 	if err := x.Insert(b.ctx, e); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("insert: %v, want ErrInvalidInput", err)
 	}
-	if err := x.Primary().Insert(b.ctx, e); err != nil {
+	if err := x.Table().Insert(b.ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	err := x.Reconcile(b.ctx, e.Department, e.RowKey)
@@ -232,7 +232,7 @@ func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.
 		t.Fatalf("reconcile: %v, want ErrInvalidInput naming the email index", err)
 	}
 	b.expect(t, "e_"+e.Department, [2]string{"flo@contoso.com", "000806"})
-	got, err := x.Lookup(b.ctx, e.Department, "e", "flo@contoso.com", nil)
+	got, err := x.Lookup(b.ctx, e.Department, "e", "flo@contoso.com")
 	if err != nil || got.EmployeeID != "000806" {
 		t.Fatalf("lookup through the other index: %+v %v", got, err)
 	}
@@ -257,7 +257,7 @@ func TestInterCollectTombstones(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := fast.Delete(b.ctx, "Sales", gone.RowKey, nil); err != nil {
+	if err := fast.Delete(b.ctx, &Employee{Department: "Sales", RowKey: gone.RowKey}); err != nil {
 		t.Fatal(err)
 	}
 	if err := fast.Reconcile(b.ctx, "Sales", gone.RowKey); err != nil {
@@ -309,7 +309,7 @@ func TestIntraWindowReadersSeeOldOrNewNeverBoth(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	x := b.intra(t, byEmail)
-	reader, err := secondaryindex.NewIntra(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+	reader, err := intraOn(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			x := b.intra(t, byEmail)
-			other, err := secondaryindex.NewIntra(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+			other, err := intraOn(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
