@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -21,30 +22,30 @@ func TestIntraNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	x := b.intra(t, byEmailLower)
-	if err := x.Insert(b.ctx, emp(1, "Ann", "Lee", "Ann@Example.com")); err != nil {
+	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", "Ann@Example.com")); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.rows(t, "Sales"); strings.Join(got, " ") != "email_ann@example.com empid_000001" {
 		t.Fatalf("rows %q, want the copy under the lower-cased value", got)
 	}
 	for _, asked := range []string{"Ann@Example.com", "ann@example.com", "ANN@EXAMPLE.COM"} {
-		got, err := x.Lookup(b.ctx, "Sales", "email", asked)
+		got, err := x.Lookup(b.Ctx, "Sales", "email", asked)
 		if err != nil || got.EmployeeID != "000001" || got.Email != "Ann@Example.com" {
 			t.Errorf("Lookup(%q) = %+v, %v", asked, got, err)
 		}
-		if n := len(collect(t, x.Find(b.ctx, "Sales", "email", asked))); n != 1 {
+		if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", asked))); n != 1 {
 			t.Errorf("Find(%q) found %d", asked, n)
 		}
 	}
-	if n := len(collect(t, x.Prefix(b.ctx, "Sales", "email", "AN"))); n != 1 {
+	if n := len(collect(t, x.Prefix(b.Ctx, "Sales", "email", "AN"))); n != 1 {
 		t.Errorf("Prefix(AN) found %d", n)
 	}
-	if n := len(collect(t, x.Range(b.ctx, "Sales", "email", "AM", "AO"))); n != 1 {
+	if n := len(collect(t, x.Range(b.Ctx, "Sales", "email", "AM", "AO"))); n != 1 {
 		t.Errorf("Range(AM, AO) found %d", n)
 	}
 	// A unique index compares normalized values: another case of the same email is taken.
 	var uv *secondaryindex.UniqueViolationError
-	if err := x.Insert(b.ctx, emp(2, "Bo", "Lee", "ANN@example.com")); !errors.As(err, &uv) || uv.Value != "ann@example.com" {
+	if err := x.Insert(b.Ctx, emp(2, "Bo", "Lee", "ANN@example.com")); !errors.As(err, &uv) || uv.Value != "ann@example.com" {
 		t.Fatalf("insert of the same email in another case: %v", err)
 	}
 }
@@ -52,28 +53,28 @@ func TestIntraNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 func TestInterNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, queue := b.queue(t)
+	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmailLower)
 	w := b.worker(t, queue, x)
 	e := iemp(11, "Ann", "Lee", "Ann@Example.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	if b.row(t, "email_Sales", interKey("ann@example.com", e.RowKey)) == nil {
 		t.Fatalf("no copy under the lower-cased value: %q", b.rows(t, "email_Sales"))
 	}
 	for _, asked := range []string{"Ann@Example.com", "ann@EXAMPLE.com"} {
-		got, err := x.Lookup(b.ctx, "Sales", "email", asked)
+		got, err := x.Lookup(b.Ctx, "Sales", "email", asked)
 		if err != nil || got.RowKey != e.RowKey {
 			t.Errorf("Lookup(%q) = %+v, %v", asked, got, err)
 		}
-		verified := collect(t, x.Find(b.ctx, "Sales", "email", asked, &secondaryindex.ReadOptions{Verify: true}))
+		verified := collect(t, x.Find(b.Ctx, "Sales", "email", asked, &secondaryindex.ReadOptions{Verify: true}))
 		if len(verified) != 1 {
 			t.Errorf("verified Find(%q) found %d: the verification must compare normalized values", asked, len(verified))
 		}
 	}
-	if n := len(collect(t, x.Prefix(b.ctx, "Sales", "email", "AN", nil))); n != 1 {
+	if n := len(collect(t, x.Prefix(b.Ctx, "Sales", "email", "AN", nil))); n != 1 {
 		t.Errorf("Prefix(AN) found %d", n)
 	}
 }
@@ -85,22 +86,22 @@ func TestIntraStaleETagErrorNamesTheEntity(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	x := b.intra(t, byEmail, byLast)
-	if err := x.Insert(b.ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	viaID, err := x.Get(b.ctx, "Sales", "000007")
+	viaID, err := x.Get(b.Ctx, "Sales", "000007")
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaLast := collect(t, x.Find(b.ctx, "Sales", "last", "Kwok"))
+	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok"))
 	other := viaID
 	other.LastName = "Kwoh" // moves the "last" copy the second reader read through
-	if err := x.Update(b.ctx, &other); err != nil {
+	if err := x.Update(b.Ctx, &other); err != nil {
 		t.Fatal(err)
 	}
 	for name, v := range map[string]*Employee{"read through the primary": &viaID, "read through a moved copy": &viaLast[0]} {
 		v.Age = 50
-		err := x.Update(b.ctx, v)
+		err := x.Update(b.Ctx, v)
 		if !errors.Is(err, repo.ErrPreconditionFailed) {
 			t.Fatalf("%s: %v, want ErrPreconditionFailed", name, err)
 		}
@@ -121,20 +122,20 @@ func TestIntraStaleETagErrorNamesTheEntity(t *testing.T) {
 func TestInterRegisterAcceptsTheLegacyKind(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, queue := b.queue(t)
+	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	if !strings.HasPrefix(x.Kind(), "secondaryindex.reconcile.") {
 		t.Fatalf("kind %q, want secondaryindex.reconcile.<table>", x.Kind())
 	}
 	e := iemp(21, "Old", "Kind", "old@contoso.com")
-	if err := x.Table().Insert(b.ctx, e); err != nil { // around the index: no message
+	if err := x.Table().Insert(b.Ctx, e); err != nil { // around the index: no message
 		t.Fatal(err)
 	}
-	if _, err := queueworker.Enqueue(b.ctx, q, "secondaryindex:"+b.table, "", secondaryindex.Ref{PartitionKey: "Sales", RowKey: e.RowKey}, nil); err != nil {
+	if _, err := queueworker.Enqueue(b.Ctx, q, "secondaryindex:"+b.Table, "", secondaryindex.Ref{PartitionKey: "Sales", RowKey: e.RowKey}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := b.worker(t, queue, x)
-	drain(t, w)
+	testbed.Drain(t, w)
 	if st := w.Stats(); st.Processed != 1 || st.Poisoned != 0 {
 		t.Fatalf("stats %+v, want the legacy message processed", st)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -27,7 +28,7 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 	ctx := t.Context()
 	name := testenv.TableName(t)
 
-	intra, err := intraOn(clients.Tables, name+"A", byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: fastRetry()})
+	intra, err := intraOn(clients.Tables, name+"A", byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: testbed.FastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = q.Delete(context.Background(), nil) })
-	qc, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fastRetry()})
+	qc, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: testbed.FastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inter, err := secondaryindex.NewInter(clients.Tables, name+"B", qc, []secondaryindex.Index[Employee]{byEmail},
-		&secondaryindex.InterOptions{SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
+		&secondaryindex.InterOptions{SafetyDelay: -1, Table: repo.Options{Retry: testbed.FastRetry()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +70,11 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err := queueworker.New(queueworker.Config{Queue: q, Service: clients.Queues, Registry: reg,
-		MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, Retry: fastRetry()})
+		MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, Retry: testbed.FastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	if got, err := inter.Lookup(ctx, "Sales", "email", "bo@contoso.com"); err != nil || got.EmployeeID != "000002" {
 		t.Fatalf("inter lookup after reconciliation with a token: %+v %v", got, err)
 	}
