@@ -27,7 +27,8 @@ const maxBlobName = 1024
 // entity, sorted (keys cannot contain tabs or newlines, so no escaping is needed).
 const blobContentType = "text/tab-separated-values; charset=utf-8"
 
-// BlobStoreOptions configures a BlobStore. The zero value is the default.
+// BlobStoreOptions configures a BlobStore. nil means the zero value, whose every field is
+// its documented default.
 type BlobStoreOptions struct {
 	// Prefix starts every blob name, e.g. "lastname/" to keep several indexes in one
 	// container. At most 256 characters, no control characters.
@@ -62,21 +63,25 @@ type BlobStore struct {
 //
 // Errors: ErrInvalidInput for a nil client, an empty container name, a bad Prefix or an
 // invalid policy.
-func NewBlobStore(client *azblob.Client, container string, opts BlobStoreOptions) (*BlobStore, error) {
+func NewBlobStore(client *azblob.Client, container string, opts *BlobStoreOptions) (*BlobStore, error) {
+	var o BlobStoreOptions
+	if opts != nil {
+		o = *opts
+	}
 	if client == nil {
 		return nil, errs.Invalid("blob client", "is nil")
 	}
 	if container == "" {
 		return nil, errs.Invalid("container", "is empty")
 	}
-	if !utf8.ValidString(opts.Prefix) || utf8.RuneCountInString(opts.Prefix) > 256 || strings.ContainsFunc(opts.Prefix, isControl) {
+	if !utf8.ValidString(o.Prefix) || utf8.RuneCountInString(o.Prefix) > 256 || strings.ContainsFunc(o.Prefix, isControl) {
 		return nil, errs.Invalid("BlobStoreOptions.Prefix", "must be at most 256 characters of valid UTF-8 without control characters")
 	}
-	logger := opts.Logger
+	logger := o.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	rp := opts.Retry
+	rp := o.Retry
 	if rp.Logger == nil {
 		rp.Logger = logger
 	}
@@ -84,11 +89,11 @@ func NewBlobStore(client *azblob.Client, container string, opts BlobStoreOptions
 	if err := rp.Validate(); err != nil {
 		return nil, err
 	}
-	cp := conflictPolicy(opts.Conflict, logger)
+	cp := conflictPolicy(o.Conflict, logger)
 	if err := cp.Validate(); err != nil {
 		return nil, err
 	}
-	return &BlobStore{client: client, container: container, prefix: opts.Prefix, retry: rp, conflict: cp}, nil
+	return &BlobStore{client: client, container: container, prefix: o.Prefix, retry: rp, conflict: cp}, nil
 }
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
@@ -195,8 +200,8 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 		return err
 	}
 	entry := entryOf(k)
-	op := retry.Op{Name: opName, Resource: s.container + "/" + name, PartitionKey: k.PartitionKey, RowKey: k.RowKey, Retryable: isRetryable}
-	return retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: opName, Resource: s.container + "/" + name, PartitionKey: k.PartitionKey, RowKey: k.RowKey}
+	return retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		entries, etag, err := s.read(ctx, name)
 		if err != nil {
 			return err
@@ -216,7 +221,7 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 			err = s.write(ctx, name, etag, entries)
 		}
 		if isConflict(err) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})

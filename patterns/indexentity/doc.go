@@ -27,6 +27,23 @@
 //     partition "idx!LastName!Jones", listing PartitionKey and RowKey of every Jones across
 //     the table (the guide's EmployeeDetails: department and id pairs).
 //
+// Every constructor takes the table it works on first, then its required arguments, then
+// options by pointer (nil = the documented defaults); the logger is the table's:
+//
+//	emps, _ := repo.New[Employee](clients.Tables, "Employees", nil)
+//	ix2, _ := indexentity.NewSamePartition(emps, "LastName", lastName, nil)              // option 2
+//	store, _ := indexentity.NewTableStore(indexTable, "LastName", nil)                   // option 3's lists
+//	ix3, _ := indexentity.NewEventual(emps, "LastName", lastName, store, queue, nil)     // options 1 and 3
+//
+// Its messages have the kind "indexentity.change.<name>"; Register also accepts the kind of
+// earlier releases, "indexentity/<name>".
+//
+// An index may normalize its values (SamePartitionOptions.Normalize,
+// EventualOptions.Normalize): with strings.ToLower, "Jones" and "JONES" share one list, and
+// a lookup of "jOnes" finds them both (TestSamePartitionNormalizeAppliesOnWriteAndLookup,
+// TestEventualNormalizeAppliesOnWriteAndLookup). Lists are keyed by normalized values:
+// changing Normalize needs a rebuild of the index.
+//
 // Keys are built with the escaped, order-preserving encoding of codec/keys, so a value may
 // hold anything ("O'Brien", "a/b", non-ASCII); only its length is bounded (the index key
 // must stay within 1 KiB, a blob name within 1,024 characters), and a longer value is
@@ -57,7 +74,7 @@
 // index entity with If-Match on that ETag, and start over from the read when the
 // transaction fails with 412 (another writer updated the index entity), 409 (another
 // writer created it first: the first-creation race) or 404 (another writer deleted it
-// with its last id), with jittered backoff (retry.Conflict())
+// with its last id), with jittered backoff (retry.Optimistic with retry.Conflict())
 // (TestSamePartitionWindowIndexEntityChangesUnderInsert for 412 and 404,
 // TestSamePartitionFirstCreationRace for 409). An insert whose id is already listed sends
 // the page it read back as a guard, so a concurrent delete of that entry cannot leave the
@@ -81,7 +98,8 @@
 //  1. enqueue a Change naming the entity, the value it will have and the value it had;
 //  2. write the entity.
 //
-// One deadline, Settle/2 from the moment before the Change is built, bounds both steps,
+// One deadline, Settle/2 from the moment before the Change is built, bounds both steps
+// (the Settle/2 protocol, shared with patterns/denormalize),
 // so the write lands before the message is Settle old by its EnqueuedAt however slow the
 // enqueue (TestEventualWindowSlowEnqueueCannotOutliveSettle).
 //

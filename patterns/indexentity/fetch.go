@@ -56,3 +56,25 @@ func fetch[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int) ([
 	}
 	return out, nil
 }
+
+// normOf returns f, or the identity for nil: the Normalize of an index's options.
+func normOf(f func(string) string) func(string) string {
+	if f == nil {
+		return func(s string) string { return s }
+	}
+	return func(s string) string {
+		if s == "" {
+			return s
+		}
+		return f(s)
+	}
+}
+
+// normalized returns value followed by the Normalize f (value itself for nil f).
+func normalized[T any](value func(*T) string, f func(string) string) func(*T) string {
+	if f == nil {
+		return value
+	}
+	n := normOf(f)
+	return func(v *T) string { return n(value(v)) }
+}
