@@ -61,7 +61,7 @@ type BlobStore struct {
 // NewBlobStore returns the store of index blobs in container. It sends nothing (see
 // CreateIfNotExists).
 //
-// Errors: ErrInvalidInput for a nil client, an empty container name, a bad Prefix or an
+// Errors: errs.ErrInvalidInput for a nil client, an empty container name, a bad Prefix or an
 // invalid policy.
 func NewBlobStore(client *azblob.Client, container string, opts *BlobStoreOptions) (*BlobStore, error) {
 	var o BlobStoreOptions
@@ -103,7 +103,7 @@ func (s *BlobStore) Container() string { return s.container }
 
 // CreateIfNotExists creates the container; an existing one is success.
 //
-// Errors: ErrTransient, *repo.Error.
+// Errors: errs.ErrTransient, *repo.Error.
 func (s *BlobStore) CreateIfNotExists(ctx context.Context) error {
 	return retry.Do(ctx, s.retry, retry.Op{Name: "create container", Resource: s.container}, func(ctx context.Context, _ int) error {
 		_, err := s.client.CreateContainer(ctx, s.container, nil)
@@ -119,7 +119,7 @@ func (s *BlobStore) CreateIfNotExists(ctx context.Context) error {
 // outside A-Z, a-z, 0-9, '-' and '_' percent-encoded ("O'Brien" is "O%27Brien"), so
 // that any value gives a valid, flat name.
 //
-// Errors: ErrInvalidInput for an empty value or a name over 1,024 characters.
+// Errors: errs.ErrInvalidInput for an empty value or a name over 1,024 characters.
 func (s *BlobStore) BlobName(value string) (string, error) {
 	if err := checkValue(value); err != nil {
 		return "", err
@@ -153,8 +153,8 @@ func (s *BlobStore) Check(value string) error {
 // Keys implements Store: it reads value's blob (one request) and returns its keys, sorted.
 // A value without a blob has no keys.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the container does not exist,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the container does not exist,
+// errs.ErrTransient, *repo.Error.
 func (s *BlobStore) Keys(ctx context.Context, value string) ([]Key, error) {
 	name, err := s.BlobName(value)
 	if err != nil {
@@ -176,8 +176,8 @@ func (s *BlobStore) Keys(ctx context.Context, value string) ([]Key, error) {
 // Add implements Store: it lists k in value's blob unless it is there already, with a
 // conditional write retried on conflicts. It is idempotent.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the container does not exist,
-// ErrTransient (wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the container does not exist,
+// errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
 // policy), *repo.Error.
 func (s *BlobStore) Add(ctx context.Context, value string, k Key) error {
 	return s.change(ctx, "index blob add", value, k, true)

@@ -83,11 +83,11 @@
 // value's), a delete one of two. No id is ever lost or duplicated, and readers never see
 // the employee without its index entry or the reverse (TestSamePartitionFaults,
 // TestSamePartitionConcurrentMixedWrites). A transaction whose outcome repo cannot prove
-// (repo.ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is decided
+// (errs.ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is decided
 // again from a fresh read of the entity, which the atomic transaction changed or not:
 // what did not land is retried, a Delete reports success once the entity is gone, an
 // Update without an ETag writes again, and an Insert that may have landed returns the
-// ErrOutcomeUnknown error, never ErrAlreadyExists alone ("nothing written")
+// errs.ErrOutcomeUnknown error, never errs.ErrAlreadyExists alone ("nothing written")
 // (TestSamePartitionOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have
 // repo recognise its own write exactly.
 //
@@ -115,7 +115,7 @@
 // snoozes it to look again: a stop between steps 1 and 2 therefore ends with the message
 // settling and changing nothing (TestEventualCrashBetweenSteps, TestEventualHandleSettles).
 // The stores' Add and Remove have set semantics, so a write of theirs that repo reports
-// as repo.ErrOutcomeUnknown is simply decided again from a fresh read. Lookups check every
+// as errs.ErrOutcomeUnknown is simply decided again from a fresh read. Lookups check every
 // entity they fetch against the value, so a reader never gets a wrong entity; it may miss
 // one written in the last moments (TestEventualLookupVerifiesHits).
 //
@@ -149,4 +149,10 @@
 // Writes must go through the index (Insert, Update, Delete): a write through the table
 // alone leaves the index behind, and for options 1 and 3 the handler only cleans the old
 // values a message names.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package indexentity

@@ -21,7 +21,7 @@ import (
 // Add and Remove must be idempotent and safe to run concurrently with themselves.
 type Store interface {
 	// Check refuses, before any request, a value the store cannot index
-	// (ErrInvalidInput).
+	// (errs.ErrInvalidInput).
 	Check(value string) error
 	// Keys returns the keys listed under value, sorted; none for an unknown value.
 	Keys(ctx context.Context, value string) ([]Key, error)
@@ -118,7 +118,7 @@ type Change struct {
 // and queue receives the change messages the worker reconciles (see Register). The logger
 // is the table's. It sends nothing.
 //
-// Errors: ErrInvalidInput when table, value, store or queue is nil, T has no ETag field,
+// Errors: errs.ErrInvalidInput when table, value, store or queue is nil, T has no ETag field,
 // name is empty or too long, or an option is out of range.
 func NewEventual[T any](table *repo.Table[T], name string, value func(v *T) string, store Store, queue *queueworker.Client, opts *EventualOptions) (*Eventual[T], error) {
 	if table == nil {
@@ -174,7 +174,7 @@ func (ix *Eventual[T]) Kind() string { return "indexentity.change." + ix.name }
 // of earlier releases ("indexentity/<name>"), so that messages enqueued before an upgrade
 // are still handled.
 //
-// Errors: ErrInvalidInput when a kind is already registered.
+// Errors: errs.ErrInvalidInput when a kind is already registered.
 func (ix *Eventual[T]) Register(r *queueworker.Registry) error {
 	if err := queueworker.Handle(r, ix.Kind(), ix.Handle); err != nil {
 		return err
@@ -237,9 +237,9 @@ func (ix *Eventual[T]) loop(ctx context.Context, name string, k Key, attempt fun
 // A stop between the two steps leaves a message about an entity that was not written: the
 // worker reconciles what it finds (nothing changes) once the message is Settle old.
 //
-// Errors: ErrInvalidInput before any request (v breaks a limit, its value cannot be
-// indexed by the store); the errors of queueworker.Enqueue; ErrAlreadyExists;
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request (v breaks a limit, its value cannot be
+// indexed by the store); the errors of queueworker.Enqueue; errs.ErrAlreadyExists;
+// errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 	k, err := ix.check(v)
 	if err != nil {
@@ -266,8 +266,8 @@ func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 // version Update read, retried when another writer got in between. On success v's ETag
 // field holds the new ETag.
 //
-// Errors: ErrInvalidInput before any request; ErrNotFound; ErrPreconditionFailed; the
-// errors of queueworker.Enqueue; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request; errs.ErrNotFound; errs.ErrPreconditionFailed; the
+// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 	k, err := ix.check(v)
 	if err != nil {
@@ -316,8 +316,8 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 // Delete enqueues a Change (naming the entity's value) and then deletes the entity,
 // conditional on opts.ETag when set, else on the version it read.
 //
-// Errors: ErrInvalidInput (keys; nothing sent); ErrNotFound; ErrPreconditionFailed; the
-// errors of queueworker.Enqueue; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed; the
+// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	k := Key{pk, rk}
 	if err := ix.checkKey(k); err != nil {
@@ -390,7 +390,7 @@ func (ix *Eventual[T]) observe(ctx context.Context, k Key) (observed, error) {
 // The lists can only be cleaned of values named in old: that is why every write through
 // Update and Delete names the value it replaces.
 //
-// Errors: ErrInvalidInput (a bad key, or a stored value the store cannot index);
+// Errors: errs.ErrInvalidInput (a bad key, or a stored value the store cannot index);
 // the errors of repo.Table.Get and of the Store; an error when the entity changed more
 // than 8 times during the call.
 func (ix *Eventual[T]) Reconcile(ctx context.Context, k Key, old ...string) error {
@@ -498,7 +498,7 @@ func (ix *Eventual[T]) keys(ctx context.Context, value string) ([]Key, error) {
 // deleted whose message the worker has not handled yet) is left out; an entity written
 // moments ago may be missing until the worker catches up.
 //
-// Errors: ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
+// Errors: errs.ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
 func (ix *Eventual[T]) Lookup(ctx context.Context, value string) ([]T, error) {
 	value = ix.norm(value)
 	ks, err := ix.keys(ctx, value)

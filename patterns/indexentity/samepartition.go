@@ -72,7 +72,7 @@ const maxNameChars = 64
 // its last name; "" means not indexed; a pure function). The index entities live in
 // table; the logger is the table's. Nothing is sent.
 //
-// Errors: ErrInvalidInput when table or value is nil, T has no ETag field (the pattern
+// Errors: errs.ErrInvalidInput when table or value is nil, T has no ETag field (the pattern
 // relies on optimistic concurrency), name is empty or too long, or an option is out of
 // range.
 func NewSamePartition[T any](table *repo.Table[T], name string, value func(v *T) string, opts *SamePartitionOptions) (*SamePartition[T], error) {
@@ -225,7 +225,7 @@ func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []r
 }
 
 // outcomeUnknown decides what an attempt whose transaction may or may not have been
-// applied (repo.ErrOutcomeUnknown: a retry after a lost response met a conflict) reports,
+// applied (errs.ErrOutcomeUnknown: a retry after a lost response met a conflict) reports,
 // by reading the entity again: the transaction is atomic, so the entity's state tells
 // whether the index changed with it. gone is the state the write aims at for the entity
 // (true for a delete). It returns a retryable error when the entity shows that nothing
@@ -258,12 +258,12 @@ func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, r
 // with the same value at once. An entity whose value is "" is inserted without an index
 // entry. On success v's ETag field holds its new ETag.
 //
-// Errors: ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
+// Errors: errs.ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
 // index's KeyRange, its value would make an index RowKey over 1 KiB, its id is longer than
-// a page); ErrAlreadyExists (an *repo.ActionError) when v exists; repo.ErrOutcomeUnknown
+// a page); errs.ErrAlreadyExists (an *repo.ActionError) when v exists; errs.ErrOutcomeUnknown
 // when a retried transaction may have landed and v now exists (a fresh read shows absent
-// entities retried, never reported "nothing written"); ErrTransient wrapping
-// ErrPreconditionFailed when contention outlasted the Conflict policy; ErrTransient,
+// entities retried, never reported "nothing written"); errs.ErrTransient wrapping
+// errs.ErrPreconditionFailed when contention outlasted the Conflict policy; errs.ErrTransient,
 // *repo.Error.
 func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
 	pk, rk, err := ix.check(v)
@@ -335,14 +335,14 @@ func (ix *SamePartition[T]) planRemove(ctx context.Context, pk, value, rk string
 // conditional on the ETag read just before. When the value is unchanged it is a single
 // conditional update.
 //
-// When v carries an ETag the update is conditional on it: ErrPreconditionFailed if the
+// When v carries an ETag the update is conditional on it: errs.ErrPreconditionFailed if the
 // entity changed since v was read. Without one, Update reads the entity and retries on
 // conflicts (last writer wins). Conflicts on index entities are always retried. On success
 // v's ETag field holds the new ETag.
 //
-// Errors: ErrInvalidInput before any request (as Insert); ErrNotFound; ErrPreconditionFailed;
-// ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
-// policy; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request (as Insert); errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrTransient wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
+// policy; errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 	pk, rk, err := ix.check(v)
 	if err != nil {
@@ -397,13 +397,13 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 // Delete removes the entity and its id from its value's index entity (the index entity is
 // deleted with its last id), in one entity group transaction. With opts.ETag set the
 // delete is conditional on it; without, it deletes whatever is stored, retrying on
-// conflicts. After a transaction whose outcome repo cannot prove (repo.ErrOutcomeUnknown)
+// conflicts. After a transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown)
 // it reads the entity again: still there, it starts over; gone, it returns nil without
-// opts.ETag and the ErrOutcomeUnknown error with it.
+// opts.ETag and the errs.ErrOutcomeUnknown error with it.
 //
-// Errors: ErrInvalidInput (keys; nothing sent); ErrNotFound; ErrPreconditionFailed;
-// ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
-// policy; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrTransient wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
+// policy; errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	// The index's own entities live in the same partition: a RowKey in their range is
 	// never an entity of T, and deleting it would lose the ids it lists.
@@ -446,8 +446,8 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *rep
 // query (index entities of one value are read together, however many pages the list
 // spilled into). An unknown value gives an empty list.
 //
-// Errors: ErrInvalidInput (nothing sent) for an empty or over-long value or a bad key;
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent) for an empty or over-long value or a bad key;
+// errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) IDs(ctx context.Context, pk, value string) ([]string, error) {
 	return ix.ids(ctx, pk, ix.norm(value))
 }

@@ -43,7 +43,7 @@ type TableStore struct {
 // "idx!<name>!<value>" (escaped as codec/keys.Join does), so several indexes can share a
 // table, the primary's included. The logger is the table's. It sends nothing.
 //
-// Errors: ErrInvalidInput for a nil table, a bad name or an option out of range.
+// Errors: errs.ErrInvalidInput for a nil table, a bad name or an option out of range.
 func NewTableStore(table *repo.Table[codec.Entity], name string, opts *TableStoreOptions) (*TableStore, error) {
 	if table == nil {
 		return nil, errs.Invalid("table", "is nil")
@@ -71,7 +71,7 @@ func (s *TableStore) Table() *repo.Table[codec.Entity] { return s.pages.tbl }
 
 // PartitionKey returns the partition of value's index entities.
 //
-// Errors: ErrInvalidInput for an empty value or one that makes a key over 1 KiB.
+// Errors: errs.ErrInvalidInput for an empty value or one that makes a key over 1 KiB.
 func (s *TableStore) PartitionKey(value string) (string, error) {
 	l, err := s.location(value)
 	return l.pk, err
@@ -101,8 +101,8 @@ func (s *TableStore) Check(value string) error {
 
 // Keys implements Store: the keys listed for value, sorted, with one query.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the table does not exist,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the table does not exist,
+// errs.ErrTransient, *repo.Error.
 func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 	l, err := s.location(value)
 	if err != nil {
@@ -126,8 +126,8 @@ func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 // page conditional on its ETag (or inserting the first or a spill page), retried on
 // conflicts. It is idempotent.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the table does not exist,
-// ErrTransient (wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the table does not exist,
+// errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
 // policy), *repo.Error.
 func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
 	return s.change(ctx, "index add", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
@@ -173,7 +173,7 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 			return err
 		}
 		_, err = repo.Submit(ctx, actions...)
-		// ErrOutcomeUnknown (a retried transaction that may have landed) is re-decided
+		// errs.ErrOutcomeUnknown (a retried transaction that may have landed) is re-decided
 		// like a conflict: Add and Remove have set semantics, so a fresh read of the pages
 		// shows whether there is anything left to do.
 		if errors.Is(err, repo.ErrOutcomeUnknown) || actionConflict(err, 0) {

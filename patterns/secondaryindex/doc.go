@@ -84,7 +84,7 @@
 // (the default) makes a write that would give a value to a second entity fail as a
 // whole, with a *UniqueViolationError naming the index. Concurrency is optimistic: a
 // value read through any copy carries that copy's ETag, and a write from it fails with
-// repo.ErrPreconditionFailed if any copy changed since, because every write rewrites every
+// errs.ErrPreconditionFailed if any copy changed since, because every write rewrites every
 // copy (TestIntraOptimisticConcurrency, TestIntraWindowConcurrentUpdate); the error names
 // the entity's PartitionKey and primary copy and says that its ETag changed
 // (TestIntraStaleETagErrorNamesTheEntity). Without an ETag
@@ -146,11 +146,11 @@
 // read the state before a tombstone existed can still commit when it goes
 // (TestInterCollectTombstones).
 //
-// A transaction whose outcome repo cannot prove (repo.ErrOutcomeUnknown: a lost response,
+// A transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown: a lost response,
 // then a retry that met a conflict) is decided again from fresh reads: a reconciliation
 // starts over (the ref says what is written); an Intra Update or Upsert without an ETag
 // reads and writes again, a Delete without one reports success once the entity is gone;
-// with an ETag, and for Insert, the error is returned, never repo.ErrPreconditionFailed or
+// with an ETag, and for Insert, the error is returned, never errs.ErrPreconditionFailed or
 // a *UniqueViolationError ("nothing written") for a write that may have landed. Turn on
 // repo.Options.TrackWrites to have repo recognise its own write exactly.
 //
@@ -198,4 +198,10 @@
 //     and the storage bill: copy only what the queries need (Index.Properties).
 //   - Writing the primary table of an Inter around it (repo, another program) leaves the
 //     copies stale until Notify is called for the entity.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package secondaryindex

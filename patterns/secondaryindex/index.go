@@ -197,7 +197,7 @@ var ErrUniqueViolation = errors.New("secondaryindex: unique index violation")
 // UniqueViolationError reports a write refused because another entity of the partition
 // already holds the value in a unique index. The whole transaction was rolled back: no copy
 // was written. It unwraps to ErrUniqueViolation and to the transaction's *repo.ActionError
-// (so errors.Is(err, repo.ErrAlreadyExists) holds too: at the storage level the copy
+// (so errors.Is(err, errs.ErrAlreadyExists) holds too: at the storage level the copy
 // already exists).
 type UniqueViolationError struct {
 	// Index names the unique index.

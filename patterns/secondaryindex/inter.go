@@ -187,7 +187,7 @@ type Inter[T any] struct {
 // them all with InterOptions.Table. It sends nothing: create the tables with
 // CreateIfNotExists and the queue with azqueue.
 //
-// Errors: ErrInvalidInput (nothing sent) for a nil svc or queue, a bad table name, options
+// Errors: errs.ErrInvalidInput (nothing sent) for a nil svc or queue, a bad table name, options
 // or index (see Index, including Properties on a type with encrypted fields).
 func NewInter[T any](svc *aztables.ServiceClient, table string, queue *queueworker.Client, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
 	if queue == nil {
@@ -325,7 +325,7 @@ func (x *Inter[T]) check(v *T) (pk, rk string, err error) {
 // see the package documentation for the three steps and why each is safe to interrupt.
 // On success v's ETag field holds the primary's new ETag.
 //
-// Errors: those of repo.Table.Insert (ErrAlreadyExists, ErrInvalidInput with nothing sent,
+// Errors: those of repo.Table.Insert (errs.ErrAlreadyExists, errs.ErrInvalidInput with nothing sent,
 // also for a value that cannot be indexed), and those of queueworker.Enqueue.
 func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
@@ -336,11 +336,11 @@ func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
 }
 
 // Update replaces the primary entity by v and has its copies reconciled by the worker.
-// When v carries an ETag the update is conditional on it (repo.ErrPreconditionFailed if
+// When v carries an ETag the update is conditional on it (errs.ErrPreconditionFailed if
 // the entity changed since it was read); without one it is last-writer-wins. On success
 // v's ETag field holds the new ETag.
 //
-// Errors: those of repo.Table.Update and queueworker.Enqueue; ErrInvalidInput (nothing
+// Errors: those of repo.Table.Update and queueworker.Enqueue; errs.ErrInvalidInput (nothing
 // sent) also for a value that cannot be indexed.
 func (x *Inter[T]) Update(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
@@ -353,7 +353,7 @@ func (x *Inter[T]) Update(ctx context.Context, v *T) error {
 // Upsert inserts v or replaces the stored primary entity unconditionally (last writer
 // wins) and has its copies reconciled by the worker.
 //
-// Errors: those of repo.Table.Upsert and queueworker.Enqueue; ErrInvalidInput (nothing
+// Errors: those of repo.Table.Upsert and queueworker.Enqueue; errs.ErrInvalidInput (nothing
 // sent) also for a value that cannot be indexed.
 func (x *Inter[T]) Upsert(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
@@ -367,7 +367,7 @@ func (x *Inter[T]) Upsert(ctx context.Context, v *T) error {
 // worker. Only the keys of v are needed; if v also carries an ETag, the delete is
 // conditional on it.
 //
-// Errors: ErrInvalidInput (a nil v, bad keys, or a PartitionKey inside an index's key
+// Errors: errs.ErrInvalidInput (a nil v, bad keys, or a PartitionKey inside an index's key
 // space, see the package documentation; nothing sent), and those of repo.Table.Delete and
 // queueworker.Enqueue.
 func (x *Inter[T]) Delete(ctx context.Context, v *T) error {
@@ -478,7 +478,7 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 // every write of this Inter does last, and what to call after writing the primary table
 // another way.
 //
-// Errors: ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
+// Errors: errs.ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
 func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
@@ -531,9 +531,9 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // A concurrent reconciliation of the same entity therefore makes one of them start over
 // from fresh reads, and the one whose primary read is newer always commits last.
 //
-// Errors: ErrInvalidInput (bad keys or a PartitionKey inside an index's key space, nothing
+// Errors: errs.ErrInvalidInput (bad keys or a PartitionKey inside an index's key space, nothing
 // sent; or a stored value, or a partition key, that an index cannot hold: the other
-// indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
+// indexes are still reconciled), errs.ErrTransient (also when concurrent reconciliations
 // kept winning until the retry policy gave up), *repo.Error.
 func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 	ctx, span := telemetry.Start(ctx, "secondaryindex.reconcile", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyCount.Int(len(x.idx)))
@@ -698,7 +698,7 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 // Cost: 1 range query per index (the partition's refs, 1 per 1,000) and 1 delete per
 // tombstone removed.
 //
-// Errors: ErrInvalidInput (a bad key; nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (a bad key; nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Inter[T]) CollectTombstones(ctx context.Context, pk string) (int, error) {
 	if err := x.checkRef(pk, ""); err != nil {
 		return 0, err
@@ -762,7 +762,7 @@ type hit[T any] struct {
 // Verify (one range query over that value's copies, plus one point query per hit), so the
 // entity returned has the value now, with every property and its ETag.
 //
-// Errors: repo.ErrNotFound, and those of Find.
+// Errors: errs.ErrNotFound, and those of Find.
 func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
 	for v, err := range x.Find(ctx, pk, index, value, &ReadOptions{Verify: true}) {
 		return v, err
@@ -777,8 +777,8 @@ func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string) (T, erro
 // for a unique value mean that the worker has not caught up yet or that the primary data
 // holds duplicates: ask for Verify to get only entities that still hold the value.
 //
-// Errors (yielded): ErrInvalidInput (unknown index, empty value; nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors (yielded): errs.ErrInvalidInput (unknown index, empty value; nothing sent),
+// errs.ErrTransient, *repo.Error.
 func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *ReadOptions) iter.Seq2[T, error] {
 	ix, part, err := x.target(pk, index)
 	if err == nil {
@@ -798,7 +798,7 @@ func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *Read
 // value order, with one range query per 1,000 copies. An empty from or to leaves that end
 // open.
 //
-// Errors (yielded): ErrInvalidInput (unknown index; nothing sent), repo.ErrTransient,
+// Errors (yielded): errs.ErrInvalidInput (unknown index; nothing sent), errs.ErrTransient,
 // *repo.Error.
 func (x *Inter[T]) Range(ctx context.Context, pk, index, from, to string, opts *ReadOptions) iter.Seq2[T, error] {
 	ix, part, err := x.target(pk, index)

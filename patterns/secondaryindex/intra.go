@@ -58,7 +58,7 @@ type IntraOptions struct {
 // entity (unique, never empty, every property) and each of secondary adds a copy. The
 // copies live in table, next to the entities; the logger is the table's. It sends nothing.
 //
-// Errors: ErrInvalidInput (nothing sent) for a nil table, bad options or a bad index (a
+// Errors: errs.ErrInvalidInput (nothing sent) for a nil table, bad options or a bad index (a
 // name that is empty, too long, not letters and digits, or used twice; a nil Value; an
 // unknown property; Properties or AllowDuplicates on the primary; Table set), or when an
 // update could need more actions than one transaction holds (1 + 2 per secondary index,
@@ -200,10 +200,10 @@ func (p *plan) add(a repo.Action, s step) {
 // value, all in one entity group transaction, so that either every copy is written or
 // none. On success v's ETag field holds the primary copy's ETag.
 //
-// Errors: repo.ErrAlreadyExists (an entity with v's primary value exists),
+// Errors: errs.ErrAlreadyExists (an entity with v's primary value exists),
 // *UniqueViolationError (a unique index already holds one of v's values; nothing written),
-// ErrInvalidInput (a value that cannot be part of a key, a key or entity over a limit;
-// nothing sent), repo.ErrTransient, *repo.Error.
+// errs.ErrInvalidInput (a value that cannot be part of a key, a key or entity over a limit;
+// nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Insert(ctx context.Context, v *T) error {
 	pk, ks, err := x.keysOf(v)
 	if err != nil {
@@ -252,14 +252,14 @@ func (x *Intra[T]) insertPlan(v *T, pk string, ks []string) (*plan, error) {
 // The update is a read (the stored primary copy, for the old values) and a transaction
 // conditional on what was read. When v carries an ETag (it was read by Get, Lookup, Find,
 // Range or Prefix, or written by this Intra), the update is optimistic: it fails with
-// repo.ErrPreconditionFailed if the entity changed since, whichever copy v was read from.
+// errs.ErrPreconditionFailed if the entity changed since, whichever copy v was read from.
 // Without an ETag it is last-writer-wins: a concurrent change makes it read again and
 // retry with the jittered backoff. A value read from an index whose copies carry only some
 // properties is refused (it would erase the others). On success v's ETag field holds the
 // primary copy's new ETag.
 //
-// Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, *UniqueViolationError (nothing
-// written), ErrInvalidInput (nothing sent), repo.ErrTransient (also when concurrent
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, *UniqueViolationError (nothing
+// written), errs.ErrInvalidInput (nothing sent), errs.ErrTransient (also when concurrent
 // writers kept winning until the retry policy gave up), *repo.Error.
 func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpdate)
@@ -269,8 +269,8 @@ func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 // unconditionally (last writer wins), writing every copy in one transaction as Insert and
 // Update do. On success v's ETag field holds the primary copy's new ETag.
 //
-// Errors: *UniqueViolationError (nothing written), ErrInvalidInput (nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors: *UniqueViolationError (nothing written), errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpsert)
 }
@@ -279,8 +279,8 @@ func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 // it, in one transaction. Only those two fields of v are needed; if v also carries an
 // ETag (see Update), the delete is conditional on it.
 //
-// Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, ErrInvalidInput (nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Delete(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opDelete)
 }
@@ -362,11 +362,11 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 }
 
 // outcomeUnknown decides what a change whose transaction may or may not have been applied
-// (repo.ErrOutcomeUnknown) does, from a fresh read: the transaction is atomic, so the
+// (errs.ErrOutcomeUnknown) does, from a fresh read: the transaction is atomic, so the
 // primary copy shows whether every copy changed with it. Without a caller's ETag the
 // change reads again and decides again (rewriting v, or finding it deleted, is the state
 // asked for); with one, a change that may be this call's cannot be told from another
-// writer's, and err is returned (never ErrPreconditionFailed for a write that may have
+// writer's, and err is returned (never errs.ErrPreconditionFailed for a write that may have
 // landed).
 func (x *Intra[T]) outcomeUnknown(ctx context.Context, err error, o changeOp, pk, rk, guardETag string) error {
 	if guardETag != "" {
@@ -538,7 +538,7 @@ func (x *Intra[T]) violation(err error, s step, v *T, pk string) error {
 
 // Get reads the entity of partition pk whose primary value is value, with one point query.
 //
-// Errors: repo.ErrNotFound, ErrInvalidInput (nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Get(ctx context.Context, pk, value string) (T, error) {
 	return x.Lookup(ctx, pk, x.all[0].Name, value)
 }
@@ -548,8 +548,8 @@ func (x *Intra[T]) Get(ctx context.Context, pk, value string) (T, error) {
 // "(PartitionKey eq 'Sales') and (RowKey eq 'email_jonesj@contoso.com')"). A copy of an
 // index with Properties has the other fields zero.
 //
-// Errors: repo.ErrNotFound, ErrInvalidInput (an unknown index, an index with duplicates —
-// use Find —, a value no key can hold; nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrInvalidInput (an unknown index, an index with duplicates —
+// use Find —, a value no key can hold; nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
 	var zero T
 	ix, err := x.index(index)
@@ -583,7 +583,7 @@ func (x *Intra[T]) lookup(ctx context.Context, pk string, ix *index[T], value st
 // value order).
 //
 // Errors (yielded): as Lookup, except that no match yields nothing rather than
-// repo.ErrNotFound.
+// errs.ErrNotFound.
 func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
 	ix, err := x.index(index)
 	if err == nil {
@@ -618,7 +618,7 @@ func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[
 // the index's order, with one range query (one request per 1,000 entities). An empty from
 // or to leaves that end open. Pad numbers (keys.Pad) so that their order is numeric.
 //
-// Errors (yielded): ErrInvalidInput (unknown index; nothing sent), repo.ErrTransient,
+// Errors (yielded): errs.ErrInvalidInput (unknown index; nothing sent), errs.ErrTransient,
 // *repo.Error.
 func (x *Intra[T]) Range(ctx context.Context, pk, index, from, to string) iter.Seq2[T, error] {
 	ix, err := x.index(index)
@@ -661,7 +661,7 @@ func (x *Intra[T]) index(name string) (*index[T], error) {
 // since every write is an idempotent upsert. On success each item's ETag field holds its
 // primary copy's ETag.
 //
-// Errors: ErrInvalidInput (nothing sent), a *repo.BulkError with one slot per item (the
+// Errors: errs.ErrInvalidInput (nothing sent), a *repo.BulkError with one slot per item (the
 // first failure among its copies), ctx errors.
 func (x *Intra[T]) Backfill(ctx context.Context, items []*T) error {
 	var copies []*codec.Entity
