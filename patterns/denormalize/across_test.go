@@ -68,7 +68,7 @@ func TestAcrossGuideFlow(t *testing.T) {
 	if err := r.UpdateSource(ctx, loner); err != nil {
 		t.Fatal(err)
 	}
-	if ms := b.takeMessages(q); len(ms) != 1 || ms[0].kind != r.SourceKind() {
+	if ms := b.takeMessages(q); len(ms) != 1 || ms[0].Kind != r.SourceKind() {
 		t.Fatalf("%d messages for a source without copies, want 1", len(ms))
 	}
 }

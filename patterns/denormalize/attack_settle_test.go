@@ -51,7 +51,7 @@ func TestAttackAcrossSettleMeasuredAfterTheReads(t *testing.T) {
 	r.now = func() time.Time {
 		ps.Release()
 		werr = <-done
-		return ms[0].enqueuedAt.Add(settle)
+		return ms[0].EnqueuedAt.Add(settle)
 	}
 	herr := b.handle(r, ms[0])
 	if werr != nil {

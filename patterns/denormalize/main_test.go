@@ -1,14 +1,11 @@
 package denormalize
 
 import (
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -192,83 +189,33 @@ func (b *bed) queue() *queueworker.Client {
 
 func (b *bed) drain(q *queueworker.Client, r *Relation[Employee, Department]) queueworker.Stats {
 	b.t.Helper()
-	reg := queueworker.NewRegistry()
-	if err := r.Register(reg); err != nil {
-		b.t.Fatal(err)
-	}
-	w, err := queueworker.New(queueworker.Config{
-		Queue: q.Queue(), Service: b.Clients.Queues, Registry: reg,
-		VisibilityTimeout: 30 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
-		ShutdownTimeout: 10 * time.Second, Retry: fast, Logger: b.log,
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.Ctx, 2*time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		b.t.Fatalf("drain: %v", err)
-	}
+	w := b.Worker(q, r.Register)
+	testbed.Drain(b.t, w)
 	return w.Stats()
 }
 
 // message is one dequeued message, decoded as the worker would.
-type message struct {
-	kind       string
-	payload    json.RawMessage
-	enqueuedAt time.Time
-}
+type message = testbed.Envelope
 
-func (b *bed) takeMessages(q *queueworker.Client) []message {
-	b.t.Helper()
-	var out []message
-	n := int32(32)
-	for {
-		resp, err := q.Queue().DequeueMessages(b.Ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: &n})
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if len(resp.Messages) == 0 {
-			return out
-		}
-		for _, m := range resp.Messages {
-			raw, err := base64.StdEncoding.DecodeString(*m.MessageText)
-			if err != nil {
-				b.t.Fatal(err)
-			}
-			var env struct {
-				Kind       string
-				Payload    json.RawMessage
-				EnqueuedAt time.Time
-			}
-			if err := json.Unmarshal(raw, &env); err != nil {
-				b.t.Fatal(err)
-			}
-			out = append(out, message{env.Kind, env.Payload, env.EnqueuedAt})
-			if _, err := q.Queue().DeleteMessage(b.Ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
-				b.t.Fatal(err)
-			}
-		}
-	}
-}
+func (b *bed) takeMessages(q *queueworker.Client) []message { return b.TakeMessages(q) }
 
 // handle runs the relation's handler for m, as the worker would.
 func (b *bed) handle(r *Relation[Employee, Department], m message) error {
 	b.t.Helper()
-	switch m.kind {
+	switch m.Kind {
 	case r.SourceKind():
 		var c SourceChange
-		if err := json.Unmarshal(m.payload, &c); err != nil {
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
 			b.t.Fatal(err)
 		}
-		return r.HandleSource(b.Ctx, &queueworker.Message[SourceChange]{Kind: m.kind, Payload: c, EnqueuedAt: m.enqueuedAt})
+		return r.HandleSource(b.Ctx, &queueworker.Message[SourceChange]{Kind: m.Kind, Payload: c, EnqueuedAt: m.EnqueuedAt})
 	case r.TargetKind():
 		var c TargetChange
-		if err := json.Unmarshal(m.payload, &c); err != nil {
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
 			b.t.Fatal(err)
 		}
-		return r.HandleTarget(b.Ctx, &queueworker.Message[TargetChange]{Kind: m.kind, Payload: c, EnqueuedAt: m.enqueuedAt})
+		return r.HandleTarget(b.Ctx, &queueworker.Message[TargetChange]{Kind: m.Kind, Payload: c, EnqueuedAt: m.EnqueuedAt})
 	}
-	b.t.Fatalf("unknown kind %q", m.kind)
+	b.t.Fatalf("unknown kind %q", m.Kind)
 	return nil
 }

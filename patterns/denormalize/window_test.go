@@ -192,7 +192,7 @@ func TestAcrossWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 		if len(ms) != 1 {
 			t.Fatalf("%d messages", len(ms))
 		}
-		r.now = func() time.Time { return ms[0].enqueuedAt.Add(settle) }
+		r.now = func() time.Time { return ms[0].EnqueuedAt.Add(settle) }
 		if err := b.handle(r, ms[0]); err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package indexentity
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
@@ -86,34 +83,14 @@ func (b *bed) checkKeys(s Store, value string, want ...Key) {
 func (b *bed) takeMessages(q *queueworker.Client) []*queueworker.Message[Change] {
 	b.t.Helper()
 	var out []*queueworker.Message[Change]
-	n := int32(32)
-	for {
-		resp, err := q.Queue().DequeueMessages(b.Ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: &n})
-		if err != nil {
+	for _, env := range b.TakeMessages(q) {
+		var c Change
+		if err := json.Unmarshal(env.Payload, &c); err != nil {
 			b.t.Fatal(err)
 		}
-		if len(resp.Messages) == 0 {
-			return out
-		}
-		for _, m := range resp.Messages {
-			raw, err := base64.StdEncoding.DecodeString(*m.MessageText)
-			if err != nil {
-				b.t.Fatal(err)
-			}
-			var env struct {
-				Kind, ID   string
-				Payload    Change
-				EnqueuedAt time.Time
-			}
-			if err := json.Unmarshal(raw, &env); err != nil {
-				b.t.Fatal(err)
-			}
-			out = append(out, &queueworker.Message[Change]{ID: env.ID, Kind: env.Kind, Payload: env.Payload, EnqueuedAt: env.EnqueuedAt})
-			if _, err := q.Queue().DeleteMessage(b.Ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
-				b.t.Fatal(err)
-			}
-		}
+		out = append(out, &queueworker.Message[Change]{ID: env.ID, Kind: env.Kind, Payload: c, EnqueuedAt: env.EnqueuedAt})
 	}
+	return out
 }
 
 // The worker makes both options agree with the entities after inserts, a rename and a

@@ -1,11 +1,9 @@
 package indexentity
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -93,25 +91,8 @@ func (b *bed) queue() *queueworker.Client {
 // drain runs a worker with the given registrations until the queue is empty.
 func (b *bed) drain(q *queueworker.Client, register ...func(*queueworker.Registry) error) *queueworker.Worker {
 	b.t.Helper()
-	reg := queueworker.NewRegistry()
-	for _, r := range register {
-		if err := r(reg); err != nil {
-			b.t.Fatal(err)
-		}
-	}
-	w, err := queueworker.New(queueworker.Config{
-		Queue: q.Queue(), Service: b.Clients.Queues, Registry: reg,
-		VisibilityTimeout: 30 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
-		ShutdownTimeout: 10 * time.Second, Retry: fast, Logger: b.log,
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.Ctx, 2*time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		b.t.Fatalf("drain: %v", err)
-	}
+	w := b.Worker(q, register...)
+	testbed.Drain(b.t, w)
 	return w
 }
 

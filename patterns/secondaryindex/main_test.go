@@ -106,19 +106,11 @@ func (b *bed) inter(t *testing.T, q *queueworker.Client, safety time.Duration, i
 
 func (b *bed) worker(t *testing.T, queue string, x *secondaryindex.Inter[Employee]) *queueworker.Worker {
 	t.Helper()
-	reg := queueworker.NewRegistry()
-	if err := x.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	w, err := queueworker.New(queueworker.Config{
-		Queue: b.Clients.Queues.NewQueueClient(queue), Service: b.Clients.Queues, Registry: reg,
-		VisibilityTimeout: 20 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond,
-		Retry: testbed.FastRetry(),
-	})
+	q, err := queueworker.NewClient(b.Clients.Queues.NewQueueClient(queue), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w
+	return b.Worker(q, x.Register)
 }
 
 func collect[T any](t *testing.T, seq func(func(T, error) bool)) []T {

@@ -143,3 +143,29 @@ func TestInterRegisterAcceptsTheLegacyKind(t *testing.T) {
 		t.Fatal("the legacy message did not reconcile the copy")
 	}
 }
+
+// Inter.Lookup has Intra.Lookup's signature and promise: the entity returned has the value
+// now. Between an update and its reconciliation the old value's copy is still there (an
+// unverified Find returns it); Lookup checks it against the primary and finds nothing.
+func TestInterLookupNeverReturnsAStaleCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	w := b.worker(t, queue, x)
+	e := iemp(31, "Sam", "Stale", "sam@contoso.com")
+	if err := x.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	e.Email = "samuel@contoso.com"
+	if err := x.Update(b.Ctx, e); err != nil { // not reconciled yet: the old copy stays
+		t.Fatal(err)
+	}
+	if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", "sam@contoso.com", nil))); n != 1 {
+		t.Fatalf("unverified Find found %d, want the stale copy", n)
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "email", "sam@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("Lookup of the old value = %+v, %v; want ErrNotFound", got, err)
+	}
+}
