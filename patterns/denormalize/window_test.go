@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -47,15 +48,6 @@ func (b *bed) directAcross(q *queueworker.Client, opts *Options) *Relation[Emplo
 	return r
 }
 
-func waitHeld(t *testing.T, ps *faultproxy.Pause) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := ps.Wait(ctx); err != nil {
-		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
-	}
-}
-
 func isSourceWrite(src Key) func(*http.Request) bool {
 	return faultproxy.All(faultproxy.IsEntityWrite, faultproxy.PathContains(fmt.Sprintf("PartitionKey='%s',RowKey='%s'", src.PartitionKey, src.RowKey)))
 }
@@ -87,7 +79,7 @@ func TestInPartitionWindowPutTargetRacesUpdateSource(t *testing.T) {
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
 			go func() { done <- r.PutTarget(b.Ctx, dept("Sales", "dept!Sales", "Sales", jones)) }()
-			waitHeld(t, ps)
+			testbed.WaitHeld(t, ps)
 			upd := *jones
 			upd.Phone, upd.ETag = "555-9999", ""
 			if err := other.UpdateSource(b.Ctx, &upd); err != nil {
@@ -131,7 +123,7 @@ func TestAcrossWindowTargetLinkedDuringUpdateSource(t *testing.T) {
 	upd.Phone, upd.ETag = "555-9999", ""
 	done := make(chan error, 1)
 	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
-	waitHeld(t, ps)
+	testbed.WaitHeld(t, ps)
 	// Inside the window: a target is put and fully reconciled from the old source.
 	if err := other.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
@@ -232,7 +224,7 @@ func TestInPartitionWindowUpdateSourceRacesPutTarget(t *testing.T) {
 	upd.Phone, upd.ETag = "555-9999", ""
 	done := make(chan error, 1)
 	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
-	waitHeld(t, ps)
+	testbed.WaitHeld(t, ps)
 	if err := other.PutTarget(b.Ctx, dept("Sales", "dept!Support", "Support", jones)); err != nil {
 		t.Fatal(err)
 	}

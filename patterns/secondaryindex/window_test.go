@@ -34,16 +34,6 @@ func (b *bed) directInter(t *testing.T, indexes ...secondaryindex.Index[Employee
 	return x
 }
 
-// waitHeld waits until ps holds its request, failing the test after a minute.
-func waitHeld(t *testing.T, ps *faultproxy.Pause) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := ps.Wait(ctx); err != nil {
-		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
-	}
-}
-
 // Issue 15, defect 1. Attacks "two reconciliations of one entity are serialized by the
 // ref's ETag; the one that loses starts over from fresh reads" at its narrowest window: a
 // slow reconciliation has read "no ref, the primary holds the email" and its transaction
@@ -72,7 +62,7 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
 			go func() { done <- slow.Reconcile(b.Ctx, "Sales", e.RowKey) }()
-			waitHeld(t, ps) // the slow one read "no ref" and the primary with the email
+			testbed.WaitHeld(t, ps) // the slow one read "no ref" and the primary with the email
 
 			if reconciledBefore {
 				if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
@@ -124,7 +114,7 @@ func TestInterWindowValueRemovedDuringSlowReconcile(t *testing.T) {
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
 	go func() { done <- slow.Reconcile(b.Ctx, "Sales", e.RowKey) }()
-	waitHeld(t, ps)
+	testbed.WaitHeld(t, ps)
 	e.Email = ""
 	if err := fast.Update(b.Ctx, e); err != nil {
 		t.Fatal(err)
@@ -266,7 +256,7 @@ func TestInterCollectTombstones(t *testing.T) {
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
 	go func() { done <- x.Reconcile(b.Ctx, "Sales", back.RowKey) }()
-	waitHeld(t, ps)
+	testbed.WaitHeld(t, ps)
 	n, err := fast.CollectTombstones(b.Ctx, "Sales") // the fast Inter's clock is real: nothing old
 	if err != nil || n != 0 {
 		t.Fatalf("collect with the real clock: %d, %v", n, err)
@@ -314,7 +304,7 @@ func TestIntraWindowReadersSeeOldOrNewNeverBoth(t *testing.T) {
 	e.Email = "new@contoso.com"
 	done := make(chan error, 1)
 	go func() { done <- x.Update(b.Ctx, e) }()
-	waitHeld(t, ps)
+	testbed.WaitHeld(t, ps)
 	if !found("old@contoso.com") || found("new@contoso.com") {
 		t.Fatal("inside the update's window the entity must be found under the old email only")
 	}
@@ -355,7 +345,7 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
 			go func() { done <- x.Update(b.Ctx, &mine) }()
-			waitHeld(t, ps)
+			testbed.WaitHeld(t, ps)
 			theirs := *e
 			theirs.ETag, theirs.Email = "", "theirs@contoso.com"
 			if err := other.Update(b.Ctx, &theirs); err != nil {

@@ -1,12 +1,15 @@
 package testbed
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
@@ -68,5 +71,17 @@ func (b *Bed) TakeMessages(q *queueworker.Client) []Envelope {
 				b.T.Fatal(err)
 			}
 		}
+	}
+}
+
+// WaitHeld waits until ps holds its request (a fault proxy pause), failing the test after a
+// minute: the step of a window test between arming a pause and running the competing
+// operation.
+func WaitHeld(t testing.TB, ps *faultproxy.Pause) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := ps.Wait(ctx); err != nil {
+		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
 	}
 }
