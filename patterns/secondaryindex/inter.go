@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/settle"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -91,10 +92,17 @@ func (o InterOptions) validate() error {
 	if o.TombstoneAge < -1 || (o.TombstoneAge > 0 && o.TombstoneAge < 2*time.Second) {
 		return errs.Invalid("InterOptions.TombstoneAge", "must be at least 2 s, 0 (default) or -1 (keep forever), got %v", o.TombstoneAge)
 	}
-	if o.SafetyDelay > 0 && o.SafetyDelay < 2*time.Second {
-		return errs.Invalid("InterOptions.SafetyDelay", "must be at least 2 s (the queue counts whole seconds and the write gets half), got %v", o.SafetyDelay)
-	}
 	return nil
+}
+
+// safetyWindow is the Settle/2 window of the safety message (internal/settle), or false
+// when SafetyDelay is off.
+func (o InterOptions) safetyWindow() (settle.Window, bool, error) {
+	if o.SafetyDelay < 0 {
+		return settle.Window{}, false, nil
+	}
+	w, err := settle.New(o.SafetyDelay, defaultSafetyDelay, "InterOptions.SafetyDelay")
+	return w, err == nil, err
 }
 
 // Ref is the payload of a reconciliation message: the keys of the primary entity whose
@@ -172,7 +180,11 @@ type Inter[T any] struct {
 	named   map[string]*interIndex[T]
 	queue   *queueworker.Client
 	opts    InterOptions
-	retry   retry.Policy
+	// safety bounds the safety message and the write it covers (see write); unset when
+	// SafetyDelay is off.
+	safety   settle.Window
+	safetyOn bool
+	retry    retry.Policy
 	// testHook, when set by tests, is called between the steps of writes and
 	// reconciliations ("written", "read", "index <name> done"), to stop a run there.
 	testHook func(stage string) error
@@ -197,6 +209,10 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, queue *queuework
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	safety, safetyOn, err := o.safetyWindow()
+	if err != nil {
+		return nil, err
+	}
 	conflict := o.Conflict.Or(retry.Policy{Logger: o.Table.Logger}.Or(retry.Conflict()))
 	if err := conflict.Validate(); err != nil {
 		return nil, err
@@ -208,7 +224,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, queue *queuework
 	if len(indexes) == 0 {
 		return nil, errs.Invalid("indexes", "none given")
 	}
-	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, queue: queue, opts: o, retry: conflict, now: time.Now}
+	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, queue: queue, opts: o, safety: safety, safetyOn: safetyOn, retry: conflict, now: time.Now}
 	seen := map[string]bool{}
 	for _, spec := range indexes {
 		ix, err := compile(x.c, spec, seen)
@@ -433,15 +449,15 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 	ctx, span := telemetry.Start(ctx, "secondaryindex.write", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyKind.String(x.opts.Kind))
 	defer func() { telemetry.End(span, err) }()
 	wctx := ctx
-	if d := x.opts.SafetyDelay; d > 0 {
-		// One deadline, taken before the safety message is built, bounds its enqueue and
-		// the write together: the message becomes visible d after it is stored, which is
-		// after this moment, so the write can never land after it ran (however slow the
-		// enqueue or its response).
+	if x.safetyOn {
+		// The Settle/2 protocol (internal/settle): one deadline, taken before the safety
+		// message is built, bounds its enqueue and the write together. The message becomes
+		// visible SafetyDelay after it is stored, which is after this moment, so the write
+		// can never land after it ran (however slow the enqueue or its response).
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, d/2)
+		wctx, cancel = x.safety.Write(ctx)
 		defer cancel()
-		if err := x.enqueue(wctx, pk, rk, d); err != nil {
+		if err := x.enqueue(wctx, pk, rk, x.safety.Settle()); err != nil {
 			return err
 		}
 	}
