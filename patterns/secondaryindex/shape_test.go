@@ -43,6 +43,18 @@ func TestIntraNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 	if n := len(collect(t, x.Range(b.Ctx, "Sales", "email", "AM", "AO"))); n != 1 {
 		t.Errorf("Range(AM, AO) found %d", n)
 	}
+	// A change of case only keeps the copy's key: the entity does not collide with itself.
+	ann, err := x.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann.Email = "ANN@example.COM"
+	if err := x.Update(b.Ctx, &ann); err != nil {
+		t.Fatalf("update to another case of the same email: %v", err)
+	}
+	if got := b.rows(t, "Sales"); strings.Join(got, " ") != "email_ann@example.com empid_000001" {
+		t.Fatalf("rows after the case change %q", got)
+	}
 	// A unique index compares normalized values: another case of the same email is taken.
 	var uv *secondaryindex.UniqueViolationError
 	if err := x.Insert(b.Ctx, emp(2, "Bo", "Lee", "ANN@example.com")); !errors.As(err, &uv) || uv.Value != "ann@example.com" {
