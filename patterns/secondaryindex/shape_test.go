@@ -1,6 +1,7 @@
 package secondaryindex_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -181,3 +182,23 @@ func TestInterLookupNeverReturnsAStaleCopy(t *testing.T) {
 		t.Fatalf("Lookup of the old value = %+v, %v; want ErrNotFound", got, err)
 	}
 }
+
+// index is the method set Intra and Inter share, with the same signatures: the package
+// documentation promises it, and this fails to compile when either variant drifts.
+type index[T any] interface {
+	Get(ctx context.Context, pk, id string) (T, error)
+	Lookup(ctx context.Context, pk, index, value string) (T, error)
+	Insert(ctx context.Context, v *T) error
+	Update(ctx context.Context, v *T) error
+	Upsert(ctx context.Context, v *T) error
+	Delete(ctx context.Context, v *T) error
+	CreateIfNotExists(ctx context.Context) error
+	DeleteTable(ctx context.Context) error
+	Table() *repo.Table[T]
+	Name() string
+}
+
+var (
+	_ index[Employee] = (*secondaryindex.Intra[Employee])(nil)
+	_ index[Employee] = (*secondaryindex.Inter[Employee])(nil)
+)
