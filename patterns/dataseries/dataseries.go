@@ -395,7 +395,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 			// ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
 			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
 		}}
-	err := retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	err := retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		e, err := s.table.Get(ctx, pk, rk)
 		exists := err == nil
 		if errors.Is(err, repo.ErrNotFound) {

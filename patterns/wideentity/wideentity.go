@@ -487,7 +487,7 @@ func (s *Store) update(ctx context.Context, pk, rk string, fn func(e *Entity) er
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	err := retry.Do(ctx, s.conflict, s.conflictOp("wide update", pk, rk), func(ctx context.Context, _ int) error {
+	err := retry.Optimistic(ctx, s.conflict, s.conflictOp("wide update", pk, rk), func(ctx context.Context, _ int) error {
 		cur, err := s.Get(ctx, pk, rk)
 		if errors.Is(err, repo.ErrNotFound) {
 			cur, err = &Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{}}, nil
@@ -567,7 +567,7 @@ func (s *Store) Delete(ctx context.Context, pk, rk string) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	return retry.Do(ctx, s.conflict, s.conflictOp("wide delete", pk, rk), func(ctx context.Context, _ int) error {
+	return retry.Optimistic(ctx, s.conflict, s.conflictOp("wide delete", pk, rk), func(ctx context.Context, _ int) error {
 		q := repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, "")), Select: []string{"PartitionKey", "RowKey"}}
 		found, err := s.table.Collect(ctx, q)
 		if err != nil {
