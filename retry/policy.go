@@ -3,6 +3,7 @@ package retry
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -58,6 +59,10 @@ type Policy struct {
 	MaxElapsed time.Duration
 	// Logger receives one Warn entry per retry. Defaults to zap.NewNop().
 	Logger *zap.Logger
+	// MeterProvider receives Do's metrics (MetricAttempts, MetricWait). Defaults to the
+	// global provider (otel.GetMeterProvider) at the time of each call; a
+	// noop.NewMeterProvider() turns them off.
+	MeterProvider metric.MeterProvider
 }
 
 // BatchPolicy is the policy of the partitioning article's code sample, for batch jobs and queue workers
@@ -87,7 +92,7 @@ var ConflictPolicy = Policy{
 	MaxElapsed: time.Minute,
 }
 
-// Or returns p with every zero field (Logger included) taken from d: the way to give a
+// Or returns p with every zero field (Logger and MeterProvider included) taken from d: the way to give a
 // policy from options the defaults of a preset, e.g. opts.Conflict.Or(ConflictPolicy).
 func (p Policy) Or(d Policy) Policy {
 	if p.Delay == 0 {
@@ -107,6 +112,9 @@ func (p Policy) Or(d Policy) Policy {
 	}
 	if p.Logger == nil {
 		p.Logger = d.Logger
+	}
+	if p.MeterProvider == nil {
+		p.MeterProvider = d.MeterProvider
 	}
 	return p
 }
