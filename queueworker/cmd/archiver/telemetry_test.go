@@ -78,7 +78,7 @@ func accountKey(t *testing.T) string {
 	return m[1]
 }
 
-// archiveEntityJob enqueues a job that moves one entity, and returns the source table's name.
+// archiveEntityJob enqueues a job that moves one entity.
 func archiveEntityJob(t *testing.T, kb *killBed) {
 	t.Helper()
 	src := kb.table(t, "Src", 1)
@@ -312,5 +312,43 @@ func TestBinaryExportsOTLPAndFlushesOnSIGTERM(t *testing.T) {
 	}
 	if strings.Contains(p.stderr.String(), key) {
 		t.Error("the logs hold the account key")
+	}
+}
+
+// Attack: a collector that refuses the exports and echoes the exporter's credentials
+// (its OTEL_EXPORTER_OTLP_HEADERS token, a signature in the endpoint's query) into its
+// answer. The failed flush is logged, and the log holds none of them.
+func TestBinaryTelemetryErrorsHoldNoSecrets(t *testing.T) {
+	t.Parallel()
+	kb := newKillBed(t)
+	archiveEntityJob(t, kb) // a job, so that there are spans to export
+	var hits sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Store(r.URL.Path, true)
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, "refused: Authorization: %s; url %s; sig=SECRETSIG3; AccountKey=SECRETKEY4", r.Header.Get("Authorization"), r.URL)
+	}))
+	defer srv.Close()
+	p := start(t, binary(t), []string{
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=" + srv.URL + "/v1/traces?sig=SECRETSIG1",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=" + srv.URL + "/v1/metrics?sig=SECRETSIG2",
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20SECRETTOKEN",
+	}, "run", "-drain", "-allow-any", "-queue", kb.queue, "-otel", "otlp")
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("run -drain: %v\n%s", err, p.stderr.String())
+	}
+	stderr := p.stderr.String()
+	for _, path := range []string{"/v1/traces", "/v1/metrics"} {
+		if _, ok := hits.Load(path); !ok {
+			t.Fatalf("no export reached %s:\n%s", path, stderr)
+		}
+	}
+	if !strings.Contains(stderr, "telemetry") {
+		t.Fatalf("the refused exports were not logged:\n%s", stderr)
+	}
+	for _, secret := range []string{"SECRETSIG1", "SECRETSIG2", "SECRETSIG3", "SECRETKEY4", "SECRETTOKEN", accountKey(t)} {
+		if strings.Contains(stderr, secret) {
+			t.Errorf("the log holds %s:\n%s", secret, stderr)
+		}
 	}
 }

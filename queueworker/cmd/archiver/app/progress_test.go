@@ -1,6 +1,8 @@
 package app
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +155,39 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// The worker runs jobs concurrently: reports of 16 jobs at once keep each job's lines
+// whole and its own (run with -race).
+func TestProgressConcurrentJobs(t *testing.T) {
+	t.Parallel()
+	var out lockedBuilder
+	p := &progressPrinter{human: &out, logger: zap.NewNop(), every: time.Nanosecond, now: time.Now, jobs: map[string]*jobProgress{}}
+	var wg sync.WaitGroup
+	for j := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := consistency.Progress{Job: consistency.KindArchiveTable, Table: fmt.Sprintf("Job%02d", j), Generation: "g", Started: time.Now()}
+			for i := range 200 {
+				r.Entities, r.Done = int64(i+1), i == 199
+				p.report(r)
+			}
+		}()
+	}
+	wg.Wait()
+	line := regexp.MustCompile(`^archive-table Job[0-9]{2}: ([0-9,]+ entities, [0-9,]+/s, [0-9.a-zµ]+ elapsed|exported 200 entities in [0-9.a-zµ]+ \([0-9,]+/s\))$`)
+	done := 0
+	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if !line.MatchString(l) {
+			t.Fatalf("garbled line %q", l)
+		}
+		if strings.Contains(l, "exported 200") {
+			done++
+		}
+	}
+	if done != 16 || len(p.jobs) != 0 {
+		t.Fatalf("%d jobs reported done, %d remembered; want 16 and 0", done, len(p.jobs))
 	}
 }
