@@ -25,9 +25,10 @@ import (
 // MetricAttempts counts every call of fn by Do, with the attributes
 // tablepatterns.operation (Op.Name: keep it a constant, it is a metric dimension),
 // tablepatterns.retry.reason (why the attempt failed, see Reason; "none" for a success)
-// and tablepatterns.outcome (what Do did next: "success", "retried", "failed" for an
-// error that is not retryable, "exhausted" when the policy gave up, "interrupted" when
-// ctx ended). MetricWait records each wait Do takes before a retry, by operation and
+// and tablepatterns.outcome (what Do did next: "success"; "retried" when it waits to
+// retry, even if ctx then ends during the wait; "failed" for an error that is not
+// retryable; "exhausted" when the policy, or ctx's deadline, leaves no retry;
+// "interrupted" when ctx had ended by the time the attempt failed). MetricWait records each wait Do takes before a retry, by operation and
 // reason: the waits with reason "throttled" are the throttling waits, Retry-After included.
 //
 // MetricGateWait records how long the Gate held a request before sending it, for the
