@@ -61,7 +61,8 @@ type Policy struct {
 	Logger *zap.Logger
 	// MeterProvider receives Do's metrics (MetricAttempts, MetricWait). Defaults to the
 	// global provider (otel.GetMeterProvider) at the time of each call; a
-	// noop.NewMeterProvider() turns them off.
+	// noop.NewMeterProvider() turns them off. Give a comparable value (the SDK's
+	// *MeterProvider is a pointer): Policies are compared with ==.
 	MeterProvider metric.MeterProvider
 }
 
