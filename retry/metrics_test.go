@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"go.opentelemetry.io/otel/attribute"
@@ -312,5 +313,31 @@ func TestMetricsGateQuietRecordsNothing(t *testing.T) {
 	}
 	if rm := collect(t, r); len(rm.ScopeMetrics) != 0 && len(rm.ScopeMetrics[0].Metrics) != 0 {
 		t.Fatalf("an idle Gate recorded %+v", rm.ScopeMetrics[0].Metrics)
+	}
+}
+
+// A throttling wait the service asked for (x-ms-retry-after-ms) is recorded as what Do
+// waited, under reason throttled.
+func TestMetricsThrottlingWaitFollowsRetryAfter(t *testing.T) {
+	t.Parallel()
+	mp, r := manual(t)
+	throttled := responseError(t, http.StatusTooManyRequests, "TooManyRequests")
+	var re *azcore.ResponseError
+	errors.As(throttled, &re)
+	re.RawResponse.Header.Set("x-ms-retry-after-ms", "25")
+	p := Policy{Delay: time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 40 * time.Millisecond, MaxRetries: 1, MeterProvider: mp}
+	err := Do(context.Background(), p, testOp, func(_ context.Context, attempt int) error {
+		if attempt == 1 {
+			return throttled
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := find(t, collect(t, r), MetricWait).Data.(metricdata.Histogram[float64])
+	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 || h.DataPoints[0].Sum != 0.025 ||
+		key(h.DataPoints[0].Attributes) != set(telemetry.KeyOperation.String("insert"), keyReason.String(ReasonThrottled)) {
+		t.Fatalf("throttling wait %+v, want one wait of 0.025 s, reason throttled", h.DataPoints)
 	}
 }
