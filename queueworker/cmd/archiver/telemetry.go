@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +42,11 @@ const serviceName = "archiver"
 // the service, its version and the SDK, plus OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES: nothing of the storage account's configuration.
 func startTelemetry(ctx context.Context, cfg app.TelemetryConfig) (func(context.Context) error, error) {
+	if cfg.Exporter == app.ExporterOTLP {
+		if err := checkProtocol(os.Getenv); err != nil {
+			return nil, err
+		}
+	}
 	logger := cfg.Logger
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("telemetry: export failed", errs.LogField(err))
@@ -107,4 +114,16 @@ func startTelemetry(ctx context.Context, cfg app.TelemetryConfig) (func(context.
 	stops = append(stops, mp.Shutdown)
 	otel.SetMeterProvider(mp)
 	return stop, nil
+}
+
+// checkProtocol refuses an OTLP protocol other than the one the archiver speaks
+// (http/protobuf): the exporters would ignore OTEL_EXPORTER_OTLP_PROTOCOL=grpc and send
+// HTTP to a gRPC port.
+func checkProtocol(getenv func(string) string) error {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		if v := getenv(name); v != "" && v != "http/protobuf" {
+			return fmt.Errorf("%s=%q: the archiver exports OTLP over HTTP with protobuf only (http/protobuf)", name, v)
+		}
+	}
+	return nil
 }

@@ -352,3 +352,21 @@ func TestBinaryTelemetryErrorsHoldNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+// An OTLP protocol the archiver does not speak is refused, not ignored.
+func TestOTLPProtocolChecked(t *testing.T) {
+	t.Parallel()
+	for env, ok := range map[string]bool{"": true, "http/protobuf": true, "grpc": false, "http/json": false} {
+		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+			err := checkProtocol(func(k string) string {
+				if k == name {
+					return env
+				}
+				return ""
+			})
+			if (err == nil) != ok || (err != nil && !strings.Contains(err.Error(), name)) {
+				t.Errorf("%s=%q: %v", name, env, err)
+			}
+		}
+	}
+}

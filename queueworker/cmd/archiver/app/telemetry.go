@@ -21,7 +21,7 @@ import (
 const telemetryUsage = `
 Telemetry and progress (run):
   -otel EXPORTER              otlp or none (default none): export traces and metrics with
-                              OTLP over HTTP, configured by the standard OTEL_EXPORTER_OTLP_*
+                              OTLP over HTTP (http/protobuf), configured by the standard OTEL_EXPORTER_OTLP_*
                               variables (endpoint, headers, timeout, ...; default
                               http://localhost:4318); OTEL_SERVICE_NAME and
                               OTEL_RESOURCE_ATTRIBUTES name the process (default archiver)
