@@ -21,9 +21,9 @@ import (
 const telemetryUsage = `
 Telemetry and progress (run):
   -otel EXPORTER              otlp or none (default none): export traces and metrics with
-                              OTLP over HTTP (http/protobuf), configured by the standard OTEL_EXPORTER_OTLP_*
-                              variables (endpoint, headers, timeout, ...; default
-                              http://localhost:4318); OTEL_SERVICE_NAME and
+                              OTLP over HTTP (http/protobuf), configured by the standard
+                              OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout,
+                              ...; default http://localhost:4318); OTEL_SERVICE_NAME and
                               OTEL_RESOURCE_ATTRIBUTES name the process (default archiver)
   -metrics-addr HOST:PORT     serve the metrics for Prometheus at http://HOST:PORT/metrics
                               (no authentication: bind to a private address)
