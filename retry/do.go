@@ -105,6 +105,9 @@ func (e *interruptedError) Unwrap() []error { return []error{e.ctxErr, e.last} }
 // not logged. When the response carries Retry-After (or x-ms-retry-after-ms), the wait is
 // at least that long, up to MaxDelay.
 //
+// Every attempt and every wait is recorded as OpenTelemetry metrics (MetricAttempts,
+// MetricWait) through p.MeterProvider, the global provider when it is nil.
+//
 // fn may run more than once for one logical operation, including after a failure whose
 // request did reach the service (a lost response): an insert retried after a timeout may
 // meet 409 because its first try succeeded. fn can tell from attempt > 1.
@@ -131,19 +134,24 @@ func DoValue[T any](ctx context.Context, p Policy, op Op, fn func(ctx context.Co
 		retryable = func(err error) bool { return IsTransient(err) || perTryTimeout(ctx, err) }
 	}
 	b := p.NewBackOff()
+	m := instrumentsOf(p.MeterProvider)
 	for attempt := 1; ; attempt++ {
 		v, err := fn(ctx, attempt)
 		if err == nil {
+			m.attempt(ctx, op, nil, outcomeSuccess)
 			return v, nil
 		}
 		if !retryable(err) {
+			m.attempt(ctx, op, err, outcomeFailed)
 			return zero, err
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
+			m.attempt(ctx, op, err, outcomeInterrupted)
 			return zero, &interruptedError{op: op, attempts: attempt, ctxErr: ctxErr, last: err}
 		}
 		delay := b.NextBackOff()
 		if delay == backoff.Stop {
+			m.attempt(ctx, op, err, outcomeExhausted)
 			return zero, &ExhaustedError{Op: op, Attempts: attempt, Err: err}
 		}
 		if ra := retryAfter(err); ra > delay {
@@ -153,8 +161,11 @@ func DoValue[T any](ctx context.Context, p Policy, op Op, fn func(ctx context.Co
 			}
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			m.attempt(ctx, op, err, outcomeExhausted)
 			return zero, &ExhaustedError{Op: op, Attempts: attempt, Err: err}
 		}
+		m.attempt(ctx, op, err, outcomeRetried)
+		m.waited(ctx, op, err, delay)
 		logRetry(p.Logger, op, attempt, delay, err)
 		if ctxErr := wait(ctx, delay); ctxErr != nil {
 			return zero, &interruptedError{op: op, attempts: attempt, ctxErr: ctxErr, last: err}

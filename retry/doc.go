@@ -60,4 +60,16 @@
 // ErrTransient and the last error, so errors.As still reaches *azcore.ResponseError) when
 // the policy gives up, or the context's error when ctx ends. Log entries and error texts
 // never contain URL query strings, SAS signatures, account keys or Authorization values.
+//
+// # Metrics
+//
+// Do and the Gate record OpenTelemetry metrics through the OpenTelemetry API only (no SDK
+// is linked): MetricAttempts counts every attempt by operation (Op.Name), by the Reason it
+// failed ("none" for a success) and by what followed (success, retried, failed, exhausted,
+// interrupted); MetricWait records the waits before retries, by operation and reason, so
+// the waits of reason "throttled" are the throttling waits; the Gate records the requests
+// it held (MetricGateWait), the throttled answers it saw (MetricGateThrottled) and its
+// cuts (MetricGateCuts). They go to Policy.MeterProvider and GateOptions.MeterProvider,
+// the global provider (otel.GetMeterProvider) when nil; an application that installs no
+// SDK pays for no-op calls. Attributes never hold a table name, a key or an error's text.
 package retry

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
@@ -33,12 +34,16 @@ import (
 // repo.TableClientOptions do, one Gate per client): it waits before each attempt, so a
 // request held by the Gate is never sent late into a context that has ended. A Gate is
 // safe for concurrent use.
+//
+// It records how long it held requests, the throttled answers it saw and its cuts as
+// OpenTelemetry metrics (MetricGateWait, MetricGateThrottled, MetricGateCuts).
 type Gate struct {
 	cut, raise  float64
 	threshold   float64
 	cutInterval time.Duration
 	quiet       time.Duration
 	now         func() time.Time
+	metrics     *instruments
 
 	mu       sync.Mutex
 	rate     float64     // requests/s; 0 = no limit
@@ -66,6 +71,10 @@ type GateOptions struct {
 	// the Gate cuts: a few 503s among many accepted answers are the service moving a
 	// partition, not a limit the client exceeds. Defaults to 0.2.
 	Threshold float64
+	// MeterProvider receives the Gate's metrics (MetricGateWait, MetricGateThrottled,
+	// MetricGateCuts). Defaults to the global provider (otel.GetMeterProvider); a
+	// noop.NewMeterProvider() turns them off.
+	MeterProvider metric.MeterProvider
 }
 
 // NewGate returns a Gate with opts (nil: the defaults).
@@ -102,36 +111,49 @@ func NewGate(opts *GateOptions) (*Gate, error) {
 	case o.CutInterval < 0 || o.Quiet < 0:
 		return nil, invalidGate("CutInterval/Quiet", "must not be negative")
 	}
-	return &Gate{cut: o.Cut, raise: o.Raise, threshold: o.Threshold, cutInterval: o.CutInterval, quiet: o.Quiet, now: time.Now}, nil
+	return &Gate{cut: o.Cut, raise: o.Raise, threshold: o.Threshold, cutInterval: o.CutInterval, quiet: o.Quiet, now: time.Now,
+		metrics: instrumentsOf(o.MeterProvider)}, nil
 }
 
 // Do implements policy.Policy: it waits for the request's turn, sends it and learns from
 // the answer.
 func (g *Gate) Do(req *policy.Request) (*http.Response, error) {
-	if err := g.Wait(req.Raw().Context()); err != nil {
+	ctx, host := req.Raw().Context(), req.Raw().URL.Hostname()
+	held, err := g.wait(ctx)
+	g.metrics.gate(ctx, host, held, false, false)
+	if err != nil {
 		return nil, err
 	}
 	resp, err := req.Next()
 	if err == nil {
-		g.Observe(resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests)
+		throttled := resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests
+		g.metrics.gate(ctx, host, 0, throttled, g.observe(throttled))
 	}
 	return resp, err
 }
 
 // Wait blocks until the next request may start, or until ctx ends (its error).
 func (g *Gate) Wait(ctx context.Context) error {
+	held, err := g.wait(ctx)
+	g.metrics.gate(ctx, "", held, false, false)
+	return err
+}
+
+// wait is Wait, and returns how long it held the request.
+func (g *Gate) wait(ctx context.Context) (time.Duration, error) {
 	d := g.reserve()
 	if d <= 0 {
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
+	start := time.Now()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		g.unreserve()
-		return ctx.Err()
+		return time.Since(start), ctx.Err()
 	case <-t.C:
-		return nil
+		return time.Since(start), nil
 	}
 }
 
@@ -172,6 +194,11 @@ func (g *Gate) reserve() time.Duration {
 
 // Observe records one answer: throttled (503, 429) or accepted.
 func (g *Gate) Observe(throttled bool) {
+	g.metrics.gate(context.Background(), "", 0, throttled, g.observe(throttled))
+}
+
+// observe is Observe, and reports whether the answer cut the rate.
+func (g *Gate) observe(throttled bool) (cut bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -182,15 +209,15 @@ func (g *Gate) Observe(throttled bool) {
 		if g.rate > 0 {
 			g.rate *= g.raise
 		}
-		return
+		return false
 	}
 	g.lastBusy = now
 	g.refused = append(g.refused, now)
 	if len(g.refused) < minRefused || float64(len(g.refused)) <= g.threshold*float64(len(g.refused)+len(g.accepted)) {
-		return // scattered refusals (or too few to judge): not a limit the client exceeds
+		return false // scattered refusals (or too few to judge): not a limit the client exceeds
 	}
 	if !g.lastCut.IsZero() && now.Sub(g.lastCut) < g.cutInterval {
-		return
+		return false
 	}
 	g.lastCut = now
 	base := float64(len(g.accepted)) / 2 // accepted per second over the last two seconds
@@ -203,6 +230,7 @@ func (g *Gate) Observe(throttled bool) {
 		base = min(base, g.rate) // never raise the limit on a throttled answer
 	}
 	g.rate = max(g.cut*base, 1)
+	return true
 }
 
 // minRefused is the fewest throttled answers in two seconds that can show a limit: fewer

@@ -3,6 +3,7 @@ package retry
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -58,6 +59,11 @@ type Policy struct {
 	MaxElapsed time.Duration
 	// Logger receives one Warn entry per retry. Defaults to zap.NewNop().
 	Logger *zap.Logger
+	// MeterProvider receives Do's metrics (MetricAttempts, MetricWait). Defaults to the
+	// global provider (otel.GetMeterProvider) at the time of each call; a
+	// noop.NewMeterProvider() turns them off. Give a comparable value (the SDK's
+	// *MeterProvider is a pointer): Policies are compared with ==.
+	MeterProvider metric.MeterProvider
 }
 
 // BatchPolicy is the policy of the partitioning article's code sample, for batch jobs and queue workers
@@ -91,8 +97,8 @@ func Conflict() Policy {
 	}
 }
 
-// Or returns p with every zero field (Logger included) taken from d: the way to give a
-// policy from options the defaults of a preset, e.g. opts.Conflict.Or(Conflict()).
+// Or returns p with every zero field (Logger and MeterProvider included) taken from d: the
+// way to give a policy from options the defaults of a preset, e.g. opts.Conflict.Or(Conflict()).
 func (p Policy) Or(d Policy) Policy {
 	if p.Delay == 0 {
 		p.Delay = d.Delay
@@ -111,6 +117,9 @@ func (p Policy) Or(d Policy) Policy {
 	}
 	if p.Logger == nil {
 		p.Logger = d.Logger
+	}
+	if p.MeterProvider == nil {
+		p.MeterProvider = d.MeterProvider
 	}
 	return p
 }

@@ -48,8 +48,15 @@ func Tracer() trace.Tracer {
 }
 
 // Meter returns the tablepatterns meter of the global provider.
-func Meter() metric.Meter {
-	return otel.GetMeterProvider().Meter(Scope, metric.WithInstrumentationVersion(version.Version))
+func Meter() metric.Meter { return MeterOf(nil) }
+
+// MeterOf returns the tablepatterns meter of mp, or of the global provider when mp is nil
+// (for options that take a provider and default to the global one).
+func MeterOf(mp metric.MeterProvider) metric.Meter {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	return mp.Meter(Scope, metric.WithInstrumentationVersion(version.Version))
 }
 
 // Start starts an internal span named name as a child of the span in ctx.

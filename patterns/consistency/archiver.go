@@ -67,6 +67,11 @@ type Options struct {
 	// everything.
 	AllowedTablePrefixes []string
 	AllowedContainers    []string
+	// Progress, if set, receives reports while a table job exports or restores entities
+	// (see Progress), for a progress display: after every entity exported and every
+	// chunk restored, from the job's goroutines, concurrently for concurrent jobs. It
+	// must return quickly. Defaults to nil: no reports.
+	Progress func(Progress)
 }
 
 // Defaults of Options.

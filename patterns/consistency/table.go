@@ -491,6 +491,7 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 	sum := sha256.New()
 	out := io.MultiWriter(zw, sum)
 	lastPK := ""
+	pr := a.startProgress(KindArchiveTable, m.Table, m.Generation, 0)
 	for e, err := range t.Query(ctx, repo.Query{FullMetadata: true}) {
 		if err != nil {
 			return err
@@ -520,7 +521,9 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 		if m.Entities%int64(a.opts.ProgressEvery) == 0 {
 			a.opts.Logger.Info("exporting table", zap.String("table", m.Table), zap.Int64("entities", m.Entities))
 		}
+		pr.report(m.Entities, false)
 	}
+	pr.report(m.Entities, true)
 	if err := zw.Close(); err != nil {
 		return err
 	}
@@ -794,6 +797,7 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, etag azcore.ETag) error {
 	var batch []*codec.Entity
 	var written int64
+	pr := a.startProgress(KindRestoreTable, t.Name(), m.Generation, m.Entities)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -808,6 +812,7 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 		}
 		a.opts.Logger.Info("restoring table", zap.String("table", t.Name()), zap.String("generation", m.Generation),
 			zap.Int64("entities", written), zap.Int64("of", m.Entities))
+		pr.report(written, false)
 		return nil
 	}
 	_, err := a.readLines(ctx, container, m, etag, func(e *codec.Entity) error {
@@ -819,6 +824,9 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 	})
 	if err == nil {
 		err = flush()
+	}
+	if err == nil {
+		pr.report(written, true)
 	}
 	return err
 }

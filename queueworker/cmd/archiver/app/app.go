@@ -109,7 +109,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, usage+authUsage)
+		fmt.Fprint(stdout, usage+authUsage+telemetryUsage)
 		return ExitOK
 	case errors.As(err, &ue) || errors.Is(err, errs.ErrInvalidInput):
 		fmt.Fprintf(stderr, "archiver: %s\n\nRun 'archiver help' for usage.\n", errs.Redact(err))
@@ -223,8 +223,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	var visibility, shutdown, grace time.Duration
 	var allowTables, allowContainers string
 	var allowAny bool
+	var obs observeFlags
 	fs := newFlagSet("run")
 	c.register(fs)
+	obs.register(fs)
 	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
 	fs.StringVar(&allowTables, "allow-tables", "", "")
 	fs.StringVar(&allowContainers, "allow-containers", "", "")
@@ -249,13 +251,21 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if allowAny && (len(tables) != 0 || len(containers) != 0) {
 		return usagef("run: -allow-any and -allow-tables/-allow-containers exclude each other")
 	}
+	if err := obs.validate(); err != nil {
+		return err
+	}
 	e, err := setup(c, stderr, getenv)
 	if err != nil {
 		return err
 	}
 	defer e.logger.Sync()
+	stopTelemetry, err := obs.start(ctx, e.logger)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
 	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
-		AllowedTablePrefixes: tables, AllowedContainers: containers})
+		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger)})
 	if err != nil {
 		return err
 	}

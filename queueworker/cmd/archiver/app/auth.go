@@ -84,7 +84,7 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 				";TableEndpoint=http://127.0.0.1:10002/" + azurite.DevAccountName + ";"
 		}
 		// Errors never quote the connection string: it holds the account key.
-		return account.NewClients(connStr, &repo.ClientOptions{Azure: azureOptions})
+		return account.NewClients(connStr, &repo.ClientOptions{Azure: traced(azureOptions)})
 	case authDefault:
 	default:
 		return nil, usagef("-auth %q: want connection-string or default", a.mode)
@@ -114,5 +114,5 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 	if err != nil {
 		return nil, fmt.Errorf("-auth default: %w", err)
 	}
-	return account.NewTokenClients(endpoints, cred, &repo.ClientOptions{Azure: azureOptions})
+	return account.NewTokenClients(endpoints, cred, &repo.ClientOptions{Azure: traced(azureOptions)})
 }
