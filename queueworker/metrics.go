@@ -13,8 +13,9 @@ import (
 // The OpenTelemetry metrics of a worker (meter "github.com/tablepatterns/tablepatterns" of
 // the global meter provider). Every one carries messaging.destination.name (the queue);
 // the handler duration also tablepatterns.message.kind and tablepatterns.outcome (ok,
-// failed, cancelled, snoozed). The counters are the Stats of a running worker, observed
-// while it runs.
+// failed, cancelled, snoozed). The counters are the worker's Stats, observed from its first
+// Run for the rest of the Worker's life (after Run returns they keep their final values, so
+// a flush at exit exports them).
 const (
 	MetricHandlerDuration = "tablepatterns.queueworker.handler.duration"
 	MetricProcessed       = "tablepatterns.queueworker.messages.processed"
@@ -58,11 +59,12 @@ func newMetrics() *metrics {
 	return &x
 }
 
-// observe registers the callback that reports w's counters, until the returned function is
-// called.
-func (x *metrics) observe(w *Worker) func() {
+// observe registers the callback that reports w's counters, for the life of the meter
+// provider.
+func (x *metrics) observe(w *Worker) {
 	attrs := metric.WithAttributes(telemetry.KeyQueue.String(w.queueName))
-	reg, err := telemetry.Meter().RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	// An error reports an invalid instrument, and the instruments are constants here.
+	_, _ = telemetry.Meter().RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := w.Stats()
 		o.ObserveInt64(x.processed, s.Processed, attrs)
 		o.ObserveInt64(x.failed, s.Failed, attrs)
@@ -73,10 +75,6 @@ func (x *metrics) observe(w *Worker) func() {
 		o.ObserveInt64(x.inFlight, s.InFlight, attrs)
 		return nil
 	}, x.processed, x.failed, x.retried, x.poisoned, x.lost, x.renewed, x.inFlight)
-	if err != nil {
-		return func() {}
-	}
-	return func() { _ = reg.Unregister() }
 }
 
 // recordHandler records one handler run.

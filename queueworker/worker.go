@@ -37,6 +37,8 @@ type Worker struct {
 	slotFreed chan struct{} // nudges the fetch loop when a handler ends
 	c         counters
 	metrics   *metrics
+	// observeOnce registers the metrics callback at the first run.
+	observeOnce sync.Once
 
 	poisonReady atomic.Bool // the poison queue was created (or found)
 
@@ -208,11 +210,10 @@ func (w *Worker) begin(ctx context.Context, drain bool) (*run, error) {
 	r.fetchCtx, r.stopFetch = context.WithCancel(base)
 	r.workCtx, r.stopWork = context.WithCancel(base)
 	w.cur = r
-	unobserve := w.metrics.observe(w)
-	go func() {
-		<-r.done
-		unobserve()
-	}()
+	// The counters are cumulative, so a stopped worker keeps reporting its final counts:
+	// an exporter flushed after Run returns (the archiver's, at exit) still sees them.
+	// One registration per Worker, made by its first run and kept for its life.
+	w.observeOnce.Do(func() { w.metrics.observe(w) })
 	w.log.Info("worker started", zap.Int("concurrency", w.cfg.Concurrency), zap.Int("batchSize", w.cfg.BatchSize), zap.Bool("drain", drain))
 	go w.fetch(r)
 	return r, nil

@@ -305,7 +305,8 @@ func TestBinaryExportsOTLPAndFlushesOnSIGTERM(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"tablepatterns.queueworker.handler.duration", "tablepatterns.retry.attempts"} {
+	for _, want := range []string{"tablepatterns.queueworker.handler.duration", "tablepatterns.retry.attempts",
+		"tablepatterns.queueworker.messages.processed"} {
 		if !names[want] {
 			t.Errorf("metric %s not exported; got %v", want, names)
 		}
