@@ -51,7 +51,7 @@ func BenchmarkThroughput(b *testing.B) {
 				bd.enqueue("job", fmt.Sprintf("b%d", i), benchBatch)
 				return nil
 			}
-			benchcmp.Run(b, &benchcmp.Options{Requests: ctr.Count, Items: benchBatch, Unit: "msgs"},
+			benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count, Items: benchBatch, Unit: "msgs"},
 				benchcmp.Side{Name: "worker", Prepare: enqueue, Op: func(int) error {
 					cfg := bd.config(reg)
 					cfg.Queue, cfg.Service = q, svc

@@ -45,7 +45,7 @@ func benchBed(b *testing.B) (*bed, *benchcmp.Counter) {
 // benchcmp: ratio = aztables time / repo time, above 1 repo is faster.
 func compare(b *testing.B, ctr *benchcmp.Counter, ours, theirs func(i int) error) {
 	b.Helper()
-	benchcmp.Run(b, &benchcmp.Options{Requests: ctr.Count},
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
 		benchcmp.Side{Name: "repo", Op: ours}, benchcmp.Side{Name: "aztables", Op: theirs})
 }
 
@@ -139,7 +139,7 @@ func BenchmarkBulk10000(b *testing.B) {
 		}
 		return out
 	}
-	benchcmp.Run(b, &benchcmp.Options{Requests: ctr.Count, Items: 10000, Unit: "entities"},
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count, Items: 10000, Unit: "entities", Warmup: -1},
 		benchcmp.Side{Name: "bulk", Op: func(i int) error {
 			return emps.BulkWrite(bd.ctx, make10k("B", i), nil)
 		}},
@@ -180,7 +180,7 @@ func BenchmarkTrackedUpdate(b *testing.B) {
 		}
 	}
 	// ratio = untracked time / tracked time: below 1 is what tracking costs.
-	benchcmp.Run(b, nil,
+	benchcmp.Run(b, &benchcmp.Options{GC: true},
 		benchcmp.Side{Name: "tracked", Op: rmw(tracked, "000002")},
 		benchcmp.Side{Name: "untracked", Op: rmw(plain, "000001")})
 	raw := bd.clients.Tables.NewClient(bd.name)

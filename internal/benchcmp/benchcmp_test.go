@@ -96,6 +96,21 @@ func TestCounterCountsRequestsPerSide(t *testing.T) {
 	}
 }
 
+func TestWarmupRoundsAreNotTimed(t *testing.T) {
+	for _, tc := range []struct {
+		warmup, extra int
+	}{{0, 1}, {2, 2}, {-1, 0}} {
+		ran := 0
+		res := testing.Benchmark(func(b *testing.B) {
+			Run(b, &Options{Warmup: tc.warmup, Batch: 3},
+				Side{Name: "a", Op: func(int) error { ran++; return nil }})
+		})
+		if want := 3 * (res.N + tc.extra); ran != want {
+			t.Errorf("Warmup %d: %d operations for %d timed rounds of 3, want %d", tc.warmup, ran, res.N, want)
+		}
+	}
+}
+
 func TestCheck(t *testing.T) {
 	if err := Check("n", 3, 3); err != nil {
 		t.Fatal(err)
