@@ -6,11 +6,14 @@
 //
 // A row is marked "spread" when its range is wider than a fifth of its median: a figure the
 // load of the machine moves, to re-measure before quoting. Requests per operation are
-// printed too, since they are what carries over to the real service.
+// printed too, since they are what carries over to the real service. With -all it prints
+// every metric the benchmarks report (each side's time per operation, items per second),
+// not only ratios and requests.
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,14 +26,20 @@ import (
 type key struct{ pkg, bench, unit string }
 
 func main() {
-	if err := run(os.Stdin, os.Stdout); err != nil {
+	all := flag.Bool("all", false, "print every metric, not only ratios and requests per operation")
+	flag.Parse()
+	keep := wanted
+	if *all {
+		keep = everyMetric
+	}
+	if err := run(os.Stdin, os.Stdout, keep); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in io.Reader, out io.Writer) error {
-	figures, order, err := parse(in)
+func run(in io.Reader, out io.Writer, keep func(unit string) bool) error {
+	figures, order, err := parse(in, keep)
 	if err != nil {
 		return err
 	}
@@ -40,9 +49,9 @@ func run(in io.Reader, out io.Writer) error {
 	return print(out, figures, order)
 }
 
-// parse collects the values of the ratio, alloc-ratio and req/op metrics by figure, in
-// the order they first appear.
-func parse(in io.Reader) (map[key][]float64, []key, error) {
+// parse collects the values of the metrics keep accepts by figure, in the order they
+// first appear.
+func parse(in io.Reader, keep func(unit string) bool) (map[key][]float64, []key, error) {
 	figures := map[key][]float64{}
 	var order []key
 	pkg := ""
@@ -68,7 +77,7 @@ func parse(in io.Reader) (map[key][]float64, []key, error) {
 				return nil, nil, fmt.Errorf("%s: value %q of %s is not a number", name, fields[i], fields[i+1])
 			}
 			unit := fields[i+1]
-			if !wanted(unit) {
+			if !keep(unit) {
 				continue
 			}
 			k := key{pkg, name, unit}
@@ -93,6 +102,12 @@ func trimProcs(name string) string {
 	return name[:i]
 }
 
+// everyMetric accepts every metric a benchmark reports itself, not the testing package's.
+func everyMetric(unit string) bool {
+	return unit != "ns/op" && unit != "B/op" && unit != "allocs/op"
+}
+
+// wanted accepts the metrics printed by default: ratios and requests per operation.
 func wanted(unit string) bool {
 	return unit == "ratio" || strings.HasPrefix(unit, "ratio-") || unit == "alloc-ratio" || strings.HasSuffix(unit, "-req/op")
 }

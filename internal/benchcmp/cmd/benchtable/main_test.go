@@ -17,7 +17,7 @@ BenchmarkDropPeriod/x-2 	       2	 9000000000 ns/op	 5900 ratio	 1390 ratio-batc
 
 func TestTableHasMedianAndRange(t *testing.T) {
 	var out strings.Builder
-	if err := run(strings.NewReader(sample), &out); err != nil {
+	if err := run(strings.NewReader(sample), &out, wanted); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -39,11 +39,21 @@ func TestTableHasMedianAndRange(t *testing.T) {
 	}
 }
 
+func TestAllPrintsEverySidesTime(t *testing.T) {
+	var out strings.Builder
+	if err := run(strings.NewReader(sample), &out, everyMetric); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "logtail-ns/op                 3    4770000") {
+		t.Errorf("-all lacks the sides' times:\n%s", out.String())
+	}
+}
+
 func TestNoRatiosIsAnError(t *testing.T) {
-	if err := run(strings.NewReader("PASS\nok x 1s\n"), &strings.Builder{}); err == nil {
+	if err := run(strings.NewReader("PASS\nok x 1s\n"), &strings.Builder{}, wanted); err == nil {
 		t.Fatal("an input without ratios printed an empty table")
 	}
-	if err := run(strings.NewReader("BenchmarkX-2 10 5 ns/op zz ratio\n"), &strings.Builder{}); err == nil {
+	if err := run(strings.NewReader("BenchmarkX-2 10 5 ns/op zz ratio\n"), &strings.Builder{}, wanted); err == nil {
 		t.Fatal("a malformed value was accepted")
 	}
 }
