@@ -17,9 +17,15 @@ demo: deps
 deps: $(NODE_DEPS)
 	$(GO) mod download
 
+# A worktree whose node_modules is a link to a shared install must not run npm ci: npm
+# empties the directory the link points to before it replaces the link, which leaves every
+# other checkout that shares it without Azurite until the install is copied back.
 $(NODE_DEPS): package.json package-lock.json
-	$(NPM) ci --no-audit --no-fund
-	@touch $@
+	@if [ -L node_modules ]; then \
+	  echo "node_modules is a link to a shared install: not running npm ci through it"; \
+	else \
+	  $(NPM) ci --no-audit --no-fund && touch $@; \
+	fi
 
 vet:
 	$(GO) vet ./...
