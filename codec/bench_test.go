@@ -2,13 +2,13 @@ package codec_test
 
 import (
 	"encoding/json"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 )
 
 // benchEmployee is the design guide's employee entity.
@@ -36,15 +36,26 @@ func newBenchEmployee() benchEmployee {
 
 // BenchmarkEmployeeRoundTrip encodes and decodes the employee entity through Codec[T]
 // ("codec") and the way one writes it with aztables ("aztables": EDMEntity, json.Marshal,
-// json.Unmarshal), and reports how many times faster codec is (x-faster) and its share of
-// the allocations (alloc-ratio) in the "codec" line.
+// json.Unmarshal), alternated in batches of 64 in one run (benchcmp), and reports how many
+// times faster codec is (ratio) and its share of the allocations (alloc-ratio).
 func BenchmarkEmployeeRoundTrip(b *testing.B) {
 	emp := newBenchEmployee()
-	var azNs, azAllocs float64
-	b.Run("aztables", func(b *testing.B) {
-		b.ReportAllocs()
-		start := mallocs()
-		for b.Loop() {
+	c, err := codec.For[benchEmployee]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, 512)
+	var out benchEmployee
+	benchcmp.Run(b, &benchcmp.Options{Batch: 64, Allocs: true},
+		benchcmp.Side{Name: "codec", Op: func(int) error {
+			data, err := c.AppendEncode(buf[:0], &emp)
+			if err != nil {
+				return err
+			}
+			buf = data
+			return c.Decode(data, &out)
+		}},
+		benchcmp.Side{Name: "aztables", Op: func(int) error {
 			ent := aztables.EDMEntity{
 				Entity: aztables.Entity{PartitionKey: emp.Department, RowKey: emp.EmployeeNo},
 				Properties: map[string]any{
@@ -59,42 +70,11 @@ func BenchmarkEmployeeRoundTrip(b *testing.B) {
 			}
 			data, err := json.Marshal(ent)
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
-			var out aztables.EDMEntity
-			if err := json.Unmarshal(data, &out); err != nil {
-				b.Fatal(err)
-			}
-		}
-		azNs, azAllocs = perOp(b, start)
-	})
-	b.Run("codec", func(b *testing.B) {
-		c, err := codec.For[benchEmployee]()
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		buf := make([]byte, 0, 512)
-		var out benchEmployee
-		start := mallocs()
-		for b.Loop() {
-			data, err := c.AppendEncode(buf[:0], &emp)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := c.Decode(data, &out); err != nil {
-				b.Fatal(err)
-			}
-			buf = data
-		}
-		ns, allocs := perOp(b, start)
-		if azNs > 0 && ns > 0 {
-			b.ReportMetric(azNs/ns, "x-faster")
-		}
-		if azAllocs > 0 {
-			b.ReportMetric(allocs/azAllocs, "alloc-ratio")
-		}
-	})
+			var back aztables.EDMEntity
+			return json.Unmarshal(data, &back)
+		}})
 }
 
 // BenchmarkEmployeeEncode and BenchmarkEmployeeDecode split the round trip.
@@ -121,19 +101,4 @@ func BenchmarkEmployeeDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// mallocs reads the process-wide allocation count; the sub-benchmarks compare their own
-// per-operation figures with it, since testing.B does not expose them during the run.
-func mallocs() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.Mallocs
-}
-
-func perOp(b *testing.B, start uint64) (ns, allocs float64) {
-	if b.N == 0 {
-		return 0, 0
-	}
-	return float64(b.Elapsed().Nanoseconds()) / float64(b.N), float64(mallocs()-start) / float64(b.N)
 }

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -25,41 +27,36 @@ func rawEmployee(e *Employee) aztables.EDMEntity {
 	}
 }
 
-// interleave runs ours and theirs alternately, b.N times each, so that a load change on
-// the machine hits both alike, and reports each one's time per operation and the ratio of
-// their throughputs (ours/theirs: above 1 means repo is faster).
-func interleave(b *testing.B, ours, theirs func(i int) error) {
+// benchBed is setup's table with clients whose requests are counted (the one place this
+// file builds clients).
+func benchBed(b *testing.B) (*bed, *benchcmp.Counter) {
 	b.Helper()
-	b.ReportAllocs()
-	var tOurs, tTheirs time.Duration
-	i := 0
-	for b.Loop() {
-		i++
-		start := time.Now()
-		if err := ours(i); err != nil {
-			b.Fatal(err)
-		}
-		mid := time.Now()
-		if err := theirs(i); err != nil {
-			b.Fatal(err)
-		}
-		tOurs += mid.Sub(start)
-		tTheirs += time.Since(mid)
+	bd := setup(b, false)
+	ctr := benchcmp.NewCounter()
+	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
+	if err != nil {
+		b.Fatal(err)
 	}
-	n := float64(b.N)
-	b.ReportMetric(float64(tOurs.Nanoseconds())/n, "repo-ns/op")
-	b.ReportMetric(float64(tTheirs.Nanoseconds())/n, "aztables-ns/op")
-	b.ReportMetric(float64(tTheirs)/float64(tOurs), "throughput-ratio")
+	bd.clients = clients
+	return bd, ctr
+}
+
+// compare runs repo (ours) and the hand-written aztables code (theirs) alternately with
+// benchcmp: ratio = aztables time / repo time, above 1 repo is faster.
+func compare(b *testing.B, ctr *benchcmp.Counter, ours, theirs func(i int) error) {
+	b.Helper()
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
+		benchcmp.Side{Name: "repo", Op: ours}, benchcmp.Side{Name: "aztables", Op: theirs})
 }
 
 func BenchmarkPointGet(b *testing.B) {
-	bd := setup(b, false)
+	bd, ctr := benchBed(b)
 	emps := table[Employee](b, bd, nil)
 	if err := emps.Insert(bd.ctx, employee("Sales", "000001")); err != nil {
 		b.Fatal(err)
 	}
 	raw := bd.clients.Tables.NewClient(bd.name)
-	interleave(b, func(int) error {
+	compare(b, ctr, func(int) error {
 		_, err := emps.Get(bd.ctx, "Sales", "000001")
 		return err
 	}, func(int) error {
@@ -73,32 +70,28 @@ func BenchmarkPointGet(b *testing.B) {
 }
 
 func BenchmarkInsert(b *testing.B) {
-	bd := setup(b, false)
+	bd, ctr := benchBed(b)
 	emps := table[Employee](b, bd, nil)
 	raw := bd.clients.Tables.NewClient(bd.name)
-	round := 0 // b.Loop may run the body in several rounds; keys must stay unique
-	b.Run("interleaved", func(b *testing.B) {
-		round++
-		interleave(b, func(i int) error {
-			return emps.Insert(bd.ctx, employee(fmt.Sprintf("Repo%d", round), fmt.Sprintf("%09d", i)))
-		}, func(i int) error {
-			body, err := json.Marshal(rawEmployee(employee(fmt.Sprintf("Raw%d", round), fmt.Sprintf("%09d", i))))
-			if err != nil {
-				return err
-			}
-			_, err = raw.AddEntity(bd.ctx, body, nil)
+	compare(b, ctr, func(i int) error {
+		return emps.Insert(bd.ctx, employee("Repo", fmt.Sprintf("%09d", i)))
+	}, func(i int) error {
+		body, err := json.Marshal(rawEmployee(employee("Raw", fmt.Sprintf("%09d", i))))
+		if err != nil {
 			return err
-		})
+		}
+		_, err = raw.AddEntity(bd.ctx, body, nil)
+		return err
 	})
 }
 
 func BenchmarkQuery1000(b *testing.B) {
-	bd := setup(b, false)
+	bd, ctr := benchBed(b)
 	emps := table[Employee](b, bd, nil)
 	seed(b, emps, bd, 1, 1000)
 	raw := bd.clients.Tables.NewClient(bd.name)
 	f := "PartitionKey eq 'Dept00'"
-	interleave(b, func(int) error {
+	compare(b, ctr, func(int) error {
 		n := 0
 		for _, err := range emps.Query(bd.ctx, repo.Query{Filter: filter.PartitionKey("Dept00")}) {
 			if err != nil {
@@ -134,9 +127,10 @@ func BenchmarkQuery1000(b *testing.B) {
 }
 
 // BenchmarkBulk10000 writes 10,000 entities over 10 partitions with BulkWrite, against
-// one-by-one inserts. Run it with -benchtime=1x: one iteration takes seconds.
+// one-by-one inserts, alternated in one run (fresh keys every operation). Run it with
+// -benchtime=1x or 2x: one operation takes seconds.
 func BenchmarkBulk10000(b *testing.B) {
-	bd := setup(b, false)
+	bd, ctr := benchBed(b)
 	emps := table[Employee](b, bd, nil)
 	make10k := func(tag string, round int) []*Employee {
 		out := make([]*Employee, 0, 10000)
@@ -145,37 +139,25 @@ func BenchmarkBulk10000(b *testing.B) {
 		}
 		return out
 	}
-	b.Run("impl=bulk", func(b *testing.B) {
-		round := 0
-		for b.Loop() {
-			round++
-			start := time.Now()
-			if err := emps.BulkWrite(bd.ctx, make10k("B", round), nil); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(10000/time.Since(start).Seconds(), "entities/s")
-		}
-	})
-	b.Run("impl=one-by-one", func(b *testing.B) {
-		round := 0
-		for b.Loop() {
-			round++
-			start := time.Now()
-			for _, e := range make10k("S", round) {
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count, Items: 10000, Unit: "entities", Warmup: -1},
+		benchcmp.Side{Name: "bulk", Op: func(i int) error {
+			return emps.BulkWrite(bd.ctx, make10k("B", i), nil)
+		}},
+		benchcmp.Side{Name: "one-by-one", Op: func(i int) error {
+			for _, e := range make10k("S", i) {
 				if err := emps.Insert(bd.ctx, e); err != nil {
-					b.Fatal(err)
+					return err
 				}
 			}
-			b.ReportMetric(10000/time.Since(start).Seconds(), "entities/s")
-		}
-	})
+			return nil
+		}})
 }
 
 // BenchmarkTrackedUpdate measures the cost of write tracking: a read-modify-write (Get,
 // then a conditional Update) on a tracked and an untracked table, alternated operation by
 // operation on the same Azurite, with the bytes each stored entity grows by.
 func BenchmarkTrackedUpdate(b *testing.B) {
-	bd := setup(b, false)
+	bd, _ := benchBed(b)
 	plain := table[Employee](b, bd, nil)
 	tracked := table[Employee](b, bd, &repo.Options{TrackWrites: true})
 	for _, tb := range []*repo.Table[Employee]{plain, tracked} {
@@ -197,23 +179,10 @@ func BenchmarkTrackedUpdate(b *testing.B) {
 			return tb.Update(bd.ctx, &e, nil)
 		}
 	}
-	b.ReportAllocs()
-	var tTracked, tPlain time.Duration
-	for i := 0; b.Loop(); i++ {
-		start := time.Now()
-		if err := rmw(tracked, "000002")(i); err != nil {
-			b.Fatal(err)
-		}
-		mid := time.Now()
-		if err := rmw(plain, "000001")(i); err != nil {
-			b.Fatal(err)
-		}
-		tTracked += mid.Sub(start)
-		tPlain += time.Since(mid)
-	}
-	b.ReportMetric(float64(tTracked.Nanoseconds())/float64(b.N), "tracked-ns/op")
-	b.ReportMetric(float64(tPlain.Nanoseconds())/float64(b.N), "untracked-ns/op")
-	b.ReportMetric(float64(tTracked)/float64(tPlain), "tracked/untracked")
+	// ratio = untracked time / tracked time: below 1 is what tracking costs.
+	benchcmp.Run(b, &benchcmp.Options{GC: true},
+		benchcmp.Side{Name: "tracked", Op: rmw(tracked, "000002")},
+		benchcmp.Side{Name: "untracked", Op: rmw(plain, "000001")})
 	raw := bd.clients.Tables.NewClient(bd.name)
 	size := func(id string) int {
 		resp, err := raw.GetEntity(bd.ctx, "Sales", id, nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
+	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -25,9 +26,13 @@ type LogEntity struct {
 	Message      string    `table:"Message"`
 }
 
-func benchClients(b *testing.B) (*account.Clients, string) {
+// benchBed builds, on clients whose requests are counted, a container and the table of
+// the anti-pattern: the one place this file builds clients and constructors (besides the
+// Writer each operation opens).
+func benchBed(b *testing.B) (*account.Clients, string, *repo.Table[LogEntity], *benchcmp.Counter) {
 	b.Helper()
-	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
+	ctr := benchcmp.NewCounter()
+	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,92 +41,76 @@ func benchClients(b *testing.B) (*account.Clients, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _, _ = clients.Blobs.DeleteContainer(context.Background(), cname, nil) })
-	return clients, cname
+	name := testenv.TableName(b)
+	testenv.Table(b, name)
+	tb, err := repo.New[LogEntity](clients.Tables, name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return clients, cname, tb, ctr
 }
 
 func logLine(i int) bloblog.Record {
 	return bloblog.Record{Time: t0.Add(time.Duration(i) * time.Second), Data: fmt.Appendf(nil, "level=Info request=%d path=/orders/%d status=200", i, 200000+i%997)}
 }
 
-// BenchmarkWriteLog stores 1,000 log records: buffered appends (bloblog), one append per
-// record, and one table insert per record (the log data anti-pattern).
+// BenchmarkWriteLog stores 1,000 log records: buffered appends (bloblog), against one
+// append per record (ratio) and one table insert per record (ratio-table-insert, the log
+// data anti-pattern), alternated operation by operation in one run (benchcmp).
+//
+//	go test -run '^$' -bench . -benchtime=5x ./patterns/bloblog/
 func BenchmarkWriteLog(b *testing.B) {
-	clients, cname := benchClients(b)
+	clients, cname, tb, ctr := benchBed(b)
 	ctx := context.Background()
 	const n = 1000
-	b.Run("impl=bloblog-buffered", func(b *testing.B) {
-		b.ReportAllocs()
-		run := 0
-		for b.Loop() {
-			run++
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count, Items: n, Unit: "records"},
+		benchcmp.Side{Name: "buffered", Op: func(run int) error {
 			w, err := bloblog.NewWriter(clients.Blobs, cname, fmt.Sprintf("buffered%d", run), &bloblog.Options{FlushInterval: -1})
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
 			for i := range n {
 				if err := w.Write(ctx, logLine(i)); err != nil {
-					b.Fatal(err)
+					return err
 				}
 			}
-			if err := w.Close(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("impl=append-per-record", func(b *testing.B) {
-		b.ReportAllocs()
-		run := 0
-		for b.Loop() {
-			run++
+			return w.Close(ctx)
+		}},
+		benchcmp.Side{Name: "append-per-record", Op: func(run int) error {
 			c := clients.Blobs.ServiceClient().NewContainerClient(cname).NewAppendBlobClient(fmt.Sprintf("each%d/log", run))
 			if _, err := c.Create(ctx, nil); err != nil {
-				b.Fatal(err)
+				return err
 			}
 			for i := range n {
 				r := logLine(i)
 				line := append(append([]byte(r.Time.Format(time.RFC3339Nano)+"\t"), r.Data...), '\n')
 				if _, err := c.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(line)), nil); err != nil {
-					b.Fatal(err)
+					return err
 				}
 			}
-		}
-	})
-	b.Run("impl=table-insert-per-record", func(b *testing.B) {
-		name := testenv.TableName(b)
-		testenv.Table(b, name)
-		tb, err := repo.New[LogEntity](clients.Tables, name, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		run := 0
-		for b.Loop() {
-			run++
+			return nil
+		}},
+		benchcmp.Side{Name: "table-insert", Op: func(run int) error {
 			for i := range n {
 				r := logLine(i)
 				e := &LogEntity{PartitionKey: fmt.Sprintf("web%02d", i%16), RowKey: fmt.Sprintf("%d_%06d", run, i), Time: r.Time, Message: string(r.Data)}
 				if err := tb.Insert(ctx, e); err != nil {
-					b.Fatal(err)
+					return err
 				}
 			}
-		}
-	})
+			return nil
+		}})
 }
 
 // BenchmarkReadLogRange reads two minutes (120 records) out of three hours of log
 // (10,800 records): bloblog's prefix listing and one blob download, against a scan of a
-// table whose log entities are spread over 16 partitions (the guide's second design).
+// table whose log entities are spread over 16 partitions (the guide's second design),
+// alternated operation by operation in one run (benchcmp).
 func BenchmarkReadLogRange(b *testing.B) {
-	clients, cname := benchClients(b)
+	clients, cname, tb, ctr := benchBed(b)
 	ctx := context.Background()
 	const n = 3 * 3600
 	w, err := bloblog.NewWriter(clients.Blobs, cname, "web", &bloblog.Options{FlushInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	name := testenv.TableName(b)
-	testenv.Table(b, name)
-	tb, err := repo.New[LogEntity](clients.Tables, name, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,28 +133,22 @@ func BenchmarkReadLogRange(b *testing.B) {
 		b.Fatal(err)
 	}
 	from, to := t0.Add(64*time.Minute), t0.Add(66*time.Minute)
-	b.Run("impl=bloblog-prefix", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
+		benchcmp.Side{Name: "blob-prefix", Op: func(int) error {
 			got := 0
 			for _, err := range reader.Read(ctx, "web", from, to) {
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
 				got++
 			}
-			if got != 120 {
-				b.Fatal(got)
-			}
-		}
-	})
-	b.Run("impl=table-scan", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+			return benchcmp.Check("records", got, 120)
+		}},
+		benchcmp.Side{Name: "table-scan", Op: func(int) error {
 			got, err := tb.Collect(ctx, repo.Query{Filter: filter.And(filter.Ge("LogTime", from), filter.Lt("LogTime", to))})
-			if err != nil || len(got) != 120 {
-				b.Fatal(len(got), err)
+			if err != nil {
+				return err
 			}
-		}
-	})
+			return benchcmp.Check("records", len(got), 120)
+		}})
 }

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -15,19 +19,33 @@ type HourCount struct {
 	Count    int64  `table:"Count"`
 }
 
-// BenchmarkReadSeries reads one employee's 24 hourly message counts: from one entity (the
-// pattern: one point query) against the naive design of 24 entities, read either with one
-// range query over the day's RowKeys or with 24 point queries. All in one table of the
-// same Azurite:
-//
-//	go test -run '^$' -bench BenchmarkReadSeries -benchmem ./patterns/dataseries/
-func BenchmarkReadSeries(b *testing.B) {
+// benchBed is setup's table with clients whose requests are counted, the series store
+// and the naive table on it: the one place this file builds clients and constructors.
+func benchBed(b *testing.B) (*bed, *benchcmp.Counter, *dataseries.Store[int64], *repo.Table[HourCount]) {
+	b.Helper()
 	bd := setup(b, false)
-	s := hours(b, bd, nil)
+	ctr := benchcmp.NewCounter()
+	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bd.clients = clients
 	naive, err := repo.New[HourCount](bd.clients.Tables, bd.name, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return bd, ctr, hours(b, bd, nil), naive
+}
+
+// BenchmarkReadSeries reads one employee's 24 hourly message counts: from one entity (the
+// pattern: one point query) against the naive design of 24 entities, read either with 24
+// point queries (ratio) or with one range query over the day's RowKeys
+// (ratio-range-query). All in one table of the same Azurite, the three alternated
+// operation by operation in one run (benchcmp):
+//
+//	go test -run '^$' -bench BenchmarkReadSeries -benchtime=200x ./patterns/dataseries/
+func BenchmarkReadSeries(b *testing.B) {
+	bd, ctr, s, naive := benchBed(b)
 	var rows []*HourCount
 	for h := range 24 {
 		if err := s.Set(bd.ctx, "series", "20240501", h, int64(h*3)); err != nil {
@@ -38,57 +56,44 @@ func BenchmarkReadSeries(b *testing.B) {
 	if err := naive.BulkWrite(bd.ctx, rows, nil); err != nil {
 		b.Fatal(err)
 	}
-	check := func(b *testing.B, sum int64) {
-		if sum != 3*23*24/2 {
-			b.Fatalf("sum %d", sum)
-		}
-	}
-
-	b.Run("impl=one-entity", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+	const want = 3 * 23 * 24 / 2
+	q := repo.Query{Filter: filter.RowKeyPrefix("naive", "20240501_")}
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
+		benchcmp.Side{Name: "one-entity", Op: func(int) error {
 			day, err := s.Get(bd.ctx, "series", "20240501")
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
 			var sum int64
 			for _, v := range day.Points {
 				sum += v
 			}
-			check(b, sum)
-		}
-	})
-	b.Run("impl=24-entities-range-query", func(b *testing.B) {
-		b.ReportAllocs()
-		q := repo.Query{Filter: filter.RowKeyPrefix("naive", "20240501_")}
-		for b.Loop() {
-			var sum int64
-			n := 0
-			for c, err := range naive.Query(bd.ctx, q) {
-				if err != nil {
-					b.Fatal(err)
-				}
-				sum += c.Count
-				n++
-			}
-			if n != 24 {
-				b.Fatalf("%d entities", n)
-			}
-			check(b, sum)
-		}
-	})
-	b.Run("impl=24-point-queries", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+			return benchcmp.Check("sum", sum, want)
+		}},
+		benchcmp.Side{Name: "point-queries", Op: func(int) error {
 			var sum int64
 			for h := range 24 {
 				c, err := naive.Get(bd.ctx, "naive", fmt.Sprintf("20240501_%02d", h))
 				if err != nil {
-					b.Fatal(err)
+					return err
 				}
 				sum += c.Count
 			}
-			check(b, sum)
-		}
-	})
+			return benchcmp.Check("sum", sum, want)
+		}},
+		benchcmp.Side{Name: "range-query", Op: func(int) error {
+			var sum int64
+			n := 0
+			for c, err := range naive.Query(bd.ctx, q) {
+				if err != nil {
+					return err
+				}
+				sum += c.Count
+				n++
+			}
+			if err := benchcmp.Check("entities", n, 24); err != nil {
+				return err
+			}
+			return benchcmp.Check("sum", sum, want)
+		}})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -35,10 +36,13 @@ func inline(id string, pic []byte) *InlineEmployee {
 	return e
 }
 
-func benchBed(b *testing.B) (context.Context, *largeentity.Store[Employee], *repo.Table[InlineEmployee]) {
+// benchBed builds, on clients whose requests are counted, the Store and the naive table:
+// the one place this file builds clients and constructors.
+func benchBed(b *testing.B) (context.Context, *benchcmp.Counter, *largeentity.Store[Employee], *repo.Table[InlineEmployee]) {
 	b.Helper()
 	ctx := context.Background()
-	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
+	ctr := benchcmp.NewCounter()
+	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,14 +68,17 @@ func benchBed(b *testing.B) (context.Context, *largeentity.Store[Employee], *rep
 	if err != nil {
 		b.Fatal(err)
 	}
-	return ctx, store, naive
+	return ctx, ctr, store, naive
 }
 
 // BenchmarkReadEmployee reads an employee with a 200 KiB photo: the profile alone (lazy,
-// one small request), the profile with the photo (eager, two requests), and the naive
-// entity that carries the photo inline on every read.
+// one small request) and the profile with the photo (eager, two requests), each against
+// the naive entity that carries the photo inline on every read, alternated operation by
+// operation in one run (benchcmp). ratio = inline time / Store time.
+//
+//	go test -run '^$' -bench . -benchtime=100x ./patterns/largeentity/
 func BenchmarkReadEmployee(b *testing.B) {
-	ctx, store, naive := benchBed(b)
+	ctx, ctr, store, naive := benchBed(b)
 	pic := photo(1, 200<<10)
 	if err := store.Insert(ctx, employee("000123", pic)); err != nil {
 		b.Fatal(err)
@@ -79,59 +86,46 @@ func BenchmarkReadEmployee(b *testing.B) {
 	if err := naive.Insert(ctx, inline("000124", pic)); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("impl=largeentity-lazy", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := store.Get(ctx, "Sales", "000123", nil); err != nil {
-				b.Fatal(err)
-			}
+	inlineRead := benchcmp.Side{Name: "inline", Op: func(int) error {
+		e, err := naive.Get(ctx, "Sales", "000124")
+		if err != nil {
+			return err
 		}
+		return benchcmp.Check("photo bytes", len(e.Photo0)+len(e.Photo1)+len(e.Photo2)+len(e.Photo3), len(pic))
+	}}
+	b.Run("get=lazy", func(b *testing.B) {
+		benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
+			benchcmp.Side{Name: "lazy", Op: func(int) error {
+				_, err := store.Get(ctx, "Sales", "000123", nil)
+				return err
+			}}, inlineRead)
 	})
-	b.Run("impl=largeentity-eager", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			e, err := store.Get(ctx, "Sales", "000123", &largeentity.GetOptions{Eager: true})
-			if err != nil || len(e.Photo.Bytes()) != len(pic) {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("impl=naive-inline", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := naive.Get(ctx, "Sales", "000124"); err != nil {
-				b.Fatal(err)
-			}
-		}
+	b.Run("get=eager", func(b *testing.B) {
+		benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
+			benchcmp.Side{Name: "eager", Op: func(int) error {
+				e, err := store.Get(ctx, "Sales", "000123", &largeentity.GetOptions{Eager: true})
+				if err != nil {
+					return err
+				}
+				return benchcmp.Check("photo bytes", len(e.Photo.Bytes()), len(pic))
+			}}, inlineRead)
 	})
 }
 
 // BenchmarkUpdatePhoto replaces a 200 KiB photo: the Store's read, upload, conditional
-// write and old-blob delete, against a naive upsert of the inline entity.
+// write and old-blob delete, against a naive upsert of the inline entity, alternated
+// operation by operation in one run (benchcmp).
 func BenchmarkUpdatePhoto(b *testing.B) {
-	ctx, store, naive := benchBed(b)
+	ctx, ctr, store, naive := benchBed(b)
 	pics := [][]byte{photo(2, 200<<10), photo(3, 200<<10)}
 	if err := store.Insert(ctx, employee("000123", pics[0])); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("impl=largeentity", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			if err := store.Upsert(ctx, employee("000123", pics[i%2])); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("impl=naive-inline", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			if err := naive.Upsert(ctx, inline("000124", pics[i%2]), nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
+		benchcmp.Side{Name: "largeentity", Op: func(i int) error {
+			return store.Upsert(ctx, employee("000123", pics[i%2]))
+		}},
+		benchcmp.Side{Name: "inline", Op: func(i int) error {
+			return naive.Upsert(ctx, inline("000124", pics[i%2]), nil)
+		}})
 }
