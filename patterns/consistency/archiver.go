@@ -90,6 +90,8 @@ type Archiver struct {
 	// clock, when set (by tests), replaces the package clock for this archiver: a
 	// worker whose clock differs from the others'.
 	clock func() time.Time
+	// recentLimit, when set (by tests), replaces MaxRecentWrites.
+	recentLimit int
 }
 
 // New returns an Archiver over clients (from account.NewClients). It sends nothing.

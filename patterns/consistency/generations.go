@@ -333,7 +333,7 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 		}
 		// Last-Modified is the service's clock; olderThan (an hour or more) dwarfs the skew.
 		for g, modified := range data {
-			if manifests[g] || time.Since(modified) < olderThan {
+			if manifests[g] || a.now().Sub(modified) < olderThan {
 				continue
 			}
 			name := dataBlobIn(f, g)

@@ -490,13 +490,21 @@ func versionDigest(pk, rk, etag string) [sha256.Size]byte {
 	return d
 }
 
-// add records one version; more than MaxRecentWrites is ErrNotSealed.
-func (r recentSet) add(table, pk, rk, etag string) error {
+// add records one version; more than max (MaxRecentWrites) is ErrNotSealed.
+func (r recentSet) add(max int, table, pk, rk, etag string) error {
 	r[versionDigest(pk, rk, etag)] = struct{}{}
-	if len(r) > MaxRecentWrites {
-		return fmt.Errorf("%w: table %s: more than %d entities were written within the clock skew of its export: it is not quiet; archive it later", ErrNotSealed, table, MaxRecentWrites)
+	if len(r) > max {
+		return fmt.Errorf("%w: table %s: more than %d entities were written within the clock skew of its export: it is not quiet; archive it later", ErrNotSealed, table, max)
 	}
 	return nil
+}
+
+// maxRecent is MaxRecentWrites (tests lower it).
+func (a *Archiver) maxRecent() int {
+	if a.recentLimit > 0 {
+		return a.recentLimit
+	}
+	return MaxRecentWrites
 }
 
 // sealState is why a table may be archived, and for a period table the latest
@@ -550,7 +558,7 @@ func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity
 		}
 		addVersion(h, e.PartitionKey, e.RowKey, e.ETag)
 		if recent != nil && !e.Timestamp.Before(since) {
-			if err := recent.add(t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
+			if err := recent.add(a.maxRecent(), t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
 				return err
 			}
 		}
@@ -631,7 +639,7 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 		}
 		addVersion(x.versions, e.PartitionKey, e.RowKey, e.ETag)
 		if !e.Timestamp.Before(x.since) {
-			if err := x.recent.add(t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
+			if err := x.recent.add(a.maxRecent(), t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
 				return err
 			}
 		}
