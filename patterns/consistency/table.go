@@ -69,8 +69,8 @@ type ArchiveTableJob struct {
 const (
 	// GenerationLatest restores the latest generation (the default, "").
 	GenerationLatest = ""
-	// GenerationAll restores every generation, oldest first, so that a later copy of an
-	// entity replaces an earlier one.
+	// GenerationAll restores every generation, oldest first (in the order of
+	// Generations), so that a later copy of an entity replaces an earlier one.
 	GenerationAll = "all"
 )
 
@@ -160,12 +160,12 @@ func manifestBlobIn(folder, generation string) string {
 	return folder + "/" + generation + "/manifest.json"
 }
 
-// generationLayout is the time part of a generation name; names sort as their exports
-// began (then by their random suffix).
+// generationLayout is the time part of a generation name: when its export began, by the
+// exporter's clock. It does not order generations (Manifest.CheckedAt does), except
+// those written by earlier versions, which have no CheckedAt.
 const generationLayout = "20060102T150405.0000000Z"
 
-// newGeneration names a new export that begins at t: unique (a random suffix), and
-// sortable by time.
+// newGeneration names a new export that begins at t: unique (a random suffix).
 func newGeneration(t time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
