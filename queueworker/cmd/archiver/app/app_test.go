@@ -272,6 +272,8 @@ func TestBadJobsExitTwoBeforeAnyRequest(t *testing.T) {
 		{"enqueue", "restore-table", "-table", "Current", "-container", "cold", "-generation", "../x"},
 		{"enqueue", "archive-periods", "-prefix", "SignIns", "-period", "daily", "-before", tomorrow, "-container", "cold"},
 		{"enqueue", "archive-periods", "-prefix", "SignIns", "-period", "hourly", "-before", recent, "-container", "cold"},
+		{"sweep", "-table", "Current", "-container", "cold", "-older-than", "10m"}, // a running export's data
+		{"sweep", "-container", "cold"},
 	} {
 		code, _, stderr := archiverAt(t, unreachable, args...)
 		if code != app.ExitUsage {
