@@ -71,3 +71,47 @@ func TestAttackWeeklyTableArchivedAsDaily(t *testing.T) {
 		t.Fatal("a wrong period claim is retried")
 	}
 }
+
+// The same wrong claim on the rerun path: an earlier export (operator-sealed, table
+// kept) already holds the table exactly, so the job does not export again; its rescan
+// must still check the claim against the Timestamps, and refuse.
+func TestWrongPeriodClaimRefusedOnTheRerunPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	a, err := New(b.clients, &Options{Retry: fastRetry(), SealGrace: time.Minute, ClockSkew: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "R" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return 'X'
+	}, testenv.QueueName(t)[:10])
+	day, err := periodtable.Scheme{Prefix: prefix, Period: periodtable.Daily}.TableFor(time.Now().Add(-72 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillTable(t, b, day.Name, 10, "a") // written now, days after the day
+	t.Cleanup(func() {
+		if tb, err := repo.New[codec.Entity](b.clients.Tables, day.Name, nil); err == nil {
+			_ = tb.DeleteTable(t.Context())
+		}
+	})
+	container := testenv.ContainerName(t)
+	first, err := a.ArchiveTable(b.ctx, ArchiveTableJob{Table: day.Name, Container: container, Sealed: true, KeepTable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.ArchiveTable(b.ctx, ArchiveTableJob{Table: day.Name, Container: container, PeriodPrefix: prefix, Period: "daily"})
+	if !errors.Is(err, ErrNotSealed) {
+		t.Fatalf("period job on a table written after its day (rerun path): %v, want ErrNotSealed", err)
+	}
+	if gens, err := a.Generations(b.ctx, container, day.Name); err != nil || len(gens) != 1 || gens[0] != first.Manifest.Generation {
+		t.Fatalf("generations %v (%v), want only the operator's", gens, err)
+	}
+	tb, _ := repo.New[codec.Entity](b.clients.Tables, day.Name, nil)
+	if ok, err := tb.Exists(b.ctx); !ok || err != nil {
+		t.Fatalf("table deleted (%v)", err)
+	}
+}
