@@ -33,8 +33,11 @@ const ManifestFormat = "tablepatterns/table-export/v1"
 // The errors that make a table job a permanent failure: the worker handlers move such a
 // message to the poison queue at once (queueworker.Cancel) instead of retrying it.
 var (
-	// ErrNotSealed: the table may still be written (its period has not ended more than
-	// the grace period ago, and the job does not declare it sealed). Nothing was sent.
+	// ErrNotSealed: the table may still be written: its period has not ended more than
+	// the grace period ago and the job does not declare it sealed (nothing was sent), or
+	// it holds an entity written after the claimed period ended (+ grace and clock
+	// skew), or more than MaxRecentWrites entities written within ClockSkew of the
+	// export (nothing deleted).
 	ErrNotSealed = errors.New("consistency: the table is not sealed (it may still be written)")
 	// ErrTableChanged: the table was written during its export (an entity with a
 	// Timestamp at or after the export began, or a different count): a writer exists
@@ -50,7 +53,8 @@ var (
 //
 // Only sealed tables are archived, tables that can no longer be written: either a
 // periodtable period table (PeriodPrefix and Period name its scheme) whose period ended
-// more than Options.SealGrace + Options.ClockSkew ago, or a table the operator declares
+// more than Options.SealGrace + Options.ClockSkew ago (and none of whose entities was
+// written after that: checked during the export), or a table the operator declares
 // Sealed ("I guarantee that nothing writes this table any more"). Anything else is
 // refused with ErrNotSealed before any request.
 type ArchiveTableJob struct {
