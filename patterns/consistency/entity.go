@@ -400,8 +400,21 @@ func ptrTo[T any](v T) *T { return &v }
 // ReadArchivedEntity reads an entity archived to a blob container: the blob
 // EntityBlobName names, or else a copy an earlier version wrote (see EntityBlobName).
 //
-// Errors: ErrNotFound, ErrTransient, *repo.Error, and codec's decode errors.
+// Errors: ErrInvalidInput (nothing sent), ErrNotFound, ErrTransient, *repo.Error, and
+// codec's decode errors.
 func (a *Archiver) ReadArchivedEntity(ctx context.Context, container, table, pk, rk string) (*codec.Entity, error) {
+	if err := codec.ValidateContainerName(container); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateTableName(table); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return nil, err
+	}
 	body, err := a.downloadEntity(ctx, container, EntityBlobName(table, pk, rk), pk, rk)
 	if errors.Is(err, errs.ErrNotFound) {
 		var names []string

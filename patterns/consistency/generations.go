@@ -58,9 +58,15 @@ func (a *Archiver) Generations(ctx context.Context, container, table string) ([]
 // ReadManifest reads the manifest of the latest generation of table's export in
 // container (see Generations for the order).
 //
-// Errors: ErrNotFound when there is no complete export, ErrArchiveCorrupt for a manifest
-// this package did not write, ErrTransient, *repo.Error.
+// Errors: ErrInvalidInput (nothing sent), ErrNotFound when there is no complete export,
+// ErrArchiveCorrupt for a manifest this package did not write, ErrTransient, *repo.Error.
 func (a *Archiver) ReadManifest(ctx context.Context, container, table string) (Manifest, error) {
+	if err := codec.ValidateTableName(table); err != nil {
+		return Manifest{}, err
+	}
+	if err := codec.ValidateContainerName(container); err != nil {
+		return Manifest{}, err
+	}
 	gens, err := a.listGenerations(ctx, container, table)
 	if err != nil {
 		return Manifest{}, err
@@ -151,6 +157,9 @@ func nextKey(checked time.Time, gens []generation) time.Time {
 // canonical one first. It lists the names that start with the table's first letter, in
 // both cases, one level deep.
 func (a *Archiver) tableFolders(ctx context.Context, cont, table string) ([]string, error) {
+	if table == "" {
+		return nil, errs.Invalid("table", "is empty")
+	}
 	cc := a.blobs().ServiceClient().NewContainerClient(cont)
 	first := table[:1]
 	var found []string
