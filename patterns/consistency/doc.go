@@ -58,7 +58,8 @@
 // and each must be one the export holds (at most MaxRecentWrites such entities, 32 bytes
 // each; more is ErrNotSealed: the table is not quiet). A changed table is
 // ErrTableChanged: nothing is deleted, the job is not retried. The remaining window is
-// that last query to the delete (milliseconds), and writes whose Timestamp is more than
+// from the start of that last query, through one listing of the generations, to the
+// delete (milliseconds on a quiet table), and writes whose Timestamp is more than
 // ClockSkew behind the archiver's clock.
 //
 // Each export is an immutable generation: its data blob and manifest have a unique name

@@ -313,8 +313,9 @@ func (j RestoreTableJob) Validate() error {
 // A changed table is ErrTableChanged: nothing is deleted, and the generation written
 // (if any) stays, complete and correct for what it held at its CheckedAt. A table
 // re-created after its archive is archived as a new generation beside the earlier ones,
-// never over it. The remaining window: an insert or update accepted between the query
-// of 6 and the delete is lost with the table, as is one whose Timestamp is more than
+// never over it. The remaining window: an insert or update accepted between the start
+// of the query of 6 and the delete (that query, then one listing of the generations) is
+// lost with the table, as is one whose Timestamp is more than
 // ClockSkew behind the archiver's clock; a delete during the export leaves the deleted
 // entity in the archive. Sealed tables have no writers, so none is expected. More than
 // MaxRecentWrites entities written within ClockSkew of the export is ErrNotSealed (the
