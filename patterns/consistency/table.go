@@ -303,7 +303,7 @@ func (j RestoreTableJob) Validate() error {
 //     must be one the export holds, with the same ETag; then list the generations again:
 //     the one the table is deleted after must be the latest. If another one has become
 //     the latest (a concurrent duplicate, or another worker's clock), go back to 3
-//     (at most twice; then ErrTableChanged).
+//     (at most twice; then an error that lets the job run again later).
 //
 // For a period table (not Sealed), every entity's Timestamp must also be at or before
 // the claimed period's end + SealGrace + ClockSkew: a later one proves that writers
@@ -346,7 +346,9 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 		}
 		a.opts.Logger.Info("a later generation appeared before the delete: checking it", zap.String("table", job.Table), zap.Int("round", round+1))
 	}
-	return TableReport{}, fmt.Errorf("%w: table %s: other generations kept appearing before the delete (concurrent exports of a changing table): not deleted", ErrTableChanged, job.Table)
+	// Concurrent duplicates kept adding generations: not a proof of a writer. A
+	// redelivery finds the table deleted by one of them, or checks it again.
+	return TableReport{}, fmt.Errorf("consistency: table %s: other generations kept appearing before the delete (concurrent exports): not deleted yet", job.Table)
 }
 
 // archiveRound runs steps 2 to 6 of ArchiveTable once; done is false when another
