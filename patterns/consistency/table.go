@@ -341,13 +341,20 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 	}
 	for round := 0; round < 3; round++ {
 		rep, done, err := a.archiveRound(ctx, t, job, seal)
+		if isTableNotFound(err) {
+			// Deleted under this run (by a concurrent duplicate, after the latest
+			// generation): look again.
+			a.opts.Logger.Info("the table was deleted during the job: looking again", zap.String("table", job.Table), zap.Int("round", round+1))
+			continue
+		}
 		if err != nil || done {
 			return rep, err
 		}
 		a.opts.Logger.Info("a later generation appeared before the delete: checking it", zap.String("table", job.Table), zap.Int("round", round+1))
 	}
-	// Concurrent duplicates kept adding generations: not a proof of a writer. A
-	// redelivery finds the table deleted by one of them, or checks it again.
+	// Concurrent duplicates kept adding generations (or deleting the table under this
+	// run): not a proof of a writer. A redelivery finds the table deleted by one of
+	// them, or checks it again.
 	return TableReport{}, fmt.Errorf("consistency: table %s: other generations kept appearing before the delete (concurrent exports): not deleted yet", job.Table)
 }
 
