@@ -224,3 +224,47 @@ func TestArchiveTableConcurrentDuplicatesDelete(t *testing.T) {
 		t.Fatalf("restore of the latest: %d entities (%v), want 300", len(got), err)
 	}
 }
+
+// A rerun after a stop between the manifest and the delete finds that the latest
+// generation holds the table (its Versions match) and goes straight to the delete. The
+// data blob of that generation was damaged meanwhile: deleting the table on its strength
+// would lose everything (restore then fails as corrupt). The rerun reads the data first,
+// and exports the table again when it does not match.
+func TestRerunReadsTheLatestDataBeforeTheDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	name := b.current.Name()
+	fillTable(t, b, name, 120, "a")
+	job := ArchiveTableJob{Table: name, Container: container, Sealed: true}
+	d1 := b.another(t)
+	var first Manifest
+	d1.step = func(_, s string) error {
+		if s == "manifest" {
+			return errCrash
+		}
+		return nil
+	}
+	if _, err := d1.ArchiveTable(b.ctx, job); !errors.Is(err, errCrash) {
+		t.Fatalf("first run: %v", err)
+	}
+	m, err := b.a.ReadManifest(b.ctx, container, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first = m
+	if _, err := b.clients.Blobs.UploadBuffer(b.ctx, container, first.DataBlob, gzipBytes(t, []byte("{}\n")), &azblob.UploadBufferOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := b.a.ArchiveTable(b.ctx, job)
+	if err != nil || rep.Outcome != OutcomeMoved || rep.Manifest.Generation == first.Generation {
+		t.Fatalf("rerun: %+v %v; want a new generation", rep, err)
+	}
+	target := b.archive
+	if _, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: name, Container: container, Target: target.Name()}); err != nil {
+		t.Fatalf("restore of the latest: %v", err)
+	}
+	if got, err := target.Collect(b.ctx, repo.Query{}); err != nil || len(got) != 120 {
+		t.Fatalf("restored %d entities (%v), want 120", len(got), err)
+	}
+}

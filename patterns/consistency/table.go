@@ -288,8 +288,8 @@ func (j RestoreTableJob) Validate() error {
 //  2. if the table is gone: OutcomeAlreadyArchived when a generation exists, else
 //     OutcomeMissing;
 //  3. if the latest generation already holds the table exactly as it is (a run that
-//     stopped after its manifest: the versions of the table hash to its Versions), go
-//     to 6;
+//     stopped after its manifest: the versions of the table hash to its Versions) and
+//     its data matches its manifest, go to 6;
 //  4. stream every entity into a data blob under a new generation's name, hashing the
 //     (PartitionKey, RowKey, ETag) of each and keeping the versions of the entities
 //     whose Timestamp is at or after the export's start minus ClockSkew; read the blob
@@ -394,6 +394,17 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 		err := a.checkVersions(ctx, t, m, seal, checkFrom.Add(-a.opts.ClockSkew), recent)
 		if err != nil && !errors.Is(err, ErrTableChanged) {
 			return TableReport{}, true, err
+		}
+		if err == nil {
+			// The table is deleted on the strength of that export: read it (another
+			// process wrote it, and the container is not this run's to trust).
+			err = a.verifyData(ctx, job.Container, m)
+			if errors.Is(err, ErrArchiveCorrupt) {
+				a.opts.Logger.Warn("the latest generation does not match its manifest: exporting the table again",
+					zap.String("table", job.Table), zap.String("generation", m.Generation), errs.LogField(err))
+			} else if err != nil {
+				return TableReport{}, true, err
+			}
 		}
 		held = err == nil
 	}
