@@ -67,14 +67,21 @@
 // table re-created after its archive (a late write) is archived beside the earlier
 // generation, never over it. Generations are ordered by Manifest.CheckedAt, the start of
 // the last rescan that proved the table held exactly that export, raised above the
-// CheckedAt of every generation the exporter listed after that rescan; the table is
-// deleted only after the latest generation (if another became the latest meanwhile, the
-// job checks the table against that one, or exports again). Clock skew between workers:
-// a generation always orders after every generation its exporter saw, so a re-created
-// table's export orders after the earlier table's whatever the clocks; two exports of
-// one table that run at the same time and cannot see each other's manifest order by
-// their clocks, and if the wrong one wins, the latest-generation rule keeps the table
-// (nothing is deleted unless the latest generation holds it). RestoreTable restores the
+// CheckedAt of every generation the exporter listed just before that rescan (whose
+// checks came first); the table is deleted only after the latest generation (if another
+// became the latest meanwhile, the job checks the table against that one, or exports
+// again). Clock skew between workers: a generation always orders after every generation
+// that existed when its check began, so a re-created table's export orders after the
+// earlier table's whatever the clocks, and exports on one clock order as their checks
+// began. The remaining case: two exports of one table running at once, neither seeing
+// the other's manifest, on clocks that differ by more than the time between their
+// checks, with a write between those checks: the older export can sort as latest. The
+// job holding it fails its own check (the write is newer than its export) and deletes
+// nothing, and if its manifest appears before the other job's last listing that one
+// does not delete either; if it appears after, the table is deleted and "latest" gives
+// the older version of the written entity (all generations still hold the write).
+// Sealed tables have no writers, so this takes a writer, a duplicate job and skew at
+// once. RestoreTable restores the
 // latest generation, a chosen one, or all of them merged in that order; it snapshots and
 // verifies every chosen export whole against its manifest before it writes anything
 // (ErrArchiveCorrupt is permanent), and writes from the snapshots it verified. Exports

@@ -113,9 +113,9 @@ type Manifest struct {
 	// CheckedAt orders the generations of a table (RFC 3339, nanoseconds): when the
 	// last check before this manifest began, the rescan of keys and ETags that proved
 	// the table held exactly this export, by the archiver's clock, raised above the
-	// CheckedAt of every generation of the table listed after that check (so a slower
-	// clock still orders after what it saw). Manifests without it (earlier versions)
-	// order by their generation name's time.
+	// CheckedAt of every generation of the table listed just before that check (so a
+	// slower clock still orders after what it saw). Manifests without it (earlier
+	// versions) order by their generation name's time.
 	CheckedAt  string `json:"checkedAt,omitempty"`
 	ExportedAt string `json:"exportedAt"`
 	// Sealed says why the table was archivable: "period" or "operator".
@@ -294,8 +294,8 @@ func (j RestoreTableJob) Validate() error {
 //     (PartitionKey, RowKey, ETag) of each and keeping the versions of the entities
 //     whose Timestamp is at or after the export's start minus ClockSkew; read the blob
 //     back and check it;
-//  5. scan the table's keys and ETags again: the same hash (any insert, update or
-//     delete since the export read it changes it); list the generations and create the
+//  5. list the generations; scan the table's keys and ETags again: the same hash (any
+//     insert, update or delete since the export read it changes it); create the
 //     manifest with If-None-Match: *, its CheckedAt the start of that scan (raised above
 //     every CheckedAt listed, see Manifest.CheckedAt);
 //  6. immediately before DeleteTable, query the entities with a Timestamp at or after
@@ -473,17 +473,18 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 	if err := a.verifyData(ctx, job.Container, m); err != nil {
 		return Manifest{}, nil, err
 	}
+	// Order after every generation that exists before the check begins (one a
+	// concurrent duplicate wrote while this export ran, or one made by a clock that runs
+	// ahead): their checks came first. A manifest written later may hold newer data.
+	gens, err := a.listGenerations(ctx, job.Container, job.Table)
+	if err != nil {
+		return Manifest{}, nil, err
+	}
 	checked := a.now().UTC()
 	if err := a.checkVersions(ctx, t, m, seal, time.Time{}, nil); err != nil {
 		return Manifest{}, nil, err
 	}
 	if err := a.after("archive-table", "checked"); err != nil {
-		return Manifest{}, nil, err
-	}
-	// Order after every generation that exists now (a concurrent duplicate that wrote
-	// its manifest while this export ran, or one made by a clock that runs ahead).
-	gens, err := a.listGenerations(ctx, job.Container, job.Table)
-	if err != nil {
 		return Manifest{}, nil, err
 	}
 	m.CheckedAt = nextKey(checked, gens).Format(time.RFC3339Nano)
