@@ -268,3 +268,49 @@ func TestRerunReadsTheLatestDataBeforeTheDelete(t *testing.T) {
 		t.Fatalf("restored %d entities (%v), want 120", len(got), err)
 	}
 }
+
+// The floor of CheckedAt counts only the generations whose checks came first. Delivery A
+// passes its rescan (v1) and stops there; the entity becomes v2; delivery B exports v2,
+// writes its manifest and deletes the table; A's manifest then lands. Raised above B's
+// (which A would see if it listed after its rescan), A's stale export would be "latest";
+// A's check began before B's, so it must order first.
+func TestAttackStaleExportNotRaisedAboveLaterCheck(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	name := b.current.Name()
+	fillTable(t, b, name, 50, "a")
+	job := ArchiveTableJob{Table: name, Container: container, Sealed: true}
+	da := b.another(t)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	da.step = func(_, s string) error {
+		if s == "checked" {
+			once.Do(func() { close(paused); <-resume })
+		}
+		return nil
+	}
+	doneA := make(chan error, 1)
+	go func() { _, err := da.ArchiveTable(b.ctx, job); doneA <- err }()
+	<-paused
+	if err := b.current.Update(b.ctx, &codec.Entity{PartitionKey: "user00", RowKey: "a00000", Properties: map[string]any{"Tag": "v2"}}, &repo.UpdateOptions{Unconditional: true}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := b.a.ArchiveTable(b.ctx, job); err != nil || rep.Outcome != OutcomeMoved {
+		t.Fatalf("B: %+v %v", rep, err)
+	}
+	close(resume)
+	if err := <-doneA; err != nil && !errors.Is(err, ErrTableChanged) {
+		t.Fatalf("A: %v", err)
+	}
+	gens, _ := b.a.Generations(b.ctx, container, name)
+	t.Logf("generations: %v", gens)
+	target := b.archive
+	if _, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: name, Container: container, Target: target.Name()}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := target.Get(b.ctx, "user00", "a00000")
+	if err != nil || got.Properties["Tag"] != "v2" {
+		t.Fatalf("restore latest gives Tag=%v (%v); want v2, what the table held when B deleted it", got.Properties["Tag"], err)
+	}
+}
