@@ -92,6 +92,11 @@ type Archiver struct {
 	// step, when set (by tests), is called after each step of a job; an error stops the
 	// job there, as a crash would.
 	step func(job, step string) error
+	// clock, when set (by tests), replaces the package clock for this archiver: a
+	// worker whose clock differs from the others'.
+	clock func() time.Time
+	// recentLimit, when set (by tests), replaces MaxRecentWrites.
+	recentLimit int
 }
 
 // New returns an Archiver over clients (from account.NewClients). It sends nothing.
@@ -190,5 +195,13 @@ func (a *Archiver) createContainer(ctx context.Context, name string) error {
 	})
 }
 
-// now is the archiver's clock (tests keep the real one).
+// now is the archivers' clock (tests keep the real one).
 var now = time.Now
+
+// now is this archiver's clock.
+func (a *Archiver) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return now()
+}

@@ -56,7 +56,7 @@ func TestAttackArchiveTableDuplicatesHeldAtManifest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.a.verifyData(b.ctx, container, m); err != nil {
+		if err := b.a.verifyData(b.ctx, container, m); err != nil {
 			t.Fatalf("generation %s: %v", g, err)
 		}
 	}

@@ -47,22 +47,47 @@
 // Options.SealGrace + Options.ClockSkew ago (its writers, through periodtable with
 // SealAfter set, refuse to write it or re-create it), or a table the job declares Sealed
 // (the operator guarantees that no writer is left). Anything else is ErrNotSealed before
-// any request. Change is detected exactly, not by counts: the export hashes the
-// (PartitionKey, RowKey, ETag) of every entity; before the manifest the table is scanned
-// again and must hash the same (any insert, update or delete changes it); immediately
-// before DeleteTable the entities with a Timestamp at or after the export's start minus
-// ClockSkew are queried, and each must be one the export holds. A changed table is
+// any request. The period a job claims is checked against the data too: Daily and Weekly
+// stamps look alike, so an entity whose Timestamp is after the claimed end + SealGrace +
+// ClockSkew proves that writers still write the table (ErrNotSealed, nothing deleted;
+// a table filled later on purpose, a backfill, is archived with Sealed). Change is
+// detected exactly, not by counts: the export hashes the (PartitionKey, RowKey, ETag) of
+// every entity; before the manifest the table is scanned again and must hash the same
+// (any insert, update or delete changes it); immediately before DeleteTable the
+// entities with a Timestamp at or after the export's start minus ClockSkew are queried,
+// and each must be one the export holds (at most MaxRecentWrites such entities, 32 bytes
+// each; more is ErrNotSealed: the table is not quiet). A changed table is
 // ErrTableChanged: nothing is deleted, the job is not retried. The remaining window is
-// that last query to the delete (milliseconds), and writes whose Timestamp is more than
+// from the start of that last query, through one listing of the generations, to the
+// delete (milliseconds on a quiet table), and writes whose Timestamp is more than
 // ClockSkew behind the archiver's clock.
 //
 // Each export is an immutable generation: its data blob and manifest have a unique name
-// (<table>/<generation>/...) and are created with If-None-Match, so a table re-created
-// after its archive (a late write) is archived beside the earlier generation, never over
-// it. RestoreTable restores the latest generation, a chosen one, or all of them merged
-// oldest first; it verifies every chosen export whole against its manifest before it
-// writes anything (ErrArchiveCorrupt is permanent) and reads it again If-Match the ETag
-// it verified.
+// (<table in lower case>/<generation>/...) and are created with If-None-Match, so a
+// table re-created after its archive (a late write) is archived beside the earlier
+// generation, never over it. Generations are ordered by Manifest.CheckedAt, the start of
+// the last rescan that proved the table held exactly that export, raised above the
+// CheckedAt of every generation the exporter listed just before that rescan (whose
+// checks came first); the table is deleted only after the latest generation (if another
+// became the latest meanwhile, the job checks the table against that one, or exports
+// again). Clock skew between workers: a generation always orders after every generation
+// that existed when its check began, so a re-created table's export orders after the
+// earlier table's whatever the clocks, and exports on one clock order as their checks
+// began. The remaining case: two exports of one table running at once, neither seeing
+// the other's manifest, on clocks that differ by more than the time between their
+// checks, with a write between those checks: the older export can sort as latest. The
+// job holding it fails its own check (the write is newer than its export) and deletes
+// nothing, and if its manifest appears before the other job's last listing that one
+// does not delete either; if it appears after, the table is deleted and "latest" gives
+// the older version of the written entity (all generations still hold the write).
+// Sealed tables have no writers, so this takes a writer, a duplicate job and skew at
+// once. RestoreTable restores the
+// latest generation, a chosen one, or all of them merged in that order; it snapshots and
+// verifies every chosen export whole against its manifest before it writes anything
+// (ErrArchiveCorrupt is permanent), and writes from the snapshots it verified. Exports
+// written by earlier versions (the job's spelling of the table as folder, entity blobs
+// with path-escaped keys) are still found. An export that fails before its manifest
+// deletes its data blob; SweepAbortedExports removes what a killed process leaves.
 //
 // Manifests, recorded versions, generation names and messages are read back as untrusted
 // input: a manifest must name the data blob this package gives its generation, and the
@@ -80,7 +105,10 @@
 // SourceTimestampProperty (blob metadata for a blob copy), so a source entity with more
 // than 250 custom properties cannot be archived to a table. A table export reads the table
 // once to export it and twice more (a keys-only scan, and a Timestamp query), writes two
-// blobs, reads the data blob back to verify it, and deletes the table with one request.
+// blobs, reads the data blob back to verify it, lists the table's generations three
+// times (two top-level listings, one listing per folder and one read per manifest each),
+// and deletes the table with one request. A restore adds one snapshot per generation
+// and its deletion.
 //
 // # Data fidelity
 //

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,14 +72,41 @@ func (j ArchiveEntityJob) Validate() error {
 }
 
 // EntityBlobName is the name of the blob an entity is archived to:
-// <table>/<PartitionKey>/<RowKey>.json, one partition per virtual folder. Each key is
-// escaped byte by byte: ASCII letters, digits, '-', '_' and '~' are kept, every other byte
-// (the '.' included) becomes %XX. So no key can produce a segment of its own choosing
-// ("." or "..", an empty segment, a '/', a trailing dot): a name has exactly three
-// segments, and the escaping is reversible (two key pairs never share a name). Every
-// valid key is accepted; Validate refuses only names over MaxBlobNameBytes.
+// <table>/<PartitionKey>/<RowKey>.json, one partition per virtual folder. The table name
+// is in lower case (table names are case-insensitive: every spelling of one table names
+// one blob). Each key is escaped byte by byte: ASCII letters, digits, '-', '_' and '~'
+// are kept, every other byte (the '.' included) becomes %XX. So no key can produce a
+// segment of its own choosing ("." or "..", an empty segment, a '/', a trailing dot): a
+// name has exactly three segments, and the escaping is reversible (two key pairs never
+// share a name). Every valid key is accepted; Validate refuses only names over
+// MaxBlobNameBytes. Copies written by earlier versions (the table as the job spelled it,
+// keys path-escaped) are still found by ReadArchivedEntity and by a move that finds its
+// source gone.
 func EntityBlobName(table, pk, rk string) string {
-	return table + "/" + escapeSegment(pk) + "/" + escapeSegment(rk) + ".json"
+	return tableFolder(table) + "/" + escapeSegment(pk) + "/" + escapeSegment(rk) + ".json"
+}
+
+// legacyEntityBlobNames are the names earlier versions gave the copy of (pk, rk) of
+// table in the folders that spell the table's name (folders, from tableFolders): the
+// folder as spelled, with the keys path-escaped or escaped as EntityBlobName does. A
+// PartitionKey that path-escapes to "." or ".." is left out (such a segment is not
+// addressed as written).
+func legacyEntityBlobNames(table string, folders []string, pk, rk string) []string {
+	canonical := EntityBlobName(table, pk, rk)
+	var out []string
+	for _, f := range folders {
+		for _, esc := range []func(string) string{escapeSegment, url.PathEscape} {
+			p := esc(pk)
+			if p == "." || p == ".." {
+				continue
+			}
+			name := f + "/" + p + "/" + esc(rk) + ".json"
+			if name != canonical && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // escapeSegment percent-escapes every byte of s outside [A-Za-z0-9_~-].
@@ -177,6 +206,16 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 		}
 		if tgt.exists {
 			return OutcomeAlreadyArchived, nil
+		}
+		if job.TargetContainer != "" {
+			// A copy an earlier version wrote under another name (EntityBlobName).
+			old, err := a.legacyCopyExists(ctx, job)
+			if err != nil {
+				return "", err
+			}
+			if old {
+				return OutcomeAlreadyArchived, nil
+			}
 		}
 		return OutcomeMissing, nil
 	}
@@ -308,7 +347,11 @@ func (a *Archiver) readTarget(ctx context.Context, job ArchiveEntityJob) (copySt
 		s, _ := e.Properties[SourceETagProperty].(string)
 		return copyState{exists: true, etag: e.ETag, sourceETag: s}, nil
 	}
-	name := EntityBlobName(job.Source, job.PartitionKey, job.RowKey)
+	return a.blobState(ctx, job, EntityBlobName(job.Source, job.PartitionKey, job.RowKey))
+}
+
+// blobState reads the state of the blob copy name.
+func (a *Archiver) blobState(ctx context.Context, job ArchiveEntityJob, name string) (copyState, error) {
 	var st copyState
 	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "blob properties", Resource: job.TargetContainer}, func(ctx context.Context, _ int) error {
 		resp, err := a.blobs().ServiceClient().NewContainerClient(job.TargetContainer).NewBlobClient(name).GetProperties(ctx, nil)
@@ -354,23 +397,81 @@ func isTableNotFound(err error) bool {
 
 func ptrTo[T any](v T) *T { return &v }
 
-// ReadArchivedEntity reads an entity archived to a blob container.
+// ReadArchivedEntity reads an entity archived to a blob container: the blob
+// EntityBlobName names, or else a copy an earlier version wrote (see EntityBlobName).
 //
-// Errors: ErrNotFound, ErrTransient, *repo.Error, and codec's decode errors.
+// Errors: ErrInvalidInput (nothing sent), ErrNotFound, ErrTransient, *repo.Error, and
+// codec's decode errors.
 func (a *Archiver) ReadArchivedEntity(ctx context.Context, container, table, pk, rk string) (*codec.Entity, error) {
-	name := EntityBlobName(table, pk, rk)
+	if err := codec.ValidateContainerName(container); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateTableName(table); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return nil, err
+	}
+	body, err := a.downloadEntity(ctx, container, EntityBlobName(table, pk, rk), pk, rk)
+	if errors.Is(err, errs.ErrNotFound) {
+		var names []string
+		if names, err = a.legacyEntityCopies(ctx, container, table, pk, rk); err != nil {
+			return nil, err
+		}
+		err = fmt.Errorf("consistency: no archived copy of (%s, %s) of %s in %s: %w", pk, rk, table, container, errs.ErrNotFound)
+		for _, name := range names {
+			if body, err = a.downloadEntity(ctx, container, name, pk, rk); !errors.Is(err, errs.ErrNotFound) {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return codec.DecodeEntity(body)
+}
+
+func (a *Archiver) downloadEntity(ctx context.Context, container, name, pk, rk string) ([]byte, error) {
 	var body []byte
-	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download blob", Resource: container + "/" + name}, func(ctx context.Context, _ int) error {
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download blob", Resource: container}, func(ctx context.Context, _ int) error {
 		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)
 		if err != nil {
 			return errs.Wrap(err, "download blob", container, pk, rk)
 		}
 		defer resp.Body.Close()
-		body, err = io.ReadAll(resp.Body)
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 8<<20)) // an entity is at most 1 MiB
 		return errs.Wrap(err, "download blob", container, pk, rk)
 	})
+	return body, err
+}
+
+// legacyEntityCopies lists the names an earlier version may have given the entity's copy
+// (legacyEntityBlobNames over the table's folders); none when the container is missing.
+func (a *Archiver) legacyEntityCopies(ctx context.Context, container, table, pk, rk string) ([]string, error) {
+	folders, err := a.tableFolders(ctx, container, table)
+	if errors.Is(err, errs.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	return codec.DecodeEntity(body)
+	return legacyEntityBlobNames(table, folders, pk, rk), nil
+}
+
+// legacyCopyExists reports whether a copy written by an earlier version exists.
+func (a *Archiver) legacyCopyExists(ctx context.Context, job ArchiveEntityJob) (bool, error) {
+	names, err := a.legacyEntityCopies(ctx, job.TargetContainer, job.Source, job.PartitionKey, job.RowKey)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range names {
+		st, err := a.blobState(ctx, job, name)
+		if err != nil || st.exists {
+			return st.exists, err
+		}
+	}
+	return false, nil
 }

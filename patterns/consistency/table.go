@@ -1,7 +1,6 @@
 package consistency
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
@@ -12,8 +11,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -36,8 +33,11 @@ const ManifestFormat = "tablepatterns/table-export/v1"
 // The errors that make a table job a permanent failure: the worker handlers move such a
 // message to the poison queue at once (queueworker.Cancel) instead of retrying it.
 var (
-	// ErrNotSealed: the table may still be written (its period has not ended more than
-	// the grace period ago, and the job does not declare it sealed). Nothing was sent.
+	// ErrNotSealed: the table may still be written: its period has not ended more than
+	// the grace period ago and the job does not declare it sealed (nothing was sent), or
+	// it holds an entity written after the claimed period ended (+ grace and clock
+	// skew), or more than MaxRecentWrites entities written within ClockSkew of the
+	// export (nothing deleted).
 	ErrNotSealed = errors.New("consistency: the table is not sealed (it may still be written)")
 	// ErrTableChanged: the table was written during its export (an entity with a
 	// Timestamp at or after the export began, or a different count): a writer exists
@@ -53,7 +53,8 @@ var (
 //
 // Only sealed tables are archived, tables that can no longer be written: either a
 // periodtable period table (PeriodPrefix and Period name its scheme) whose period ended
-// more than Options.SealGrace + Options.ClockSkew ago, or a table the operator declares
+// more than Options.SealGrace + Options.ClockSkew ago (and none of whose entities was
+// written after that: checked during the export), or a table the operator declares
 // Sealed ("I guarantee that nothing writes this table any more"). Anything else is
 // refused with ErrNotSealed before any request.
 type ArchiveTableJob struct {
@@ -72,8 +73,8 @@ type ArchiveTableJob struct {
 const (
 	// GenerationLatest restores the latest generation (the default, "").
 	GenerationLatest = ""
-	// GenerationAll restores every generation, oldest first, so that a later copy of an
-	// entity replaces an earlier one.
+	// GenerationAll restores every generation, oldest first (in the order of
+	// Generations), so that a later copy of an entity replaces an earlier one.
 	GenerationAll = "all"
 )
 
@@ -109,7 +110,14 @@ type Manifest struct {
 	Versions string `json:"versions,omitempty"`
 	// ExportStarted is when the export began (the archiver's clock).
 	ExportStarted string `json:"exportStarted,omitempty"`
-	ExportedAt    string `json:"exportedAt"`
+	// CheckedAt orders the generations of a table (RFC 3339, nanoseconds): when the
+	// last check before this manifest began, the rescan of keys and ETags that proved
+	// the table held exactly this export, by the archiver's clock, raised above the
+	// CheckedAt of every generation of the table listed just before that check (so a
+	// slower clock still orders after what it saw). Manifests without it (earlier
+	// versions) order by their generation name's time.
+	CheckedAt  string `json:"checkedAt,omitempty"`
+	ExportedAt string `json:"exportedAt"`
 	// Sealed says why the table was archivable: "period" or "operator".
 	Sealed string `json:"sealed,omitempty"`
 }
@@ -123,28 +131,45 @@ type TableReport struct {
 }
 
 // DataBlobName is the blob that holds one generation of a table's export: gzip JSON
-// lines, one entity each. The empty generation is the layout of earlier versions.
+// lines, one entity each. Table names are case-insensitive, so the folder is the table
+// name in lower case: every spelling of one table names one folder. (Exports written
+// before that used the job's spelling; Generations and RestoreTable still find them.)
+// The empty generation is the layout of earlier versions.
 func DataBlobName(table, generation string) string {
-	if generation == "" {
-		return table + "/entities.jsonl.gz"
-	}
-	return table + "/" + generation + "/entities.jsonl.gz"
+	return dataBlobIn(tableFolder(table), generation)
 }
 
-// ManifestBlobName is the blob that holds the Manifest of one generation.
+// ManifestBlobName is the blob that holds the Manifest of one generation (lower-case
+// folder, as DataBlobName).
 func ManifestBlobName(table, generation string) string {
-	if generation == "" {
-		return table + "/manifest.json"
-	}
-	return table + "/" + generation + "/manifest.json"
+	return manifestBlobIn(tableFolder(table), generation)
 }
 
-// generationLayout is the time part of a generation name; names sort as their exports
-// began (then by their random suffix).
+// tableFolder is the canonical folder of a table's archives: its name in lower case.
+func tableFolder(table string) string { return strings.ToLower(table) }
+
+// dataBlobIn and manifestBlobIn name a generation's blobs in a given folder (the
+// canonical one, or the spelling an earlier version used).
+func dataBlobIn(folder, generation string) string {
+	if generation == "" {
+		return folder + "/entities.jsonl.gz"
+	}
+	return folder + "/" + generation + "/entities.jsonl.gz"
+}
+
+func manifestBlobIn(folder, generation string) string {
+	if generation == "" {
+		return folder + "/manifest.json"
+	}
+	return folder + "/" + generation + "/manifest.json"
+}
+
+// generationLayout is the time part of a generation name: when its export began, by the
+// exporter's clock. It does not order generations (Manifest.CheckedAt does), except
+// those written by earlier versions, which have no CheckedAt.
 const generationLayout = "20060102T150405.0000000Z"
 
-// newGeneration names a new export that begins at t: unique (a random suffix), and
-// sortable by time.
+// newGeneration names a new export that begins at t: unique (a random suffix).
 func newGeneration(t time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -221,21 +246,21 @@ func (a *Archiver) CheckSealed(j ArchiveTableJob) error {
 }
 
 // checkSealed refuses a table that may still be written, by the archiver's clock.
-func (a *Archiver) checkSealed(j ArchiveTableJob) (string, error) {
+func (a *Archiver) checkSealed(j ArchiveTableJob) (sealState, error) {
 	if j.Sealed {
-		return "operator", nil
+		return sealState{why: "operator"}, nil
 	}
 	pt, err := j.period()
 	if err != nil {
-		return "", err
+		return sealState{}, err
 	}
 	from := pt.End.Add(a.opts.SealGrace + a.opts.ClockSkew)
-	if now().Before(from) {
-		return "", fmt.Errorf("%w: %w", ErrNotSealed, errs.Invalid("table",
+	if a.now().Before(from) {
+		return sealState{}, fmt.Errorf("%w: %w", ErrNotSealed, errs.Invalid("table",
 			"the period of %s ends at %s; it is archived from %s on (grace %v, clock skew %v)",
 			j.Table, pt.End.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339), a.opts.SealGrace, a.opts.ClockSkew))
 	}
-	return "period", nil
+	return sealState{why: "period", writtenBy: from}, nil
 }
 
 // Validate checks the job without sending anything.
@@ -263,29 +288,42 @@ func (j RestoreTableJob) Validate() error {
 //  2. if the table is gone: OutcomeAlreadyArchived when a generation exists, else
 //     OutcomeMissing;
 //  3. if the latest generation already holds the table exactly as it is (a run that
-//     stopped after its manifest: the versions of the table hash to its Versions), go
-//     to 6 (that scan is the last check);
+//     stopped after its manifest: the versions of the table hash to its Versions) and
+//     its data matches its manifest, go to 6;
 //  4. stream every entity into a data blob under a new generation's name, hashing the
-//     (PartitionKey, RowKey, ETag) of each and keeping the ETags of the entities whose
-//     Timestamp is at or after the export's start minus ClockSkew; read the blob back
-//     and check it;
-//  5. scan the table's keys and ETags again: the same hash (any insert, update or
-//     delete since the export read it changes it); then create the manifest with
-//     If-None-Match: *;
+//     (PartitionKey, RowKey, ETag) of each and keeping the versions of the entities
+//     whose Timestamp is at or after the export's start minus ClockSkew; read the blob
+//     back and check it;
+//  5. list the generations; scan the table's keys and ETags again: the same hash (any
+//     insert, update or delete since the export read it changes it); create the
+//     manifest with If-None-Match: *, its CheckedAt the start of that scan (raised above
+//     every CheckedAt listed, see Manifest.CheckedAt);
 //  6. immediately before DeleteTable, query the entities with a Timestamp at or after
-//     the export's start minus ClockSkew: each must be one the export holds, with the
-//     same ETag.
+//     the export's start (on a rerun: the start of the scan of 3) minus ClockSkew: each
+//     must be one the export holds, with the same ETag; then list the generations again:
+//     the one the table is deleted after must be the latest. If another one has become
+//     the latest (a concurrent duplicate, or another worker's clock), go back to 3
+//     (at most twice; then an error that lets the job run again later).
+//
+// For a period table (not Sealed), every entity's Timestamp must also be at or before
+// the claimed period's end + SealGrace + ClockSkew: a later one proves that writers
+// still write the table (a job naming the wrong period scheme: Daily and Weekly stamps
+// look alike), and the job fails with ErrNotSealed, nothing deleted.
 //
 // A changed table is ErrTableChanged: nothing is deleted, and the generation written
-// (if any) stays, complete and correct for what it holds. A table re-created after its
-// archive is archived as a new generation beside the earlier ones, never over it.
-// The remaining window: an insert or update accepted between the query of 6 (the scan
-// of 3 on a rerun) and the delete is lost with the table, as is one whose Timestamp is
-// more than ClockSkew behind the archiver's clock; a delete during the export leaves
-// the deleted entity in the archive. Sealed tables have no writers, so none is expected.
+// (if any) stays, complete and correct for what it held at its CheckedAt. A table
+// re-created after its archive is archived as a new generation beside the earlier ones,
+// never over it. The remaining window: an insert or update accepted between the start
+// of the query of 6 and the delete (that query, then one listing of the generations) is
+// lost with the table, as is one whose Timestamp is more than
+// ClockSkew behind the archiver's clock; a delete during the export leaves the deleted
+// entity in the archive. Sealed tables have no writers, so none is expected. More than
+// MaxRecentWrites entities written within ClockSkew of the export is ErrNotSealed (the
+// table is not quiet: archive it later); the check keeps 32 bytes per such entity.
 //
-// Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrTableChanged,
-// ErrArchiveCorrupt, ErrTransient, *repo.Error.
+// Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotSealed (a Timestamp
+// after the claimed period), ErrTableChanged, ErrArchiveCorrupt, ErrTransient,
+// *repo.Error.
 func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (TableReport, error) {
 	if err := job.Validate(); err != nil {
 		return TableReport{}, err
@@ -293,7 +331,7 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 	if err := a.allowed(job.Table, "", job.Container); err != nil {
 		return TableReport{}, err
 	}
-	why, err := a.checkSealed(job)
+	seal, err := a.checkSealed(job)
 	if err != nil {
 		return TableReport{}, err
 	}
@@ -301,40 +339,81 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 	if err != nil {
 		return TableReport{}, err
 	}
+	for round := 0; round < 3; round++ {
+		rep, done, err := a.archiveRound(ctx, t, job, seal)
+		if isTableNotFound(err) {
+			// Deleted under this run (by a concurrent duplicate, after the latest
+			// generation): look again.
+			a.opts.Logger.Info("the table was deleted during the job: looking again", zap.String("table", job.Table), zap.Int("round", round+1))
+			continue
+		}
+		if err != nil || done {
+			return rep, err
+		}
+		a.opts.Logger.Info("a later generation appeared before the delete: checking it", zap.String("table", job.Table), zap.Int("round", round+1))
+	}
+	// Concurrent duplicates kept adding generations (or deleting the table under this
+	// run): not a proof of a writer. A redelivery finds the table deleted by one of
+	// them, or checks it again.
+	return TableReport{}, fmt.Errorf("consistency: table %s: other generations kept appearing before the delete (concurrent exports): not deleted yet", job.Table)
+}
+
+// archiveRound runs steps 2 to 6 of ArchiveTable once; done is false when another
+// generation became the latest before the delete.
+func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, seal sealState) (TableReport, bool, error) {
 	exists, err := t.Exists(ctx)
 	if err != nil {
-		return TableReport{}, err
+		return TableReport{}, true, err
 	}
-	latest, err := a.latestManifest(ctx, job.Container, job.Table)
+	gens, err := a.listGenerations(ctx, job.Container, job.Table)
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
-		return TableReport{}, err
+		return TableReport{}, true, err
 	}
-	haveLatest := err == nil
+	var latest *generation
+	if len(gens) > 0 {
+		latest = &gens[len(gens)-1]
+	}
 	if !exists {
-		if !haveLatest {
-			return TableReport{Outcome: OutcomeMissing}, nil
+		if latest == nil {
+			return TableReport{Outcome: OutcomeMissing}, true, nil
 		}
-		return TableReport{Outcome: OutcomeAlreadyArchived, Manifest: latest}, nil
+		return TableReport{Outcome: OutcomeAlreadyArchived, Manifest: latest.m}, true, nil
 	}
-	m, fresh := latest, false
 	// The last check before the delete looks for writes since checkFrom (less ClockSkew):
 	// each must be one the archive holds (recent). On a rerun whose latest generation
 	// already holds the table, that is the start of the rescan that proved it: the rescan
 	// alone would leave a window as long as the scan.
-	var recent map[string]string
+	var m Manifest
+	var recent recentSet
 	var checkFrom time.Time
-	held := false
-	if haveLatest && latest.Versions != "" {
-		checkFrom = now().UTC()
-		recent = map[string]string{}
-		held = a.checkVersions(ctx, t, latest, checkFrom.Add(-a.opts.ClockSkew), recent) == nil
+	fresh, held := false, false
+	if latest != nil && latest.m.Versions != "" {
+		m = latest.m
+		checkFrom = a.now().UTC()
+		recent = recentSet{}
+		err := a.checkVersions(ctx, t, m, seal, checkFrom.Add(-a.opts.ClockSkew), recent)
+		if err != nil && !errors.Is(err, ErrTableChanged) {
+			return TableReport{}, true, err
+		}
+		if err == nil {
+			// The table is deleted on the strength of that export: read it (another
+			// process wrote it, and the container is not this run's to trust).
+			err = a.verifyData(ctx, job.Container, m)
+			if errors.Is(err, ErrArchiveCorrupt) {
+				a.opts.Logger.Warn("the latest generation does not match its manifest: exporting the table again",
+					zap.String("table", job.Table), zap.String("generation", m.Generation), errs.LogField(err))
+			} else if err != nil {
+				return TableReport{}, true, err
+			}
+		}
+		held = err == nil
 	}
 	if !held {
 		if err := a.createContainer(ctx, job.Container); err != nil {
-			return TableReport{}, err
+			return TableReport{}, true, err
 		}
-		if m, recent, err = a.exportGeneration(ctx, t, job, why); err != nil {
-			return TableReport{}, err
+		if m, recent, err = a.exportGeneration(ctx, t, job, seal); err != nil {
+			return TableReport{}, true, err
 		}
 		checkFrom, _ = time.Parse(time.RFC3339Nano, m.ExportStarted)
 		fresh = true
@@ -344,46 +423,72 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 		if !fresh {
 			out = OutcomeAlreadyArchived
 		}
-		return TableReport{Outcome: out, Manifest: m}, nil
+		return TableReport{Outcome: out, Manifest: m}, true, nil
 	}
 	if err := a.after("archive-table", "before-delete"); err != nil {
-		return TableReport{}, err
+		return TableReport{}, true, err
 	}
 	if err := a.checkNoNewWrites(ctx, t, checkFrom, recent); err != nil {
-		return TableReport{}, err
+		return TableReport{}, true, err
+	}
+	// The table is deleted after the latest generation only: restore (latest, or all
+	// merged in order) must end with what the table held.
+	if gens, err = a.listGenerations(ctx, job.Container, job.Table); err != nil {
+		return TableReport{}, true, err
+	}
+	if len(gens) == 0 || gens[len(gens)-1].m != m {
+		return TableReport{}, false, nil
 	}
 	if err := t.DeleteTable(ctx); err != nil && !errors.Is(err, errs.ErrNotFound) {
-		return TableReport{}, err
+		return TableReport{}, true, err
 	}
 	a.opts.Logger.Info("table archived", zap.String("table", job.Table), zap.String("container", job.Container),
 		zap.String("generation", m.Generation), zap.Int64("entities", m.Entities), zap.Int64("bytes", m.Bytes), zap.Bool("tableDeleted", true))
-	return TableReport{Outcome: OutcomeMoved, Manifest: m}, nil
+	return TableReport{Outcome: OutcomeMoved, Manifest: m}, true, nil
 }
 
 // exportGeneration runs steps 4 and 5 of ArchiveTable. It returns the manifest and the
-// ETags of the entities written since the export's start minus ClockSkew.
-func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, why string) (Manifest, map[string]string, error) {
-	started := now().UTC()
+// versions of the entities written since the export's start minus ClockSkew. A data
+// blob left by an export that fails after its upload is deleted (best effort; see
+// SweepAbortedExports for the ones a crash leaves).
+func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, seal sealState) (Manifest, recentSet, error) {
+	started := a.now().UTC()
 	gen := newGeneration(started)
-	x := exportState{since: started.Add(-a.opts.ClockSkew), recent: map[string]string{}}
+	x := exportState{since: started.Add(-a.opts.ClockSkew), recent: recentSet{}, seal: seal}
 	m, err := a.export(ctx, t, job, gen, &x)
 	if err != nil {
 		return Manifest{}, nil, err
 	}
 	m.ExportStarted = started.Format(time.RFC3339Nano)
-	m.Sealed = why
+	m.Sealed = seal.why
+	written := false
+	defer func() {
+		if !written {
+			a.dropAbortedData(job.Container, m.DataBlob)
+		}
+	}()
 	if err := a.after("archive-table", "exported"); err != nil {
 		return Manifest{}, nil, err
 	}
-	if _, err := a.verifyData(ctx, job.Container, m); err != nil {
+	if err := a.verifyData(ctx, job.Container, m); err != nil {
 		return Manifest{}, nil, err
 	}
-	if err := a.checkVersions(ctx, t, m, time.Time{}, nil); err != nil {
+	// Order after every generation that exists before the check begins (one a
+	// concurrent duplicate wrote while this export ran, or one made by a clock that runs
+	// ahead): their checks came first. A manifest written later may hold newer data.
+	gens, err := a.listGenerations(ctx, job.Container, job.Table)
+	if err != nil {
+		return Manifest{}, nil, err
+	}
+	checked := a.now().UTC()
+	if err := a.checkVersions(ctx, t, m, seal, time.Time{}, nil); err != nil {
 		return Manifest{}, nil, err
 	}
 	if err := a.after("archive-table", "checked"); err != nil {
 		return Manifest{}, nil, err
 	}
+	m.CheckedAt = nextKey(checked, gens).Format(time.RFC3339Nano)
+	written = true // from the first attempt on the manifest may exist: its data stays
 	if err := a.writeManifest(ctx, job.Container, m); err != nil {
 		return Manifest{}, nil, err
 	}
@@ -394,11 +499,63 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 	return m, x.recent, nil
 }
 
+// MaxRecentWrites bounds how many entities written within ClockSkew of a table export's
+// start (or of a rerun's rescan) ArchiveTable remembers for its check before the
+// delete (32 bytes each). A table with more is not quiet: ErrNotSealed.
+const MaxRecentWrites = 100_000
+
+// recentSet holds the versions (a SHA-256 of PartitionKey, RowKey and ETag) of the
+// entities written since the export began, less ClockSkew.
+type recentSet map[[sha256.Size]byte]struct{}
+
+func versionDigest(pk, rk, etag string) [sha256.Size]byte {
+	h := sha256.New()
+	addVersion(h, pk, rk, etag)
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// add records one version; more than max (MaxRecentWrites) is ErrNotSealed.
+func (r recentSet) add(max int, table, pk, rk, etag string) error {
+	r[versionDigest(pk, rk, etag)] = struct{}{}
+	if len(r) > max {
+		return fmt.Errorf("%w: table %s: more than %d entities were written within the clock skew of its export: it is not quiet; archive it later", ErrNotSealed, table, max)
+	}
+	return nil
+}
+
+// maxRecent is MaxRecentWrites (tests lower it).
+func (a *Archiver) maxRecent() int {
+	if a.recentLimit > 0 {
+		return a.recentLimit
+	}
+	return MaxRecentWrites
+}
+
+// sealState is why a table may be archived, and for a period table the latest
+// Timestamp its entities may carry.
+type sealState struct {
+	why       string    // "period" or "operator"
+	writtenBy time.Time // zero for operator-sealed tables
+}
+
+// checkClaim refuses an entity written after the claimed period's end + SealGrace +
+// ClockSkew: the period claim is wrong, writers still write the table.
+func (s sealState) checkClaim(table string, e *codec.Entity) error {
+	if s.writtenBy.IsZero() || !e.Timestamp.After(s.writtenBy) {
+		return nil
+	}
+	return fmt.Errorf("%w: table %s: entity (%s, %s) was written at %s, after its period as the job claims it ended (+ grace and clock skew: %s): the table is still written (is the period scheme right?); nothing deleted",
+		ErrNotSealed, table, e.PartitionKey, e.RowKey, e.Timestamp.UTC().Format(time.RFC3339Nano), s.writtenBy.UTC().Format(time.RFC3339))
+}
+
 // exportState is what an export remembers besides the manifest.
 type exportState struct {
 	versions hash.Hash
 	since    time.Time
-	recent   map[string]string // PartitionKey+"\x00"+RowKey -> ETag, Timestamp >= since
+	recent   recentSet // Timestamp >= since
+	seal     sealState
 }
 
 // addVersion adds one entity's version to a versions hash. Keys hold no U+0000, so the
@@ -412,19 +569,24 @@ func addVersion(h hash.Hash, pk, rk, etag string) {
 	_, _ = h.Write([]byte{'\n'})
 }
 
-// checkVersions scans t's keys and ETags and compares them with m.Versions. With recent
-// non-nil it also records the ETags of the entities whose Timestamp is at or after since,
-// for checkNoNewWrites.
-func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, since time.Time, recent map[string]string) error {
+// checkVersions scans t's keys and ETags and compares them with m.Versions; every
+// Timestamp must fit the period claim of seal. With recent non-nil it also records the
+// versions of the entities whose Timestamp is at or after since, for checkNoNewWrites.
+func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, seal sealState, since time.Time, recent recentSet) error {
 	h := sha256.New()
 	var n int64
 	for e, err := range t.Query(ctx, repo.Query{Select: []string{"PartitionKey", "RowKey", "Timestamp"}}) {
 		if err != nil {
 			return err
 		}
+		if err := seal.checkClaim(t.Name(), &e); err != nil {
+			return err
+		}
 		addVersion(h, e.PartitionKey, e.RowKey, e.ETag)
 		if recent != nil && !e.Timestamp.Before(since) {
-			recent[e.PartitionKey+"\x00"+e.RowKey] = e.ETag
+			if err := recent.add(a.maxRecent(), t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
+				return err
+			}
 		}
 		n++
 	}
@@ -437,7 +599,7 @@ func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity
 
 // checkNoNewWrites queries the entities with a Timestamp at or after started - ClockSkew:
 // each must be in recent (exported) with the same ETag.
-func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Entity], started time.Time, recent map[string]string) error {
+func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Entity], started time.Time, recent recentSet) error {
 	if started.IsZero() {
 		return fmt.Errorf("%w: no export start recorded", ErrArchiveCorrupt)
 	}
@@ -446,7 +608,7 @@ func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Ent
 		if err != nil {
 			return err
 		}
-		if etag, ok := recent[e.PartitionKey+"\x00"+e.RowKey]; ok && etag == e.ETag {
+		if _, ok := recent[versionDigest(e.PartitionKey, e.RowKey, e.ETag)]; ok {
 			continue
 		}
 		return fmt.Errorf("%w: table %s: entity (%s, %s) was written at %s, after the export began (%s, clock skew %v): not deleted, and not retried: something writes this table although it was declared sealed",
@@ -479,7 +641,7 @@ func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job 
 	if err != nil {
 		return Manifest{}, errs.Wrap(err, "upload table export", job.Container, "", "")
 	}
-	m.ExportedAt = now().UTC().Format("2006-01-02T15:04:05.0000000Z")
+	m.ExportedAt = a.now().UTC().Format("2006-01-02T15:04:05.0000000Z")
 	m.Versions = hex.EncodeToString(x.versions.Sum(nil))
 	return m, nil
 }
@@ -499,9 +661,14 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 		if e.ETag == "" {
 			return fmt.Errorf("consistency: table %s returned an entity without an ETag", t.Name())
 		}
+		if err := x.seal.checkClaim(t.Name(), &e); err != nil {
+			return err
+		}
 		addVersion(x.versions, e.PartitionKey, e.RowKey, e.ETag)
 		if !e.Timestamp.Before(x.since) {
-			x.recent[e.PartitionKey+"\x00"+e.RowKey] = e.ETag
+			if err := x.recent.add(a.maxRecent(), t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
+				return err
+			}
 		}
 		e.ETag = ""
 		line, err := codec.EncodeEntity(&e)
@@ -531,70 +698,6 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 	return nil
 }
 
-// readLines streams the data blob of m (If-Match etag when etag is set), checks it
-// against m, and calls fn for each entity (fn may be nil to only verify). It returns the
-// data blob's ETag. A blob that does not match m is ErrArchiveCorrupt.
-func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, etag azcore.ETag, fn func(*codec.Entity) error) (azcore.ETag, error) {
-	var opts *azblob.DownloadStreamOptions
-	if etag != "" {
-		opts = &azblob.DownloadStreamOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}}
-	}
-	resp, err := a.blobs().DownloadStream(ctx, container, m.DataBlob, opts)
-	if err != nil {
-		err = errs.Wrap(err, "download table export", container, "", "")
-		if etag != "" && errors.Is(err, errs.ErrPreconditionFailed) {
-			return "", fmt.Errorf("%w: %s/%s changed after it was verified: %w", ErrArchiveCorrupt, container, m.DataBlob, err)
-		}
-		return "", err
-	}
-	defer resp.Body.Close()
-	var got azcore.ETag
-	if resp.ETag != nil {
-		got = *resp.ETag
-	}
-	zr, err := gzip.NewReader(resp.Body)
-	if err != nil {
-		return "", fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
-	}
-	var sum hash.Hash = sha256.New()
-	sc := bufio.NewScanner(io.TeeReader(zr, sum))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // an entity is at most 1 MiB, its JSON a few
-	var n, size int64
-	for sc.Scan() {
-		n++
-		size += int64(len(sc.Bytes())) + 1
-		if n > m.Entities || size > m.Bytes {
-			break // longer than its manifest: corrupt, and fn must not see more
-		}
-		if fn == nil {
-			continue
-		}
-		e, err := codec.DecodeEntity(sc.Bytes())
-		if err != nil {
-			return "", fmt.Errorf("%w: export %s/%s line %d: %v", ErrArchiveCorrupt, container, m.DataBlob, n, err)
-		}
-		if err := fn(e); err != nil {
-			return "", err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", fmt.Errorf("%w: reading export %s/%s: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
-	}
-	if got := hex.EncodeToString(sum.Sum(nil)); n != m.Entities || size != m.Bytes || got != m.SHA256 {
-		return "", fmt.Errorf("%w: export %s/%s: %d entities, %d bytes, sha256 %s; the manifest says %d, %d, %s",
-			ErrArchiveCorrupt, container, m.DataBlob, n, size, got, m.Entities, m.Bytes, m.SHA256)
-	}
-	return got, nil
-}
-
-// verifyData reads m's data blob whole and checks it against m; it returns its ETag.
-func (a *Archiver) verifyData(ctx context.Context, container string, m Manifest) (azcore.ETag, error) {
-	return a.readLines(ctx, container, m, "", nil)
-}
-
 // writeManifest creates the manifest of m's generation with If-None-Match: *. A 409 on a
 // retry after a lost response is success when the stored manifest is ours.
 func (a *Archiver) writeManifest(ctx context.Context, container string, m Manifest) error {
@@ -616,217 +719,6 @@ func (a *Archiver) writeManifest(ctx context.Context, container string, m Manife
 			return nil
 		}
 		return fmt.Errorf("consistency: manifest %s/%s exists and differs: %w", container, name, err)
-	}
-	return err
-}
-
-// Generations lists the complete exports (generations with a manifest) of table in
-// container, oldest first. An export of an earlier version of this package (one
-// manifest per table) is the generation "" and comes first. Blob names that are not
-// ones this package writes are ignored.
-//
-// Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when the
-// container does not exist).
-func (a *Archiver) Generations(ctx context.Context, container, table string) ([]string, error) {
-	if err := codec.ValidateTableName(table); err != nil {
-		return nil, err
-	}
-	if err := codec.ValidateContainerName(container); err != nil {
-		return nil, err
-	}
-	prefix := table + "/"
-	var gens []string
-	legacy := false
-	pager := a.blobs().NewListBlobsFlatPager(container, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
-	for pager.More() {
-		var page azblob.ListBlobsFlatResponse
-		err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: container}, func(ctx context.Context, _ int) error {
-			var err error
-			page, err = pager.NextPage(ctx)
-			return errs.Wrap(err, "list blobs", container, "", "")
-		})
-		if err != nil {
-			return nil, err
-		}
-		if page.Segment == nil {
-			continue
-		}
-		for _, b := range page.Segment.BlobItems {
-			if b == nil || b.Name == nil {
-				continue
-			}
-			rest := strings.TrimPrefix(*b.Name, prefix)
-			if rest == "manifest.json" {
-				legacy = true
-				continue
-			}
-			if g, ok := strings.CutSuffix(rest, "/manifest.json"); ok && validGeneration(g) {
-				gens = append(gens, g)
-			}
-		}
-	}
-	sort.Strings(gens)
-	if legacy {
-		gens = append([]string{""}, gens...)
-	}
-	return gens, nil
-}
-
-// ReadManifest reads the manifest of the latest generation of table's export in
-// container.
-//
-// Errors: ErrNotFound when there is no complete export, ErrArchiveCorrupt for a manifest
-// this package did not write, ErrTransient, *repo.Error.
-func (a *Archiver) ReadManifest(ctx context.Context, container, table string) (Manifest, error) {
-	return a.latestManifest(ctx, container, table)
-}
-
-func (a *Archiver) latestManifest(ctx context.Context, container, table string) (Manifest, error) {
-	gens, err := a.Generations(ctx, container, table)
-	if err != nil {
-		return Manifest{}, err
-	}
-	if len(gens) == 0 {
-		return Manifest{}, fmt.Errorf("consistency: no export of %s in %s: %w", table, container, errs.ErrNotFound)
-	}
-	return a.readManifest(ctx, container, table, gens[len(gens)-1])
-}
-
-// readManifest reads and validates one generation's manifest: it is untrusted input, and
-// its DataBlob must be the name this package gives that generation's data.
-func (a *Archiver) readManifest(ctx context.Context, container, table, gen string) (Manifest, error) {
-	var m Manifest
-	name := ManifestBlobName(table, gen)
-	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download manifest", Resource: container}, func(ctx context.Context, _ int) error {
-		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)
-		if err != nil {
-			return errs.Wrap(err, "download manifest", container, "", "")
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if err != nil {
-			return errs.Wrap(err, "download manifest", container, "", "")
-		}
-		m = Manifest{}
-		if err := json.Unmarshal(body, &m); err != nil {
-			return fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return Manifest{}, err
-	}
-	if m.Format != ManifestFormat || m.Table != table || m.Generation != gen || m.DataBlob != DataBlobName(table, gen) ||
-		m.Entities < 0 || m.Bytes < 0 || len(m.SHA256) != 64 {
-		return Manifest{}, fmt.Errorf("%w: %s/%s is not a %s manifest of generation %q of table %s", ErrArchiveCorrupt, container, name, ManifestFormat, gen, table)
-	}
-	return m, nil
-}
-
-// restoreChunk is how many entities RestoreTable writes per BulkWrite.
-const restoreChunk = 2000
-
-// RestoreTable writes archived generations of a table back: the latest one by default,
-// a chosen one, or all of them oldest first (a later copy of an entity replaces an earlier
-// one). It verifies every chosen generation whole against its manifest before it writes
-// anything (ErrArchiveCorrupt, a permanent failure: nothing written), then creates the
-// target table (waiting out TableBeingDeleted) and writes with idempotent upserts,
-// reading each data blob If-Match the ETag it verified. A rerun after a stop writes the
-// same entities again. OutcomeMissing when there is no export.
-//
-// Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
-func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
-	if err := job.Validate(); err != nil {
-		return TableReport{}, err
-	}
-	target := job.Target
-	if target == "" {
-		target = job.Table
-	}
-	if err := a.allowed(target, "", job.Container); err != nil {
-		return TableReport{}, err
-	}
-	gens, err := a.Generations(ctx, job.Container, job.Table)
-	if errors.Is(err, errs.ErrNotFound) {
-		return TableReport{Outcome: OutcomeMissing}, nil
-	}
-	if err != nil {
-		return TableReport{}, err
-	}
-	switch {
-	case len(gens) == 0:
-		return TableReport{Outcome: OutcomeMissing}, nil
-	case job.Generation == GenerationLatest:
-		gens = gens[len(gens)-1:]
-	case job.Generation != GenerationAll:
-		if !slices.Contains(gens, job.Generation) {
-			return TableReport{Outcome: OutcomeMissing}, nil
-		}
-		gens = []string{job.Generation}
-	}
-	manifests := make([]Manifest, len(gens))
-	etags := make([]azcore.ETag, len(gens))
-	for i, g := range gens {
-		if manifests[i], err = a.readManifest(ctx, job.Container, job.Table, g); err != nil {
-			return TableReport{}, err
-		}
-		if etags[i], err = a.verifyData(ctx, job.Container, manifests[i]); err != nil {
-			return TableReport{}, err
-		}
-	}
-	if err := a.after("restore-table", "verified"); err != nil {
-		return TableReport{}, err
-	}
-	t, err := a.table(target)
-	if err != nil {
-		return TableReport{}, err
-	}
-	if err := t.CreateIfNotExists(ctx); err != nil {
-		return TableReport{}, err
-	}
-	for i, m := range manifests {
-		if err := a.restoreGeneration(ctx, t, job.Container, m, etags[i]); err != nil {
-			return TableReport{}, err
-		}
-	}
-	last := manifests[len(manifests)-1]
-	return TableReport{Outcome: OutcomeRestored, Manifest: last, Generations: gens}, nil
-}
-
-// restoreGeneration writes one verified generation into t.
-func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, etag azcore.ETag) error {
-	var batch []*codec.Entity
-	var written int64
-	pr := a.startProgress(KindRestoreTable, t.Name(), m.Generation, m.Entities)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := t.BulkWrite(ctx, batch, nil); err != nil {
-			return err
-		}
-		written += int64(len(batch))
-		batch = batch[:0]
-		if err := a.after("restore-table", "chunk"); err != nil {
-			return err
-		}
-		a.opts.Logger.Info("restoring table", zap.String("table", t.Name()), zap.String("generation", m.Generation),
-			zap.Int64("entities", written), zap.Int64("of", m.Entities))
-		pr.report(written, false)
-		return nil
-	}
-	_, err := a.readLines(ctx, container, m, etag, func(e *codec.Entity) error {
-		batch = append(batch, e)
-		if len(batch) == restoreChunk {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err == nil {
-		pr.report(written, true)
 	}
 	return err
 }

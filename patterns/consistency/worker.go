@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 
@@ -74,18 +75,18 @@ func permanent(err error) bool {
 
 // EnqueueArchiveEntity enqueues an archive-entity job: the first step of the eventually
 // consistent move (the message is the durable intent). The message id is derived from the
-// job, so duplicates of one job carry the same id.
+// job (table names in lower case), so duplicates of one job carry the same id.
 //
 // Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
 func EnqueueArchiveEntity(ctx context.Context, c *queueworker.Client, job ArchiveEntityJob) error {
 	if err := job.Validate(); err != nil {
 		return err
 	}
-	target := job.TargetTable
+	target := strings.ToLower(job.TargetTable) // table names are case-insensitive
 	if target == "" {
 		target = "blob:" + job.TargetContainer
 	}
-	id := fmt.Sprintf("%s|%s|%s|%s", job.Source, job.PartitionKey, job.RowKey, target)
+	id := fmt.Sprintf("%s|%s|%s|%s", strings.ToLower(job.Source), job.PartitionKey, job.RowKey, target)
 	_, err := queueworker.Enqueue(ctx, c, KindArchiveEntity, id, job, nil)
 	return err
 }
@@ -97,7 +98,7 @@ func EnqueueArchiveTable(ctx context.Context, c *queueworker.Client, job Archive
 	if err := job.Validate(); err != nil {
 		return err
 	}
-	_, err := queueworker.Enqueue(ctx, c, KindArchiveTable, "table|"+job.Table+"|"+job.Container, job, nil)
+	_, err := queueworker.Enqueue(ctx, c, KindArchiveTable, "table|"+strings.ToLower(job.Table)+"|"+job.Container, job, nil)
 	return err
 }
 
@@ -108,6 +109,6 @@ func EnqueueRestoreTable(ctx context.Context, c *queueworker.Client, job Restore
 	if err := job.Validate(); err != nil {
 		return err
 	}
-	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+job.Table+"|"+job.Container+"|"+job.Target+"|"+job.Generation, job, nil)
+	_, err := queueworker.Enqueue(ctx, c, KindRestoreTable, "restore|"+strings.ToLower(job.Table)+"|"+job.Container+"|"+strings.ToLower(job.Target)+"|"+job.Generation, job, nil)
 	return err
 }

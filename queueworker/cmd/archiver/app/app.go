@@ -47,6 +47,10 @@ Usage:
                                         one archive-table job per period table (patterns/periodtable)
                                         whose period ended at or before -before (hot/cold data);
                                         -before must be at least -seal-grace + 5m in the past
+  archiver sweep [flags] -table T -container C [-older-than 24h] [-dry-run]
+                                        delete the data blobs of T's exports that have no
+                                        manifest (an archiver killed mid-export), older than
+                                        -older-than (at least 1h)
   archiver poison list [flags] [-n 32]  show poison messages with their last error
   archiver poison requeue [flags] [-max 0]
                                         move poison messages back to the queue (0: all that are
@@ -171,6 +175,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)
 		}
 		return enqueue(ctx, args[1], args[2:], stdout, stderr, getenv)
+	case "sweep":
+		return sweep(ctx, args[1:], stdout, stderr, getenv)
 	case "poison":
 		if len(args) < 2 {
 			return usagef("poison: list or requeue?")

@@ -1,0 +1,364 @@
+package consistency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// generation is one complete export (a generation with a manifest) found in a container.
+type generation struct {
+	folder string // the folder it is in: tableFolder(table), or a spelling of an earlier version
+	m      Manifest
+	key    time.Time // the order of the table's generations (see Manifest.CheckedAt)
+}
+
+// Generations lists the complete exports (generations with a manifest) of table in
+// container, oldest first: in the order of their Manifest.CheckedAt, the time the table
+// was last proved to hold exactly that export. Exports written by earlier versions are
+// listed too: those under another spelling of the table name (the folder used to keep the
+// job's spelling), ordered by the time in their generation name, and the single export of
+// the first layout (generation ""), which comes first. Blob names that are not ones this
+// package writes are ignored; a manifest under a generation's name that is not one this
+// package writes is ErrArchiveCorrupt.
+//
+// Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error
+// (ErrNotFound when the container does not exist).
+func (a *Archiver) Generations(ctx context.Context, container, table string) ([]string, error) {
+	if err := codec.ValidateTableName(table); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateContainerName(container); err != nil {
+		return nil, err
+	}
+	gens, err := a.listGenerations(ctx, container, table)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(gens))
+	for i, g := range gens {
+		names[i] = g.m.Generation
+	}
+	return names, nil
+}
+
+// ReadManifest reads the manifest of the latest generation of table's export in
+// container (see Generations for the order).
+//
+// Errors: ErrInvalidInput (nothing sent), ErrNotFound when there is no complete export,
+// ErrArchiveCorrupt for a manifest this package did not write, ErrTransient, *repo.Error.
+func (a *Archiver) ReadManifest(ctx context.Context, container, table string) (Manifest, error) {
+	if err := codec.ValidateTableName(table); err != nil {
+		return Manifest{}, err
+	}
+	if err := codec.ValidateContainerName(container); err != nil {
+		return Manifest{}, err
+	}
+	gens, err := a.listGenerations(ctx, container, table)
+	if err != nil {
+		return Manifest{}, err
+	}
+	if len(gens) == 0 {
+		return Manifest{}, fmt.Errorf("consistency: no export of %s in %s: %w", table, container, errs.ErrNotFound)
+	}
+	return gens[len(gens)-1].m, nil
+}
+
+// listGenerations finds every complete export of table in container, in every folder
+// that spells the table's name, reads and checks each manifest, and sorts them oldest
+// first. It costs two listings of the container's top level, one listing per folder and
+// one read per manifest.
+func (a *Archiver) listGenerations(ctx context.Context, container, table string) ([]generation, error) {
+	folders, err := a.tableFolders(ctx, container, table)
+	if err != nil {
+		return nil, err
+	}
+	var gens []generation
+	for _, f := range folders {
+		names, err := a.manifestsIn(ctx, container, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range names {
+			m, err := a.readManifestIn(ctx, container, f, table, g)
+			if err != nil {
+				return nil, err
+			}
+			key, err := orderKey(m)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, manifestBlobIn(f, g), err)
+			}
+			gens = append(gens, generation{folder: f, m: m, key: key})
+		}
+	}
+	sort.SliceStable(gens, func(i, j int) bool {
+		if !gens[i].key.Equal(gens[j].key) {
+			return gens[i].key.Before(gens[j].key)
+		}
+		if gens[i].m.Generation != gens[j].m.Generation {
+			return gens[i].m.Generation < gens[j].m.Generation
+		}
+		return gens[i].folder < gens[j].folder
+	})
+	for i := 1; i < len(gens); i++ {
+		for _, g := range gens[:i] {
+			if g.m.Generation != "" && g.m.Generation == gens[i].m.Generation {
+				return nil, fmt.Errorf("%w: generation %s of %s is in two folders (%s, %s)", ErrArchiveCorrupt, g.m.Generation, table, g.folder, gens[i].folder)
+			}
+		}
+	}
+	return gens, nil
+}
+
+// orderKey is the time a generation is ordered by (see Manifest.CheckedAt).
+func orderKey(m Manifest) (time.Time, error) {
+	if m.CheckedAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, m.CheckedAt)
+		if err != nil || t.Year() < 2000 || t.Year() > 9000 {
+			return time.Time{}, fmt.Errorf("checkedAt %q is not a time this package writes", m.CheckedAt)
+		}
+		return t.UTC(), nil
+	}
+	if m.Generation == "" {
+		return time.Time{}, nil // the first layout: oldest
+	}
+	ts, _, _ := strings.Cut(m.Generation, "-")
+	return time.Parse(generationLayout, ts) // validGeneration checked it
+}
+
+// nextKey is the CheckedAt of a new generation whose last check began at checked: that
+// time, or just after the latest key among gens when that is later (a clock that runs
+// behind another worker's still orders after every generation it has seen).
+func nextKey(checked time.Time, gens []generation) time.Time {
+	k := checked.UTC()
+	for _, g := range gens {
+		if !g.key.Before(k) {
+			k = g.key.Add(time.Microsecond)
+		}
+	}
+	return k
+}
+
+// tableFolders lists the top-level folders of container that name table in any case
+// (table names are case-insensitive; earlier versions kept the job's spelling), the
+// canonical one first. It lists the names that start with the table's first letter, in
+// both cases, one level deep.
+func (a *Archiver) tableFolders(ctx context.Context, cont, table string) ([]string, error) {
+	if table == "" {
+		return nil, errs.Invalid("table", "is empty")
+	}
+	cc := a.blobs().ServiceClient().NewContainerClient(cont)
+	first := table[:1]
+	var found []string
+	for _, p := range slices.Compact([]string{strings.ToLower(first), strings.ToUpper(first)}) {
+		prefix := p
+		pager := cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: &prefix})
+		for pager.More() {
+			var page container.ListBlobsHierarchyResponse
+			err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: cont}, func(ctx context.Context, _ int) error {
+				var err error
+				page, err = pager.NextPage(ctx)
+				return errs.Wrap(err, "list blobs", cont, "", "")
+			})
+			if err != nil {
+				return nil, err
+			}
+			if page.Segment == nil {
+				continue
+			}
+			for _, bp := range page.Segment.BlobPrefixes {
+				if bp == nil || bp.Name == nil {
+					continue
+				}
+				name := strings.TrimSuffix(*bp.Name, "/")
+				if strings.EqualFold(name, table) && !slices.Contains(found, name) {
+					found = append(found, name)
+				}
+			}
+		}
+	}
+	canonical := tableFolder(table)
+	slices.SortFunc(found, func(x, y string) int {
+		switch {
+		case x == canonical:
+			return -1
+		case y == canonical:
+			return 1
+		}
+		return strings.Compare(x, y)
+	})
+	return found, nil
+}
+
+// manifestsIn lists the generations with a manifest in one folder ("" for the first
+// layout's single manifest).
+func (a *Archiver) manifestsIn(ctx context.Context, container, folder string) ([]string, error) {
+	prefix := folder + "/"
+	var gens []string
+	pager := a.blobs().NewListBlobsFlatPager(container, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
+	for pager.More() {
+		var page azblob.ListBlobsFlatResponse
+		err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: container}, func(ctx context.Context, _ int) error {
+			var err error
+			page, err = pager.NextPage(ctx)
+			return errs.Wrap(err, "list blobs", container, "", "")
+		})
+		if err != nil {
+			return nil, err
+		}
+		if page.Segment == nil {
+			continue
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b == nil || b.Name == nil {
+				continue
+			}
+			rest := strings.TrimPrefix(*b.Name, prefix)
+			if rest == "manifest.json" {
+				gens = append(gens, "")
+				continue
+			}
+			if g, ok := strings.CutSuffix(rest, "/manifest.json"); ok && validGeneration(g) {
+				gens = append(gens, g)
+			}
+		}
+	}
+	return gens, nil
+}
+
+// readManifest reads one generation's manifest in the table's canonical folder.
+func (a *Archiver) readManifest(ctx context.Context, container, table, gen string) (Manifest, error) {
+	return a.readManifestIn(ctx, container, tableFolder(table), table, gen)
+}
+
+// readManifestIn reads and validates one generation's manifest in folder: it is
+// untrusted input, its Table must be table (in any case) and its DataBlob the name this
+// package gives that generation's data in that folder.
+func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table, gen string) (Manifest, error) {
+	var m Manifest
+	name := manifestBlobIn(folder, gen)
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download manifest", Resource: container}, func(ctx context.Context, _ int) error {
+		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)
+		if err != nil {
+			return errs.Wrap(err, "download manifest", container, "", "")
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if err != nil {
+			return errs.Wrap(err, "download manifest", container, "", "")
+		}
+		m = Manifest{}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Manifest{}, err
+	}
+	if m.Format != ManifestFormat || !strings.EqualFold(m.Table, table) || !strings.EqualFold(folder, table) || m.Generation != gen ||
+		m.DataBlob != dataBlobIn(folder, gen) || m.Entities < 0 || m.Bytes < 0 || len(m.SHA256) != 64 {
+		return Manifest{}, fmt.Errorf("%w: %s/%s is not a %s manifest of generation %q of table %s", ErrArchiveCorrupt, container, name, ManifestFormat, gen, table)
+	}
+	return m, nil
+}
+
+// SweepAbortedExports deletes the data blobs of table's exports in container that have
+// no manifest and were last modified more than olderThan ago (by the storage service's
+// clock), and returns their names. An export writes its data blob first and its manifest
+// last; one that fails in between deletes its data blob itself, but a process killed
+// there leaves it. Such a blob is referenced by nothing (a restore reads only generations
+// with a manifest). olderThan must exceed the longest export (a running export's data
+// blob has no manifest yet either): at least an hour. With dryRun it only lists them.
+//
+// Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when
+// the container does not exist).
+func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, olderThan time.Duration, dryRun bool) ([]string, error) {
+	if err := codec.ValidateTableName(table); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateContainerName(cont); err != nil {
+		return nil, err
+	}
+	if olderThan < time.Hour {
+		return nil, errs.Invalid("olderThan", "must be at least an hour (a running export's data has no manifest yet), got %v", olderThan)
+	}
+	if err := a.allowed(table, "", cont); err != nil {
+		return nil, err
+	}
+	folders, err := a.tableFolders(ctx, cont, table)
+	if err != nil {
+		return nil, err
+	}
+	var swept []string
+	for _, f := range folders {
+		prefix := f + "/"
+		data := map[string]time.Time{}
+		manifests := map[string]bool{}
+		pager := a.blobs().NewListBlobsFlatPager(cont, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
+		for pager.More() {
+			var page azblob.ListBlobsFlatResponse
+			err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: cont}, func(ctx context.Context, _ int) error {
+				var err error
+				page, err = pager.NextPage(ctx)
+				return errs.Wrap(err, "list blobs", cont, "", "")
+			})
+			if err != nil {
+				return nil, err
+			}
+			if page.Segment == nil {
+				continue
+			}
+			for _, b := range page.Segment.BlobItems {
+				if b == nil || b.Name == nil {
+					continue
+				}
+				g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
+				if !ok || !validGeneration(g) {
+					continue
+				}
+				switch file {
+				case "manifest.json":
+					manifests[g] = true
+				case "entities.jsonl.gz":
+					if b.Properties != nil && b.Properties.LastModified != nil {
+						data[g] = *b.Properties.LastModified
+					}
+				}
+			}
+		}
+		// Last-Modified is the service's clock; olderThan (an hour or more) dwarfs the skew.
+		for g, modified := range data {
+			if manifests[g] || a.now().Sub(modified) < olderThan {
+				continue
+			}
+			name := dataBlobIn(f, g)
+			if !dryRun {
+				// If the manifest appeared since the listing, the export finished: keep it.
+				if _, err := a.readManifestIn(ctx, cont, f, table, g); err == nil {
+					continue
+				}
+				_, err := a.blobs().DeleteBlob(ctx, cont, name, nil)
+				if err = errs.Wrap(err, "delete aborted export", cont, "", ""); err != nil && !errors.Is(err, errs.ErrNotFound) {
+					return swept, err
+				}
+			}
+			swept = append(swept, name)
+		}
+	}
+	slices.Sort(swept)
+	return swept, nil
+}

@@ -1,0 +1,255 @@
+package consistency
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// restoreChunk is how many entities RestoreTable writes per BulkWrite.
+const restoreChunk = 2000
+
+// RestoreTable writes archived generations of a table back: the latest one by default,
+// a chosen one, or all of them in their order (see Generations; a later copy of an
+// entity replaces an earlier one). Before it writes anything it takes a snapshot of
+// every chosen generation's data blob and verifies each snapshot whole against its
+// manifest (ErrArchiveCorrupt, a permanent failure: nothing written); it then writes
+// from those snapshots, which cannot change, so what it writes is exactly what it
+// verified, whatever happens to the data blobs meanwhile. It creates the target table
+// (waiting out TableBeingDeleted), writes with idempotent upserts, and deletes its
+// snapshots at the end (best effort: a stopped restore leaves them; they are read-only
+// copies of immutable data, safe to delete). A rerun after a stop writes the same
+// entities again. OutcomeMissing when there is no export. Snapshot deletion by someone
+// with write access to the container during a restore stops it partway (a rerun takes
+// new snapshots).
+//
+// Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
+func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
+	if err := job.Validate(); err != nil {
+		return TableReport{}, err
+	}
+	target := job.Target
+	if target == "" {
+		target = job.Table
+	}
+	if err := a.allowed(target, "", job.Container); err != nil {
+		return TableReport{}, err
+	}
+	gens, err := a.listGenerations(ctx, job.Container, job.Table)
+	if errors.Is(err, errs.ErrNotFound) {
+		return TableReport{Outcome: OutcomeMissing}, nil
+	}
+	if err != nil {
+		return TableReport{}, err
+	}
+	switch {
+	case len(gens) == 0:
+		return TableReport{Outcome: OutcomeMissing}, nil
+	case job.Generation == GenerationLatest:
+		gens = gens[len(gens)-1:]
+	case job.Generation != GenerationAll:
+		var chosen []generation
+		for _, g := range gens {
+			if g.m.Generation == job.Generation {
+				chosen = append(chosen, g)
+			}
+		}
+		if len(chosen) == 0 {
+			return TableReport{Outcome: OutcomeMissing}, nil
+		}
+		gens = chosen
+	}
+	snaps := make([]string, len(gens))
+	defer a.dropSnapshots(job.Container, gens, snaps)
+	for i, g := range gens {
+		if snaps[i], err = a.snapshot(ctx, job.Container, g.m.DataBlob); err != nil {
+			return TableReport{}, err
+		}
+		if err := a.readLines(ctx, job.Container, g.m, snaps[i], nil); err != nil {
+			return TableReport{}, err
+		}
+	}
+	if err := a.after("restore-table", "verified"); err != nil {
+		return TableReport{}, err
+	}
+	t, err := a.table(target)
+	if err != nil {
+		return TableReport{}, err
+	}
+	if err := t.CreateIfNotExists(ctx); err != nil {
+		return TableReport{}, err
+	}
+	names := make([]string, len(gens))
+	for i, g := range gens {
+		names[i] = g.m.Generation
+		if err := a.restoreGeneration(ctx, t, job.Container, g.m, snaps[i]); err != nil {
+			return TableReport{}, err
+		}
+	}
+	return TableReport{Outcome: OutcomeRestored, Manifest: gens[len(gens)-1].m, Generations: names}, nil
+}
+
+// restoreGeneration writes one verified generation into t from its snapshot.
+func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, snapshot string) error {
+	var batch []*codec.Entity
+	var written int64
+	pr := a.startProgress(KindRestoreTable, t.Name(), m.Generation, m.Entities)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := t.BulkWrite(ctx, batch, nil); err != nil {
+			return err
+		}
+		written += int64(len(batch))
+		batch = batch[:0]
+		if err := a.after("restore-table", "chunk"); err != nil {
+			return err
+		}
+		a.opts.Logger.Info("restoring table", zap.String("table", t.Name()), zap.String("generation", m.Generation),
+			zap.Int64("entities", written), zap.Int64("of", m.Entities))
+		pr.report(written, false)
+		return nil
+	}
+	err := a.readLines(ctx, container, m, snapshot, func(e *codec.Entity) error {
+		batch = append(batch, e)
+		if len(batch) == restoreChunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		pr.report(written, true)
+	}
+	return err
+}
+
+// snapshot takes a snapshot of a data blob and returns its id.
+func (a *Archiver) snapshot(ctx context.Context, container, name string) (string, error) {
+	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(name)
+	var id string
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "snapshot blob", Resource: container}, func(ctx context.Context, _ int) error {
+		resp, err := bc.CreateSnapshot(ctx, nil)
+		if err != nil {
+			return errs.Wrap(err, "snapshot blob", container, "", "")
+		}
+		if resp.Snapshot == nil || *resp.Snapshot == "" {
+			return fmt.Errorf("consistency: snapshot of %s/%s: no snapshot id in the response", container, name)
+		}
+		id = *resp.Snapshot
+		return nil
+	})
+	if errors.Is(err, errs.ErrNotFound) {
+		// A manifest without its data: the archive is broken, not a passing failure.
+		return "", fmt.Errorf("%w: %s/%s is missing: %w", ErrArchiveCorrupt, container, name, err)
+	}
+	return id, err
+}
+
+// dropSnapshots deletes the snapshots a restore took (best effort, with its own short
+// deadline: the restore's context may be over).
+func (a *Archiver) dropSnapshots(container string, gens []generation, snaps []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, s := range snaps {
+		if s == "" {
+			continue
+		}
+		bc, err := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(gens[i].m.DataBlob).WithSnapshot(s)
+		if err == nil {
+			_, err = bc.Delete(ctx, nil)
+		}
+		if err != nil {
+			a.opts.Logger.Warn("restore: snapshot not deleted (a read-only copy, safe to delete)", zap.String("container", container),
+				zap.String("blob", gens[i].m.DataBlob), zap.String("snapshot", s), errs.LogField(err))
+		}
+	}
+}
+
+// readLines streams the data blob of m (its snapshot when snapshot is set), checks it
+// against m, and calls fn for each entity (fn may be nil to only verify). A blob that
+// does not match m is ErrArchiveCorrupt.
+func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) error {
+	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(m.DataBlob)
+	if snapshot != "" {
+		var err error
+		if bc, err = bc.WithSnapshot(snapshot); err != nil {
+			return err
+		}
+	}
+	resp, err := bc.DownloadStream(ctx, nil)
+	if err != nil {
+		return errs.Wrap(err, "download table export", container, "", "")
+	}
+	defer resp.Body.Close()
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
+	}
+	var sum hash.Hash = sha256.New()
+	sc := bufio.NewScanner(io.TeeReader(zr, sum))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // an entity is at most 1 MiB, its JSON a few
+	var n, size int64
+	for sc.Scan() {
+		n++
+		size += int64(len(sc.Bytes())) + 1
+		if n > m.Entities || size > m.Bytes {
+			break // longer than its manifest: corrupt, and fn must not see more
+		}
+		if fn == nil {
+			continue
+		}
+		e, err := codec.DecodeEntity(sc.Bytes())
+		if err != nil {
+			return fmt.Errorf("%w: export %s/%s line %d: %v", ErrArchiveCorrupt, container, m.DataBlob, n, err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: reading export %s/%s: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); n != m.Entities || size != m.Bytes || got != m.SHA256 {
+		return fmt.Errorf("%w: export %s/%s: %d entities, %d bytes, sha256 %s; the manifest says %d, %d, %s",
+			ErrArchiveCorrupt, container, m.DataBlob, n, size, got, m.Entities, m.Bytes, m.SHA256)
+	}
+	return nil
+}
+
+// verifyData reads m's data blob whole and checks it against m.
+func (a *Archiver) verifyData(ctx context.Context, container string, m Manifest) error {
+	return a.readLines(ctx, container, m, "", nil)
+}
+
+// dropAbortedData deletes the data blob of an export that failed before its manifest
+// (best effort: SweepAbortedExports finds the ones a crash leaves).
+func (a *Archiver) dropAbortedData(container, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := a.blobs().DeleteBlob(ctx, container, name, nil)
+	if err = errs.Wrap(err, "delete aborted export", container, "", ""); err != nil && !errors.Is(err, errs.ErrNotFound) {
+		a.opts.Logger.Warn("aborted export: data blob not deleted (SweepAbortedExports removes it)", zap.String("container", container),
+			zap.String("blob", name), errs.LogField(err))
+	}
+}
