@@ -121,8 +121,8 @@
 // the Metric constants while it runs, and every handler run is recorded in the histogram
 // MetricHandlerDuration by kind and outcome. Without providers all of this is no-op.
 //
-// Errors returned by this package wrap the SDK's sentinels (internal/errs, re-exported by
-// the public packages): errs.ErrInvalidInput (with an *errs.InvalidInputError) for input
+// Errors returned by this package wrap the SDK's sentinels, which users import from package
+// errs (github.com/tablepatterns/tablepatterns/errs): errs.ErrInvalidInput (with an *errs.InvalidInputError) for input
 // refused before any request, errs.ErrTransient when retries ran out, and *errs.ServiceError
 // (reaching the *azcore.ResponseError with errors.As) for other refusals.
 package queueworker

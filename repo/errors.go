@@ -7,8 +7,10 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
-// The SDK's sentinel errors, shared by every package of tablepatterns (codec, retry and
-// queueworker re-export the same values, so errors.Is works whichever name a caller uses).
+// The SDK's sentinel errors, shared by every package of tablepatterns. Package errs
+// (github.com/tablepatterns/tablepatterns/errs) is where users import them from; these are
+// the same values (as are codec.ErrInvalidInput and retry.ErrTransient), so errors.Is works
+// whichever name a caller uses.
 var (
 	// ErrNotFound: the entity or table does not exist.
 	ErrNotFound = errs.ErrNotFound

@@ -1,9 +1,11 @@
 // Package errs holds the one set of sentinel errors and error types of the whole SDK.
 //
 // It lives under internal so that the leaf packages (codec, retry) can share it without
-// importing each other; users reach the same values through their public re-exports
-// (repo.ErrNotFound, codec.ErrInvalidInput, retry.ErrTransient, ...). Because the re-exports
-// are the same variables, errors.Is works whichever package a caller names.
+// importing each other; users reach the same values through package errs
+// (github.com/tablepatterns/tablepatterns/errs), whose names are aliases of these, and
+// through the older re-exports (repo.ErrNotFound, codec.ErrInvalidInput,
+// retry.ErrTransient). Because they are the same variables, errors.Is works whichever
+// package a caller names. Docs name the public package, never this one.
 package errs
 
 import (

@@ -38,7 +38,7 @@
 //     never one the parser reads as an operator or literal.
 //   - Invalid input does not panic and does not fall back to anything: the Expr carries an
 //     *errs.InvalidInputError, which unwraps to the SDK's invalid-input sentinel
-//     (errs.ErrInvalidInput, re-exported by repo); And, Or and Not propagate it, and String
+//     (errs.ErrInvalidInput of package errs, also repo.ErrInvalidInput); And, Or and Not propagate it, and String
 //     returns a fixed text the service rejects. Check Err before sending.
 //
 // There is no escape hatch for raw filter text on purpose.
