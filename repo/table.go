@@ -215,6 +215,10 @@ func (t *Table[T]) Codec() *codec.Codec[T] { return t.codec }
 // Client returns the underlying aztables client, for operations this package does not wrap.
 func (t *Table[T]) Client() *aztables.Client { return t.client }
 
+// Logger returns the table's logger (Options.Logger; a no-op logger by default, never
+// nil): the logger of every pattern built over the table.
+func (t *Table[T]) Logger() *zap.Logger { return t.opts.Logger }
+
 func (t *Table[T]) op(name, pk, rk string) retry.Op {
 	return retry.Op{Name: name, Resource: t.name, PartitionKey: pk, RowKey: rk}
 }
