@@ -24,18 +24,18 @@ type HourCount struct {
 func BenchmarkReadSeries(b *testing.B) {
 	bd := setup(b, false)
 	s := hours(b, bd, nil)
-	naive, err := repo.New[HourCount](bd.clients.Tables, bd.name, nil)
+	naive, err := repo.New[HourCount](bd.Clients.Tables, bd.Table, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var rows []*HourCount
 	for h := range 24 {
-		if err := s.Set(bd.ctx, "series", "20240501", h, int64(h*3)); err != nil {
+		if err := s.Set(bd.Ctx, "series", "20240501", h, int64(h*3)); err != nil {
 			b.Fatal(err)
 		}
 		rows = append(rows, &HourCount{Employee: "naive", Hour: fmt.Sprintf("20240501_%02d", h), Count: int64(h * 3)})
 	}
-	if err := naive.BulkWrite(bd.ctx, rows, nil); err != nil {
+	if err := naive.BulkWrite(bd.Ctx, rows, nil); err != nil {
 		b.Fatal(err)
 	}
 	check := func(b *testing.B, sum int64) {
@@ -47,7 +47,7 @@ func BenchmarkReadSeries(b *testing.B) {
 	b.Run("impl=one-entity", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			day, err := s.Get(bd.ctx, "series", "20240501")
+			day, err := s.Get(bd.Ctx, "series", "20240501")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func BenchmarkReadSeries(b *testing.B) {
 		for b.Loop() {
 			var sum int64
 			n := 0
-			for c, err := range naive.Query(bd.ctx, q) {
+			for c, err := range naive.Query(bd.Ctx, q) {
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -82,7 +82,7 @@ func BenchmarkReadSeries(b *testing.B) {
 		for b.Loop() {
 			var sum int64
 			for h := range 24 {
-				c, err := naive.Get(bd.ctx, "naive", fmt.Sprintf("20240501_%02d", h))
+				c, err := naive.Get(bd.Ctx, "naive", fmt.Sprintf("20240501_%02d", h))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -41,9 +39,10 @@ const MaxOpIDLen = 64
 // Defaults of Options.
 const DefaultOpHistory = 64
 
-// DefaultConflictPolicy is the backoff between read-modify-write attempts that lost a race
-// to another writer (412 or 409): retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
+// defaultConflict is the backoff between read-modify-write attempts that lost a race to
+// another writer (412 or 409): retry.ConflictPolicy, copied so that no caller can change
+// it.
+func defaultConflict() retry.Policy { return retry.ConflictPolicy }
 
 // Layout is the shape of every series of a Store: how many points, and the property names
 // that hold them.
@@ -58,11 +57,10 @@ type Layout struct {
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger). Its
-	// TrackWrites is always turned on (see Add).
-	Table repo.Options
 	// Conflict is the backoff between the attempts of Add and Update that lost a race to
-	// another writer. Defaults to DefaultConflictPolicy.
+	// another writer. Zero fields take retry.ConflictPolicy's values, field by field
+	// (Conflict{MaxRetries: 5} keeps the conflict delays); its Logger defaults to the
+	// table's.
 	Conflict retry.Policy
 	// OpHistory is how many operation ids a series remembers (see AddOptions.OpID).
 	// Defaults to DefaultOpHistory (64); at most 256.
@@ -90,17 +88,25 @@ type Store[V Number] struct {
 	history  int
 }
 
-// New returns the Store of series with layout in table name. It sends nothing (create the
-// table with Table().CreateIfNotExists).
+// New returns the Store of series with layout in table, a table of dynamic entities built
+// with repo.Options.TrackWrites (a write whose response was lost is then recognised
+// exactly; see Add). The table's retry policy and logger are the Store's. New sends nothing
+// (create the table with Table().CreateIfNotExists).
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil client, a bad table name,
-// invalid options, a Prefix that does not make valid property names, or a layout of more
-// than MaxPoints points — such a series does not fit one entity: use patterns/wideentity
-// or a blob.
-func New[V Number](svc *aztables.ServiceClient, name string, layout Layout, opts *Options) (*Store[V], error) {
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, a table
+// without TrackWrites, invalid options, a Prefix that does not make valid property names,
+// or a layout of more than MaxPoints points — such a series does not fit one entity: use
+// patterns/wideentity or a blob.
+func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options) (*Store[V], error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	if !table.TracksWrites() {
+		return nil, errs.Invalid("repo.Options.TrackWrites", "must be on for the table of a data series: without it a retried Add whose response was lost cannot be recognised")
 	}
 	if layout.Points < 1 {
 		return nil, errs.Invalid("Layout.Points", "must be at least 1, got %d", layout.Points)
@@ -127,21 +133,15 @@ func New[V Number](svc *aztables.ServiceClient, name string, layout Layout, opts
 	if o.OpHistory < 1 || o.OpHistory > 256 {
 		return nil, errs.Invalid("Options.OpHistory", "must be between 1 and 256, got %d", o.OpHistory)
 	}
-	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field: Conflict{MaxRetries: 5} keeps the conflict delays
-	// repo recognises a write whose response was lost by its write id; the operation ids
-	// below catch the rest (a history repo could not read).
-	o.Table.TrackWrites = true
+	// field by field: Conflict{MaxRetries: 5} keeps the conflict delays
+	o.Conflict = o.Conflict.Or(defaultConflict())
 	if o.Conflict.Logger == nil {
-		o.Conflict.Logger = o.Table.Logger
+		o.Conflict.Logger = table.Logger()
 	}
 	if err := o.Conflict.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := repo.New[codec.Entity](svc, name, &o.Table)
-	if err != nil {
-		return nil, err
-	}
-	return &Store[V]{table: t, names: names, index: index, kind: reflect.TypeFor[V]().Kind(), conflict: o.Conflict, history: o.OpHistory}, nil
+	return &Store[V]{table: table, names: names, index: index, kind: reflect.TypeFor[V]().Kind(), conflict: o.Conflict, history: o.OpHistory}, nil
 }
 
 // Table returns the underlying table of dynamic entities.

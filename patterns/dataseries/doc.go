@@ -14,8 +14,9 @@
 // day. One point is updated with a merge of that single property; the whole series is read
 // with one point query.
 //
-//	hours, _ := dataseries.New[int64](clients.Tables, "MessageStats",
-//		dataseries.Layout{Points: 24, Prefix: "H"}, nil)
+//	table, _ := repo.New[codec.Entity](clients.Tables, "MessageStats",
+//		&repo.Options{TrackWrites: true})                               // required: see Add
+//	hours, _ := dataseries.New[int64](table, dataseries.Layout{Points: 24, Prefix: "H"}, nil)
 //	err := hours.Set(ctx, "000123", "20240501", 13, 42)                 // merge of H13 only
 //	n, err := hours.Add(ctx, "000123", "20240501", 13, 1, nil)          // +1 under If-Match
 //	day, err := hours.Get(ctx, "000123", "20240501")                    // 24 points, 1 request
