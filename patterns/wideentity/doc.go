@@ -16,7 +16,9 @@
 // group transaction when they must stay in sync, update one property with a single merge
 // of the chunk that holds it, read them all back and put them together.
 //
-//	store, _ := wideentity.New(clients.Tables, "MessageStats", nil)        // 2 chunks
+//	table, _ := repo.New[codec.Entity](clients.Tables, "MessageStats",
+//		&repo.Options{TrackWrites: true})                                   // required
+//	store, _ := wideentity.New(table, nil)                                  // 2 chunks
 //	err := store.Insert(ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123",
 //		Properties: days})                                                // 365 properties, 1 transaction
 //	err = store.SetProperty(ctx, "Sales", "000123", "D2024_200", int32(17)) // 1 merge on its chunk

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -49,20 +47,18 @@ const (
 // bypassed this package) after every retry of Options.TornRetry.
 var ErrTorn = errors.New("wideentity: torn read: chunks of different writes")
 
-// DefaultTornRetry is the backoff between reads that found chunks of different writes:
+// defaultTornRetry is the backoff between reads that found chunks of different writes:
 // the concurrent write has completed by the next read, so retries are quick.
-var DefaultTornRetry = retry.Policy{Delay: 10 * time.Millisecond, MinDelay: 2 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetries: 8}
+func defaultTornRetry() retry.Policy {
+	return retry.Policy{Delay: 10 * time.Millisecond, MinDelay: 2 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetries: 8}
+}
 
-// DefaultConflictPolicy is the backoff between the attempts of a read-modify-write that
-// lost a race to another writer (412 or 409): retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
+// defaultConflict is the backoff between the attempts of a read-modify-write that lost a
+// race to another writer (412 or 409): retry.ConflictPolicy.
+func defaultConflict() retry.Policy { return retry.ConflictPolicy }
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger). Its
-	// TrackWrites is always turned on: every chunk keeps the ids of its recent writes (about
-	// 200 bytes), so that a transaction whose response was lost is recognised exactly.
-	Table repo.Options
 	// Chunks is the number of physical entities a logical entity is stored in, 1 to
 	// MaxChunks. Defaults to DefaultChunks (2). Each chunk holds at most PropertiesPerChunk
 	// properties and 1 MiB; all of them together less than 4 MiB (one transaction).
@@ -72,11 +68,14 @@ type Options struct {
 	// without reading. Defaults to keys.Bucket(name, chunks): an MD5 of the name, which
 	// spreads names evenly.
 	ChunkOf func(name string, chunks int) int
-	// TornRetry is the backoff between reads that found chunks of different writes.
-	// Defaults to DefaultTornRetry.
+	// TornRetry is the backoff between reads that found chunks of different writes. Zero
+	// fields default field by field to 10 ms delay, 2 ms minimum, 500 ms maximum and 8
+	// retries (the concurrent write has completed by the next read); its Logger defaults
+	// to the table's.
 	TornRetry retry.Policy
 	// Conflict is the backoff between attempts of Update and Put that lost a race to
-	// another writer. Defaults to DefaultConflictPolicy.
+	// another writer. Zero fields take retry.ConflictPolicy's values, field by field; its
+	// Logger defaults to the table's.
 	Conflict retry.Policy
 }
 
@@ -111,15 +110,28 @@ type Store struct {
 	conflict retry.Policy
 }
 
-// New returns the Store of wide entities in table name. It sends nothing (create the table
-// with Table().CreateIfNotExists).
+// New returns the Store of wide entities in table, a table of dynamic entities built with
+// repo.Options.TrackWrites: every chunk then keeps the ids of its recent writes (about 200
+// bytes), so that a transaction whose response was lost is recognised exactly and fn is
+// never applied twice. The table's retry policy and logger are the Store's. New sends
+// nothing (create the table with Table().CreateIfNotExists).
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil client, a bad table name
-// or invalid options.
-func New(svc *aztables.ServiceClient, name string, opts *Options) (*Store, error) {
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, a table
+// without TrackWrites, or invalid options.
+func New(table *repo.Table[codec.Entity], opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	// A write is one transaction of chunk replacements conditional on their ETags. Its
+	// response may be lost; write tracking stores the ids of the recent writes with each
+	// chunk, so that the retry knows whether the transaction committed, even after another
+	// writer built on it.
+	if !table.TracksWrites() {
+		return nil, errs.Invalid("repo.Options.TrackWrites", "must be on for the table of wide entities: without it a write whose response was lost cannot be recognised")
 	}
 	if o.Chunks == 0 {
 		o.Chunks = DefaultChunks
@@ -130,28 +142,18 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Store, error
 	if o.ChunkOf == nil {
 		o.ChunkOf = keys.Bucket
 	}
-	if o.TornRetry == (retry.Policy{}) {
-		o.TornRetry = DefaultTornRetry
-	}
-	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field, like every pattern
-	// A write is one transaction of chunk replacements conditional on their ETags. Its
-	// response may be lost; write tracking stores the ids of the recent writes with each
-	// chunk, so that the retry knows whether the transaction committed, even after another
-	// writer built on it, and fn is never applied twice.
-	o.Table.TrackWrites = true
+	// Field by field: TornRetry{MaxRetries: 3} keeps the quick delays.
+	o.TornRetry = o.TornRetry.Or(defaultTornRetry())
+	o.Conflict = o.Conflict.Or(defaultConflict())
 	for _, p := range []*retry.Policy{&o.TornRetry, &o.Conflict} {
 		if p.Logger == nil {
-			p.Logger = o.Table.Logger
+			p.Logger = table.Logger()
 		}
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	t, err := repo.New[codec.Entity](svc, name, &o.Table)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{table: t, chunks: o.Chunks, chunkOf: o.ChunkOf, torn: o.TornRetry, conflict: o.Conflict}, nil
+	return &Store{table: table, chunks: o.Chunks, chunkOf: o.ChunkOf, torn: o.TornRetry, conflict: o.Conflict}, nil
 }
 
 // Table returns the underlying table of physical chunks.
