@@ -225,7 +225,7 @@ func (s *Store[T]) judge(ctx context.Context, k entityKey, cands []candidate) (S
 		switch {
 		case err == nil:
 			rep.Deleted++
-			s.opts.Logger.Info("largeentity: orphan blob deleted", zap.String("container", s.cname), zap.String("blob", c.name))
+			s.log.Info("largeentity: orphan blob deleted", zap.String("container", s.cname), zap.String("blob", c.name))
 		case errors.Is(err, repo.ErrPreconditionFailed):
 			rep.Changed++
 		default:

@@ -381,7 +381,7 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 	unknown := errors.Is(err, repo.ErrOutcomeUnknown)
 	refused := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)
 	if !refused && !unknown {
-		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
+		w.s.log.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(err))
 		return err
 	}
@@ -390,7 +390,7 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(gerr, repo.ErrNotFound):
 	case gerr != nil:
-		w.s.opts.Logger.Warn("largeentity: entity not read again after a refused write; its new blobs are left to the sweeper",
+		w.s.log.Warn("largeentity: entity not read again after a refused write; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(gerr))
 		return err
 	default:
@@ -413,7 +413,7 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 		return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): the entity references this write's new blob, so the write was applied, and the entity changed since (read it again): %w; %w",
 			w.s.table.Name(), w.pk, w.rk, repo.ErrOutcomeUnknown, err)
 	case unknown:
-		w.s.opts.Logger.Warn("largeentity: entity write outcome unknown; its new blobs are left to the sweeper",
+		w.s.log.Warn("largeentity: entity write outcome unknown; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(err))
 		return err
 	}
@@ -486,7 +486,7 @@ func (s *Store[T]) deleteBlobs(ctx context.Context, names []string) {
 	_ = fanout.Do(ctx, len(names), s.opts.Concurrency, func(ctx context.Context, i int) error {
 		if err := s.deleteBlob(ctx, names[i], nil); err != nil {
 			mu.Lock()
-			s.opts.Logger.Warn("largeentity: blob not deleted; the sweeper will remove it",
+			s.log.Warn("largeentity: blob not deleted; the sweeper will remove it",
 				zap.String("container", s.cname), zap.String("blob", names[i]), zap.Error(err))
 			mu.Unlock()
 		}
