@@ -19,7 +19,8 @@
 // or as the prefix of the RowKey or PartitionKey ("EMPLOYEE_000123") — with a
 // codec.Registry, and write every entity through it:
 //
-//	t, _ := heterogeneous.New(clients.Tables, "Company", nil)
+//	table, _ := repo.New[codec.Entity](clients.Tables, "Company", nil)
+//	t, _ := heterogeneous.New(table, nil)
 //	heterogeneous.Register[Department](t, "Department")
 //	heterogeneous.Register[Employee](t, "Employee")
 //	for v, err := range t.Query(ctx, repo.Query{Filter: filter.PartitionKey("Sales")}) {

@@ -105,8 +105,8 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
-		*r.count(p)++
-		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, p, nil))
+		*r.count(&p)++
+		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			// The transaction may have landed: it is atomic, so the child tells.
 			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
@@ -150,8 +150,8 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
-		*r.count(p)--
-		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(child)}), UpdateAction(r.t, p, nil))
+		*r.count(&p)--
+		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(&child)}), UpdateAction(r.t, &p, nil))
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			// The transaction may have landed: it is atomic, so the child tells.
 			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
@@ -256,11 +256,11 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 			}
 			n++
 		}
-		if *r.count(p) == n {
+		if *r.count(&p) == n {
 			return nil
 		}
-		*r.count(p) = n
-		err = Update(ctx, r.t, p, nil)
+		*r.count(&p) = n
+		err = Update(ctx, r.t, &p, nil)
 		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrOutcomeUnknown) {
 			// Changed meanwhile, or an update that may have landed: count again (the
 			// count is derived from the children, so counting again is always right).
