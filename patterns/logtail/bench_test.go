@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/logtail"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -24,9 +23,7 @@ func BenchmarkNewest(b *testing.B) {
 	tb := claims(b, bd)
 	// The naive layout in a table of its own, so that each query meets 10,000 entities
 	// (Azurite evaluates a filter against every entity of a table).
-	naiveName := testenv.TableName(b)
-	testenv.Table(b, naiveName)
-	naiveTable, err := repo.New[Claim](bd.clients.Tables, naiveName, nil)
+	naiveTable, err := repo.New[Claim](bd.Clients.Tables, bd.NewTableName(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,10 +44,10 @@ func BenchmarkNewest(b *testing.B) {
 		}
 		naive[i] = &Claim{Employee: "naive", Key: asc + "_" + id, ClaimID: id, Amount: float64(i)}
 	}
-	if err := tb.BulkWrite(bd.ctx, tail, nil); err != nil {
+	if err := tb.BulkWrite(bd.Ctx, tail, nil); err != nil {
 		b.Fatal(err)
 	}
-	if err := naiveTable.BulkWrite(bd.ctx, naive, nil); err != nil {
+	if err := naiveTable.BulkWrite(bd.Ctx, naive, nil); err != nil {
 		b.Fatal(err)
 	}
 	want := fmt.Sprintf("C%05d", size-1)
@@ -58,7 +55,7 @@ func BenchmarkNewest(b *testing.B) {
 	b.Run("impl=logtail", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			got, err := log.Newest(bd.ctx, "tail", n)
+			got, err := log.Newest(bd.Ctx, "tail", n)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -70,7 +67,7 @@ func BenchmarkNewest(b *testing.B) {
 	b.Run("impl=scan-partition", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			all, err := naiveTable.Collect(bd.ctx, repo.Query{Filter: filter.PartitionKey("naive")})
+			all, err := naiveTable.Collect(bd.Ctx, repo.Query{Filter: filter.PartitionKey("naive")})
 			if err != nil {
 				b.Fatal(err)
 			}
