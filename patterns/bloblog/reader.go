@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -29,7 +30,7 @@ type ReaderOptions struct {
 	// Retry is the policy for transient failures of each request. Defaults to retry's
 	// defaults.
 	Retry retry.Policy
-	// Logger receives retry logs. Defaults to zap.NewNop().
+	// Logger receives retry logs. Defaults to none (a no-op logger).
 	Logger *zap.Logger
 }
 
@@ -61,13 +62,8 @@ func NewReader(blobs *azblob.Client, containerName string, opts *ReaderOptions) 
 	if o.Concurrency == 0 {
 		o.Concurrency = 4
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-	if o.Retry.Logger == nil {
-		o.Retry.Logger = o.Logger
-	}
-	o.Retry = o.Retry.WithDefaults()
+	o.Logger = logx.OrNop(o.Logger)
+	o.Retry = o.Retry.Or(retry.Policy{Logger: o.Logger}).WithDefaults()
 	if err := validatePeriod("ReaderOptions.Period", o.Period); err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -79,7 +80,8 @@ type Options struct {
 	// Retry is the policy for transient failures of each request. Defaults to retry's
 	// defaults.
 	Retry retry.Policy
-	// Logger receives background flush failures and retry logs. Defaults to zap.NewNop().
+	// Logger receives background flush failures and retry logs. Defaults to none (a
+	// no-op logger). A blob log has no table to take a logger from.
 	Logger *zap.Logger
 }
 
@@ -103,13 +105,8 @@ func (o *Options) withDefaults() Options {
 	if out.MaxBlobBytes == 0 {
 		out.MaxBlobBytes = DefaultMaxBlobBytes
 	}
-	if out.Logger == nil {
-		out.Logger = zap.NewNop()
-	}
-	if out.Retry.Logger == nil {
-		out.Retry.Logger = out.Logger
-	}
-	out.Retry = out.Retry.WithDefaults()
+	out.Logger = logx.OrNop(out.Logger)
+	out.Retry = out.Retry.Or(retry.Policy{Logger: out.Logger}).WithDefaults()
 	return out
 }
 
