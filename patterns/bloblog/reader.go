@@ -14,8 +14,8 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
-	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
