@@ -37,7 +37,7 @@ type pageResult[T any] struct {
 // already ordered, disjoint streams, so nothing is sorted in memory.
 //
 // In the tables at the ends of the range, whose periods extend beyond it, q.Filter is
-// combined with TimeProperty >= from and TimeProperty < to; inside the range every entity
+// combined with time property >= from and time property < to; inside the range every entity
 // of a table is in it by construction. q.Top limits the total. A zero from or to leaves that
 // side open. q.Token is refused: a fan-out cannot resume inside one table; resume with a
 // later from instead. A period without a table (no writes) is simply empty.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -23,15 +24,8 @@ const (
 	DefaultClockSkew   = 5 * time.Minute
 )
 
-// Options configures Tables. The zero value (or nil) gives the documented defaults, except
-// TimeProperty, which is required.
+// Options configures Tables. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// TimeProperty names the time.Time property (stored name or Go field name) that routes
-	// each entity to its period's table: a sign-in attempt goes to the table of the day of
-	// its AttemptTime. Fan-out queries also filter on it in the tables at the ends of the
-	// range. Required; for Tables[codec.Entity] (dynamic entities, e.g. in an archiver)
-	// any valid property name is accepted.
-	TimeProperty string
 	// Retention is how long a period stays writable and kept: writes to a period that
 	// ended Retention or more ago are refused, and DropExpired drops the tables of such
 	// periods. Because writes are refused before a table can be dropped, this package never
@@ -54,9 +48,10 @@ type Options struct {
 	Concurrency int
 	// Clock is the time source of the retention rules. Defaults to time.Now.
 	Clock func() time.Time
-	// Table configures each period table (retry policy, logger, ...). Its CreateWait is
-	// ignored: a period table found being deleted is never waited for and re-created
-	// (CreateWait is -1 in the tables Table returns).
+	// Table configures each period table (retry policy, logger, ...): Tables owns many
+	// tables, so it builds them itself, and its logger is Table.Logger (none by default).
+	// Its CreateWait is ignored: a period table found being deleted is never waited for
+	// and re-created (CreateWait is -1 in the tables Table returns).
 	Table repo.Options
 }
 
@@ -77,12 +72,17 @@ type Tables[T any] struct {
 	tables map[string]*repo.Table[T]
 }
 
-// New returns the period tables of scheme for entities of type T. It sends nothing: a
-// period's table is created by the first write to it (or by Prepare).
+// New returns the period tables of scheme for entities of type T. timeProperty names the
+// time.Time property (stored name or Go field name) that routes each entity to its period's
+// table: a sign-in attempt goes to the table of the day of its AttemptTime. Fan-out
+// queries also filter on it in the tables at the ends of the range. For
+// Tables[codec.Entity] (dynamic entities, e.g. in an archiver) any valid property name is
+// accepted. New sends nothing: a period's table is created by the first write to it (or by
+// Prepare).
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil client, an invalid scheme
-// or options, a missing TimeProperty or one T does not have, or a T codec cannot map.
-func New[T any](svc *aztables.ServiceClient, scheme Scheme, opts *Options) (*Tables[T], error) {
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil client, an invalid
+// scheme or options, an empty timeProperty or one T does not have, or a T codec cannot map.
+func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string, opts *Options) (*Tables[T], error) {
 	if svc == nil {
 		return nil, errs.Invalid("service client", "is nil")
 	}
@@ -120,34 +120,25 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, opts *Options) (*Tab
 	if err != nil {
 		return nil, err
 	}
-	if o.TimeProperty == "" {
-		return nil, errs.Invalid("Options.TimeProperty", "is required: it routes each entity to its period's table")
+	if timeProperty == "" {
+		return nil, errs.Invalid("timeProperty", "is required: it routes each entity to its period's table")
 	}
-	prop, ok := c.PropertyName(o.TimeProperty)
+	prop, ok := c.PropertyName(timeProperty)
 	if _, dynamic := any(new(T)).(*codec.Entity); dynamic && !ok {
 		// Dynamic entities (an archiver's view of any table) may hold any property.
-		if err := codec.ValidatePropertyName(o.TimeProperty); err != nil {
+		if err := codec.ValidatePropertyName(timeProperty); err != nil {
 			return nil, err
 		}
-		prop, ok = o.TimeProperty, true
+		prop, ok = timeProperty, true
 	}
 	if !ok {
-		return nil, errs.Invalid("Options.TimeProperty", "%T has no property %q", *new(T), o.TimeProperty)
+		return nil, errs.Invalid("timeProperty", "%T has no property %q", *new(T), timeProperty)
 	}
 	topts := o.Table
 	topts.CreateWait = -1
-	if topts.Logger == nil {
-		topts.Logger = zap.NewNop()
-	}
-	if topts.Retry.Logger == nil {
-		topts.Retry.Logger = topts.Logger
-	}
-	// Build one table to check the table options once, here, rather than at the first write.
-	probe, err := scheme.TableFor(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := repo.New[T](svc, probe.Name, &topts); err != nil {
+	topts.Logger = logx.OrNop(topts.Logger)
+	// Checked once, here, rather than at the first write; every table is built from them.
+	if err := repo.CheckOptions[T](&topts); err != nil {
 		return nil, err
 	}
 	return &Tables[T]{
@@ -208,7 +199,7 @@ func (p *Tables[T]) writable(at time.Time) (Table, error) {
 	return pt, nil
 }
 
-// timeOf reads v's TimeProperty through the codec, so that the routing sees exactly the
+// timeOf reads v's time property through the codec, so that the routing sees exactly the
 // value that is stored.
 func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 	if v == nil {
@@ -290,13 +281,13 @@ func (p *Tables[T]) write(ctx context.Context, v *T, do func(*repo.Table[T]) err
 	return do(t)
 }
 
-// Insert stores v in the table of the period of its TimeProperty, creating the table if
+// Insert stores v in the table of the period of its time property, creating the table if
 // this is the period's first write. One request (three for the first write of a period:
 // the insert that finds no table, the create, the insert). Every step can be repeated, so
 // a process stopped between them leaves nothing to repair; but a rerun of an Insert that
 // did store v meets ErrAlreadyExists: use Upsert for writes that may be run again.
 //
-// Errors: ErrInvalidInput (nothing sent: v's limits, a TimeProperty that is not a time, a
+// Errors: ErrInvalidInput (nothing sent: v's limits, a time property that is not a time, a
 // period past the retention), ErrAlreadyExists, ErrTableBeingDeleted (the period's table
 // was dropped), ErrTransient, *repo.Error.
 func (p *Tables[T]) Insert(ctx context.Context, v *T) error {
@@ -304,7 +295,7 @@ func (p *Tables[T]) Insert(ctx context.Context, v *T) error {
 }
 
 // Upsert inserts or replaces (or merges, see repo.UpsertOptions) v in the table of the
-// period of its TimeProperty, like Insert. It is idempotent.
+// period of its time property, like Insert. It is idempotent.
 //
 // Errors: as Insert, without ErrAlreadyExists.
 func (p *Tables[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
