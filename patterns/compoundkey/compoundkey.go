@@ -134,12 +134,18 @@ type Table[T any] struct {
 	layout Layout
 }
 
+// Options configures a Table. It has no fields yet: pass nil. It is there so that every
+// pattern constructor has the same shape, New(table, required..., opts), and options can
+// be added without breaking callers.
+type Options struct{}
+
 // New returns the repository of t's entities of type T whose RowKeys follow layout. Its
 // range queries ask the service for T's properties only ($select), so a T made of the
 // review fields reads just those, even from rows that hold more. It sends nothing.
 //
-// Errors: ErrInvalidInput if t is nil or T cannot be projected.
-func New[T any](t *repo.Table[T], layout Layout) (*Table[T], error) {
+// Errors: errs.ErrInvalidInput if t is nil, layout is the zero Layout, or T cannot be
+// projected.
+func New[T any](t *repo.Table[T], layout Layout, opts *Options) (*Table[T], error) {
 	if t == nil {
 		return nil, errs.Invalid("table", "is nil")
 	}
@@ -152,6 +158,9 @@ func New[T any](t *repo.Table[T], layout Layout) (*Table[T], error) {
 	}
 	return &Table[T]{rows: t, view: view, layout: layout}, nil
 }
+
+// Table returns the underlying table.
+func (t *Table[T]) Table() *repo.Table[T] { return t.rows }
 
 // Layout returns the table's layout.
 func (t *Table[T]) Layout() Layout { return t.layout }
