@@ -44,7 +44,7 @@ type Reader struct {
 
 // NewReader returns a Reader of the log blobs in the container. It sends nothing.
 //
-// Errors: ErrInvalidInput for a nil client, a bad container name or invalid options.
+// Errors: errs.ErrInvalidInput for a nil client, a bad container name or invalid options.
 func NewReader(blobs *azblob.Client, containerName string, opts *ReaderOptions) (*Reader, error) {
 	if blobs == nil {
 		return nil, errs.Invalid("blob client", "is nil")
@@ -97,8 +97,8 @@ type LogBlob struct {
 //
 // Cost: one list request per hour (or longer period) per 5,000 blobs.
 //
-// Errors: ErrInvalidInput (source, times; nothing sent), ErrTransient,
-// *errs.ServiceError (ErrNotFound when the container does not exist), ctx's error.
+// Errors: errs.ErrInvalidInput (source, times; nothing sent), errs.ErrTransient,
+// *errs.ServiceError (errs.ErrNotFound when the container does not exist), ctx's error.
 func (r *Reader) List(ctx context.Context, source string, from, to time.Time) ([]LogBlob, error) {
 	if err := r.checkRange(source, from, to); err != nil {
 		return nil, err

@@ -206,8 +206,8 @@ func (s *Store[V]) checkIndex(i int) error {
 // Get reads a series with one point query: every point in one request, the point of the
 // pattern (against one request, or one entity each, per point).
 //
-// Errors: ErrNotFound (no such series), ErrInvalidInput (keys), *codec.DecodeError (a
-// point holds something else than a number), ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such series), errs.ErrInvalidInput (keys), *codec.DecodeError (a
+// point holds something else than a number), errs.ErrTransient, *errs.ServiceError.
 func (s *Store[V]) Get(ctx context.Context, pk, rk string) (Series[V], error) {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Series[V]{}, err
@@ -223,7 +223,7 @@ func (s *Store[V]) Get(ctx context.Context, pk, rk string) (Series[V], error) {
 // which creates the series if needed and leaves the other points (and any other
 // property) as they are. It is unconditional and idempotent: the last Set of a point wins.
 //
-// Errors: ErrInvalidInput (keys, index; nothing sent), ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, index; nothing sent), errs.ErrTransient, *errs.ServiceError.
 func (s *Store[V]) Set(ctx context.Context, pk, rk string, i int, v V) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
@@ -237,13 +237,13 @@ func (s *Store[V]) Set(ctx context.Context, pk, rk string, i int, v V) error {
 
 // Put stores every point of series with one request (a merge of the point properties,
 // leaving other properties as they are). When series.ETag is set, the write is
-// conditional on it (ErrPreconditionFailed if the series changed since it was read);
+// conditional on it (errs.ErrPreconditionFailed if the series changed since it was read);
 // otherwise it creates or overwrites the points. On success series.ETag holds the new
 // ETag.
 //
-// Errors: ErrInvalidInput (keys, a Points slice of the wrong length; nothing sent),
-// ErrPreconditionFailed, ErrNotFound (conditional write of a deleted series),
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, a Points slice of the wrong length; nothing sent),
+// errs.ErrPreconditionFailed, errs.ErrNotFound (conditional write of a deleted series),
+// errs.ErrTransient, *errs.ServiceError.
 func (s *Store[V]) Put(ctx context.Context, series *Series[V]) error {
 	if series == nil {
 		return errs.Invalid("series", "is nil")
@@ -290,16 +290,16 @@ type AddOptions struct {
 // series is created.
 //
 // Every Add and Update carries an operation id (a random one when opts gives none), stored
-// with the change in the same write: a write whose response was lost (ErrOutcomeUnknown
+// with the change in the same write: a write whose response was lost (errs.ErrOutcomeUnknown
 // from repo, even when another writer's change followed it) is recognised on the re-read by
 // its id, and never applied twice. It is exactly once as long as the id is among the last
 // Options.OpHistory operations of the series; give your own OpID to make a retried call or
 // a redelivered message count once as well.
 //
-// Errors: ErrInvalidInput (keys, index, OpID; nothing sent), ErrNotFound (no such table,
-// or the series was deleted during the update), ErrTransient (also when the
-// conflict retries are exhausted: errors.Is(err, ErrPreconditionFailed) tells that case),
-// *codec.DecodeError, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, index, OpID; nothing sent), errs.ErrNotFound (no such table,
+// or the series was deleted during the update), errs.ErrTransient (also when the
+// conflict retries are exhausted: errors.Is(err, errs.ErrPreconditionFailed) tells that case),
+// *codec.DecodeError, *errs.ServiceError.
 func (s *Store[V]) Add(ctx context.Context, pk, rk string, i int, delta V, opts *AddOptions) (V, error) {
 	if err := s.checkIndex(i); err != nil {
 		return 0, err
@@ -392,7 +392,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 	var unknown error // an attempt whose write may have landed (repo.ErrOutcomeUnknown)
 	op := retry.Op{Name: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool {
-			// ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
+			// errs.ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
 			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
 		}}
 	err := retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {

@@ -64,10 +64,10 @@
 // counting and updating conditional on the parent's ETag so that a concurrent Add makes
 // it count again (TestRecountWindowConcurrentAdd).
 //
-// When repo cannot prove the outcome of a transaction (repo.ErrOutcomeUnknown: a lost
+// When repo cannot prove the outcome of a transaction (errs.ErrOutcomeUnknown: a lost
 // response, then a retry that met a conflict), Add and Remove read the child again,
 // which the atomic transaction wrote or not: an Add that did not land is retried and one
-// that may have landed returns the ErrOutcomeUnknown error (never ErrAlreadyExists alone,
+// that may have landed returns the errs.ErrOutcomeUnknown error (never errs.ErrAlreadyExists alone,
 // "nothing written"); a Remove whose child is gone reports success, one whose child is
 // still there starts over; Recount simply counts again
 // (TestOneToManyOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have repo

@@ -81,7 +81,7 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 // or write; a Go type may be registered under several names, the first being the one
 // written (older names are read into the current type).
 //
-// Errors: ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
+// Errors: errs.ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
 // cannot appear in a key, or T has a field stored under the discriminator property).
 func Register[T any](t *Table, name string) error {
 	if err := codec.Register[T](t.reg, name); err != nil {
@@ -179,10 +179,10 @@ func registered[T any](t *Table) (*codec.Codec[T], error) {
 // continuation tokens (repo.QueryFunc does the paging), and resumes from q.Token, a
 // repo.Page.Token of the same filter. When q.Select is set, the keys and the discriminator property are added.
 //
-// Errors (yielded): ErrInvalidInput (the query; nothing sent), *codec.UnknownEntityTypeError
+// Errors (yielded): errs.ErrInvalidInput (the query; nothing sent), *codec.UnknownEntityTypeError
 // for an entity of an unregistered type (unless RegistryOptions.UnknownAsEntity, which
-// yields it as a *codec.Entity), *codec.DecodeError, repo.ErrNotFound (no such table),
-// repo.ErrTransient, *repo.Error.
+// yields it as a *codec.Entity), *codec.DecodeError, errs.ErrNotFound (no such table),
+// errs.ErrTransient, *errs.ServiceError.
 func (t *Table) Query(ctx context.Context, q repo.Query) iter.Seq2[any, error] {
 	if q.Select != nil {
 		// The keys and the discriminator are needed to decode any entity.
@@ -201,7 +201,7 @@ func (t *Table) Query(ctx context.Context, q repo.Query) iter.Seq2[any, error] {
 // PartitionKey range of the type's prefix; one such condition per name T is registered
 // under), so that entities of other types are not even read.
 //
-// Errors (yielded): ErrInvalidInput (T not registered, the query; nothing sent), and those
+// Errors (yielded): errs.ErrInvalidInput (T not registered, the query; nothing sent), and those
 // of Query.
 func QueryOf[T any](ctx context.Context, t *Table, q repo.Query) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {

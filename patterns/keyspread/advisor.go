@@ -126,7 +126,7 @@ type Report struct {
 // Tablestore's primary key design guide hash prefixes). It keeps one counter per distinct key, and the times when
 // given.
 //
-// Errors: ErrInvalidInput for invalid options or an empty sample.
+// Errors: errs.ErrInvalidInput for invalid options or an empty sample.
 func Advise(writes iter.Seq[Write], opts *AdviseOptions) (Report, error) {
 	o, err := adviseDefaults(opts)
 	if err != nil {

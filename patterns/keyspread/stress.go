@@ -93,7 +93,7 @@ func (r StressReport) String() string {
 // throttling answer as an error, or on the application's own policy to see what its users
 // would. Errors of operations are counted, not returned.
 //
-// Errors: ErrInvalidInput for an invalid configuration (nothing runs); ctx's error if ctx
+// Errors: errs.ErrInvalidInput for an invalid configuration (nothing runs); ctx's error if ctx
 // ended before the run's end, with the report of what ran.
 func Stress(ctx context.Context, cfg StressConfig) (StressReport, error) {
 	if cfg.Concurrency == 0 {

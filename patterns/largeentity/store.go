@@ -42,7 +42,7 @@ const (
 	maxContentType = 255
 )
 
-// Sentinel errors of this package, in addition to the SDK's (repo.ErrNotFound, ...).
+// Sentinel errors of this package, in addition to the SDK's (errs.ErrNotFound, ...).
 var (
 	// ErrContentMismatch: content read back does not have the size or SHA-256 the entity
 	// records (the blob was changed or damaged outside the Store).
@@ -56,7 +56,7 @@ var (
 	ErrTampered = codec.ErrTampered
 	// ErrDangling: the entity, unchanged, points to a blob that does not exist. The Store
 	// never leaves this state; it means a blob was deleted outside the Store. It is reported
-	// together with repo.ErrNotFound.
+	// together with errs.ErrNotFound.
 	ErrDangling = errors.New("largeentity: the entity points to a missing blob")
 )
 
@@ -306,8 +306,8 @@ func (s *Store[T]) Prefix() string { return s.opts.Prefix }
 
 // CreateIfNotExists creates the table and the blob container; existing ones are success.
 //
-// Errors: as repo.Table.CreateIfNotExists; for the container ErrTransient or an
-// *repo.Error.
+// Errors: as repo.Table.CreateIfNotExists; for the container errs.ErrTransient or an
+// *errs.ServiceError.
 func (s *Store[T]) CreateIfNotExists(ctx context.Context) error {
 	if err := s.table.CreateIfNotExists(ctx); err != nil {
 		return err

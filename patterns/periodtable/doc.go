@@ -41,10 +41,10 @@
 // 40 seconds and more), and the guide advises to always use unique table names. Here a
 // name is reused only if a period is written after its table was dropped, and that is
 // prevented: with Options.Retention set, writes to a period that ended Retention ago are
-// refused before any request (ErrInvalidInput), and only such periods can be dropped
+// refused before any request (errs.ErrInvalidInput), and only such periods can be dropped
 // (Drop, DropBefore and DropExpired keep a margin for clock skew on top of Retention). A
 // period table found being deleted when a write wants to create it is not waited for:
-// the write fails with ErrTableBeingDeleted rather than re-create the name later.
+// the write fails with errs.ErrTableBeingDeleted rather than re-create the name later.
 //
 // # Hot and cold tables, archive (Tablestore: separate cold and hot data)
 //

@@ -42,8 +42,8 @@ type pageResult[T any] struct {
 // side open. q.Token is refused: a fan-out cannot resume inside one table; resume with a
 // later from instead. A period without a table (no writes) is simply empty.
 //
-// Errors (yielded, after which iteration stops): ErrInvalidInput (q; nothing sent),
-// ErrTransient, *repo.Error. Breaking out of the loop cancels the reads in flight.
+// Errors (yielded, after which iteration stops): errs.ErrInvalidInput (q; nothing sent),
+// errs.ErrTransient, *errs.ServiceError. Breaking out of the loop cancels the reads in flight.
 func (p *Tables[T]) Query(ctx context.Context, from, to time.Time, q repo.Query, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T

@@ -34,7 +34,7 @@ type Options struct {
 	// refuse to drop anything.
 	Retention time.Duration
 	// SealAfter seals a period that long after it ended: writes to it are refused before
-	// any request (ErrInvalidInput), and its table is never created again, so that an
+	// any request (errs.ErrInvalidInput), and its table is never created again, so that an
 	// archiver (patterns/consistency, its SealGrace at least SealAfter) can export and
 	// drop it with no writer left. 0 means Retention (writes refused once the period
 	// expires; never, when Retention is 0); -1 means never sealed before Retention.
@@ -167,7 +167,7 @@ func (p *Tables[T]) repoTable(name string) *repo.Table[T] {
 // wrap (a point read in a known period, reading a whole period to archive it). It sends
 // nothing.
 //
-// Errors: ErrInvalidInput when the name is not one of the scheme's.
+// Errors: errs.ErrInvalidInput when the name is not one of the scheme's.
 func (p *Tables[T]) Table(t Table) (*repo.Table[T], error) {
 	if _, ok := p.scheme.Parse(t.Name); !ok {
 		return nil, errs.Invalid("table", "%q is not a table of the scheme %s%s", t.Name, p.scheme.Prefix, p.scheme.Period)
@@ -222,7 +222,7 @@ func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 
 // isTableNotFound tells "the table does not exist" from "the entity does not exist". A
 // write whose outcome repo could not tell because its retry met TableNotFound
-// (repo.ErrOutcomeUnknown) counts too: whatever an earlier attempt did, the table is gone
+// (errs.ErrOutcomeUnknown) counts too: whatever an earlier attempt did, the table is gone
 // now, and so is anything it stored; the write re-checks its period before creating it.
 func isTableNotFound(err error) bool {
 	var ue *repo.OutcomeUnknownError
@@ -285,11 +285,11 @@ func (p *Tables[T]) write(ctx context.Context, v *T, do func(*repo.Table[T]) err
 // this is the period's first write. One request (three for the first write of a period:
 // the insert that finds no table, the create, the insert). Every step can be repeated, so
 // a process stopped between them leaves nothing to repair; but a rerun of an Insert that
-// did store v meets ErrAlreadyExists: use Upsert for writes that may be run again.
+// did store v meets errs.ErrAlreadyExists: use Upsert for writes that may be run again.
 //
-// Errors: ErrInvalidInput (nothing sent: v's limits, a time property that is not a time, a
-// period past the retention), ErrAlreadyExists, ErrTableBeingDeleted (the period's table
-// was dropped), ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent: v's limits, a time property that is not a time, a
+// period past the retention), errs.ErrAlreadyExists, errs.ErrTableBeingDeleted (the period's table
+// was dropped), errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Insert(ctx context.Context, v *T) error {
 	return p.write(ctx, v, func(t *repo.Table[T]) error { return t.Insert(ctx, v) })
 }
@@ -297,15 +297,15 @@ func (p *Tables[T]) Insert(ctx context.Context, v *T) error {
 // Upsert inserts or replaces (or merges, see repo.UpsertOptions) v in the table of the
 // period of its time property, like Insert. It is idempotent.
 //
-// Errors: as Insert, without ErrAlreadyExists.
+// Errors: as Insert, without errs.ErrAlreadyExists.
 func (p *Tables[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
 	return p.write(ctx, v, func(t *repo.Table[T]) error { return t.Upsert(ctx, v, opts) })
 }
 
 // Get reads the entity with keys pk and rk from the table of the period that holds at.
 //
-// Errors: ErrNotFound (no such entity, or no table for that period), ErrInvalidInput,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such entity, or no table for that period), errs.ErrInvalidInput,
+// errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Get(ctx context.Context, at time.Time, pk, rk string) (T, error) {
 	pt, err := p.scheme.TableFor(at)
 	if err != nil {
@@ -320,8 +320,8 @@ func (p *Tables[T]) Get(ctx context.Context, at time.Time, pk, rk string) (T, er
 // pay for the creation, and so that the service can warm the new table up before the load
 // arrives (the Azure Table storage design guide: a new table is throttled at first). Idempotent.
 //
-// Errors: ErrInvalidInput (an expired or out-of-range period), ErrTableBeingDeleted,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (an expired or out-of-range period), errs.ErrTableBeingDeleted,
+// errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Prepare(ctx context.Context, at time.Time) (Table, error) {
 	pt, err := p.writable(at)
 	if err != nil {
@@ -344,7 +344,7 @@ type ListOptions struct {
 // per 1,000 tables (a query on the table names, which sort as their periods do). Other
 // tables of the account are not returned, even those whose names start with the prefix.
 //
-// Errors: ErrTransient, *repo.Error.
+// Errors: errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) List(ctx context.Context, opts *ListOptions) ([]Table, error) {
 	var o ListOptions
 	if opts != nil {
@@ -391,9 +391,9 @@ func (p *Tables[T]) List(ctx context.Context, opts *ListOptions) ([]Table, error
 // high-volume delete. A table already gone, or already being deleted, is success, so a
 // drop can be run again after a crash.
 //
-// Errors: ErrInvalidInput (nothing sent) when Retention is 0 or the period has not yet
+// Errors: errs.ErrInvalidInput (nothing sent) when Retention is 0 or the period has not yet
 // expired (it ends later than Retention ago: it may still be written, which would re-create
-// the name), or the name is not one of the scheme's; ErrTransient, *repo.Error.
+// the name), or the name is not one of the scheme's; errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Drop(ctx context.Context, t Table) error {
 	pt, ok := p.scheme.Parse(t.Name)
 	if !ok {
@@ -432,7 +432,7 @@ func (p *Tables[T]) checkCutoff(cutoff time.Time) error {
 // request per table, at most Options.Concurrency at once. It returns the tables it dropped
 // (or found already gone). It is idempotent: after a crash, run it again.
 //
-// Errors: ErrInvalidInput (nothing sent) when Retention is 0 or cutoff is later than
+// Errors: errs.ErrInvalidInput (nothing sent) when Retention is 0 or cutoff is later than
 // Retention ago; then List's errors; a failed drop does not stop the others, and the
 // errors of all failed drops are joined.
 func (p *Tables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]Table, error) {

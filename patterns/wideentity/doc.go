@@ -47,7 +47,7 @@
 // transaction whose response was lost is recognised by its write id even after another
 // writer built on it, so Update never applies fn twice
 // (TestLostResponseThenAnotherUpdateAppliesFnOnce); only when the history cannot tell does
-// it return repo.ErrOutcomeUnknown. SetProperty is the guide's single merge: atomic for its
+// it return errs.ErrOutcomeUnknown. SetProperty is the guide's single merge: atomic for its
 // one property and never in conflict with writes to other properties, but two properties
 // set by two SetProperty calls are two writes (use Update to change them together).
 //

@@ -263,8 +263,8 @@ func newRev() string {
 // chunks: a query that spans pages, or a service that does not read a partition as a
 // snapshot), it reads again, with the backoff of Options.TornRetry.
 //
-// Errors: ErrNotFound (no chunk), ErrInvalidInput (keys; nothing sent), an error wrapping
-// ErrTorn and ErrTransient (still torn after every retry), ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no chunk), errs.ErrInvalidInput (keys; nothing sent), an error wrapping
+// ErrTorn and errs.ErrTransient (still torn after every retry), errs.ErrTransient, *errs.ServiceError.
 func (s *Store) Get(ctx context.Context, pk, rk string) (*Entity, error) {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return nil, err
@@ -336,9 +336,9 @@ func (s *Store) read(ctx context.Context, pk, rk string) (*Entity, error) {
 // transaction (one request), so that readers see all of it or nothing. On success e.Rev
 // is set and e can be passed to Put for a conditional overwrite.
 //
-// Errors: ErrInvalidInput (keys, names, values, a chunk over PropertiesPerChunk or 1 MiB,
-// the transaction over 4 MiB; nothing sent), ErrAlreadyExists (a chunk exists),
-// ErrTransient, *repo.ActionError, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, names, values, a chunk over PropertiesPerChunk or 1 MiB,
+// the transaction over 4 MiB; nothing sent), errs.ErrAlreadyExists (a chunk exists),
+// errs.ErrTransient, *repo.ActionError, *errs.ServiceError.
 func (s *Store) Insert(ctx context.Context, e *Entity) error {
 	rev := newRev()
 	chunks, err := s.layout(e, rev)
@@ -367,7 +367,7 @@ func (s *Store) submit(ctx context.Context, e *Entity, rev string, chunks []*cod
 
 // write stores e over the chunks in stored (as read, or nil for none) in one transaction:
 // replaces the chunks that exist, conditional on their ETags; inserts the new ones; deletes
-// the chunks of another layout. ErrPreconditionFailed or ErrAlreadyExists mean another
+// the chunks of another layout. errs.ErrPreconditionFailed or errs.ErrAlreadyExists mean another
 // writer changed the entity since stored was read.
 func (s *Store) write(ctx context.Context, e *Entity, stored []chunkRef) error {
 	rev := newRev()
@@ -432,17 +432,17 @@ func (e *fnError) Unwrap() error { return e.err }
 
 // Put stores e, every chunk in one entity group transaction. If e was read by Get (or
 // stored by Insert, Put or Update), the write is conditional on the chunks it came from:
-// ErrPreconditionFailed if any changed since (optimistic concurrency over the whole
+// errs.ErrPreconditionFailed if any changed since (optimistic concurrency over the whole
 // logical entity). Otherwise Put overwrites whatever is stored: it reads the stored chunks
 // first (to replace them and delete those of another layout in the same transaction) and
 // retries if another writer wins the race. Two requests (one for a conditional Put).
 //
 // A write whose response was lost is recognised by its write id (see Options.Table: write
 // tracking is always on): success if it committed, a retry from the read if it did not,
-// and ErrOutcomeUnknown only when the history cannot tell (then re-read before deciding).
+// and errs.ErrOutcomeUnknown only when the history cannot tell (then re-read before deciding).
 //
-// Errors: ErrInvalidInput (as Insert; nothing sent), ErrPreconditionFailed, ErrOutcomeUnknown, ErrTorn (the
-// stored chunks stayed torn), ErrTransient, *repo.ActionError, *repo.Error.
+// Errors: errs.ErrInvalidInput (as Insert; nothing sent), errs.ErrPreconditionFailed, errs.ErrOutcomeUnknown, ErrTorn (the
+// stored chunks stayed torn), errs.ErrTransient, *repo.ActionError, *errs.ServiceError.
 func (s *Store) Put(ctx context.Context, e *Entity) error {
 	if e == nil {
 		return errs.Invalid("entity", "is nil")
@@ -527,8 +527,8 @@ func (s *Store) update(ctx context.Context, pk, rk string, fn func(e *Entity) er
 // with another number of chunks than Options.Chunks, the merge finds no chunk and
 // SetProperty falls back to Update, which rewrites the entity in the current layout.
 //
-// Errors: ErrNotFound (no such entity), ErrInvalidInput (keys, a reserved or invalid name,
-// a value codec refuses; nothing sent), ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such entity), errs.ErrInvalidInput (keys, a reserved or invalid name,
+// a value codec refuses; nothing sent), errs.ErrTransient, *errs.ServiceError.
 func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
@@ -563,8 +563,8 @@ func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any)
 // in one transaction, so that readers see the whole entity or nothing. A missing entity is
 // success, so Delete can be run again after a crash. Two requests.
 //
-// Errors: ErrInvalidInput (keys; nothing sent), ErrTransient, *repo.ActionError,
-// *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent), errs.ErrTransient, *repo.ActionError,
+// *errs.ServiceError.
 func (s *Store) Delete(ctx context.Context, pk, rk string) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
