@@ -18,7 +18,7 @@ import (
 func TestAdviseHotPartitionAtEitherEndIsNotMonotonic(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, hot string }{
-		{"hot key sorts last", "zSales"}, // every write to it is a write to the current maximum
+		{"hot key sorts last", "zSales"},  // every write to it is a write to the current maximum
 		{"hot key sorts first", "ASales"}, // ... to the current minimum
 	} {
 		t.Run(c.name, func(t *testing.T) {
