@@ -75,21 +75,7 @@ func (b *bed) reader(o *bloblog.ReaderOptions) *bloblog.Reader {
 }
 
 // names lists every blob name in the container.
-func (b *bed) names() []string {
-	b.t.Helper()
-	var out []string
-	p := b.raw.NewListBlobsFlatPager(nil)
-	for p.More() {
-		page, err := p.NextPage(b.ctx)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			out = append(out, *it.Name)
-		}
-	}
-	return out
-}
+func (b *bed) names() []string { return b.BlobNames(b.cname) }
 
 // readAll reads source's records of [from, to).
 func (b *bed) readAll(r *bloblog.Reader, source string, from, to time.Time) []bloblog.Record {

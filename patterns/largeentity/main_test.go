@@ -68,20 +68,9 @@ func setup(t *testing.T, proxied bool, opts *largeentity.Options) *bed {
 	return b
 }
 
-// blobs lists the names of every blob in the container.
+// blobs lists the names of every blob in the container, sorted.
 func (b *bed) blobs() []string {
-	b.t.Helper()
-	var out []string
-	p := b.raw.NewListBlobsFlatPager(nil)
-	for p.More() {
-		page, err := p.NextPage(b.ctx)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			out = append(out, *it.Name)
-		}
-	}
+	out := b.BlobNames(b.cname)
 	slices.Sort(out)
 	return out
 }
