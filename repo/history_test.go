@@ -37,7 +37,7 @@ func TestIncrementHistoryUnderFaults(t *testing.T) {
 
 			// The optimistic loop as the patterns run it: jittered backoff between rounds
 			// spreads the writers that lost together.
-			conflict := retry.ConflictPolicy
+			conflict := retry.Conflict()
 			conflict.MaxRetries, conflict.MaxElapsed = 10000, retry.Off
 			op := retry.Op{Name: "increment", Retryable: func(err error) bool {
 				return errors.Is(err, repo.ErrPreconditionFailed) && !errors.Is(err, repo.ErrOutcomeUnknown)

@@ -187,12 +187,12 @@ func TestPolicyDefaultsAndValidate(t *testing.T) {
 
 func TestOrFillsOnlyZeroFields(t *testing.T) {
 	own := Policy{Delay: time.Second, MaxRetries: Off}
-	got := own.Or(ConflictPolicy)
-	want := Policy{Delay: time.Second, MinDelay: ConflictPolicy.MinDelay, MaxDelay: ConflictPolicy.MaxDelay, MaxRetries: Off, MaxElapsed: ConflictPolicy.MaxElapsed}
+	got := own.Or(Conflict())
+	want := Policy{Delay: time.Second, MinDelay: Conflict().MinDelay, MaxDelay: Conflict().MaxDelay, MaxRetries: Off, MaxElapsed: Conflict().MaxElapsed}
 	if got != want {
 		t.Fatalf("Or: %+v, want %+v", got, want)
 	}
-	if err := ConflictPolicy.Validate(); err != nil {
-		t.Fatalf("ConflictPolicy is invalid: %v", err)
+	if err := Conflict().Validate(); err != nil {
+		t.Fatalf("Conflict() is invalid: %v", err)
 	}
 }

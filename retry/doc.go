@@ -3,7 +3,7 @@
 //
 // # The formula ("Designing a scalable partitioning strategy")
 //
-// "Designing a scalable partitioning strategy" ("Designing a scalable partitioning strategy") explains that the service
+// "Designing a scalable partitioning strategy" explains that the service
 // answers Server Busy (503) and Timeout errors while it moves an overloaded partition to
 // another server, that the partition comes back after a few seconds, and that these errors
 // (unlike 401 and most 4xx, or 501 and 505) should be retried with exponential backoff and
@@ -27,6 +27,17 @@
 //
 // BatchPolicy holds the values of the partitioning article's code sample (defaultBackoff 30 s,
 // backoffMin 3 s, backoffMax 90 s, retryCount 5) for batch jobs and queue workers.
+//
+// # Optimistic concurrency
+//
+// Optimistic is the read-modify-write loop of every pattern, written once: each round
+// reads, decides and writes conditionally (If-Match on what it read, or an insert), and
+// returns Again(err) when it lost a race (Conflicted: a 412 or a creation 409 on what the
+// round itself read) so that the next round starts from a fresh read, with the jittered
+// waits of Conflict() (z = 10 ms, up to 50 rounds). A write whose earlier attempt may have
+// been applied (errs.ErrOutcomeUnknown) is never counted as success: the round re-reads
+// and re-decides. A mark of Again counts only on the round's own return value, and no
+// error leaves the loop marked, so nested loops never restart each other.
 //
 // # One layer of retries
 //

@@ -73,23 +73,27 @@ var BatchPolicy = Policy{
 	MaxElapsed: 10 * time.Minute,
 }
 
-// ConflictPolicy is the policy of optimistic-concurrency loops: read, change, write with
-// If-Match, and on 412 (or a 409 creation race) read again and retry. A conflict clears as
-// soon as the winner's write is done, which takes milliseconds, so the waits start far
-// below the defaults for transient failures; the jitter spreads the writers that lost
-// together so that they do not meet again; and the retries are many, because under
-// contention each attempt only has its fair share of winning. Use it with an Op whose
-// Retryable accepts the conflict errors.
-var ConflictPolicy = Policy{
-	Delay:      10 * time.Millisecond,
-	MinDelay:   2 * time.Millisecond,
-	MaxDelay:   500 * time.Millisecond,
-	MaxRetries: 50,
-	MaxElapsed: time.Minute,
+// Conflict returns the policy of optimistic-concurrency loops (see Optimistic): read,
+// change, write with If-Match, and on 412 (or a 409 creation race) read again and retry.
+// A conflict clears as soon as the winner's write is done, which takes milliseconds, so
+// the waits start far below the defaults for transient failures (z = 10 ms, zmin = 2 ms,
+// zmax = 500 ms); the jitter spreads the writers that lost together so that they do not
+// meet again; and the retries are many (50, within 1 minute), because under contention
+// each attempt only has its fair share of winning. Each call returns a fresh copy: there
+// is no shared default to change by accident. Complete a caller's policy field by field
+// with opts.Conflict.Or(retry.Conflict()).
+func Conflict() Policy {
+	return Policy{
+		Delay:      10 * time.Millisecond,
+		MinDelay:   2 * time.Millisecond,
+		MaxDelay:   500 * time.Millisecond,
+		MaxRetries: 50,
+		MaxElapsed: time.Minute,
+	}
 }
 
 // Or returns p with every zero field (Logger included) taken from d: the way to give a
-// policy from options the defaults of a preset, e.g. opts.Conflict.Or(ConflictPolicy).
+// policy from options the defaults of a preset, e.g. opts.Conflict.Or(Conflict()).
 func (p Policy) Or(d Policy) Policy {
 	if p.Delay == 0 {
 		p.Delay = d.Delay

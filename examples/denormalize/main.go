@@ -112,7 +112,7 @@ func inPartition(ctx context.Context, out io.Writer, clients *account.Clients, t
 		return err
 	}
 	defer emps.DeleteTable(context.WithoutCancel(ctx))
-	rel, err := denormalize.New(emps, depts, denormalize.Options[Employee, Department]{Name: "Manager", Ref: managerOf, Copy: copyManager})
+	rel, err := denormalize.New(emps, depts, "Manager", managerOf, copyManager, nil)
 	if err != nil {
 		return err
 	}
@@ -165,9 +165,7 @@ func acrossPartitions(ctx context.Context, out io.Writer, clients *account.Clien
 	if err != nil {
 		return err
 	}
-	rel, err := denormalize.New(emps, depts, denormalize.Options[Employee, Department]{
-		Name: "Manager", Mode: denormalize.AcrossPartitions, Ref: managerOf, Copy: copyManager, Queue: qc,
-	})
+	rel, err := denormalize.NewAcross(emps, depts, "Manager", managerOf, copyManager, qc, nil)
 	if err != nil {
 		return err
 	}

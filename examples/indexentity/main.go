@@ -92,7 +92,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 
 // option2 is the index entity in the employees' own partition, kept exact by transactions.
 func option2(ctx context.Context, out io.Writer, emps *repo.Table[Employee]) error {
-	ix, err := indexentity.NewSamePartition(emps, indexentity.SamePartitionOptions[Employee]{Name: "LastName", Value: lastName})
+	ix, err := indexentity.NewSamePartition(emps, "LastName", lastName, nil)
 	if err != nil {
 		return err
 	}
@@ -173,11 +173,11 @@ func options1and3(ctx context.Context, out io.Writer, clients *account.Clients, 
 		return err
 	}
 	defer indexTable.DeleteTable(context.WithoutCancel(ctx))
-	tables, err := indexentity.NewTableStore(indexTable, indexentity.TableStoreOptions{Name: "LastName"})
+	tables, err := indexentity.NewTableStore(indexTable, "LastName", nil)
 	if err != nil {
 		return err
 	}
-	blobs, err := indexentity.NewBlobStore(clients.Blobs, n.container, indexentity.BlobStoreOptions{Prefix: "lastname/"})
+	blobs, err := indexentity.NewBlobStore(clients.Blobs, n.container, &indexentity.BlobStoreOptions{Prefix: "lastname/"})
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func options1and3(ctx context.Context, out io.Writer, clients *account.Clients, 
 			return err
 		}
 		defer emps.DeleteTable(context.WithoutCancel(ctx))
-		ix, err := indexentity.NewEventual(emps, indexentity.EventualOptions[Employee]{Name: "LastName", Value: lastName, Store: opt.store, Queue: qc})
+		ix, err := indexentity.NewEventual(emps, "LastName", lastName, opt.store, qc, nil)
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,9 @@ func (e *ServiceError) Error() string {
 	if e.Kind != nil {
 		fmt.Fprintf(&b, " (%v)", e.Kind)
 	}
-	if e.StatusCode == 0 && e.Err != nil {
+	if c, ok := e.Err.(*clientCheck); ok {
+		fmt.Fprintf(&b, ": %s", c.reason)
+	} else if e.StatusCode == 0 && e.Err != nil {
 		// A transport error (*url.Error) prints the request URL, query and SAS included.
 		fmt.Fprintf(&b, ": %s", Redact(e.Err))
 	}
@@ -110,4 +112,22 @@ func Wrap(err error, op, resource, pk, rk string) error {
 		out.Kind = KindOf(re.StatusCode, re.ErrorCode)
 	}
 	return out
+}
+
+// clientCheck is the cause of a refusal decided on the client side, before any request:
+// its reason is part of the error's text (a service answer's body never is).
+type clientCheck struct{ reason string }
+
+func (c *clientCheck) Error() string { return c.reason }
+
+// Precondition returns the error of a conditional write refused on the client side: the
+// read that precedes the write showed that the caller's ETag no longer matches the entity
+// (PartitionKey pk, RowKey rk), so no write was sent. It is the *ServiceError the service
+// would have answered (412 UpdateConditionNotSatisfied, unwrapping to
+// ErrPreconditionFailed), and its text ends with reason, which says what changed. Every
+// package builds such errors here, never by hand.
+func Precondition(op, resource, pk, rk, reason string) *ServiceError {
+	return &ServiceError{Op: op, Resource: resource, PartitionKey: pk, RowKey: rk,
+		StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: ErrPreconditionFailed,
+		Err: &clientCheck{reason: reason}}
 }

@@ -39,11 +39,6 @@ const MaxOpIDLen = 64
 // Defaults of Options.
 const DefaultOpHistory = 64
 
-// defaultConflict is the backoff between read-modify-write attempts that lost a race to
-// another writer (412 or 409): retry.ConflictPolicy, copied so that no caller can change
-// it.
-func defaultConflict() retry.Policy { return retry.ConflictPolicy }
-
 // Layout is the shape of every series of a Store: how many points, and the property names
 // that hold them.
 type Layout struct {
@@ -58,7 +53,7 @@ type Layout struct {
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
 	// Conflict is the backoff between the attempts of Add and Update that lost a race to
-	// another writer. Zero fields take retry.ConflictPolicy's values, field by field
+	// another writer. Zero fields take retry.Conflict()'s values, field by field
 	// (Conflict{MaxRetries: 5} keeps the conflict delays); its Logger defaults to the
 	// table's.
 	Conflict retry.Policy
@@ -134,7 +129,7 @@ func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options
 		return nil, errs.Invalid("Options.OpHistory", "must be between 1 and 256, got %d", o.OpHistory)
 	}
 	// field by field: Conflict{MaxRetries: 5} keeps the conflict delays
-	o.Conflict = o.Conflict.Or(defaultConflict())
+	o.Conflict = o.Conflict.Or(retry.Conflict())
 	if o.Conflict.Logger == nil {
 		o.Conflict.Logger = table.Logger()
 	}
@@ -395,7 +390,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 			// errs.ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
 			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
 		}}
-	err := retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	err := retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		e, err := s.table.Get(ctx, pk, rk)
 		exists := err == nil
 		if errors.Is(err, repo.ErrNotFound) {

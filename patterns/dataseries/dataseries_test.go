@@ -276,8 +276,8 @@ func TestPartialConflictPolicyKeepsConflictDelays(t *testing.T) {
 		t.Fatal("no conflict was retried")
 	}
 	for _, e := range entries {
-		if d := e.ContextMap()["delay"].(time.Duration); d > retry.ConflictPolicy.MaxDelay {
-			t.Fatalf("a conflict waited %v, more than the conflict policy's %v: the transient defaults were used", d, retry.ConflictPolicy.MaxDelay)
+		if d := e.ContextMap()["delay"].(time.Duration); d > retry.Conflict().MaxDelay {
+			t.Fatalf("a conflict waited %v, more than the conflict policy's %v: the transient defaults were used", d, retry.Conflict().MaxDelay)
 		}
 	}
 }

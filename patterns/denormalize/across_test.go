@@ -19,8 +19,8 @@ func TestAcrossGuideFlow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
-	ctx := b.ctx
+	r := b.across(q, nil)
+	ctx := b.Ctx
 	jones, cao := manager("Sales", "000152", "Jun", "Jones", "555-0152"), manager("Marketing", "000223", "Jeff", "Cao", "555-0223")
 	b.insert(jones, cao)
 	for _, d := range []*Department{dept("Departments", "Sales", "Sales", jones), dept("Departments", "Support", "Support", jones), dept("Departments", "Marketing", "Marketing", cao)} {
@@ -68,7 +68,7 @@ func TestAcrossGuideFlow(t *testing.T) {
 	if err := r.UpdateSource(ctx, loner); err != nil {
 		t.Fatal(err)
 	}
-	if ms := b.takeMessages(q); len(ms) != 1 || ms[0].kind != r.SourceKind() {
+	if ms := b.takeMessages(q); len(ms) != 1 || ms[0].Kind != r.SourceKind() {
 		t.Fatalf("%d messages for a source without copies, want 1", len(ms))
 	}
 }
@@ -80,7 +80,7 @@ func TestAcrossMessagesDuplicatedReorderedReplayed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	r := b.across(q, nil)
 	r.now = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
 	jones, cao := manager("Sales", "000152", "Jun", "Jones", "1"), manager("Marketing", "000223", "Jeff", "Cao", "1")
 	b.insert(jones, cao)
@@ -93,7 +93,7 @@ func TestAcrossMessagesDuplicatedReorderedReplayed(t *testing.T) {
 		}
 	}
 	sales := dept("Departments", "Sales", "Sales", jones)
-	if err := r.PutTarget(b.ctx, sales); err != nil {
+	if err := r.PutTarget(b.Ctx, sales); err != nil {
 		t.Fatal(err)
 	}
 	mPut := b.takeMessages(q)[0]
@@ -102,23 +102,23 @@ func TestAcrossMessagesDuplicatedReorderedReplayed(t *testing.T) {
 
 	// Three changes, handled late and out of order.
 	jones.Phone = "2"
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	mSrc1 := b.takeMessages(q)[0]
 	jones.Phone = "3"
 	jones.ETag = ""
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	mSrc2 := b.takeMessages(q)[0]
 	moved := dept("Departments", "Sales", "Sales", cao)
-	if err := r.PutTarget(b.ctx, moved); err != nil {
+	if err := r.PutTarget(b.Ctx, moved); err != nil {
 		t.Fatal(err)
 	}
 	mMove := b.takeMessages(q)[0]
 	cao.Phone = "9"
-	if err := r.UpdateSource(b.ctx, cao); err != nil {
+	if err := r.UpdateSource(b.Ctx, cao); err != nil {
 		t.Fatal(err)
 	}
 	// Cao had no link yet, and still gets a message: a target may link him before the
@@ -147,10 +147,10 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	r := b.across(q, nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "1")
 	b.insert(jones)
-	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q, r)
@@ -171,7 +171,7 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 	// Message stored, source never written: the copies stay equal to the source.
 	crashAt("write", 1)
 	jones.Phone = "2"
-	if err := r.UpdateSource(b.ctx, jones); !errors.Is(err, crash) {
+	if err := r.UpdateSource(b.Ctx, jones); !errors.Is(err, crash) {
 		t.Fatalf("stopped update: %v", err)
 	}
 	r.hook = nil
@@ -184,7 +184,7 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 	}
 	// Rerun, with the worker stopping once before each of its steps.
 	jones.ETag = ""
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	crashAt("copy", 1)
@@ -199,12 +199,12 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 	cao := manager("Marketing", "000223", "Jeff", "Cao", "7")
 	b.insert(cao)
 	crashAt("link", 1)
-	if err := r.PutTarget(b.ctx, dept("Departments", "Support", "Support", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Support", "Support", jones)); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q, r)
 	crashAt("unlink", 1)
-	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", cao)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", cao)); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q, r)
@@ -221,7 +221,7 @@ func TestAcrossConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	r := b.across(q, nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "0")
 	b.insert(jones)
 	var want []Key
@@ -230,12 +230,12 @@ func TestAcrossConcurrentWriters(t *testing.T) {
 		id := fmt.Sprintf("D%02d", i)
 		want = append(want, Key{"Departments", id})
 		wg.Go(func() {
-			if err := r.PutTarget(b.ctx, dept("Departments", id, id, jones)); err != nil {
+			if err := r.PutTarget(b.Ctx, dept("Departments", id, id, jones)); err != nil {
 				t.Error(err)
 			}
 		})
 		wg.Go(func() {
-			if err := r.UpdateSource(b.ctx, manager("Sales", "000152", "Jun", "Jones", fmt.Sprint(i+1))); err != nil {
+			if err := r.UpdateSource(b.Ctx, manager("Sales", "000152", "Jun", "Jones", fmt.Sprint(i+1))); err != nil {
 				t.Error(err)
 			}
 		})
@@ -245,7 +245,7 @@ func TestAcrossConcurrentWriters(t *testing.T) {
 	var hw sync.WaitGroup
 	for range 4 {
 		hw.Go(func() {
-			if err := r.RefreshSource(b.ctx, Key{"Sales", "000152"}); err != nil {
+			if err := r.RefreshSource(b.Ctx, Key{"Sales", "000152"}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -264,25 +264,25 @@ func TestAcrossFaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	r := b.across(q, nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "1")
 	b.insert(jones)
-	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "dup", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.DropAfterForward()})
-	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "dup", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.DropAfterForward()})
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
 	if st := b.drain(q, r); st.Processed != 2 || st.Poisoned != 0 {
 		t.Fatalf("the lost enqueue response should have stored the message twice: %+v", st)
 	}
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEntityWrite, Times: 2, Action: faultproxy.Respond(503, "ServerBusy")})
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.PathContains("Departments")), Times: 1, Action: faultproxy.DropAfterForward()})
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEntityWrite, Times: 2, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.PathContains("Departments")), Times: 1, Action: faultproxy.DropAfterForward()})
 	jones.Phone = "2"
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	st := b.drain(q, r)
-	if b.proxies.Queue.Fired("dup") != 1 || b.proxies.Table.Fired("busy") != 2 || b.proxies.Table.Fired("lost") != 1 {
-		t.Fatalf("faults fired: dup %d busy %d lost %d", b.proxies.Queue.Fired("dup"), b.proxies.Table.Fired("busy"), b.proxies.Table.Fired("lost"))
+	if b.Proxies.Queue.Fired("dup") != 1 || b.Proxies.Table.Fired("busy") != 2 || b.Proxies.Table.Fired("lost") != 1 {
+		t.Fatalf("faults fired: dup %d busy %d lost %d", b.Proxies.Queue.Fired("dup"), b.Proxies.Table.Fired("busy"), b.Proxies.Table.Fired("lost"))
 	}
 	if st.Processed != 1 || st.Poisoned != 0 {
 		t.Fatalf("worker stats %+v", st)
@@ -298,46 +298,46 @@ func TestAcrossFaults(t *testing.T) {
 func TestAcrossHandlersSettle(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: b.queue()})
+	r := b.across(b.queue(), nil)
 	now := time.Now()
 	r.now = func() time.Time { return now }
 	jones := manager("Sales", "000152", "Jun", "Jones", "1")
 	b.insert(jones)
 	src := &queueworker.Message[SourceChange]{Payload: SourceChange{PartitionKey: "Sales", RowKey: "000152", Fingerprint: "not yet"}, EnqueuedAt: now}
 	var snooze *queueworker.SnoozeError
-	if err := r.HandleSource(b.ctx, src); !errors.As(err, &snooze) {
+	if err := r.HandleSource(b.Ctx, src); !errors.As(err, &snooze) {
 		t.Fatalf("young source message whose write has not landed: %v", err)
 	}
 	src.EnqueuedAt = now.Add(-time.Minute)
-	if err := r.HandleSource(b.ctx, src); err != nil {
+	if err := r.HandleSource(b.Ctx, src); err != nil {
 		t.Fatalf("settled: %v", err)
 	}
 	src.Payload.Fingerprint = r.fingerprint(jones)
 	src.EnqueuedAt = now
-	if err := r.HandleSource(b.ctx, src); err != nil {
+	if err := r.HandleSource(b.Ctx, src); err != nil {
 		t.Fatalf("landed: %v", err)
 	}
 	ref := Key{"Sales", "000152"}
 	tgt := &queueworker.Message[TargetChange]{Payload: TargetChange{PartitionKey: "Departments", RowKey: "Sales", Ref: &ref}, EnqueuedAt: now}
-	if err := r.HandleTarget(b.ctx, tgt); !errors.As(err, &snooze) {
+	if err := r.HandleTarget(b.Ctx, tgt); !errors.As(err, &snooze) {
 		t.Fatalf("young target message whose write has not landed: %v", err)
 	}
 	bad := &queueworker.Message[TargetChange]{Payload: TargetChange{PartitionKey: "Departments", RowKey: "a/b"}}
 	var cancel *queueworker.CancelError
-	if err := r.HandleTarget(b.ctx, bad); !errors.As(err, &cancel) {
+	if err := r.HandleTarget(b.Ctx, bad); !errors.As(err, &cancel) {
 		t.Fatalf("malformed key: %v", err)
 	}
-	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.HandleTarget(b.ctx, tgt); err != nil {
+	if err := r.HandleTarget(b.Ctx, tgt); err != nil {
 		t.Fatalf("landed: %v", err)
 	}
-	if _, err := r.Copies(b.ctx, ref); err != nil {
+	if _, err := r.Copies(b.Ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	b.checkCopies(r, ref, Key{"Departments", "Sales"})
-	if err := r.DeleteTarget(b.ctx, Key{"Departments", "Nope"}, nil); !errors.Is(err, repo.ErrNotFound) {
+	if err := r.DeleteTarget(b.Ctx, Key{"Departments", "Nope"}, nil); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("delete of a missing target: %v", err)
 	}
 }

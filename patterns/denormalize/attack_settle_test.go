@@ -23,21 +23,21 @@ func TestAttackAcrossSettleMeasuredAfterTheReads(t *testing.T) {
 	b := setup(t, true, true)
 	q := b.queue()
 	const settle = 2 * time.Second
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q, Settle: settle})
+	r := b.across(q, &Options{Settle: settle})
 	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
 	b.insert(jones)
 	src := Key{"Sales", "000152"}
-	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q, r)
 
-	ps := b.proxies.Table.PauseAt("held source write", isSourceWrite(src), 1)
+	ps := b.Proxies.Table.PauseAt("held source write", isSourceWrite(src), 1)
 	t.Cleanup(ps.Release)
 	upd := *jones
 	upd.Phone, upd.ETag = "555-9999", ""
 	done := make(chan error, 1)
-	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
+	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
 	select {
 	case <-ps.Reached():
 	case err := <-done:
@@ -51,7 +51,7 @@ func TestAttackAcrossSettleMeasuredAfterTheReads(t *testing.T) {
 	r.now = func() time.Time {
 		ps.Release()
 		werr = <-done
-		return ms[0].enqueuedAt.Add(settle)
+		return ms[0].EnqueuedAt.Add(settle)
 	}
 	herr := b.handle(r, ms[0])
 	if werr != nil {
@@ -61,7 +61,7 @@ func TestAttackAcrossSettleMeasuredAfterTheReads(t *testing.T) {
 	if errors.As(herr, &snooze) {
 		return
 	}
-	d, err := b.depts.Get(b.ctx, "Departments", "Sales")
+	d, err := b.depts.Get(b.Ctx, "Departments", "Sales")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func newBenchBed(b *testing.B) *benchBed {
 		emps:  must(repo.New[Employee](clients.Tables, table, nil)),
 		depts: must(repo.New[Department](clients.Tables, table, nil)),
 	}
-	bb.rel = must(New(bb.emps, bb.depts, Options[Employee, Department]{Name: "Manager", Ref: managerOf, Copy: copyManager}))
+	bb.rel = must(New(bb.emps, bb.depts, "Manager", managerOf, copyManager, nil))
 	for i := range 100 {
 		pk := fmt.Sprintf("Dept%03d", i)
 		m := manager(pk, "000001", "Jun", fmt.Sprintf("Manager%03d", i), "555-0100")

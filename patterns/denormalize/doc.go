@@ -16,8 +16,15 @@
 // details consistent.
 //
 // A Relation[S, D] ties a source type S (the manager's Employee) to a target type D (the
-// Department). Ref tells which source a target copies; Copy writes the source's details
-// into the target. The Relation then offers:
+// Department). ref tells which source a target copies; copy writes the source's details
+// into the target. Both are required, so they are arguments of the constructor, which
+// also picks the mode; options come last, by pointer (nil = the documented defaults), and
+// the logger is the sources table's:
+//
+//	rel, _ := denormalize.New(emps, depts, "Manager", managerOf, copyManager, nil)             // InPartition
+//	rel, _ := denormalize.NewAcross(emps, depts, "Manager", managerOf, copyManager, queue, nil) // AcrossPartitions
+//
+// The Relation then offers:
 //
 //   - UpdateSource: write a source and its copies together;
 //   - PutTarget: write a target with a fresh copy of its source (assigning a manager);
@@ -25,7 +32,7 @@
 //   - Copies: where a source is copied (the departments a person manages).
 //
 // Copies are found through link rows kept in the source's partition (RowKeys
-// "link!<Name>!<source RowKey>!<target PartitionKey>!<target RowKey>"), read with one
+// "link!<name>!<source RowKey>!<target PartitionKey>!<target RowKey>"), read with one
 // range query; no scan for "Manager eq X" is ever needed.
 //
 // # Consistency: two modes
@@ -34,7 +41,7 @@
 // it at its narrowest window: most hold one request at a fault proxy (a pause) while the
 // competing operation runs to completion, so the interleaving is exact.
 //
-// InPartition (the guide's layout: the department entity and its manager's employee
+// InPartition (New; the guide's layout: the department entity and its manager's employee
 // entity in the same partition). Every write is one entity group transaction, so sources
 // and copies change together or not at all: UpdateSource updates the source, every copy
 // (each conditional on the ETag read) and the source's link header; PutTarget writes the
@@ -51,12 +58,14 @@
 // inserts the header of a source that has none yet, so every source updated through a
 // Relation keeps one small header row.) Because one transaction holds 100 actions, a
 // source may have at most MaxInPartitionCopies (98) copies in its partition; linking one
-// more is refused with ErrInvalidInput.
+// more is refused with errs.ErrInvalidInput.
 //
-// AcrossPartitions (targets in other partitions or tables). No transaction spans them, so
+// AcrossPartitions (NewAcross; targets in other partitions or tables). No transaction spans them, so
 // copies are eventually consistent, with the message-first discipline of the eventually
 // consistent transactions pattern: a write enqueues a message (SourceChange, TargetChange)
-// and then writes the entity, one deadline, Settle/2 from the moment before the message
+// (kinds "denormalize.source.<name>" and "denormalize.target.<name>"; Register also accepts
+// the kinds of earlier releases) and then writes the entity (the Settle/2 protocol, shared
+// with patterns/indexentity): one deadline, Settle/2 from the moment before the message
 // is built, bounding both: the handler waits for the write until the message is Settle
 // old by its EnqueuedAt, stamped after that moment, so a slow enqueue can never let the
 // write land after the handler gave up (TestAcrossWindowSlowEnqueueCannotOutliveSettle).
@@ -77,7 +86,7 @@
 // it began (TestAcrossWindowTargetLinkedDuringUpdateSource holds UpdateSource's write
 // while a new target is linked and copied from the old source).
 //
-// Writes through repo may answer repo.ErrOutcomeUnknown when a retry after a lost response
+// Writes through repo may answer errs.ErrOutcomeUnknown when a retry after a lost response
 // meets a conflict. Every step here is idempotent or conditional on a version read just
 // before, so an attempt that meets it reads again (the handlers) or returns it to the
 // caller; it is never taken for "nothing written": a DeleteTarget without an ETag that
@@ -108,4 +117,10 @@
 // query of a whole source partition returns them too. They occupy Relation.KeyRange, which
 // source (and, in InPartition mode, target) RowKeys may not enter; the Relation refuses
 // such keys.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package denormalize

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -18,8 +19,8 @@ import (
 func TestInPartitionGuideFlow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true, false)
-	r := b.relation(Options[Employee, Department]{})
-	ctx := b.ctx
+	r := b.relation(nil)
+	ctx := b.Ctx
 	jones, cao := manager("Sales", "000152", "Jun", "Jones", "555-0152"), manager("Sales", "000155", "Jun", "Cao", "555-0155")
 	b.insert(jones, cao)
 	sales := dept("Sales", "DEPARTMENT", "Sales", jones)
@@ -38,7 +39,7 @@ func TestInPartitionGuideFlow(t *testing.T) {
 
 	// The manager's phone changes: the employee and the department in one transaction.
 	batches := func() int {
-		return b.proxies.Table.CountMatching(func(ri faultproxy.RequestInfo) bool { return strings.HasSuffix(ri.Path, "$batch") })
+		return b.Proxies.Table.CountMatching(func(ri faultproxy.RequestInfo) bool { return strings.HasSuffix(ri.Path, "$batch") })
 	}
 	mark := batches()
 	jones.Phone = "555-9999"
@@ -96,10 +97,10 @@ func TestInPartitionGuideFlow(t *testing.T) {
 func TestInPartitionPutRacesWithUpdateSource(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, false)
-	r := b.relation(Options[Employee, Department]{})
+	r := b.relation(nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "old")
 	b.insert(jones)
-	if err := r.PutTarget(b.ctx, dept("Sales", "DEPT_A", "A", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Sales", "DEPT_A", "A", jones)); err != nil {
 		t.Fatal(err)
 	}
 	type slow struct{}
@@ -115,11 +116,11 @@ func TestInPartitionPutRacesWithUpdateSource(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		done <- r.PutTarget(context.WithValue(b.ctx, slow{}, true), dept("Sales", "DEPT_B", "B", jones))
+		done <- r.PutTarget(context.WithValue(b.Ctx, slow{}, true), dept("Sales", "DEPT_B", "B", jones))
 	}()
 	<-paused
 	update := manager("Sales", "000152", "Jun", "Jones", "new")
-	if err := r.UpdateSource(b.ctx, update); err != nil {
+	if err := r.UpdateSource(b.Ctx, update); err != nil {
 		t.Fatal(err)
 	}
 	close(resume)
@@ -144,7 +145,7 @@ func TestInPartitionPutRacesWithUpdateSource(t *testing.T) {
 func TestInPartitionConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, false)
-	r := b.relation(Options[Employee, Department]{})
+	r := b.relation(nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "0")
 	b.insert(jones)
 	var wg sync.WaitGroup
@@ -153,12 +154,12 @@ func TestInPartitionConcurrentWriters(t *testing.T) {
 		id := fmt.Sprintf("DEPT_%02d", i)
 		want = append(want, Key{"Sales", id})
 		wg.Go(func() {
-			if err := r.PutTarget(b.ctx, dept("Sales", id, id, jones)); err != nil {
+			if err := r.PutTarget(b.Ctx, dept("Sales", id, id, jones)); err != nil {
 				t.Error(err)
 			}
 		})
 		wg.Go(func() {
-			if err := r.UpdateSource(b.ctx, manager("Sales", "000152", "Jun", "Jones", fmt.Sprint(i+1))); err != nil {
+			if err := r.UpdateSource(b.Ctx, manager("Sales", "000152", "Jun", "Jones", fmt.Sprint(i+1))); err != nil {
 				t.Error(err)
 			}
 		})
@@ -178,63 +179,76 @@ func TestInPartitionConcurrentWriters(t *testing.T) {
 func TestInPartitionLimits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true, false)
-	r := b.relation(Options[Employee, Department]{MaxCopies: 2})
+	r := b.relation(&Options{MaxCopies: 2})
 	jones := manager("Sales", "000152", "Jun", "Jones", "1")
 	b.insert(jones)
 	for _, id := range []string{"D1", "D2"} {
-		if err := r.PutTarget(b.ctx, dept("Sales", id, id, jones)); err != nil {
+		if err := r.PutTarget(b.Ctx, dept("Sales", id, id, jones)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	batches := func() int {
-		return b.proxies.Table.CountMatching(func(ri faultproxy.RequestInfo) bool { return strings.HasSuffix(ri.Path, "$batch") })
+		return b.Proxies.Table.CountMatching(func(ri faultproxy.RequestInfo) bool { return strings.HasSuffix(ri.Path, "$batch") })
 	}
 	mark := batches()
 	var ie *repo.InvalidInputError
-	if err := r.PutTarget(b.ctx, dept("Sales", "D3", "D3", jones)); !errors.As(err, &ie) || ie.Limit != 2 {
+	if err := r.PutTarget(b.Ctx, dept("Sales", "D3", "D3", jones)); !errors.As(err, &ie) || ie.Limit != 2 {
 		t.Fatalf("third copy: %v", err)
 	}
 	if batches() != mark {
 		t.Fatal("a refused copy sent a transaction")
 	}
 	// Re-putting a linked copy is not a new copy.
-	if err := r.PutTarget(b.ctx, dept("Sales", "D2", "D2 renamed", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Sales", "D2", "D2 renamed", jones)); err != nil {
 		t.Fatal(err)
 	}
 
-	count := b.proxies.Table.Count()
+	count := b.Proxies.Table.Count()
 	lo, _ := r.KeyRange()
 	for name, f := range map[string]func() error{
-		"other partition": func() error { return r.PutTarget(b.ctx, dept("Marketing", "D1", "M", jones)) },
-		"nil target":      func() error { return r.PutTarget(b.ctx, nil) },
-		"nil source":      func() error { return r.UpdateSource(b.ctx, nil) },
-		"source in links": func() error { return r.UpdateSource(b.ctx, manager("Sales", lo+"x", "", "", "")) },
-		"target in links": func() error { return r.PutTarget(b.ctx, dept("Sales", lo+"x", "", nil)) },
-		"bad target key":  func() error { return r.DeleteTarget(b.ctx, Key{"Sales", "a/b"}, nil) },
-		"empty partition": func() error { _, err := r.Copies(b.ctx, Key{"", "1"}); return err },
+		"other partition": func() error { return r.PutTarget(b.Ctx, dept("Marketing", "D1", "M", jones)) },
+		"nil target":      func() error { return r.PutTarget(b.Ctx, nil) },
+		"nil source":      func() error { return r.UpdateSource(b.Ctx, nil) },
+		"source in links": func() error { return r.UpdateSource(b.Ctx, manager("Sales", lo+"x", "", "", "")) },
+		"target in links": func() error { return r.PutTarget(b.Ctx, dept("Sales", lo+"x", "", nil)) },
+		"bad target key":  func() error { return r.DeleteTarget(b.Ctx, Key{"Sales", "a/b"}, nil) },
+		"empty partition": func() error { _, err := r.Copies(b.Ctx, Key{"", "1"}); return err },
 		"source key too long": func() error {
-			return r.PutTarget(b.ctx, dept("Sales", "D9", "", manager("Sales", strings.Repeat("9", 500), "", "", "")))
+			return r.PutTarget(b.Ctx, dept("Sales", "D9", "", manager("Sales", strings.Repeat("9", 500), "", "", "")))
 		},
 	} {
 		if err := f(); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
-	if n := b.proxies.Table.Count() - count; n != 0 {
+	if n := b.Proxies.Table.Count() - count; n != 0 {
 		t.Fatalf("%d requests sent for refused input", n)
 	}
-	for name, o := range map[string]Options[Employee, Department]{
-		"max copies":       {MaxCopies: 99},
-		"across, no queue": {Mode: AcrossPartitions},
-		"bad mode":         {Mode: 7},
+	for name, o := range map[string]*Options{
+		"max copies":   {MaxCopies: 99},
+		"short settle": {Settle: time.Second},
 	} {
-		o.Name, o.Ref, o.Copy = "Manager", managerOf, copyManager
-		if _, err := New(b.emps, b.depts, o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := New(b.emps, b.depts, "Manager", managerOf, copyManager, o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	other := must(repo.New[Department](b.clients.Tables, b.emps.Name()+"x", nil))
-	if _, err := New(b.emps, other, Options[Employee, Department]{Name: "M", Ref: managerOf, Copy: copyManager}); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := NewAcross(b.emps, b.depts, "Manager", managerOf, copyManager, nil, nil); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Errorf("across, no queue: %v", err)
+	}
+	for name, f := range map[string]func() error{
+		"no name": func() error { _, err := New(b.emps, b.depts, "", managerOf, copyManager, nil); return err },
+		"no ref":  func() error { _, err := New(b.emps, b.depts, "Manager", nil, copyManager, nil); return err },
+		"no copy": func() error {
+			_, err := New[Employee, Department](b.emps, b.depts, "Manager", managerOf, nil, nil)
+			return err
+		},
+	} {
+		if err := f(); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	other := must(repo.New[Department](b.Clients.Tables, b.emps.Name()+"x", nil))
+	if _, err := New(b.emps, other, "M", managerOf, copyManager, nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Errorf("InPartition across tables: %v", err)
 	}
 }
@@ -244,41 +258,41 @@ func TestInPartitionLimits(t *testing.T) {
 func TestInPartitionETagsAndFaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true, false)
-	r := b.relation(Options[Employee, Department]{})
+	r := b.relation(nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "1")
 	b.insert(jones)
 	sales := dept("Sales", "DEPARTMENT", "Sales", jones)
-	if err := r.PutTarget(b.ctx, sales); err != nil {
+	if err := r.PutTarget(b.Ctx, sales); err != nil {
 		t.Fatal(err)
 	}
 	stale := *jones
 	jones.Phone = "2"
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	stale.Phone = "3"
-	if err := r.UpdateSource(b.ctx, &stale); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := r.UpdateSource(b.Ctx, &stale); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale source update: %v", err)
 	}
 	staleDept := *sales // its ETag predates the refresh of its copy
 	staleDept.EmployeeCount = 99
-	if err := r.PutTarget(b.ctx, &staleDept); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := r.PutTarget(b.Ctx, &staleDept); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale target put: %v", err)
 	}
-	if err := r.DeleteTarget(b.ctx, Key{"Sales", "DEPARTMENT"}, &repo.DeleteOptions{ETag: sales.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := r.DeleteTarget(b.Ctx, Key{"Sales", "DEPARTMENT"}, &repo.DeleteOptions{ETag: sales.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale target delete: %v", err)
 	}
 	if d := b.checkCopy(r, Key{"Sales", "DEPARTMENT"}); d.ManagerPhone != "2" || d.EmployeeCount != 10 {
 		t.Fatalf("department %+v", d)
 	}
 
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
 	jones.ETag, jones.Phone = "", "4"
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatalf("update with a lost response and a busy server: %v", err)
 	}
-	if b.proxies.Table.Fired("lost")+b.proxies.Table.Fired("busy") != 2 {
+	if b.Proxies.Table.Fired("lost")+b.Proxies.Table.Fired("busy") != 2 {
 		t.Fatal("faults did not fire")
 	}
 	b.checkCopy(r, Key{"Sales", "DEPARTMENT"})
@@ -286,14 +300,14 @@ func TestInPartitionETagsAndFaults(t *testing.T) {
 	crash := errors.New("process stopped")
 	r.hook = func(context.Context, string) error { return crash }
 	jones.ETag, jones.Phone = "", "5"
-	if err := r.UpdateSource(b.ctx, jones); !errors.Is(err, crash) {
+	if err := r.UpdateSource(b.Ctx, jones); !errors.Is(err, crash) {
 		t.Fatalf("stopped update: %v", err)
 	}
 	if d := b.checkCopy(r, Key{"Sales", "DEPARTMENT"}); d.ManagerPhone != "4" {
 		t.Fatalf("a stopped update changed something: %+v", d)
 	}
 	r.hook = nil
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	if d := b.checkCopy(r, Key{"Sales", "DEPARTMENT"}); d.ManagerPhone != "5" {

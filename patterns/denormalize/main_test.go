@@ -1,22 +1,18 @@
 package denormalize
 
 import (
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -69,40 +65,28 @@ func dept(pk, id, name string, mgr *Employee) *Department {
 	return d
 }
 
-var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 8, MaxElapsed: 20 * time.Second}
+var fast = testbed.FastRetry()
 
+// bed is one test's storage, with the tables of employees (sources) and departments
+// (targets).
 type bed struct {
-	t       *testing.T
-	ctx     context.Context
-	clients *account.Clients
-	proxies *testenv.ProxySet
-	emps    *repo.Table[Employee]
-	depts   *repo.Table[Department]
-	log     *zap.Logger
+	*testbed.Bed
+	t     *testing.T
+	emps  *repo.Table[Employee]
+	depts *repo.Table[Department]
+	log   *zap.Logger
 }
 
 // setup makes a bed with a table for employees and, when separate, another for departments.
 func setup(t *testing.T, proxied, separate bool) *bed {
 	t.Helper()
-	b := &bed{t: t, ctx: t.Context(), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
-	cs := testenv.ConnectionString(t)
-	if proxied {
-		b.proxies = testenv.Proxies(t)
-		cs = b.proxies.ConnectionString
-	}
-	var err error
-	if b.clients, err = account.NewClients(cs, nil); err != nil {
-		t.Fatal(err)
-	}
-	empTable := testenv.TableName(t)
-	testenv.Table(t, empTable)
-	deptTable := empTable
+	b := &bed{Bed: testbed.New(t, &testbed.Options{Proxied: proxied}), t: t, log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
+	deptTable := b.Table
 	if separate {
-		deptTable = testenv.TableName(t)
-		testenv.Table(t, deptTable)
+		deptTable = b.NewTableName()
 	}
-	b.emps = must(repo.New[Employee](b.clients.Tables, empTable, &repo.Options{Retry: fast, Logger: b.log}))
-	b.depts = must(repo.New[Department](b.clients.Tables, deptTable, &repo.Options{Retry: fast, Logger: b.log}))
+	b.emps = must(repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: fast, Logger: b.log}))
+	b.depts = must(repo.New[Department](b.Clients.Tables, deptTable, &repo.Options{Retry: fast, Logger: b.log}))
 	return b
 }
 
@@ -113,19 +97,24 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-func (b *bed) relation(opts Options[Employee, Department]) *Relation[Employee, Department] {
+func (b *bed) relation(opts *Options) *Relation[Employee, Department] {
 	b.t.Helper()
-	if opts.Name == "" {
-		opts.Name = "Manager"
+	r, err := New(b.emps, b.depts, "Manager", managerOf, copyManager, opts)
+	if err != nil {
+		b.t.Fatal(err)
 	}
-	opts.Ref, opts.Copy = managerOf, copyManager
-	if opts.Logger == nil {
-		opts.Logger = b.log
+	return r
+}
+
+// across returns the AcrossPartitions relation on q, with a Settle of 2 s unless opts sets
+// one.
+func (b *bed) across(q *queueworker.Client, opts *Options) *Relation[Employee, Department] {
+	b.t.Helper()
+	o := Options{Settle: 2 * time.Second}
+	if opts != nil && opts.Settle != 0 {
+		o = *opts
 	}
-	if opts.Mode == AcrossPartitions && opts.Settle == 0 {
-		opts.Settle = 2 * time.Second
-	}
-	r, err := New(b.emps, b.depts, opts)
+	r, err := NewAcross(b.emps, b.depts, "Manager", managerOf, copyManager, q, &o)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -135,7 +124,7 @@ func (b *bed) relation(opts Options[Employee, Department]) *Relation[Employee, D
 func (b *bed) insert(es ...*Employee) {
 	b.t.Helper()
 	for _, e := range es {
-		if err := b.emps.Insert(b.ctx, e); err != nil {
+		if err := b.emps.Insert(b.Ctx, e); err != nil {
 			b.t.Fatal(err)
 		}
 	}
@@ -144,7 +133,7 @@ func (b *bed) insert(es ...*Employee) {
 // checkCopy asserts that the department holds the manager's current details.
 func (b *bed) checkCopy(r *Relation[Employee, Department], k Key) Department {
 	b.t.Helper()
-	d, err := r.Targets().Get(b.ctx, k.PartitionKey, k.RowKey)
+	d, err := r.Targets().Get(b.Ctx, k.PartitionKey, k.RowKey)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -155,7 +144,7 @@ func (b *bed) checkCopy(r *Relation[Employee, Department], k Key) Department {
 		}
 		return d
 	}
-	s, err := b.emps.Get(b.ctx, src.PartitionKey, src.RowKey)
+	s, err := b.emps.Get(b.Ctx, src.PartitionKey, src.RowKey)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -169,7 +158,7 @@ func (b *bed) checkCopy(r *Relation[Employee, Department], k Key) Department {
 
 func (b *bed) checkCopies(r *Relation[Employee, Department], src Key, want ...Key) {
 	b.t.Helper()
-	got, err := r.Copies(b.ctx, src)
+	got, err := r.Copies(b.Ctx, src)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -182,7 +171,7 @@ func (b *bed) checkCopies(r *Relation[Employee, Department], src Key, want ...Ke
 // header returns the copy count of src's link header (-1 when there is none).
 func (b *bed) header(r *Relation[Employee, Department], src Key) int {
 	b.t.Helper()
-	hdr, _, err := r.readLinks(b.ctx, src)
+	hdr, _, err := r.readLinks(b.Ctx, src)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -194,103 +183,39 @@ func (b *bed) header(r *Relation[Employee, Department], src Key) int {
 
 func (b *bed) queue() *queueworker.Client {
 	b.t.Helper()
-	name := testenv.QueueName(b.t)
-	q := b.clients.Queues.NewQueueClient(name)
-	if _, err := q.Create(b.ctx, nil); err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = q.Delete(ctx, nil)
-		_, _ = b.clients.Queues.NewQueueClient(name+queueworker.PoisonSuffix).Delete(ctx, nil)
-	})
-	c, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fast, Logger: b.log})
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	c, _ := b.Queue()
 	return c
 }
 
 func (b *bed) drain(q *queueworker.Client, r *Relation[Employee, Department]) queueworker.Stats {
 	b.t.Helper()
-	reg := queueworker.NewRegistry()
-	if err := r.Register(reg); err != nil {
-		b.t.Fatal(err)
-	}
-	w, err := queueworker.New(queueworker.Config{
-		Queue: q.Queue(), Service: b.clients.Queues, Registry: reg,
-		VisibilityTimeout: 30 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
-		ShutdownTimeout: 10 * time.Second, Retry: fast, Logger: b.log,
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		b.t.Fatalf("drain: %v", err)
-	}
+	w := b.Worker(q, r.Register)
+	testbed.Drain(b.t, w)
 	return w.Stats()
 }
 
 // message is one dequeued message, decoded as the worker would.
-type message struct {
-	kind       string
-	payload    json.RawMessage
-	enqueuedAt time.Time
-}
+type message = testbed.Envelope
 
-func (b *bed) takeMessages(q *queueworker.Client) []message {
-	b.t.Helper()
-	var out []message
-	n := int32(32)
-	for {
-		resp, err := q.Queue().DequeueMessages(b.ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: &n})
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if len(resp.Messages) == 0 {
-			return out
-		}
-		for _, m := range resp.Messages {
-			raw, err := base64.StdEncoding.DecodeString(*m.MessageText)
-			if err != nil {
-				b.t.Fatal(err)
-			}
-			var env struct {
-				Kind       string
-				Payload    json.RawMessage
-				EnqueuedAt time.Time
-			}
-			if err := json.Unmarshal(raw, &env); err != nil {
-				b.t.Fatal(err)
-			}
-			out = append(out, message{env.Kind, env.Payload, env.EnqueuedAt})
-			if _, err := q.Queue().DeleteMessage(b.ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
-				b.t.Fatal(err)
-			}
-		}
-	}
-}
+func (b *bed) takeMessages(q *queueworker.Client) []message { return b.TakeMessages(q) }
 
 // handle runs the relation's handler for m, as the worker would.
 func (b *bed) handle(r *Relation[Employee, Department], m message) error {
 	b.t.Helper()
-	switch m.kind {
+	switch m.Kind {
 	case r.SourceKind():
 		var c SourceChange
-		if err := json.Unmarshal(m.payload, &c); err != nil {
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
 			b.t.Fatal(err)
 		}
-		return r.HandleSource(b.ctx, &queueworker.Message[SourceChange]{Kind: m.kind, Payload: c, EnqueuedAt: m.enqueuedAt})
+		return r.HandleSource(b.Ctx, &queueworker.Message[SourceChange]{Kind: m.Kind, Payload: c, EnqueuedAt: m.EnqueuedAt})
 	case r.TargetKind():
 		var c TargetChange
-		if err := json.Unmarshal(m.payload, &c); err != nil {
+		if err := json.Unmarshal(m.Payload, &c); err != nil {
 			b.t.Fatal(err)
 		}
-		return r.HandleTarget(b.ctx, &queueworker.Message[TargetChange]{Kind: m.kind, Payload: c, EnqueuedAt: m.enqueuedAt})
+		return r.HandleTarget(b.Ctx, &queueworker.Message[TargetChange]{Kind: m.Kind, Payload: c, EnqueuedAt: m.EnqueuedAt})
 	}
-	b.t.Fatalf("unknown kind %q", m.kind)
+	b.t.Fatalf("unknown kind %q", m.Kind)
 	return nil
 }

@@ -11,11 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.uber.org/zap"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/settle"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -66,51 +65,31 @@ const DefaultSettle = time.Minute
 // DefaultConcurrency bounds the reads and writes of copies run at once.
 const DefaultConcurrency = 8
 
-// DefaultConflictPolicy is the backoff of the read-modify-write loops when another writer
-// changed an entity first (412), created it (409) or deleted it (404):
-// retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
-
 // maxRounds bounds the re-reads of one reconciliation while the entities keep changing
 // under it; past it the message is retried later.
 const maxRounds = 8
 
-// Options configures a Relation. Name, Ref and Copy are required, and Queue in
-// AcrossPartitions mode.
-type Options[S, D any] struct {
-	// Name names the relation, e.g. "Manager". Link entities have RowKeys
-	// "link!<Name>!<source RowKey>!..." in the source's partition, and messages the kinds
-	// "denormalize/<Name>/source" and "denormalize/<Name>/target". 1 to 64 characters.
-	Name string
-	// Mode is InPartition (the default) or AcrossPartitions.
-	Mode Mode
-	// Ref returns the key of the source d copies (the department's manager); ok false when
-	// it copies none. It must be a pure function of d.
-	Ref func(d *D) (src Key, ok bool)
-	// Copy writes the details of s that d keeps (the manager's name and phone) into d. It
-	// must be deterministic and must not change d's keys or its reference.
-	Copy func(d *D, s *S)
-	// Queue receives the messages of AcrossPartitions mode (see Register). Unused in
-	// InPartition mode.
-	Queue *queueworker.Client
+// Options configures a Relation. nil means the zero value, whose every field is its
+// documented default.
+type Options struct {
 	// Settle bounds, in AcrossPartitions mode, how long a change may take to become visible:
 	// a write enqueues its message first and then writes, both within Settle/2 of the
 	// moment before the message was built; a worker that finds the write not (yet) there
 	// reconciles what it finds and looks again until the message is Settle old. It must
 	// exceed the clock skew between writers and workers. Defaults to DefaultSettle; at
-	// least 2 seconds.
+	// least 2 seconds. Unused in InPartition mode.
 	Settle time.Duration
 	// MaxCopies bounds the copies of one source in InPartition mode, checked when a target
 	// is linked. Defaults to MaxInPartitionCopies, which is also the most it may be.
+	// Unused in AcrossPartitions mode.
 	MaxCopies int
 	// Concurrency bounds the reads and writes of copies run at once. Defaults to
 	// DefaultConcurrency.
 	Concurrency int
 	// Conflict is the backoff of writes retried after another writer changed an entity
-	// first. Zero fields take DefaultConflictPolicy's values.
+	// first. Zero fields take retry.Conflict()'s values; its Logger defaults to the
+	// sources table's.
 	Conflict retry.Policy
-	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
-	Logger *zap.Logger
 }
 
 // Relation keeps copies of a source entity's details (type S, the manager's employee
@@ -132,7 +111,7 @@ type Relation[S, D any] struct {
 	ref       func(*D) (Key, bool)
 	copyFn    func(*D, *S)
 	queue     *queueworker.Client
-	settle    time.Duration
+	settle    settle.Window
 	maxCopies int
 	conc      int
 	conflict  retry.Policy
@@ -161,44 +140,68 @@ const tagLink = "link"
 
 const maxNameChars = 64
 
-// New returns the relation between the sources of one table and the targets of another (or
-// the same). In InPartition mode both must be the same table. It sends nothing.
+// New returns the relation named name (e.g. "Manager"; 1 to 64 characters) between the
+// sources and the targets of one table, in InPartition mode: every target lives in its
+// source's partition, and a source, its copies and the bookkeeping change in one entity
+// group transaction. ref returns the key of the source a target copies (the department's
+// manager; ok false when it copies none), and copy writes the details of a source that a
+// target keeps into it; both must be pure and deterministic, and copy must not change the
+// target's keys or its reference. Link entities have RowKeys "link!<name>!<source
+// RowKey>!..." in the source's partition. The logger is the sources table's. It sends
+// nothing.
 //
-// Errors: ErrInvalidInput when a table is nil, S or D has no ETag field (the pattern
-// relies on optimistic concurrency), the tables differ in InPartition mode, a required
-// option is missing or an option is out of range.
-func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], opts Options[S, D]) (*Relation[S, D], error) {
+// Errors: errs.ErrInvalidInput when a table, ref or copy is nil, S or D has no ETag field (the
+// pattern relies on optimistic concurrency), the two tables differ, name is empty or too
+// long, or an option is out of range.
+func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], name string, ref func(d *D) (src Key, ok bool), copy func(d *D, s *S), opts *Options) (*Relation[S, D], error) {
+	return newRelation(sources, targets, name, ref, copy, InPartition, nil, opts)
+}
+
+// NewAcross returns the relation named name between sources and targets that may live
+// anywhere (another partition, another table), in AcrossPartitions mode: writes enqueue a
+// message on queue first, and the worker refreshes the copies (see Register). Its
+// messages have the kinds "denormalize.source.<name>" and "denormalize.target.<name>".
+// The other arguments are those of New. It sends nothing.
+//
+// Errors: those of New, except that the tables may differ, and errs.ErrInvalidInput for a nil
+// queue.
+func NewAcross[S, D any](sources *repo.Table[S], targets *repo.Table[D], name string, ref func(d *D) (src Key, ok bool), copy func(d *D, s *S), queue *queueworker.Client, opts *Options) (*Relation[S, D], error) {
+	if queue == nil {
+		return nil, errs.Invalid("queue", "is nil: AcrossPartitions mode reconciles through the queue's worker")
+	}
+	return newRelation(sources, targets, name, ref, copy, AcrossPartitions, queue, opts)
+}
+
+func newRelation[S, D any](sources *repo.Table[S], targets *repo.Table[D], name string, ref func(*D) (Key, bool), copyFn func(*D, *S), mode Mode, queue *queueworker.Client, opts *Options) (*Relation[S, D], error) {
 	if sources == nil || targets == nil {
 		return nil, errs.Invalid("table", "is nil")
 	}
 	if !sources.Codec().HasETag() || !targets.Codec().HasETag() {
 		return nil, errs.Invalid("entity type", "sources and targets need an ETag field: copies are written conditional on the version read")
 	}
-	if opts.Name == "" || utf8.RuneCountInString(opts.Name) > maxNameChars || !utf8.ValidString(opts.Name) {
-		return nil, errs.Invalid("Options.Name", "must be 1 to %d characters of valid UTF-8, got %q", maxNameChars, opts.Name)
+	if name == "" || utf8.RuneCountInString(name) > maxNameChars || !utf8.ValidString(name) {
+		return nil, errs.Invalid("name", "must be 1 to %d characters of valid UTF-8, got %q", maxNameChars, name)
 	}
 	switch {
-	case opts.Ref == nil:
-		return nil, errs.Invalid("Options.Ref", "is nil")
-	case opts.Copy == nil:
-		return nil, errs.Invalid("Options.Copy", "is nil")
-	case opts.Mode != InPartition && opts.Mode != AcrossPartitions:
-		return nil, errs.Invalid("Options.Mode", "unknown mode %d", opts.Mode)
-	case opts.Mode == AcrossPartitions && opts.Queue == nil:
-		return nil, errs.Invalid("Options.Queue", "is required in AcrossPartitions mode")
-	case opts.Mode == InPartition && targets.Name() != sources.Name():
-		return nil, errs.Invalid("targets", "table %q differs from the sources' table %q: InPartition mode keeps targets in their source's partition", targets.Name(), sources.Name())
+	case ref == nil:
+		return nil, errs.Invalid("ref", "is nil")
+	case copyFn == nil:
+		return nil, errs.Invalid("copy", "is nil")
+	case mode == InPartition && targets.Name() != sources.Name():
+		return nil, errs.Invalid("targets", "table %q differs from the sources' table %q: InPartition mode keeps targets in their source's partition (use NewAcross)", targets.Name(), sources.Name())
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	w, err := settle.New(o.Settle, DefaultSettle, "Options.Settle")
+	if err != nil {
+		return nil, err
 	}
 	r := &Relation[S, D]{
 		sources: sources, targets: targets, scodec: sources.Codec(), tcodec: targets.Codec(),
-		name: opts.Name, mode: opts.Mode, ref: opts.Ref, copyFn: opts.Copy, queue: opts.Queue,
-		settle: opts.Settle, maxCopies: opts.MaxCopies, conc: opts.Concurrency, now: time.Now,
-	}
-	switch {
-	case r.settle == 0:
-		r.settle = DefaultSettle
-	case r.settle < 2*time.Second:
-		return nil, errs.Invalid("Options.Settle", "must be at least 2s, got %v", r.settle)
+		name: name, mode: mode, ref: ref, copyFn: copyFn, queue: queue,
+		settle: w, maxCopies: o.MaxCopies, conc: o.Concurrency, now: time.Now,
 	}
 	switch {
 	case r.maxCopies == 0:
@@ -212,25 +215,20 @@ func New[S, D any](sources *repo.Table[S], targets *repo.Table[D], opts Options[
 	case r.conc < 1:
 		return nil, errs.Invalid("Options.Concurrency", "must be at least 1, got %d", r.conc)
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
-	r.conflict = opts.Conflict.Or(retry.Policy{Logger: logger}.Or(DefaultConflictPolicy))
+	r.conflict = o.Conflict.Or(retry.Policy{Logger: sources.Logger()}.Or(retry.Conflict()))
 	if err := r.conflict.Validate(); err != nil {
 		return nil, err
 	}
-	var err error
 	if r.links, err = repo.OfType[linkRow](sources); err != nil {
 		return nil, err
 	}
-	if opts.Mode == InPartition {
+	if mode == InPartition {
 		// One service client for both, so that they can share a transaction.
 		if r.targets, err = repo.OfType[D](sources); err != nil {
 			return nil, err
 		}
 	}
-	if r.lo, r.hi, err = keys.Escaped.Range(tagLink, opts.Name); err != nil {
+	if r.lo, r.hi, err = keys.Escaped.Range(tagLink, name); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -361,7 +359,7 @@ func targetOf(l *linkRow) Key { return Key{l.TargetPartitionKey, l.TargetRowKey}
 // AcrossPartitions mode the links follow the targets eventually (a target written moments
 // ago may be missing until the worker ran).
 //
-// Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
 func (r *Relation[S, D]) Copies(ctx context.Context, src Key) ([]Key, error) {
 	if err := r.checkKey("source", src, true); err != nil {
 		return nil, err
@@ -426,18 +424,7 @@ func (r *Relation[S, D]) fingerprint(s *S) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// retryable marks an attempt's error as a conflict worth a fresh read and another try.
-type retryable struct{ err error }
-
-func (e *retryable) Error() string { return e.err.Error() }
-func (e *retryable) Unwrap() error { return e.err }
-
-func isRetryable(err error) bool {
-	var r *retryable
-	return errors.As(err, &r)
-}
-
-// An outcome repo cannot prove (repo.ErrOutcomeUnknown) counts too: every caller retries a
+// An outcome repo cannot prove (errs.ErrOutcomeUnknown) counts too: every caller retries a
 // conflict from a fresh read, which decides whether the earlier write landed. Callers guard
 // the writes whose caller-supplied ETag a landed write would invalidate.
 func isConflict(err error) bool {
@@ -458,12 +445,12 @@ func actionConflict(err error, from int) bool {
 }
 
 func (r *Relation[S, D]) loop(ctx context.Context, name string, k Key, attempt func(ctx context.Context) error) error {
-	op := retry.Op{Name: "denormalize " + name, Resource: r.sources.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, Retryable: isRetryable}
-	return retry.Do(ctx, r.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
+	op := retry.Op{Name: "denormalize " + name, Resource: r.sources.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey}
+	return retry.Optimistic(ctx, r.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
 }
 
 // preconditionFailed is the error of a write whose caller-supplied ETag no longer matches,
 // found by the read that precedes the write (so nothing was written).
 func preconditionFailed(op, table string, k Key) error {
-	return &errs.ServiceError{Op: op, Resource: table, PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: errs.ErrPreconditionFailed, Err: errors.New("the entity changed since it was read")}
+	return errs.Precondition(op, table, k.PartitionKey, k.RowKey, "the entity's ETag changed since it was read: another writer changed it (read it again and redo the change)")
 }

@@ -17,17 +17,17 @@ func TestAcrossSpans(t *testing.T) {
 	telemetrytest.Install()
 	b := setup(t, false, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q})
+	r := b.across(q, nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "555-0152")
 	b.insert(jones)
-	ctx, root := otel.Tracer("test").Start(b.ctx, "test.caller")
+	ctx, root := otel.Tracer("test").Start(b.Ctx, "test.caller")
 	if err := r.PutTarget(ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
 	b.drain(q, r)
 	jones.Phone = "555-7777"
-	if err := r.UpdateSource(b.ctx, jones); err != nil {
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q, r)

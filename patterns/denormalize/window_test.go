@@ -8,40 +8,44 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The tests of this file each hold one request at the proxy (faultproxy.Pause) at the
 // narrowest window of a promise of the package documentation, run the competing
 // operation to completion inside it, and release the request: the interleaving is exact.
 
-// direct returns a relation like b.relation on clients that bypass the proxies (the
-// competing writer of a window test, never held), with its own queue when q is nil.
-func (b *bed) direct(opts Options[Employee, Department]) *Relation[Employee, Department] {
+// directTables returns the bed's tables on clients that bypass the proxies.
+func (b *bed) directTables() (*repo.Table[Employee], *repo.Table[Department]) {
 	b.t.Helper()
-	c, err := account.NewClients(testenv.ConnectionString(b.t), nil)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	emps := must(repo.New[Employee](c.Tables, b.emps.Name(), &repo.Options{Retry: fast, Logger: b.log}))
-	depts := must(repo.New[Department](c.Tables, b.depts.Name(), &repo.Options{Retry: fast, Logger: b.log}))
-	opts.Name, opts.Ref, opts.Copy, opts.Logger = "Manager", managerOf, copyManager, b.log
-	r, err := New(emps, depts, opts)
+	emps := must(repo.New[Employee](b.Direct.Tables, b.emps.Name(), &repo.Options{Retry: fast, Logger: b.log}))
+	depts := must(repo.New[Department](b.Direct.Tables, b.depts.Name(), &repo.Options{Retry: fast, Logger: b.log}))
+	return emps, depts
+}
+
+// direct returns a relation like b.relation on clients that bypass the proxies (the
+// competing writer of a window test, never held).
+func (b *bed) direct(opts *Options) *Relation[Employee, Department] {
+	b.t.Helper()
+	emps, depts := b.directTables()
+	r, err := New(emps, depts, "Manager", managerOf, copyManager, opts)
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	return r
 }
 
-func waitHeld(t *testing.T, ps *faultproxy.Pause) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := ps.Wait(ctx); err != nil {
-		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
+// directAcross is direct in AcrossPartitions mode, on q.
+func (b *bed) directAcross(q *queueworker.Client, opts *Options) *Relation[Employee, Department] {
+	b.t.Helper()
+	emps, depts := b.directTables()
+	r, err := NewAcross(emps, depts, "Manager", managerOf, copyManager, q, opts)
+	if err != nil {
+		b.t.Fatal(err)
 	}
+	return r
 }
 
 func isSourceWrite(src Key) func(*http.Request) bool {
@@ -67,18 +71,18 @@ func TestInPartitionWindowPutTargetRacesUpdateSource(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true, false)
-			r := b.relation(Options[Employee, Department]{})
-			other := b.direct(Options[Employee, Department]{})
+			r := b.relation(nil)
+			other := b.direct(nil)
 			jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
 			b.insert(jones)
-			ps := b.proxies.Table.PauseAt("PutTarget "+w.name, w.match, w.nth)
+			ps := b.Proxies.Table.PauseAt("PutTarget "+w.name, w.match, w.nth)
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
-			go func() { done <- r.PutTarget(b.ctx, dept("Sales", "dept!Sales", "Sales", jones)) }()
-			waitHeld(t, ps)
+			go func() { done <- r.PutTarget(b.Ctx, dept("Sales", "dept!Sales", "Sales", jones)) }()
+			testbed.WaitHeld(t, ps)
 			upd := *jones
 			upd.Phone, upd.ETag = "555-9999", ""
-			if err := other.UpdateSource(b.ctx, &upd); err != nil {
+			if err := other.UpdateSource(b.Ctx, &upd); err != nil {
 				t.Fatal(err)
 			}
 			ps.Release()
@@ -106,22 +110,22 @@ func TestAcrossWindowTargetLinkedDuringUpdateSource(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true, true)
 	q := b.queue()
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q, Settle: time.Minute})
+	r := b.across(q, &Options{Settle: time.Minute})
 	q2 := b.queue()
-	other := b.direct(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q2, Settle: time.Minute})
+	other := b.directAcross(q2, &Options{Settle: time.Minute})
 	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
 	b.insert(jones)
 	src := Key{"Sales", "000152"}
 
-	ps := b.proxies.Table.PauseAt("UpdateSource write", isSourceWrite(src), 1)
+	ps := b.Proxies.Table.PauseAt("UpdateSource write", isSourceWrite(src), 1)
 	t.Cleanup(ps.Release)
 	upd := *jones
 	upd.Phone, upd.ETag = "555-9999", ""
 	done := make(chan error, 1)
-	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
-	waitHeld(t, ps)
+	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
+	testbed.WaitHeld(t, ps)
 	// Inside the window: a target is put and fully reconciled from the old source.
-	if err := other.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+	if err := other.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q2, other)
@@ -149,22 +153,22 @@ func TestAcrossWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 	b := setup(t, true, true)
 	q := b.queue()
 	const settle = 2 * time.Second
-	r := b.relation(Options[Employee, Department]{Mode: AcrossPartitions, Queue: q, Settle: settle})
+	r := b.across(q, &Options{Settle: settle})
 	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
 	b.insert(jones)
 	src := Key{"Sales", "000152"}
-	if err := r.PutTarget(b.ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
 	b.drain(q, r)
 
-	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(settle * 3 / 4)})
-	ps := b.proxies.Table.PauseAt("late source write", isSourceWrite(src), 1)
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(settle * 3 / 4)})
+	ps := b.Proxies.Table.PauseAt("late source write", isSourceWrite(src), 1)
 	t.Cleanup(ps.Release)
 	upd := *jones
 	upd.Phone, upd.ETag = "555-9999", ""
 	done := make(chan error, 1)
-	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
+	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -180,7 +184,7 @@ func TestAcrossWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 		if len(ms) != 1 {
 			t.Fatalf("%d messages", len(ms))
 		}
-		r.now = func() time.Time { return ms[0].enqueuedAt.Add(settle) }
+		r.now = func() time.Time { return ms[0].EnqueuedAt.Add(settle) }
 		if err := b.handle(r, ms[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +199,7 @@ func TestAcrossWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 		t.Fatalf("%d messages left", n)
 	}
 	b.checkCopy(r, Key{"Departments", "Sales"})
-	if s, err := b.emps.Get(b.ctx, src.PartitionKey, src.RowKey); err != nil || s.Phone != "555-0001" {
+	if s, err := b.emps.Get(b.Ctx, src.PartitionKey, src.RowKey); err != nil || s.Phone != "555-0001" {
 		t.Fatalf("source %+v %v: the write landed although its message had settled", s, err)
 	}
 }
@@ -207,21 +211,21 @@ func TestAcrossWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 func TestInPartitionWindowUpdateSourceRacesPutTarget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true, false)
-	r := b.relation(Options[Employee, Department]{})
-	other := b.direct(Options[Employee, Department]{})
+	r := b.relation(nil)
+	other := b.direct(nil)
 	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
 	b.insert(jones)
-	if err := other.PutTarget(b.ctx, dept("Sales", "dept!Sales", "Sales", jones)); err != nil {
+	if err := other.PutTarget(b.Ctx, dept("Sales", "dept!Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
-	ps := b.proxies.Table.PauseAt("UpdateSource transaction", faultproxy.IsBatch, 1)
+	ps := b.Proxies.Table.PauseAt("UpdateSource transaction", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	upd := *jones
 	upd.Phone, upd.ETag = "555-9999", ""
 	done := make(chan error, 1)
-	go func() { done <- r.UpdateSource(b.ctx, &upd) }()
-	waitHeld(t, ps)
-	if err := other.PutTarget(b.ctx, dept("Sales", "dept!Support", "Support", jones)); err != nil {
+	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
+	testbed.WaitHeld(t, ps)
+	if err := other.PutTarget(b.Ctx, dept("Sales", "dept!Support", "Support", jones)); err != nil {
 		t.Fatal(err)
 	}
 	ps.Release()
@@ -248,17 +252,19 @@ func TestDeleteTargetOutcomeUnknownIsRedecided(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, false, mode == AcrossPartitions)
-			opts := Options[Employee, Department]{Mode: mode}
 			step, pk := "transaction", "Sales"
+			var r, other *Relation[Employee, Department]
 			if mode == AcrossPartitions {
-				opts.Queue, step, pk = b.queue(), "write", "Departments"
+				q := b.queue()
+				step, pk = "write", "Departments"
+				r, other = b.across(q, nil), b.directAcross(q, &Options{Settle: 2 * time.Second})
+			} else {
+				r, other = b.relation(nil), b.direct(nil)
 			}
-			r := b.relation(opts)
-			other := b.direct(opts)
 			jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
 			b.insert(jones)
 			k := Key{pk, "Sales"}
-			if err := r.PutTarget(b.ctx, dept(pk, "Sales", "Sales", jones)); err != nil {
+			if err := r.PutTarget(b.Ctx, dept(pk, "Sales", "Sales", jones)); err != nil {
 				t.Fatal(err)
 			}
 			first := true
@@ -272,10 +278,10 @@ func TestDeleteTargetOutcomeUnknownIsRedecided(t *testing.T) {
 				}
 				return fmt.Errorf("test: retried delete: %w", repo.ErrOutcomeUnknown)
 			}
-			if err := r.DeleteTarget(b.ctx, k, nil); err != nil {
+			if err := r.DeleteTarget(b.Ctx, k, nil); err != nil {
 				t.Fatalf("delete whose outcome was unknown: %v, want nil", err)
 			}
-			if _, found, err := r.getTarget(b.ctx, k); err != nil || found {
+			if _, found, err := r.getTarget(b.Ctx, k); err != nil || found {
 				t.Fatalf("target still there (%v)", err)
 			}
 			if mode == InPartition {

@@ -44,21 +44,31 @@ type TargetChange struct {
 }
 
 // SourceKind returns the kind of the relation's SourceChange messages,
-// "denormalize/<Name>/source".
-func (r *Relation[S, D]) SourceKind() string { return "denormalize/" + r.name + "/source" }
+// "denormalize.source.<name>".
+func (r *Relation[S, D]) SourceKind() string { return "denormalize.source." + r.name }
 
 // TargetKind returns the kind of the relation's TargetChange messages,
-// "denormalize/<Name>/target".
-func (r *Relation[S, D]) TargetKind() string { return "denormalize/" + r.name + "/target" }
+// "denormalize.target.<name>".
+func (r *Relation[S, D]) TargetKind() string { return "denormalize.target." + r.name }
 
-// Register registers HandleSource and HandleTarget for the relation's messages in reg.
+// Register registers HandleSource and HandleTarget for the relation's messages in reg,
+// under SourceKind and TargetKind and under the kinds of earlier releases
+// ("denormalize/<name>/source" and "denormalize/<name>/target"), so that messages
+// enqueued before an upgrade are still handled.
 //
-// Errors: ErrInvalidInput when a kind is already registered.
+// Errors: errs.ErrInvalidInput when a kind is already registered.
 func (r *Relation[S, D]) Register(reg *queueworker.Registry) error {
-	if err := queueworker.Handle(reg, r.SourceKind(), r.HandleSource); err != nil {
-		return err
+	for _, kind := range []string{r.SourceKind(), "denormalize/" + r.name + "/source"} {
+		if err := queueworker.Handle(reg, kind, r.HandleSource); err != nil {
+			return err
+		}
 	}
-	return queueworker.Handle(reg, r.TargetKind(), r.HandleTarget)
+	for _, kind := range []string{r.TargetKind(), "denormalize/" + r.name + "/target"} {
+		if err := queueworker.Handle(reg, kind, r.HandleTarget); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Relation[S, D]) enqueueSource(ctx context.Context, c SourceChange) error {
@@ -83,7 +93,7 @@ func (r *Relation[S, D]) enqueueTarget(ctx context.Context, c TargetChange) erro
 // moment, so the write can never land after the handler gave up, however slow the
 // enqueue and its retries were (issue 15, defect 5). Pass the returned context to both.
 func (r *Relation[S, D]) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.settle/2)
+	return r.settle.Write(ctx)
 }
 
 func (r *Relation[S, D]) putAcross(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string) error {
@@ -111,7 +121,7 @@ func (r *Relation[S, D]) putAcross(ctx context.Context, d *D, k, ref Key, ok, ex
 		err = r.targets.Insert(wctx, d)
 	}
 	if callerETag == "" && isConflict(err) {
-		return &retryable{err}
+		return retry.Again(err)
 	}
 	return err
 }
@@ -140,7 +150,7 @@ func (r *Relation[S, D]) readTarget(ctx context.Context, k Key) (D, targetState,
 // idempotent, so it may run any number of times, concurrently, in any order, or stop
 // anywhere and run again.
 //
-// Errors: ErrInvalidInput (a bad key); the errors of the reads and writes; an error when
+// Errors: errs.ErrInvalidInput (a bad key); the errors of the reads and writes; an error when
 // the target changed more than 8 times during the call.
 func (r *Relation[S, D]) ReconcileTarget(ctx context.Context, k Key, old ...Key) error {
 	_, err := r.reconcileTarget(ctx, k, old)
@@ -252,7 +262,7 @@ func (r *Relation[S, D]) unlink(ctx context.Context, src, k Key) error {
 // link whose target no longer names the source is left to ReconcileTarget, which owns the
 // links. A missing source has nothing to copy.
 //
-// Errors: ErrInvalidInput (a bad key); the errors of the reads and writes; an error when
+// Errors: errs.ErrInvalidInput (a bad key); the errors of the reads and writes; an error when
 // the source changed more than 8 times during the call.
 func (r *Relation[S, D]) RefreshSource(ctx context.Context, src Key) error {
 	_, _, err := r.refreshSource(ctx, src)
@@ -301,8 +311,8 @@ func (r *Relation[S, D]) refreshSource(ctx context.Context, src Key) (fingerprin
 // refreshOne writes s's details into target k if k still copies src, retrying when k
 // changes under it.
 func (r *Relation[S, D]) refreshOne(ctx context.Context, k, src Key, s *S) error {
-	op := retry.Op{Name: "denormalize refresh copy", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, Retryable: isRetryable}
-	return retry.Do(ctx, r.conflict, op, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: "denormalize refresh copy", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey}
+	return retry.Optimistic(ctx, r.conflict, op, func(ctx context.Context, _ int) error {
 		d, now, err := r.readTarget(ctx, k)
 		if err != nil || !now.ok || now.ref != src {
 			return err
@@ -316,7 +326,7 @@ func (r *Relation[S, D]) refreshOne(ctx context.Context, k, src Key, s *S) error
 		}
 		err = r.targets.Update(ctx, &next, nil)
 		if isConflict(err) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -327,11 +337,8 @@ func (r *Relation[S, D]) refreshOne(ctx context.Context, k, src Key, s *S) error
 // reading (started: so that a write landing within its deadline was seen by the reads),
 // else a snooze to look again.
 func (r *Relation[S, D]) settled(arrived bool, enqueuedAt, started time.Time) error {
-	if arrived {
-		return nil
-	}
-	if age := started.Sub(enqueuedAt); age < r.settle {
-		return queueworker.Snooze(min(r.settle-age, max(time.Second, age)))
+	if d := r.settle.Wait(arrived, enqueuedAt, started); d > 0 {
+		return queueworker.Snooze(d)
 	}
 	return nil
 }

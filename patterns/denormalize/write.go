@@ -10,6 +10,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // PutTarget inserts or replaces the target d with a fresh copy of its source's details:
@@ -23,15 +24,15 @@ import (
 // old link and header. AcrossPartitions: a message is enqueued first, then d is written,
 // both within one Settle/2 deadline; the worker maintains the links (ReconcileTarget).
 //
-// When d carries an ETag, the write is conditional on it (ErrPreconditionFailed if d
+// When d carries an ETag, the write is conditional on it (errs.ErrPreconditionFailed if d
 // changed or no longer exists); without one, the stored target is replaced, retried on
 // conflicts. On success d's ETag field holds the new ETag and d holds the copy.
 //
-// Errors: ErrInvalidInput before any request (d breaks a limit; in InPartition mode its
-// source lives in another partition; a key lies in KeyRange); ErrInvalidInput when
-// InPartition linking would give the source more than MaxCopies copies; ErrNotFound when
-// the source does not exist; ErrPreconditionFailed; the errors of queueworker.Enqueue;
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request (d breaks a limit; in InPartition mode its
+// source lives in another partition; a key lies in KeyRange); errs.ErrInvalidInput when
+// InPartition linking would give the source more than MaxCopies copies; errs.ErrNotFound when
+// the source does not exist; errs.ErrPreconditionFailed; the errors of queueworker.Enqueue;
+// errs.ErrTransient, *repo.Error.
 func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) (err error) {
 	ctx, span := telemetry.Start(ctx, "denormalize.put_target", telemetry.KeyTable.String(r.targets.Name()), attribute.String("tablepatterns.relation", r.name))
 	defer func() { telemetry.End(span, err) }()
@@ -124,7 +125,7 @@ func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, o
 	}
 	_, err := repo.Submit(ctx, actions...)
 	if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
-		return &retryable{err}
+		return retry.Again(err)
 	}
 	return err
 }
@@ -163,12 +164,12 @@ func (r *Relation[S, D]) unlinkActions(ctx context.Context, src, k Key) ([]repo.
 // transaction, counting it out of its source's header; in AcrossPartitions mode after a
 // message, the worker removing the link). With opts.ETag set the delete is conditional on
 // it; without, whatever is stored is deleted, retried on conflicts. After a delete whose
-// outcome repo cannot prove (repo.ErrOutcomeUnknown), the next attempt's read decides: the
+// outcome repo cannot prove (errs.ErrOutcomeUnknown), the next attempt's read decides: the
 // target gone means success without opts.ETag, and an error wrapping
-// repo.ErrOutcomeUnknown with it (never ErrNotFound for a delete that may have landed).
+// errs.ErrOutcomeUnknown with it (never errs.ErrNotFound for a delete that may have landed).
 //
-// Errors: ErrInvalidInput (nothing sent); ErrNotFound; ErrPreconditionFailed;
-// repo.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; ErrTransient,
+// Errors: errs.ErrInvalidInput (nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; errs.ErrTransient,
 // *repo.Error.
 func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.DeleteOptions) (err error) {
 	ctx, span := telemetry.Start(ctx, "denormalize.delete_target", telemetry.KeyTable.String(r.targets.Name()), attribute.String("tablepatterns.relation", r.name))
@@ -181,13 +182,13 @@ func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.Del
 		want = opts.ETag
 	}
 	// unknown holds the error of an attempt whose delete may have landed
-	// (repo.ErrOutcomeUnknown): the next attempt's read decides.
+	// (errs.ErrOutcomeUnknown): the next attempt's read decides.
 	var unknown error
 	return r.loop(ctx, "delete target", k, func(ctx context.Context) error {
 		err := r.deleteTarget(ctx, k, want, unknown)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			unknown = err
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -230,7 +231,7 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 		}
 		_, err := repo.Submit(ctx, actions...)
 		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	}
@@ -246,7 +247,7 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 	}
 	err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
 	if want == "" && isConflict(err) {
-		return &retryable{err}
+		return retry.Again(err)
 	}
 	return err
 }
@@ -264,9 +265,9 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 // stored, retried on conflicts. Conflicts on copies and links are always retried. On
 // success s's ETag field holds the new ETag.
 //
-// Errors: ErrInvalidInput before any request (s breaks a limit, its RowKey lies in
-// KeyRange); ErrNotFound; ErrPreconditionFailed; ErrInvalidInput when the copies found no
-// longer fit one transaction; the errors of queueworker.Enqueue; ErrTransient,
+// Errors: errs.ErrInvalidInput before any request (s breaks a limit, its RowKey lies in
+// KeyRange); errs.ErrNotFound; errs.ErrPreconditionFailed; errs.ErrInvalidInput when the copies found no
+// longer fit one transaction; the errors of queueworker.Enqueue; errs.ErrTransient,
 // *repo.Error.
 func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 	ctx, span := telemetry.Start(ctx, "denormalize.update_source", telemetry.KeyTable.String(r.sources.Name()), attribute.String("tablepatterns.relation", r.name))
@@ -306,7 +307,7 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 		}
 		err = r.sources.Update(wctx, s, nil)
 		if callerETag == "" && isConflict(err) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -346,7 +347,7 @@ func (r *Relation[S, D]) updateInPartition(ctx context.Context, s *S, src Key, h
 	}
 	_, err = repo.Submit(ctx, actions...)
 	if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
-		return &retryable{err}
+		return retry.Again(err)
 	}
 	return err
 }

@@ -57,16 +57,10 @@ func (r *OneToMany[P, C, N]) parentKey(pk string) (string, error) {
 	return r.parent(pk), nil
 }
 
-// errRace marks an attempt whose transaction met a concurrent change of the parent.
-var errRace = errors.New("heterogeneous: the parent changed, starting over")
-
-type race struct{ err error }
-
-func (r *race) Error() string   { return r.err.Error() }
-func (r *race) Unwrap() []error { return []error{errRace, r.err} }
-
+// op names a loop of retry.Optimistic: an attempt whose transaction met a concurrent change
+// of the parent returns retry.Again and starts over from a fresh read.
 func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
-	return retry.Op{Name: name, Resource: r.t.name, PartitionKey: pk, RowKey: rk, Retryable: func(err error) bool { return errors.Is(err, errRace) }}
+	return retry.Op{Name: name, Resource: r.t.name, PartitionKey: pk, RowKey: rk}
 }
 
 // Add inserts child and increments its parent's count in one entity group transaction:
@@ -100,7 +94,7 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	if rk == prk {
 		return errs.Invalid("RowKey", "the child %q has the parent's key", rk)
 	}
-	return retry.Do(ctx, r.t.conflict, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
+	return retry.Optimistic(ctx, r.t.conflict, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {
 			return r.noParent(err, pk, prk)
@@ -111,7 +105,7 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 			// The transaction may have landed: it is atomic, so the child tells.
 			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
 			case errors.Is(gerr, repo.ErrNotFound):
-				return &race{err: err} // not applied: read the parent again and retry
+				return retry.Again(err) // not applied: read the parent again and retry
 			case gerr != nil:
 				return errors.Join(err, gerr)
 			}
@@ -141,7 +135,7 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	if err != nil {
 		return err
 	}
-	return retry.Do(ctx, r.t.conflict, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
+	return retry.Optimistic(ctx, r.t.conflict, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
 		child, err := Get[C](ctx, r.t, pk, rk) // makes sure it is a child, and gives its ETag
 		if err != nil {
 			return err
@@ -160,7 +154,7 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 			case gerr != nil:
 				return errors.Join(err, gerr)
 			}
-			return &race{err: err} // still there: not applied, start over
+			return retry.Again(err) // still there: not applied, start over
 		}
 		return err
 	})
@@ -179,9 +173,9 @@ func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) e
 	if errors.As(err, &ae) {
 		switch {
 		case errors.Is(err, repo.ErrPreconditionFailed):
-			return &race{err: err} // the parent (or the child being removed) changed
+			return retry.Again(err) // the parent (or the child being removed) changed
 		case ae.Index == 1 && errors.Is(err, repo.ErrNotFound):
-			return &race{err: err} // the parent was deleted and maybe recreated: read again
+			return retry.Again(err) // the parent was deleted and maybe recreated: read again
 		}
 	}
 	return err
@@ -244,7 +238,7 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 		return 0, err
 	}
 	var n N
-	err = retry.Do(ctx, r.t.conflict, r.op("recount", pk, prk), func(ctx context.Context, _ int) error {
+	err = retry.Optimistic(ctx, r.t.conflict, r.op("recount", pk, prk), func(ctx context.Context, _ int) error {
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {
 			return r.noParent(err, pk, prk)
@@ -264,7 +258,7 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrOutcomeUnknown) {
 			// Changed meanwhile, or an update that may have landed: count again (the
 			// count is derived from the children, so counting again is always right).
-			return &race{err: err}
+			return retry.Again(err)
 		}
 		return err
 	})

@@ -24,7 +24,7 @@ type Options struct {
 	// ("EMPLOYEE_000123", the guide's first option).
 	Registry codec.RegistryOptions
 	// Conflict is the backoff of the one-to-many loops that lost a race to another writer.
-	// Zero fields take retry.ConflictPolicy's values, field by field; its Logger defaults
+	// Zero fields take retry.Conflict()'s values, field by field; its Logger defaults
 	// to the table's.
 	Conflict retry.Policy
 }
@@ -69,7 +69,7 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 	if ro.Separator == "" {
 		ro.Separator = "_"
 	}
-	conflict := o.Conflict.Or(retry.Policy{Logger: table.Logger()}.Or(retry.ConflictPolicy))
+	conflict := o.Conflict.Or(retry.Policy{Logger: table.Logger()}.Or(retry.Conflict()))
 	if err := conflict.Validate(); err != nil {
 		return nil, err
 	}

@@ -15,9 +15,9 @@ import (
 func TestAttackSamePartitionDeleteInsideKeyRange(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	ix := b.samePartition(nil)
 	for _, id := range []string{"000101", "000102"} {
-		if err := ix.Insert(b.ctx, emp("Sales", id, "Jones")); err != nil {
+		if err := ix.Insert(b.Ctx, emp("Sales", id, "Jones")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -26,8 +26,8 @@ func TestAttackSamePartitionDeleteInsideKeyRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := loc.rowKey(0)
-	derr := ix.Delete(b.ctx, "Sales", page, nil)
-	ids, err := ix.IDs(b.ctx, "Sales", "Jones")
+	derr := ix.Delete(b.Ctx, "Sales", page, nil)
+	ids, err := ix.IDs(b.Ctx, "Sales", "Jones")
 	if err != nil {
 		t.Fatal(err)
 	}

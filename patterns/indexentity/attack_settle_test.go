@@ -24,25 +24,25 @@ func TestAttackEventualSettleMeasuredAfterTheReads(t *testing.T) {
 	q := b.queue()
 	s := b.blobStore()
 	ix := b.eventual(s, q)
-	settle := ix.settle
+	settle := ix.settle.Settle()
 	e := emp("Sales", "000152", "Jones")
-	if err := ix.Insert(b.ctx, e); err != nil {
+	if err := ix.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range b.takeMessages(q) {
-		if err := ix.Handle(b.ctx, m); err != nil {
+		if err := ix.Handle(b.Ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b.checkKeys(s, "Jones", k("Sales", "000152"))
 
-	ps := b.proxies.Table.PauseAt("held update", faultproxy.IsEntityWrite, 1)
+	ps := b.Proxies.Table.PauseAt("held update", faultproxy.IsEntityWrite, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
 	e.LastName = "Smith"
 	e.ETag = ""
 	start := time.Now()
-	go func() { done <- ix.Update(b.ctx, e) }()
+	go func() { done <- ix.Update(b.Ctx, e) }()
 	select {
 	case <-ps.Reached():
 	case err := <-done:
@@ -62,7 +62,7 @@ func TestAttackEventualSettleMeasuredAfterTheReads(t *testing.T) {
 		landed = time.Since(start)
 		return ms[0].EnqueuedAt.Add(settle)
 	}
-	herr := ix.Handle(b.ctx, ms[0])
+	herr := ix.Handle(b.Ctx, ms[0])
 	if werr != nil {
 		t.Fatalf("Update: %v", werr)
 	}
@@ -71,7 +71,7 @@ func TestAttackEventualSettleMeasuredAfterTheReads(t *testing.T) {
 	if errors.As(herr, &snooze) {
 		return // the message stays: a later delivery lists Smith
 	}
-	got, err := s.Keys(b.ctx, "Smith")
+	got, err := s.Keys(b.Ctx, "Smith")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,29 +19,29 @@ import (
 func TestAttackTableStoreInPrimaryTableKeySpace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	tbl := must(repo.New[codec.Entity](b.clients.Tables, b.table, &repo.Options{Retry: fast, Logger: b.log}))
-	s, err := NewTableStore(tbl, TableStoreOptions{Name: "LastName", Logger: b.log})
+	tbl := must(repo.New[codec.Entity](b.Clients.Tables, b.Table, &repo.Options{Retry: fast, Logger: b.log}))
+	s, err := NewTableStore(tbl, "LastName", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := b.queue()
-	ix, err := NewEventual(b.emps, EventualOptions[Employee]{Name: "LastName", Value: lastName, Store: s, Queue: q, Settle: 2 * time.Second, Logger: b.log})
+	ix, err := NewEventual(b.emps, "LastName", lastName, s, q, &EventualOptions{Settle: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	victim := emp(keys.Join("idx", "LastName", "Jones"), "000000", "Tim")
-	if err := ix.Insert(b.ctx, victim); err != nil {
+	if err := ix.Insert(b.Ctx, victim); err != nil {
 		t.Logf("refused: %v (held)", err)
 		return
 	}
 	jones := emp("Sales", "000152", "Jones")
-	if err := ix.Insert(b.ctx, jones); err != nil {
+	if err := ix.Insert(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	handleAll := func() {
 		ix.now = func() time.Time { return time.Now().Add(time.Hour) }
 		for _, m := range b.takeMessages(q) {
-			if err := ix.Handle(b.ctx, m); err != nil {
+			if err := ix.Handle(b.Ctx, m); err != nil {
 				if _, ok := err.(*queueworker.SnoozeError); !ok {
 					t.Fatal(err)
 				}
@@ -49,7 +49,7 @@ func TestAttackTableStoreInPrimaryTableKeySpace(t *testing.T) {
 		}
 	}
 	handleAll()
-	got, err := b.emps.Get(b.ctx, victim.Department, "000000")
+	got, err := b.emps.Get(b.Ctx, victim.Department, "000000")
 	if err != nil {
 		t.Fatalf("the primary entity %s/000000 is gone: %v", victim.Department, err)
 	}

@@ -32,7 +32,7 @@ func BenchmarkLookupByLastName(b *testing.B) {
 	table := testenv.TableName(b)
 	testenv.Table(b, table)
 	emps := must(repo.New[Employee](clients.Tables, table, nil))
-	ix := must(NewSamePartition(emps, SamePartitionOptions[Employee]{Name: "LastName", Value: lastName}))
+	ix := must(NewSamePartition(emps, "LastName", lastName, nil))
 
 	// Seed: the employees with BulkWrite, and the index entities exactly as Insert lays
 	// them out (Insert one by one would take minutes; the layout is checked below).
@@ -71,7 +71,7 @@ func BenchmarkLookupByLastName(b *testing.B) {
 	proxies := testenv.Proxies(b)
 	pclients := must(account.NewClients(proxies.ConnectionString, nil))
 	pemps := must(repo.New[Employee](pclients.Tables, table, nil))
-	pix := must(NewSamePartition(pemps, SamePartitionOptions[Employee]{Name: "LastName", Value: lastName}))
+	pix := must(NewSamePartition(pemps, "LastName", lastName, nil))
 
 	lookups := 0
 	next := func() string { lookups++; return fmt.Sprintf("Name%03d", (lookups*7)%names) }

@@ -27,7 +27,8 @@ const maxBlobName = 1024
 // entity, sorted (keys cannot contain tabs or newlines, so no escaping is needed).
 const blobContentType = "text/tab-separated-values; charset=utf-8"
 
-// BlobStoreOptions configures a BlobStore. The zero value is the default.
+// BlobStoreOptions configures a BlobStore. nil means the zero value, whose every field is
+// its documented default.
 type BlobStoreOptions struct {
 	// Prefix starts every blob name, e.g. "lastname/" to keep several indexes in one
 	// container. At most 256 characters, no control characters.
@@ -36,7 +37,7 @@ type BlobStoreOptions struct {
 	// retry's defaults.
 	Retry retry.Policy
 	// Conflict is the backoff of the read-modify-write loop when another writer changed
-	// the blob first. Zero fields take DefaultConflictPolicy's values.
+	// the blob first. Zero fields take retry.Conflict()'s values.
 	Conflict retry.Policy
 	// Logger receives one entry per retry. Defaults to zap.NewNop().
 	Logger *zap.Logger
@@ -60,23 +61,27 @@ type BlobStore struct {
 // NewBlobStore returns the store of index blobs in container. It sends nothing (see
 // CreateIfNotExists).
 //
-// Errors: ErrInvalidInput for a nil client, an empty container name, a bad Prefix or an
+// Errors: errs.ErrInvalidInput for a nil client, an empty container name, a bad Prefix or an
 // invalid policy.
-func NewBlobStore(client *azblob.Client, container string, opts BlobStoreOptions) (*BlobStore, error) {
+func NewBlobStore(client *azblob.Client, container string, opts *BlobStoreOptions) (*BlobStore, error) {
+	var o BlobStoreOptions
+	if opts != nil {
+		o = *opts
+	}
 	if client == nil {
 		return nil, errs.Invalid("blob client", "is nil")
 	}
 	if container == "" {
 		return nil, errs.Invalid("container", "is empty")
 	}
-	if !utf8.ValidString(opts.Prefix) || utf8.RuneCountInString(opts.Prefix) > 256 || strings.ContainsFunc(opts.Prefix, isControl) {
+	if !utf8.ValidString(o.Prefix) || utf8.RuneCountInString(o.Prefix) > 256 || strings.ContainsFunc(o.Prefix, isControl) {
 		return nil, errs.Invalid("BlobStoreOptions.Prefix", "must be at most 256 characters of valid UTF-8 without control characters")
 	}
-	logger := opts.Logger
+	logger := o.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	rp := opts.Retry
+	rp := o.Retry
 	if rp.Logger == nil {
 		rp.Logger = logger
 	}
@@ -84,11 +89,11 @@ func NewBlobStore(client *azblob.Client, container string, opts BlobStoreOptions
 	if err := rp.Validate(); err != nil {
 		return nil, err
 	}
-	cp := conflictPolicy(opts.Conflict, logger)
+	cp := conflictPolicy(o.Conflict, logger)
 	if err := cp.Validate(); err != nil {
 		return nil, err
 	}
-	return &BlobStore{client: client, container: container, prefix: opts.Prefix, retry: rp, conflict: cp}, nil
+	return &BlobStore{client: client, container: container, prefix: o.Prefix, retry: rp, conflict: cp}, nil
 }
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
@@ -98,7 +103,7 @@ func (s *BlobStore) Container() string { return s.container }
 
 // CreateIfNotExists creates the container; an existing one is success.
 //
-// Errors: ErrTransient, *repo.Error.
+// Errors: errs.ErrTransient, *repo.Error.
 func (s *BlobStore) CreateIfNotExists(ctx context.Context) error {
 	return retry.Do(ctx, s.retry, retry.Op{Name: "create container", Resource: s.container}, func(ctx context.Context, _ int) error {
 		_, err := s.client.CreateContainer(ctx, s.container, nil)
@@ -114,7 +119,7 @@ func (s *BlobStore) CreateIfNotExists(ctx context.Context) error {
 // outside A-Z, a-z, 0-9, '-' and '_' percent-encoded ("O'Brien" is "O%27Brien"), so
 // that any value gives a valid, flat name.
 //
-// Errors: ErrInvalidInput for an empty value or a name over 1,024 characters.
+// Errors: errs.ErrInvalidInput for an empty value or a name over 1,024 characters.
 func (s *BlobStore) BlobName(value string) (string, error) {
 	if err := checkValue(value); err != nil {
 		return "", err
@@ -148,8 +153,8 @@ func (s *BlobStore) Check(value string) error {
 // Keys implements Store: it reads value's blob (one request) and returns its keys, sorted.
 // A value without a blob has no keys.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the container does not exist,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the container does not exist,
+// errs.ErrTransient, *repo.Error.
 func (s *BlobStore) Keys(ctx context.Context, value string) ([]Key, error) {
 	name, err := s.BlobName(value)
 	if err != nil {
@@ -171,8 +176,8 @@ func (s *BlobStore) Keys(ctx context.Context, value string) ([]Key, error) {
 // Add implements Store: it lists k in value's blob unless it is there already, with a
 // conditional write retried on conflicts. It is idempotent.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the container does not exist,
-// ErrTransient (wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the container does not exist,
+// errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
 // policy), *repo.Error.
 func (s *BlobStore) Add(ctx context.Context, value string, k Key) error {
 	return s.change(ctx, "index blob add", value, k, true)
@@ -195,8 +200,8 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 		return err
 	}
 	entry := entryOf(k)
-	op := retry.Op{Name: opName, Resource: s.container + "/" + name, PartitionKey: k.PartitionKey, RowKey: k.RowKey, Retryable: isRetryable}
-	return retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: opName, Resource: s.container + "/" + name, PartitionKey: k.PartitionKey, RowKey: k.RowKey}
+	return retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		entries, etag, err := s.read(ctx, name)
 		if err != nil {
 			return err
@@ -216,7 +221,7 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 			err = s.write(ctx, name, etag, entries)
 		}
 		if isConflict(err) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})

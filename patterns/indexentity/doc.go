@@ -27,6 +27,23 @@
 //     partition "idx!LastName!Jones", listing PartitionKey and RowKey of every Jones across
 //     the table (the guide's EmployeeDetails: department and id pairs).
 //
+// Every constructor takes the table it works on first, then its required arguments, then
+// options by pointer (nil = the documented defaults); the logger is the table's:
+//
+//	emps, _ := repo.New[Employee](clients.Tables, "Employees", nil)
+//	ix2, _ := indexentity.NewSamePartition(emps, "LastName", lastName, nil)              // option 2
+//	store, _ := indexentity.NewTableStore(indexTable, "LastName", nil)                   // option 3's lists
+//	ix3, _ := indexentity.NewEventual(emps, "LastName", lastName, store, queue, nil)     // options 1 and 3
+//
+// Its messages have the kind "indexentity.change.<name>"; Register also accepts the kind of
+// earlier releases, "indexentity/<name>".
+//
+// An index may normalize its values (SamePartitionOptions.Normalize,
+// EventualOptions.Normalize): with strings.ToLower, "Jones" and "JONES" share one list, and
+// a lookup of "jOnes" finds them both (TestSamePartitionNormalizeAppliesOnWriteAndLookup,
+// TestEventualNormalizeAppliesOnWriteAndLookup). Lists are keyed by normalized values:
+// changing Normalize needs a rebuild of the index.
+//
 // Keys are built with the escaped, order-preserving encoding of codec/keys, so a value may
 // hold anything ("O'Brien", "a/b", non-ASCII); only its length is bounded (the index key
 // must stay within 1 KiB, a blob name within 1,024 characters), and a longer value is
@@ -57,7 +74,7 @@
 // index entity with If-Match on that ETag, and start over from the read when the
 // transaction fails with 412 (another writer updated the index entity), 409 (another
 // writer created it first: the first-creation race) or 404 (another writer deleted it
-// with its last id), with jittered backoff (DefaultConflictPolicy)
+// with its last id), with jittered backoff (retry.Optimistic with retry.Conflict())
 // (TestSamePartitionWindowIndexEntityChangesUnderInsert for 412 and 404,
 // TestSamePartitionFirstCreationRace for 409). An insert whose id is already listed sends
 // the page it read back as a guard, so a concurrent delete of that entry cannot leave the
@@ -66,11 +83,11 @@
 // value's), a delete one of two. No id is ever lost or duplicated, and readers never see
 // the employee without its index entry or the reverse (TestSamePartitionFaults,
 // TestSamePartitionConcurrentMixedWrites). A transaction whose outcome repo cannot prove
-// (repo.ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is decided
+// (errs.ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is decided
 // again from a fresh read of the entity, which the atomic transaction changed or not:
 // what did not land is retried, a Delete reports success once the entity is gone, an
 // Update without an ETag writes again, and an Insert that may have landed returns the
-// ErrOutcomeUnknown error, never ErrAlreadyExists alone ("nothing written")
+// errs.ErrOutcomeUnknown error, never errs.ErrAlreadyExists alone ("nothing written")
 // (TestSamePartitionOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have
 // repo recognise its own write exactly.
 //
@@ -81,7 +98,8 @@
 //  1. enqueue a Change naming the entity, the value it will have and the value it had;
 //  2. write the entity.
 //
-// One deadline, Settle/2 from the moment before the Change is built, bounds both steps,
+// One deadline, Settle/2 from the moment before the Change is built, bounds both steps
+// (the Settle/2 protocol, shared with patterns/denormalize),
 // so the write lands before the message is Settle old by its EnqueuedAt however slow the
 // enqueue (TestEventualWindowSlowEnqueueCannotOutliveSettle).
 //
@@ -97,7 +115,7 @@
 // snoozes it to look again: a stop between steps 1 and 2 therefore ends with the message
 // settling and changing nothing (TestEventualCrashBetweenSteps, TestEventualHandleSettles).
 // The stores' Add and Remove have set semantics, so a write of theirs that repo reports
-// as repo.ErrOutcomeUnknown is simply decided again from a fresh read. Lookups check every
+// as errs.ErrOutcomeUnknown is simply decided again from a fresh read. Lookups check every
 // entity they fetch against the value, so a reader never gets a wrong entity; it may miss
 // one written in the last moments (TestEventualLookupVerifiesHits).
 //
@@ -131,4 +149,10 @@
 // Writes must go through the index (Insert, Update, Delete): a write through the table
 // alone leaves the index behind, and for options 1 and 3 the handler only cleans the old
 // values a message names.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package indexentity

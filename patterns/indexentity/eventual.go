@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/settle"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -22,7 +21,7 @@ import (
 // Add and Remove must be idempotent and safe to run concurrently with themselves.
 type Store interface {
 	// Check refuses, before any request, a value the store cannot index
-	// (ErrInvalidInput).
+	// (errs.ErrInvalidInput).
 	Check(value string) error
 	// Keys returns the keys listed under value, sorted; none for an unknown value.
 	Keys(ctx context.Context, value string) ([]Key, error)
@@ -39,18 +38,16 @@ const DefaultSettle = time.Minute
 // it; past it the message is retried later.
 const maxRounds = 8
 
-// EventualOptions configures an Eventual index. Name, Value, Store and Queue are required.
-type EventualOptions[T any] struct {
-	// Name names the index, e.g. "LastName"; its messages have the kind
-	// "indexentity/<Name>". 1 to 64 characters.
-	Name string
-	// Value returns the indexed value of an entity; "" means not indexed. It must be a
-	// pure function of the entity.
-	Value func(v *T) string
-	// Store keeps the lists: a *BlobStore (option 1) or a *TableStore (option 3).
-	Store Store
-	// Queue receives the change messages the worker reconciles (see Register).
-	Queue *queueworker.Client
+// EventualOptions configures an Eventual index. nil means the zero value, whose every
+// field is its documented default.
+type EventualOptions struct {
+	// Normalize, if set, maps every value before it is used: the value of an entity on
+	// every write and reconciliation, and the value asked for by Keys and Lookup
+	// (strings.ToLower finds "ann@example.com" when asked for "Ann@Example.com"). It must
+	// be a pure function. Lists are keyed by normalized values: changing Normalize needs a
+	// rebuild of the index (Reconcile every entity with its old values). nil keeps values
+	// as they are.
+	Normalize func(value string) string
 	// Settle bounds how long a change may take to become visible. A write enqueues its
 	// message first and then writes the entity, both within Settle/2 of the moment before
 	// the message was built (their context gets that deadline, so a slow enqueue leaves
@@ -64,10 +61,8 @@ type EventualOptions[T any] struct {
 	Concurrency int
 	// Conflict is the backoff of a write retried after the entity changed between its read
 	// and its write (only when the caller did not supply an ETag). Zero fields take
-	// DefaultConflictPolicy's values.
+	// retry.Conflict()'s values; its Logger defaults to the table's.
 	Conflict retry.Policy
-	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
-	Logger *zap.Logger
 }
 
 // Eventual maintains an index whose lists live outside the entities' partitions, options
@@ -85,10 +80,11 @@ type Eventual[T any] struct {
 	primary  *repo.Table[T]
 	codec    *codec.Codec[T]
 	name     string
-	value    func(*T) string
+	value    func(*T) string // normalized
+	norm     func(string) string
 	store    Store
 	queue    *queueworker.Client
-	settle   time.Duration
+	settle   settle.Window
 	conc     int
 	conflict retry.Policy
 
@@ -115,51 +111,52 @@ type Change struct {
 	Old []string `json:"old,omitempty"`
 }
 
-// NewEventual returns the option 1 or option 3 index over the entities of primary. It sends
-// nothing.
+// NewEventual returns the option 1 or option 3 index named name (e.g. "LastName"; 1 to 64
+// characters; its messages have the kind "indexentity.change.<name>") over the entities
+// of table, by value (the indexed value of an entity; "" means not indexed; a pure
+// function). store keeps the lists (a *BlobStore, option 1, or a *TableStore, option 3)
+// and queue receives the change messages the worker reconciles (see Register). The logger
+// is the table's. It sends nothing.
 //
-// Errors: ErrInvalidInput when primary, Value, Store or Queue is missing, T has no ETag
-// field, or an option is out of range.
-func NewEventual[T any](primary *repo.Table[T], opts EventualOptions[T]) (*Eventual[T], error) {
-	if primary == nil {
-		return nil, errs.Invalid("primary", "is nil")
+// Errors: errs.ErrInvalidInput when table, value, store or queue is nil, T has no ETag field,
+// name is empty or too long, or an option is out of range.
+func NewEventual[T any](table *repo.Table[T], name string, value func(v *T) string, store Store, queue *queueworker.Client, opts *EventualOptions) (*Eventual[T], error) {
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
 	}
-	if !primary.Codec().HasETag() {
-		return nil, errs.Invalid("primary", "entity type has no ETag field: updates must be conditional on the version they read")
+	if !table.Codec().HasETag() {
+		return nil, errs.Invalid("table", "entity type has no ETag field: updates must be conditional on the version they read")
 	}
-	if err := checkName(opts.Name); err != nil {
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	switch {
-	case opts.Value == nil:
-		return nil, errs.Invalid("EventualOptions.Value", "is nil")
-	case opts.Store == nil:
-		return nil, errs.Invalid("EventualOptions.Store", "is nil")
-	case opts.Queue == nil:
-		return nil, errs.Invalid("EventualOptions.Queue", "is nil")
+	case value == nil:
+		return nil, errs.Invalid("value", "is nil")
+	case store == nil:
+		return nil, errs.Invalid("store", "is nil")
+	case queue == nil:
+		return nil, errs.Invalid("queue", "is nil")
 	}
-	settle := opts.Settle
-	switch {
-	case settle == 0:
-		settle = DefaultSettle
-	case settle < 2*time.Second:
-		return nil, errs.Invalid("EventualOptions.Settle", "must be at least 2s, got %v", settle)
+	var o EventualOptions
+	if opts != nil {
+		o = *opts
 	}
-	conc, err := concurrencyOf(opts.Concurrency, "EventualOptions.Concurrency")
+	w, err := settle.New(o.Settle, DefaultSettle, "EventualOptions.Settle")
 	if err != nil {
 		return nil, err
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = zap.NewNop()
+	conc, err := concurrencyOf(o.Concurrency, "EventualOptions.Concurrency")
+	if err != nil {
+		return nil, err
 	}
-	cp := conflictPolicy(opts.Conflict, logger)
+	cp := conflictPolicy(o.Conflict, table.Logger())
 	if err := cp.Validate(); err != nil {
 		return nil, err
 	}
 	return &Eventual[T]{
-		primary: primary, codec: primary.Codec(), name: opts.Name, value: opts.Value,
-		store: opts.Store, queue: opts.Queue, settle: settle, conc: conc, conflict: cp, now: time.Now,
+		primary: table, codec: table.Codec(), name: name, value: normalized(value, o.Normalize), norm: normOf(o.Normalize),
+		store: store, queue: queue, settle: w, conc: conc, conflict: cp, now: time.Now,
 	}, nil
 }
 
@@ -170,14 +167,19 @@ func (ix *Eventual[T]) Table() *repo.Table[T] { return ix.primary }
 // Store returns the store of the lists.
 func (ix *Eventual[T]) Store() Store { return ix.store }
 
-// Kind returns the kind of the index's messages, "indexentity/<Name>".
-func (ix *Eventual[T]) Kind() string { return "indexentity/" + ix.name }
+// Kind returns the kind of the index's messages, "indexentity.change.<name>".
+func (ix *Eventual[T]) Kind() string { return "indexentity.change." + ix.name }
 
-// Register registers Handle for the index's messages in r.
+// Register registers Handle for the index's messages in r, under Kind and under the kind
+// of earlier releases ("indexentity/<name>"), so that messages enqueued before an upgrade
+// are still handled.
 //
-// Errors: ErrInvalidInput when the kind is already registered.
+// Errors: errs.ErrInvalidInput when a kind is already registered.
 func (ix *Eventual[T]) Register(r *queueworker.Registry) error {
-	return queueworker.Handle(r, ix.Kind(), ix.Handle)
+	if err := queueworker.Handle(r, ix.Kind(), ix.Handle); err != nil {
+		return err
+	}
+	return queueworker.Handle(r, "indexentity/"+ix.name, ix.Handle)
 }
 
 func (ix *Eventual[T]) step(ctx context.Context, name string) error {
@@ -217,18 +219,15 @@ func (ix *Eventual[T]) enqueue(ctx context.Context, c Change) error {
 	return err
 }
 
-// writeCtx bounds a message and the entity write it announces with one deadline,
-// Settle/2 from now, taken before the message's envelope is built: Handle waits for the
-// write until the message is Settle old by its EnqueuedAt, which Enqueue stamps after
-// this moment, so the write can never land after the handler gave up, however slow the
-// enqueue and its retries were (issue 15, defect 5). Pass the returned context to both.
+// writeCtx bounds a message and the entity write it announces with one deadline (the
+// Settle/2 protocol of internal/settle). Pass the returned context to both.
 func (ix *Eventual[T]) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, ix.settle/2)
+	return ix.settle.Write(ctx)
 }
 
 func (ix *Eventual[T]) loop(ctx context.Context, name string, k Key, attempt func(ctx context.Context) error) error {
-	op := retry.Op{Name: "indexed " + name, Resource: ix.primary.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, Retryable: isRetryable}
-	return retry.Do(ctx, ix.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
+	op := retry.Op{Name: "indexed " + name, Resource: ix.primary.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey}
+	return retry.Optimistic(ctx, ix.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
 }
 
 // Insert enqueues a Change and then inserts v; the worker then lists v under its value.
@@ -238,9 +237,9 @@ func (ix *Eventual[T]) loop(ctx context.Context, name string, k Key, attempt fun
 // A stop between the two steps leaves a message about an entity that was not written: the
 // worker reconciles what it finds (nothing changes) once the message is Settle old.
 //
-// Errors: ErrInvalidInput before any request (v breaks a limit, its value cannot be
-// indexed by the store); the errors of queueworker.Enqueue; ErrAlreadyExists;
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request (v breaks a limit, its value cannot be
+// indexed by the store); the errors of queueworker.Enqueue; errs.ErrAlreadyExists;
+// errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 	k, err := ix.check(v)
 	if err != nil {
@@ -267,8 +266,8 @@ func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 // version Update read, retried when another writer got in between. On success v's ETag
 // field holds the new ETag.
 //
-// Errors: ErrInvalidInput before any request; ErrNotFound; ErrPreconditionFailed; the
-// errors of queueworker.Enqueue; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request; errs.ErrNotFound; errs.ErrPreconditionFailed; the
+// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 	k, err := ix.check(v)
 	if err != nil {
@@ -282,7 +281,7 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 			return err
 		}
 		if callerETag != "" && ix.codec.ETag(&cur) != callerETag {
-			return preconditionFailed("update", ix.primary.Name(), k.PartitionKey, k.RowKey)
+			return errs.Precondition("update", ix.primary.Name(), k.PartitionKey, k.RowKey, staleETag)
 		}
 		ix.codec.SetETag(v, ix.codec.ETag(&cur))
 		wctx, cancel := ix.writeCtx(ctx)
@@ -301,10 +300,10 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 		}
 		err = ix.primary.Update(wctx, v, nil)
 		if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
-			return &retryable{err} // re-read and write v again: the same state either way
+			return retry.Again(err) // re-read and write v again: the same state either way
 		}
 		if callerETag == "" && errors.Is(err, repo.ErrPreconditionFailed) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -317,8 +316,8 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 // Delete enqueues a Change (naming the entity's value) and then deletes the entity,
 // conditional on opts.ETag when set, else on the version it read.
 //
-// Errors: ErrInvalidInput (keys; nothing sent); ErrNotFound; ErrPreconditionFailed; the
-// errors of queueworker.Enqueue; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed; the
+// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	k := Key{pk, rk}
 	if err := ix.checkKey(k); err != nil {
@@ -335,7 +334,7 @@ func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.Del
 		}
 		etag := ix.codec.ETag(&cur)
 		if want != "" && etag != want {
-			return preconditionFailed("delete", ix.primary.Name(), pk, rk)
+			return errs.Precondition("delete", ix.primary.Name(), pk, rk, staleETag)
 		}
 		wctx, cancel := ix.writeCtx(ctx)
 		defer cancel()
@@ -354,10 +353,10 @@ func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.Del
 			if _, gerr := ix.primary.Get(ctx, pk, rk); errors.Is(gerr, repo.ErrNotFound) {
 				return nil
 			}
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		if want == "" && errors.Is(err, repo.ErrPreconditionFailed) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -391,7 +390,7 @@ func (ix *Eventual[T]) observe(ctx context.Context, k Key) (observed, error) {
 // The lists can only be cleaned of values named in old: that is why every write through
 // Update and Delete names the value it replaces.
 //
-// Errors: ErrInvalidInput (a bad key, or a stored value the store cannot index);
+// Errors: errs.ErrInvalidInput (a bad key, or a stored value the store cannot index);
 // the errors of repo.Table.Get and of the Store; an error when the entity changed more
 // than 8 times during the call.
 func (ix *Eventual[T]) Reconcile(ctx context.Context, k Key, old ...string) error {
@@ -471,11 +470,8 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 		return err
 	}
 	arrived := (c.Deleted && !now.found) || (!c.Deleted && now.found && now.value == c.Value)
-	if arrived {
-		return nil
-	}
-	if age := started.Sub(msg.EnqueuedAt); age < ix.settle {
-		return queueworker.Snooze(min(ix.settle-age, max(time.Second, age)))
+	if d := ix.settle.Wait(arrived, msg.EnqueuedAt, started); d > 0 {
+		return queueworker.Snooze(d)
 	}
 	return nil
 }
@@ -485,6 +481,11 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 //
 // Errors: those of the Store.
 func (ix *Eventual[T]) Keys(ctx context.Context, value string) ([]Key, error) {
+	return ix.keys(ctx, ix.norm(value))
+}
+
+// keys is Keys for a normalized value.
+func (ix *Eventual[T]) keys(ctx context.Context, value string) ([]Key, error) {
 	if err := ix.store.Check(value); err != nil {
 		return nil, err
 	}
@@ -497,9 +498,10 @@ func (ix *Eventual[T]) Keys(ctx context.Context, value string) ([]Key, error) {
 // deleted whose message the worker has not handled yet) is left out; an entity written
 // moments ago may be missing until the worker catches up.
 //
-// Errors: ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
+// Errors: errs.ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
 func (ix *Eventual[T]) Lookup(ctx context.Context, value string) ([]T, error) {
-	ks, err := ix.Keys(ctx, value)
+	value = ix.norm(value)
+	ks, err := ix.keys(ctx, value)
 	if err != nil {
 		return nil, err
 	}

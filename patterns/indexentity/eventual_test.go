@@ -2,7 +2,6 @@ package indexentity
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -35,28 +31,22 @@ type storeOpts struct{ pageBytes int }
 
 func (b *bed) blobStore() *BlobStore {
 	b.t.Helper()
-	name := testenv.ContainerName(b.t)
-	s, err := NewBlobStore(b.clients.Blobs, name, BlobStoreOptions{Prefix: "lastname/", Retry: fast, Logger: b.log})
+	name := b.Container(false)
+	s, err := NewBlobStore(b.Clients.Blobs, name, &BlobStoreOptions{Prefix: "lastname/", Retry: fast, Logger: b.log})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if err := s.CreateIfNotExists(b.ctx); err != nil {
+	if err := s.CreateIfNotExists(b.Ctx); err != nil {
 		b.t.Fatal(err)
 	}
-	b.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = testenv.BlobService(b.t).DeleteContainer(ctx, name, nil)
-	})
 	return s
 }
 
 func (b *bed) tableStore(pageBytes int) *TableStore {
 	b.t.Helper()
-	name := testenv.TableName(b.t)
-	testenv.Table(b.t, name)
-	t := must(repo.New[codec.Entity](b.clients.Tables, name, &repo.Options{Retry: fast, Logger: b.log}))
-	s, err := NewTableStore(t, TableStoreOptions{Name: "LastName", PageBytes: pageBytes, Logger: b.log})
+	name := b.NewTableName()
+	t := must(repo.New[codec.Entity](b.Clients.Tables, name, &repo.Options{Retry: fast, Logger: b.log}))
+	s, err := NewTableStore(t, "LastName", &TableStoreOptions{PageBytes: pageBytes})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -65,7 +55,7 @@ func (b *bed) tableStore(pageBytes int) *TableStore {
 
 func (b *bed) eventual(s Store, q *queueworker.Client) *Eventual[Employee] {
 	b.t.Helper()
-	ix, err := NewEventual(b.emps, EventualOptions[Employee]{Name: "LastName", Value: lastName, Store: s, Queue: q, Settle: 2 * time.Second, Logger: b.log})
+	ix, err := NewEventual(b.emps, "LastName", lastName, s, q, &EventualOptions{Settle: 2 * time.Second})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -77,7 +67,7 @@ func k(pk, rk string) Key { return Key{pk, rk} }
 // checkKeys asserts what value's list holds.
 func (b *bed) checkKeys(s Store, value string, want ...Key) {
 	b.t.Helper()
-	got, err := s.Keys(b.ctx, value)
+	got, err := s.Keys(b.Ctx, value)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -93,34 +83,14 @@ func (b *bed) checkKeys(s Store, value string, want ...Key) {
 func (b *bed) takeMessages(q *queueworker.Client) []*queueworker.Message[Change] {
 	b.t.Helper()
 	var out []*queueworker.Message[Change]
-	n := int32(32)
-	for {
-		resp, err := q.Queue().DequeueMessages(b.ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: &n})
-		if err != nil {
+	for _, env := range b.TakeMessages(q) {
+		var c Change
+		if err := json.Unmarshal(env.Payload, &c); err != nil {
 			b.t.Fatal(err)
 		}
-		if len(resp.Messages) == 0 {
-			return out
-		}
-		for _, m := range resp.Messages {
-			raw, err := base64.StdEncoding.DecodeString(*m.MessageText)
-			if err != nil {
-				b.t.Fatal(err)
-			}
-			var env struct {
-				Kind, ID   string
-				Payload    Change
-				EnqueuedAt time.Time
-			}
-			if err := json.Unmarshal(raw, &env); err != nil {
-				b.t.Fatal(err)
-			}
-			out = append(out, &queueworker.Message[Change]{ID: env.ID, Kind: env.Kind, Payload: env.Payload, EnqueuedAt: env.EnqueuedAt})
-			if _, err := q.Queue().DeleteMessage(b.ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
-				b.t.Fatal(err)
-			}
-		}
+		out = append(out, &queueworker.Message[Change]{ID: env.ID, Kind: env.Kind, Payload: c, EnqueuedAt: env.EnqueuedAt})
 	}
+	return out
 }
 
 // The worker makes both options agree with the entities after inserts, a rename and a
@@ -135,27 +105,27 @@ func TestEventualWorkerConverges(t *testing.T) {
 			s := st.make(b, storeOpts{})
 			ix := b.eventual(s, q)
 			for _, e := range []*Employee{emp("Sales", "000152", "Jones"), emp("Sales", "000155", "Jones"), emp("Marketing", "000223", "Jones"), emp("Sales", "000160", "Smith"), emp("Sales", "000170", "")} {
-				if err := ix.Insert(b.ctx, e); err != nil {
+				if err := ix.Insert(b.Ctx, e); err != nil {
 					t.Fatal(err)
 				}
 			}
 			w := b.drain(q, ix.Register)
 			b.checkKeys(s, "Jones", k("Marketing", "000223"), k("Sales", "000152"), k("Sales", "000155"))
 			b.checkKeys(s, "Smith", k("Sales", "000160"))
-			jones, err := ix.Lookup(b.ctx, "Jones")
+			jones, err := ix.Lookup(b.Ctx, "Jones")
 			if err != nil || len(jones) != 3 || jones[0].Department != "Marketing" {
 				t.Fatalf("Lookup(Jones) = %+v, %v", jones, err)
 			}
 			e := &jones[1]
 			e.LastName = "Smith"
-			if err := ix.Update(b.ctx, e); err != nil {
+			if err := ix.Update(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
 			e.Age++ // same value: no message
-			if err := ix.Update(b.ctx, e); err != nil {
+			if err := ix.Update(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
-			if err := ix.Delete(b.ctx, "Sales", "000155", nil); err != nil {
+			if err := ix.Delete(b.Ctx, "Sales", "000155", nil); err != nil {
 				t.Fatal(err)
 			}
 			w2 := b.drain(q, ix.Register)
@@ -182,12 +152,12 @@ func TestEventualMessagesDuplicatedReorderedReplayed(t *testing.T) {
 			ix.now = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
 			handle := func(m *queueworker.Message[Change]) {
 				t.Helper()
-				if err := ix.Handle(b.ctx, m); err != nil {
+				if err := ix.Handle(b.Ctx, m); err != nil {
 					t.Fatal(err)
 				}
 			}
 			e1 := emp("Sales", "000152", "Jones")
-			if err := ix.Insert(b.ctx, e1); err != nil {
+			if err := ix.Insert(b.Ctx, e1); err != nil {
 				t.Fatal(err)
 			}
 			m1 := b.takeMessages(q)[0]
@@ -195,11 +165,11 @@ func TestEventualMessagesDuplicatedReorderedReplayed(t *testing.T) {
 			b.checkKeys(s, "Jones", k("Sales", "000152"))
 
 			e1.LastName = "Smith"
-			if err := ix.Update(b.ctx, e1); err != nil {
+			if err := ix.Update(b.Ctx, e1); err != nil {
 				t.Fatal(err)
 			}
 			e1.LastName = "Brown"
-			if err := ix.Update(b.ctx, e1); err != nil {
+			if err := ix.Update(b.Ctx, e1); err != nil {
 				t.Fatal(err)
 			}
 			ms := b.takeMessages(q)
@@ -228,7 +198,7 @@ func TestEventualMessagesDuplicatedReorderedReplayed(t *testing.T) {
 			b.checkKeys(s, "Brown", k("Sales", "000152"))
 
 			// Delete, then replay the insert: the index stays empty.
-			if err := ix.Delete(b.ctx, "Sales", "000152", nil); err != nil {
+			if err := ix.Delete(b.Ctx, "Sales", "000152", nil); err != nil {
 				t.Fatal(err)
 			}
 			m4 := b.takeMessages(q)[0]
@@ -253,7 +223,7 @@ func TestEventualReconcileRacesWithRename(t *testing.T) {
 			s := st.make(b, storeOpts{})
 			ix := b.eventual(s, b.queue())
 			e := emp("Sales", "000152", "Jones")
-			if err := b.emps.Insert(b.ctx, e); err != nil {
+			if err := b.emps.Insert(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
 			type slow struct{}
@@ -269,13 +239,13 @@ func TestEventualReconcileRacesWithRename(t *testing.T) {
 				return nil
 			}
 			done := make(chan error)
-			go func() { done <- ix.Reconcile(context.WithValue(b.ctx, slow{}, true), k("Sales", "000152")) }()
+			go func() { done <- ix.Reconcile(context.WithValue(b.Ctx, slow{}, true), k("Sales", "000152")) }()
 			<-paused
 			e.LastName = "Smith"
-			if err := b.emps.Update(b.ctx, e, nil); err != nil {
+			if err := b.emps.Update(b.Ctx, e, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err := ix.Reconcile(b.ctx, k("Sales", "000152"), "Jones"); err != nil {
+			if err := ix.Reconcile(b.Ctx, k("Sales", "000152"), "Jones"); err != nil {
 				t.Fatal(err)
 			}
 			b.checkKeys(s, "Smith", k("Sales", "000152"))
@@ -312,7 +282,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			// Step 1 done, step 2 (the write) never happens: the message settles and
 			// changes nothing.
 			crashAt("write")
-			if err := ix.Insert(b.ctx, emp("Sales", "000152", "Jones")); !errors.Is(err, crash) {
+			if err := ix.Insert(b.Ctx, emp("Sales", "000152", "Jones")); !errors.Is(err, crash) {
 				t.Fatalf("crashed insert: %v", err)
 			}
 			ix.hook = nil
@@ -324,7 +294,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			b.checkKeys(s, "Jones")
 			// The rerun completes it.
 			e := emp("Sales", "000152", "Jones")
-			if err := ix.Insert(b.ctx, e); err != nil {
+			if err := ix.Insert(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
 			b.drain(q, ix.Register)
@@ -333,7 +303,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			// A rename stopped after its message: the index keeps Jones, which is right.
 			crashAt("write")
 			e.LastName = "Smith"
-			if err := ix.Update(b.ctx, e); !errors.Is(err, crash) {
+			if err := ix.Update(b.Ctx, e); !errors.Is(err, crash) {
 				t.Fatalf("crashed update: %v", err)
 			}
 			ix.hook = nil
@@ -345,7 +315,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			// delivered again and finishes.
 			e.LastName = "Smith"
 			e.ETag = ""
-			if err := ix.Update(b.ctx, e); err != nil {
+			if err := ix.Update(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
 			var once sync.Once
@@ -377,28 +347,28 @@ func TestEventualFaults(t *testing.T) {
 			q := b.queue()
 			s := st.make(b, storeOpts{})
 			ix := b.eventual(s, q)
-			b.proxies.Queue.AddRule(faultproxy.Rule{Name: "dup", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.DropAfterForward()})
-			b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost write", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropAfterForward()})
+			b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "dup", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.DropAfterForward()})
+			b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost write", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropAfterForward()})
 			storeWrite := faultproxy.Any(faultproxy.IsPutBlob, faultproxy.IsBatch)
-			b.proxies.Blob.AddRule(faultproxy.Rule{Name: "busy blob", Match: storeWrite, Times: 2, Action: faultproxy.Respond(503, "ServerBusy")})
-			b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost index", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+			b.Proxies.Blob.AddRule(faultproxy.Rule{Name: "busy blob", Match: storeWrite, Times: 2, Action: faultproxy.Respond(503, "ServerBusy")})
+			b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost index", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 			for _, e := range []*Employee{emp("Sales", "000152", "Jones"), emp("Sales", "000155", "Jones")} {
 				// A lost insert response may be answered ErrOutcomeUnknown (the insert
 				// landed; repo cannot prove it was this one without write tracking).
-				if err := ix.Insert(b.ctx, e); err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
+				if err := ix.Insert(b.Ctx, e); err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
 					t.Fatal(err)
 				}
 			}
 			w := b.drain(q, ix.Register)
 			b.checkKeys(s, "Jones", k("Sales", "000152"), k("Sales", "000155"))
-			if b.proxies.Queue.Fired("dup") != 1 || b.proxies.Table.Fired("lost write") != 1 {
+			if b.Proxies.Queue.Fired("dup") != 1 || b.Proxies.Table.Fired("lost write") != 1 {
 				t.Fatalf("faults did not fire")
 			}
-			if st.name == "option1-blob" && b.proxies.Blob.Fired("busy blob") != 2 {
-				t.Fatalf("blob fault fired %d times", b.proxies.Blob.Fired("busy blob"))
+			if st.name == "option1-blob" && b.Proxies.Blob.Fired("busy blob") != 2 {
+				t.Fatalf("blob fault fired %d times", b.Proxies.Blob.Fired("busy blob"))
 			}
-			if st.name == "option3-table" && b.proxies.Table.Fired("lost index") != 1 {
-				t.Fatalf("table fault fired %d times", b.proxies.Table.Fired("lost index"))
+			if st.name == "option3-table" && b.Proxies.Table.Fired("lost index") != 1 {
+				t.Fatalf("table fault fired %d times", b.Proxies.Table.Fired("lost index"))
 			}
 			if got := w.Stats().Processed; got != 3 {
 				t.Fatalf("processed %d messages, want 3 (one duplicated by a lost enqueue response)", got)
@@ -425,21 +395,21 @@ func TestEventualConcurrentReconcilesLoseNoKey(t *testing.T) {
 				items = append(items, e)
 				want = append(want, k(e.Department, e.EmployeeID))
 			}
-			if err := b.emps.BulkWrite(b.ctx, items, nil); err != nil {
+			if err := b.emps.BulkWrite(b.Ctx, items, nil); err != nil {
 				t.Fatal(err)
 			}
 			slices.SortFunc(want, compareKeys)
 			var wg sync.WaitGroup
 			for _, key := range want {
 				wg.Go(func() {
-					if err := ix.Reconcile(b.ctx, key); err != nil {
+					if err := ix.Reconcile(b.Ctx, key); err != nil {
 						t.Error(err)
 					}
 				})
 			}
 			wg.Wait()
 			b.checkKeys(s, "Jones", want...)
-			got, err := ix.Lookup(b.ctx, "Jones")
+			got, err := ix.Lookup(b.Ctx, "Jones")
 			if err != nil || len(got) != len(want) {
 				t.Fatalf("Lookup = %d, %v", len(got), err)
 			}
@@ -456,29 +426,29 @@ func TestEventualLookupVerifiesHits(t *testing.T) {
 			b := setup(t, false)
 			s := st.make(b, storeOpts{})
 			ix := b.eventual(s, b.queue())
-			if err := b.emps.Insert(b.ctx, emp("Sales", "000152", "Smith")); err != nil {
+			if err := b.emps.Insert(b.Ctx, emp("Sales", "000152", "Smith")); err != nil {
 				t.Fatal(err)
 			}
 			for _, key := range []Key{k("Sales", "000152"), k("Sales", "999999")} {
-				if err := s.Add(b.ctx, "Jones", key); err != nil {
+				if err := s.Add(b.Ctx, "Jones", key); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := s.Add(b.ctx, "Jones", k("Sales", "000152")); err != nil { // idempotent
+			if err := s.Add(b.Ctx, "Jones", k("Sales", "000152")); err != nil { // idempotent
 				t.Fatal(err)
 			}
-			keys, _ := ix.Keys(b.ctx, "Jones")
+			keys, _ := ix.Keys(b.Ctx, "Jones")
 			if len(keys) != 2 {
 				t.Fatalf("Keys = %v", keys)
 			}
-			got, err := ix.Lookup(b.ctx, "Jones")
+			got, err := ix.Lookup(b.Ctx, "Jones")
 			if err != nil || len(got) != 0 {
 				t.Fatalf("Lookup returned stale hits: %+v, %v", got, err)
 			}
-			if err := s.Remove(b.ctx, "Jones", k("Sales", "000152")); err != nil {
+			if err := s.Remove(b.Ctx, "Jones", k("Sales", "000152")); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Remove(b.ctx, "Jones", k("Sales", "000152")); err != nil { // idempotent
+			if err := s.Remove(b.Ctx, "Jones", k("Sales", "000152")); err != nil { // idempotent
 				t.Fatal(err)
 			}
 			b.checkKeys(s, "Jones", k("Sales", "999999"))
@@ -494,17 +464,17 @@ func TestEventualRefusesBadInputWithoutRequest(t *testing.T) {
 	q := b.queue()
 	blobIx := b.eventual(b.blobStore(), q)
 	tableIx := b.eventual(b.tableStore(0), q)
-	count := func() int { return b.proxies.Table.Count() + b.proxies.Queue.Count() + b.proxies.Blob.Count() }
+	count := func() int { return b.Proxies.Table.Count() + b.Proxies.Queue.Count() + b.Proxies.Blob.Count() }
 	mark := count()
 	cases := map[string]func() error{
-		"blob name over 1024":  func() error { return blobIx.Insert(b.ctx, emp("Sales", "1", strings.Repeat("é", 200))) },
-		"index key over 1 KiB": func() error { return tableIx.Insert(b.ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
-		"nil entity":           func() error { return tableIx.Insert(b.ctx, nil) },
-		"bad key":              func() error { return tableIx.Update(b.ctx, emp("Sales", "a?b", "Jones")) },
-		"bad delete key":       func() error { return blobIx.Delete(b.ctx, "", "1", nil) },
-		"empty lookup":         func() error { _, err := blobIx.Lookup(b.ctx, ""); return err },
-		"reconcile bad key":    func() error { return tableIx.Reconcile(b.ctx, k("Sales", "a\nb")) },
-		"store add bad key":    func() error { return tableIx.Store().Add(b.ctx, "Jones", k("Sales", "a#b")) },
+		"blob name over 1024":  func() error { return blobIx.Insert(b.Ctx, emp("Sales", "1", strings.Repeat("é", 200))) },
+		"index key over 1 KiB": func() error { return tableIx.Insert(b.Ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
+		"nil entity":           func() error { return tableIx.Insert(b.Ctx, nil) },
+		"bad key":              func() error { return tableIx.Update(b.Ctx, emp("Sales", "a?b", "Jones")) },
+		"bad delete key":       func() error { return blobIx.Delete(b.Ctx, "", "1", nil) },
+		"empty lookup":         func() error { _, err := blobIx.Lookup(b.Ctx, ""); return err },
+		"reconcile bad key":    func() error { return tableIx.Reconcile(b.Ctx, k("Sales", "a\nb")) },
+		"store add bad key":    func() error { return tableIx.Store().Add(b.Ctx, "Jones", k("Sales", "a#b")) },
 	}
 	for name, f := range cases {
 		if err := f(); !errors.Is(err, repo.ErrInvalidInput) {
@@ -514,13 +484,18 @@ func TestEventualRefusesBadInputWithoutRequest(t *testing.T) {
 	if n := count() - mark; n != 0 {
 		t.Fatalf("%d requests were sent for refused input", n)
 	}
-	for name, o := range map[string]EventualOptions[Employee]{
-		"no store":     {Name: "LastName", Value: lastName, Queue: q},
-		"no queue":     {Name: "LastName", Value: lastName, Store: blobIx.Store()},
-		"short settle": {Name: "LastName", Value: lastName, Store: blobIx.Store(), Queue: q, Settle: time.Second},
-		"long name":    {Name: strings.Repeat("n", 65), Value: lastName, Store: blobIx.Store(), Queue: q},
+	for name, c := range map[string]struct {
+		name  string
+		store Store
+		queue *queueworker.Client
+		o     *EventualOptions
+	}{
+		"no store":     {"LastName", nil, q, nil},
+		"no queue":     {"LastName", blobIx.Store(), nil, nil},
+		"short settle": {"LastName", blobIx.Store(), q, &EventualOptions{Settle: time.Second}},
+		"long name":    {strings.Repeat("n", 65), blobIx.Store(), q, nil},
 	} {
-		if _, err := NewEventual(b.emps, o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := NewEventual(b.emps, c.name, lastName, c.store, c.queue, c.o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -535,23 +510,23 @@ func TestTableStoreSpills(t *testing.T) {
 	for i := range 20 {
 		key := k("Sales", fmt.Sprintf("%03d", i))
 		want = append(want, key)
-		if err := s.Add(b.ctx, "O'Brien", key); err != nil {
+		if err := s.Add(b.Ctx, "O'Brien", key); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pk, _ := s.PartitionKey("O'Brien")
-	pages, err := s.Table().Collect(b.ctx, repo.Query{Filter: filter.PartitionKey(pk)})
+	pages, err := s.Table().Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey(pk)})
 	if err != nil || len(pages) < 4 {
 		t.Fatalf("%d pages, %v", len(pages), err)
 	}
 	b.checkKeys(s, "O'Brien", want...)
 	for _, key := range want[:15] {
-		if err := s.Remove(b.ctx, "O'Brien", key); err != nil {
+		if err := s.Remove(b.Ctx, "O'Brien", key); err != nil {
 			t.Fatal(err)
 		}
 	}
 	b.checkKeys(s, "O'Brien", want[15:]...)
-	pages, _ = s.Table().Collect(b.ctx, repo.Query{Filter: filter.PartitionKey(pk)})
+	pages, _ = s.Table().Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey(pk)})
 	if len(pages) > 2 {
 		t.Fatalf("%d pages left for 5 keys", len(pages))
 	}
@@ -568,18 +543,18 @@ func TestEventualHandleSettles(t *testing.T) {
 	ix.now = func() time.Time { return now }
 	msg := &queueworker.Message[Change]{Payload: Change{PartitionKey: "Sales", RowKey: "000152", Value: "Jones"}, EnqueuedAt: now.Add(-500 * time.Millisecond)}
 	var snooze *queueworker.SnoozeError
-	if err := ix.Handle(b.ctx, msg); !errors.As(err, &snooze) || snooze.Duration < time.Second {
+	if err := ix.Handle(b.Ctx, msg); !errors.As(err, &snooze) || snooze.Duration < time.Second {
 		t.Fatalf("young message about a missing write: %v, want a snooze", err)
 	}
 	msg.EnqueuedAt = now.Add(-3 * time.Second)
-	if err := ix.Handle(b.ctx, msg); err != nil {
+	if err := ix.Handle(b.Ctx, msg); err != nil {
 		t.Fatalf("settled message: %v", err)
 	}
-	if err := b.emps.Insert(b.ctx, emp("Sales", "000152", "Jones")); err != nil {
+	if err := b.emps.Insert(b.Ctx, emp("Sales", "000152", "Jones")); err != nil {
 		t.Fatal(err)
 	}
 	msg.EnqueuedAt = now
-	if err := ix.Handle(b.ctx, msg); err != nil {
+	if err := ix.Handle(b.Ctx, msg); err != nil {
 		t.Fatalf("message whose write landed: %v", err)
 	}
 	b.checkKeys(s, "Jones", k("Sales", "000152"))
@@ -599,12 +574,12 @@ func TestEventualWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 	q := b.queue()
 	s := b.blobStore()
 	ix := b.eventual(s, q)
-	settle := ix.settle
-	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(settle * 3 / 4)})
-	ps := b.proxies.Table.PauseAt("late insert", faultproxy.IsInsertEntity, 1)
+	settle := ix.settle.Settle()
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(settle * 3 / 4)})
+	ps := b.Proxies.Table.PauseAt("late insert", faultproxy.IsInsertEntity, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
-	go func() { done <- ix.Insert(b.ctx, emp("Sales", "000152", "Jones")) }()
+	go func() { done <- ix.Insert(b.Ctx, emp("Sales", "000152", "Jones")) }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -619,7 +594,7 @@ func TestEventualWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 			t.Fatalf("%d messages", len(ms))
 		}
 		ix.now = func() time.Time { return ms[0].EnqueuedAt.Add(settle) }
-		if err := ix.Handle(b.ctx, ms[0]); err != nil {
+		if err := ix.Handle(b.Ctx, ms[0]); err != nil {
 			t.Fatal(err)
 		}
 		ps.Release()
@@ -630,12 +605,12 @@ func TestEventualWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 	if n := len(b.takeMessages(q)); n != 0 {
 		t.Fatalf("%d messages left", n)
 	}
-	_, err := b.emps.Get(b.ctx, "Sales", "000152")
+	_, err := b.emps.Get(b.Ctx, "Sales", "000152")
 	stored := err == nil
 	if err != nil && !errors.Is(err, repo.ErrNotFound) {
 		t.Fatal(err)
 	}
-	listed, err := s.Keys(b.ctx, "Jones")
+	listed, err := s.Keys(b.Ctx, "Jones")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,10 @@ import (
 // DefaultConcurrency bounds the point queries a lookup runs at once.
 const DefaultConcurrency = 8
 
-// DefaultConflictPolicy is the backoff of the read-modify-write loops on index entities
-// and index blobs when another writer got there first: retry.ConflictPolicy.
-var DefaultConflictPolicy = retry.ConflictPolicy
-
-// conflictPolicy fills the zero fields of p from DefaultConflictPolicy, with logger as
-// the default of its Logger.
+// conflictPolicy fills the zero fields of p from retry.Conflict(), with logger as the
+// default of its Logger.
 func conflictPolicy(p retry.Policy, logger *zap.Logger) retry.Policy {
-	return p.Or(retry.Policy{Logger: logger}.Or(DefaultConflictPolicy))
+	return p.Or(retry.Policy{Logger: logger}.Or(retry.Conflict()))
 }
 
 // isConflict reports whether err says that another writer got to an entity or blob first:
@@ -59,4 +55,26 @@ func fetch[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int) ([
 		}
 	}
 	return out, nil
+}
+
+// normOf returns f, or the identity for nil: the Normalize of an index's options.
+func normOf(f func(string) string) func(string) string {
+	if f == nil {
+		return func(s string) string { return s }
+	}
+	return func(s string) string {
+		if s == "" {
+			return s
+		}
+		return f(s)
+	}
+}
+
+// normalized returns value followed by the Normalize f (value itself for nil f).
+func normalized[T any](value func(*T) string, f func(string) string) func(*T) string {
+	if f == nil {
+		return value
+	}
+	n := normOf(f)
+	return func(v *T) string { return n(value(v)) }
 }

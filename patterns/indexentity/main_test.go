@@ -1,11 +1,9 @@
 package indexentity
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -13,11 +11,10 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -41,34 +38,21 @@ func emp(dept, id, last string) *Employee {
 }
 
 // fast keeps transient retries short in tests.
-var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 8, MaxElapsed: 20 * time.Second}
+var fast = testbed.FastRetry()
 
-// bed is one test's storage: a fresh table (and queue and container), reached directly or
-// through the fault proxies.
+// bed is one test's storage (a fresh table, reached directly or through the fault
+// proxies), with the table of employees the indexes are built on.
 type bed struct {
-	t       *testing.T
-	ctx     context.Context
-	clients *account.Clients
-	proxies *testenv.ProxySet // nil unless proxied
-	table   string
-	emps    *repo.Table[Employee]
-	log     *zap.Logger
+	*testbed.Bed
+	t    *testing.T
+	emps *repo.Table[Employee]
+	log  *zap.Logger
 }
 
 func setup(t *testing.T, proxied bool) *bed {
 	t.Helper()
-	b := &bed{t: t, ctx: t.Context(), table: testenv.TableName(t), log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
-	cs := testenv.ConnectionString(t)
-	if proxied {
-		b.proxies = testenv.Proxies(t)
-		cs = b.proxies.ConnectionString
-	}
-	var err error
-	if b.clients, err = account.NewClients(cs, nil); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Table(t, b.table)
-	b.emps = must(repo.New[Employee](b.clients.Tables, b.table, &repo.Options{Retry: fast, Logger: b.log}))
+	b := &bed{Bed: testbed.New(t, &testbed.Options{Proxied: proxied}), t: t, log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
+	b.emps = must(repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: fast, Logger: b.log}))
 	return b
 }
 
@@ -81,74 +65,34 @@ func must[T any](v T, err error) T {
 
 // tableProxy returns the table service's proxy, failing the test if the bed is not proxied.
 func (b *bed) tableProxy() *faultproxy.Proxy {
-	if b.proxies == nil {
+	if b.Proxies == nil {
 		b.t.Fatal("bed is not proxied")
 	}
-	return b.proxies.Table
+	return b.Proxies.Table
 }
 
-func (b *bed) samePartition(opts SamePartitionOptions[Employee]) *SamePartition[Employee] {
+func (b *bed) samePartition(opts *SamePartitionOptions) *SamePartition[Employee] {
 	b.t.Helper()
-	if opts.Name == "" {
-		opts.Name = "LastName"
-	}
-	if opts.Value == nil {
-		opts.Value = lastName
-	}
-	if opts.Logger == nil {
-		opts.Logger = b.log
-	}
-	ix, err := NewSamePartition(b.emps, opts)
+	ix, err := NewSamePartition(b.emps, "LastName", lastName, opts)
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	return ix
 }
 
-// queue creates a fresh queue (and cleans it and its poison queue up) and returns a client
-// that enqueues on it.
+// queue creates a fresh queue (deleted with its poison queue by t.Cleanup) and returns a
+// client that enqueues on it.
 func (b *bed) queue() *queueworker.Client {
 	b.t.Helper()
-	name := testenv.QueueName(b.t)
-	q := b.clients.Queues.NewQueueClient(name)
-	if _, err := q.Create(b.ctx, nil); err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = q.Delete(ctx, nil)
-		_, _ = b.clients.Queues.NewQueueClient(name+queueworker.PoisonSuffix).Delete(ctx, nil)
-	})
-	c, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fast, Logger: b.log})
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	c, _ := b.Queue()
 	return c
 }
 
 // drain runs a worker with the given registrations until the queue is empty.
 func (b *bed) drain(q *queueworker.Client, register ...func(*queueworker.Registry) error) *queueworker.Worker {
 	b.t.Helper()
-	reg := queueworker.NewRegistry()
-	for _, r := range register {
-		if err := r(reg); err != nil {
-			b.t.Fatal(err)
-		}
-	}
-	w, err := queueworker.New(queueworker.Config{
-		Queue: q.Queue(), Service: b.clients.Queues, Registry: reg,
-		VisibilityTimeout: 30 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
-		ShutdownTimeout: 10 * time.Second, Retry: fast, Logger: b.log,
-	})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		b.t.Fatalf("drain: %v", err)
-	}
+	w := b.Worker(q, register...)
+	testbed.Drain(b.t, w)
 	return w
 }
 
@@ -156,7 +100,7 @@ func (b *bed) drain(q *queueworker.Client, register ...func(*queueworker.Registr
 // value -> sorted ids.
 func (b *bed) truth(pk string) map[string][]string {
 	b.t.Helper()
-	all, err := b.emps.Collect(b.ctx, repo.Query{Filter: filter.PartitionKey(pk)})
+	all, err := b.emps.Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey(pk)})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -179,7 +123,7 @@ func (b *bed) truth(pk string) map[string][]string {
 func (b *bed) indexPages(ix *SamePartition[Employee], pk string) []codec.Entity {
 	b.t.Helper()
 	lo, hi := ix.KeyRange()
-	pages, err := ix.pages.tbl.Collect(b.ctx, repo.Query{Filter: filter.RowKeyRange(pk, lo, hi)})
+	pages, err := ix.pages.tbl.Collect(b.Ctx, repo.Query{Filter: filter.RowKeyRange(pk, lo, hi)})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -202,7 +146,7 @@ func (b *bed) checkIndex(ix *SamePartition[Employee], pk string) {
 		}
 	}
 	for value := range want {
-		ids, err := ix.IDs(b.ctx, pk, value)
+		ids, err := ix.IDs(b.Ctx, pk, value)
 		if err != nil {
 			b.t.Fatal(err)
 		}

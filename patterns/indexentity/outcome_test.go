@@ -57,10 +57,10 @@ func TestSamePartitionOutcomeUnknownIsRedecided(t *testing.T) {
 		t.Run(fmt.Sprintf("%s landed=%v", c.step, c.landed), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
-			ix := b.samePartition(SamePartitionOptions[Employee]{})
+			ix := b.samePartition(nil)
 			e := emp("Sales", "000152", "Jones")
 			if c.step != "insert" {
-				if err := ix.Insert(b.ctx, e); err != nil {
+				if err := ix.Insert(b.Ctx, e); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -68,12 +68,12 @@ func TestSamePartitionOutcomeUnknownIsRedecided(t *testing.T) {
 			var err error
 			switch c.step {
 			case "insert":
-				err = ix.Insert(b.ctx, e)
+				err = ix.Insert(b.Ctx, e)
 			case "delete":
-				err = ix.Delete(b.ctx, "Sales", "000152", nil)
+				err = ix.Delete(b.Ctx, "Sales", "000152", nil)
 			case "update":
 				e.LastName, e.ETag = "Smith", ""
-				err = ix.Update(b.ctx, e)
+				err = ix.Update(b.Ctx, e)
 			}
 			switch {
 			case c.wantErr && !errors.Is(err, repo.ErrOutcomeUnknown):
@@ -83,7 +83,7 @@ func TestSamePartitionOutcomeUnknownIsRedecided(t *testing.T) {
 			}
 			b.checkIndex(ix, "Sales")
 			want := map[string][]string{"insert": {"000152"}, "update": nil, "delete": nil}[c.step]
-			if ids, err := ix.IDs(b.ctx, "Sales", "Jones"); err != nil || !slices.Equal(ids, want) {
+			if ids, err := ix.IDs(b.Ctx, "Sales", "Jones"); err != nil || !slices.Equal(ids, want) {
 				t.Fatalf("Jones lists %v (%v), want %v", ids, err, want)
 			}
 		})

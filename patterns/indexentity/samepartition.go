@@ -7,8 +7,6 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"go.uber.org/zap"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -16,15 +14,15 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// SamePartitionOptions configures a SamePartition index. Name and Value are required; the
-// zero value of every other field is its documented default.
-type SamePartitionOptions[T any] struct {
-	// Name names the index, e.g. "LastName". Index entities have RowKeys
-	// "idx!<Name>!<value>!<page>" (escaped as codec/keys.Join does). 1 to 64 characters.
-	Name string
-	// Value returns the indexed value of an entity, e.g. its last name. "" means the entity
-	// is not indexed. It must be a pure function of the entity.
-	Value func(v *T) string
+// SamePartitionOptions configures a SamePartition index. nil means the zero value, whose
+// every field is its documented default.
+type SamePartitionOptions struct {
+	// Normalize, if set, maps every value before it is used: the value of an entity on
+	// every write, and the value asked for by IDs and Lookup. strings.ToLower makes an
+	// index of emails find "ann@example.com" when asked for "Ann@Example.com". It must be a
+	// pure function. Index entities are keyed by normalized values: changing Normalize
+	// needs a rebuild of the index. nil keeps values as they are.
+	Normalize func(value string) string
 	// PageBytes is the most UTF-16 bytes of ids one index entity holds before the list
 	// spills into the next entity. Defaults to DefaultPageBytes (64 KiB, the limit of a
 	// string property); at least 64.
@@ -32,10 +30,9 @@ type SamePartitionOptions[T any] struct {
 	// Concurrency bounds the point queries of Lookup. Defaults to DefaultConcurrency.
 	Concurrency int
 	// Conflict is the backoff of the read-modify-write loop when another writer changed an
-	// index entity first. Zero fields take DefaultConflictPolicy's values.
+	// index entity first. Zero fields take retry.Conflict()'s values; its Logger defaults
+	// to the table's.
 	Conflict retry.Policy
-	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
-	Logger *zap.Logger
 }
 
 // SamePartition is option 2 of the guide's index entities pattern: for each value of an
@@ -53,7 +50,8 @@ type SamePartition[T any] struct {
 	codec    *codec.Codec[T]
 	pages    pageStore
 	name     string
-	value    func(*T) string
+	value    func(*T) string // normalized
+	norm     func(string) string
 	conc     int
 	conflict retry.Policy
 	lo, hi   string // the RowKeys of this index's entities, in every partition
@@ -68,37 +66,42 @@ type SamePartition[T any] struct {
 
 const maxNameChars = 64
 
-// NewSamePartition returns the option 2 index over the entities of primary. The index
-// entities live in primary's table; nothing is sent.
+// NewSamePartition returns the option 2 index named name (e.g. "LastName": index entities
+// have RowKeys "idx!<name>!<value>!<page>", escaped as codec/keys.Join does; 1 to 64
+// characters) over the entities of table, by value (the indexed value of an entity, e.g.
+// its last name; "" means not indexed; a pure function). The index entities live in
+// table; the logger is the table's. Nothing is sent.
 //
-// Errors: ErrInvalidInput when primary is nil, T has no ETag field (the pattern relies on
-// optimistic concurrency), Name or Value is missing, or an option is out of range.
-func NewSamePartition[T any](primary *repo.Table[T], opts SamePartitionOptions[T]) (*SamePartition[T], error) {
+// Errors: errs.ErrInvalidInput when table or value is nil, T has no ETag field (the pattern
+// relies on optimistic concurrency), name is empty or too long, or an option is out of
+// range.
+func NewSamePartition[T any](table *repo.Table[T], name string, value func(v *T) string, opts *SamePartitionOptions) (*SamePartition[T], error) {
+	primary := table
 	if primary == nil {
-		return nil, errs.Invalid("primary", "is nil")
+		return nil, errs.Invalid("table", "is nil")
 	}
 	if !primary.Codec().HasETag() {
-		return nil, errs.Invalid("primary", "entity type has no ETag field: the index entities pattern needs optimistic concurrency on the entity")
+		return nil, errs.Invalid("table", "entity type has no ETag field: the index entities pattern needs optimistic concurrency on the entity")
 	}
-	if err := checkName(opts.Name); err != nil {
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	if opts.Value == nil {
-		return nil, errs.Invalid("SamePartitionOptions.Value", "is nil")
+	if value == nil {
+		return nil, errs.Invalid("value", "is nil")
 	}
-	pageBytes, err := pageBytesOf(opts.PageBytes, "SamePartitionOptions.PageBytes")
+	var o SamePartitionOptions
+	if opts != nil {
+		o = *opts
+	}
+	pageBytes, err := pageBytesOf(o.PageBytes, "SamePartitionOptions.PageBytes")
 	if err != nil {
 		return nil, err
 	}
-	conc, err := concurrencyOf(opts.Concurrency, "SamePartitionOptions.Concurrency")
+	conc, err := concurrencyOf(o.Concurrency, "SamePartitionOptions.Concurrency")
 	if err != nil {
 		return nil, err
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
-	conflict := conflictPolicy(opts.Conflict, logger)
+	conflict := conflictPolicy(o.Conflict, primary.Logger())
 	if err := conflict.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,14 +109,15 @@ func NewSamePartition[T any](primary *repo.Table[T], opts SamePartitionOptions[T
 	if err != nil {
 		return nil, err
 	}
-	lo, hi, err := keys.Escaped.Range(tagIndex, opts.Name)
+	lo, hi, err := keys.Escaped.Range(tagIndex, name)
 	if err != nil {
 		return nil, err
 	}
 	return &SamePartition[T]{
 		primary: primary, codec: primary.Codec(),
 		pages: pageStore{tbl: pagesTbl, prop: "IDs", capacity: pageBytes},
-		name:  opts.Name, value: opts.Value, conc: conc, conflict: conflict, lo: lo, hi: hi,
+		name:  name, value: normalized(value, o.Normalize), norm: normOf(o.Normalize),
+		conc: conc, conflict: conflict, lo: lo, hi: hi,
 	}, nil
 }
 
@@ -200,22 +204,11 @@ func (ix *SamePartition[T]) checkKeys(pk, rk string) error {
 	return ix.pages.fits(rk)
 }
 
-// retryable marks an attempt's error as a conflict worth a fresh read and another try.
-type retryable struct{ err error }
-
-func (r *retryable) Error() string { return r.err.Error() }
-func (r *retryable) Unwrap() error { return r.err }
-
-func isRetryable(err error) bool {
-	var r *retryable
-	return errors.As(err, &r)
-}
-
-// loop runs attempt until it succeeds or fails with an error it did not mark retryable,
+// loop runs attempt until it succeeds or fails with an error it did not mark with retry.Again,
 // with the conflict backoff between attempts.
 func (ix *SamePartition[T]) loop(ctx context.Context, name, pk, rk string, attempt func(ctx context.Context) error) error {
-	op := retry.Op{Name: "index entity " + name, Resource: ix.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetryable}
-	return retry.Do(ctx, ix.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
+	op := retry.Op{Name: "index entity " + name, Resource: ix.primary.Name(), PartitionKey: pk, RowKey: rk}
+	return retry.Optimistic(ctx, ix.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
 }
 
 func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []repo.Action) error {
@@ -232,7 +225,7 @@ func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []r
 }
 
 // outcomeUnknown decides what an attempt whose transaction may or may not have been
-// applied (repo.ErrOutcomeUnknown: a retry after a lost response met a conflict) reports,
+// applied (errs.ErrOutcomeUnknown: a retry after a lost response met a conflict) reports,
 // by reading the entity again: the transaction is atomic, so the entity's state tells
 // whether the index changed with it. gone is the state the write aims at for the entity
 // (true for a delete). It returns a retryable error when the entity shows that nothing
@@ -248,11 +241,11 @@ func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, r
 		}
 		return err
 	case errors.Is(gerr, repo.ErrNotFound):
-		return &retryable{err} // an insert that did not land: try again
+		return retry.Again(err) // an insert that did not land: try again
 	case gerr != nil:
 		return errors.Join(err, gerr)
 	case gone || (etag != "" && ix.codec.ETag(&cur) == etag):
-		return &retryable{err} // still there, or unchanged: the transaction did not apply
+		return retry.Again(err) // still there, or unchanged: the transaction did not apply
 	}
 	return err
 }
@@ -265,12 +258,12 @@ func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, r
 // with the same value at once. An entity whose value is "" is inserted without an index
 // entry. On success v's ETag field holds its new ETag.
 //
-// Errors: ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
+// Errors: errs.ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
 // index's KeyRange, its value would make an index RowKey over 1 KiB, its id is longer than
-// a page); ErrAlreadyExists (an *repo.ActionError) when v exists; repo.ErrOutcomeUnknown
+// a page); errs.ErrAlreadyExists (an *repo.ActionError) when v exists; errs.ErrOutcomeUnknown
 // when a retried transaction may have landed and v now exists (a fresh read shows absent
-// entities retried, never reported "nothing written"); ErrTransient wrapping
-// ErrPreconditionFailed when contention outlasted the Conflict policy; ErrTransient,
+// entities retried, never reported "nothing written"); errs.ErrTransient wrapping
+// errs.ErrPreconditionFailed when contention outlasted the Conflict policy; errs.ErrTransient,
 // *repo.Error.
 func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
 	pk, rk, err := ix.check(v)
@@ -292,7 +285,7 @@ func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
 			return ix.outcomeUnknown(ctx, err, pk, rk, false, "")
 		}
 		if actionConflict(err, 1) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -342,14 +335,14 @@ func (ix *SamePartition[T]) planRemove(ctx context.Context, pk, value, rk string
 // conditional on the ETag read just before. When the value is unchanged it is a single
 // conditional update.
 //
-// When v carries an ETag the update is conditional on it: ErrPreconditionFailed if the
+// When v carries an ETag the update is conditional on it: errs.ErrPreconditionFailed if the
 // entity changed since v was read. Without one, Update reads the entity and retries on
 // conflicts (last writer wins). Conflicts on index entities are always retried. On success
 // v's ETag field holds the new ETag.
 //
-// Errors: ErrInvalidInput before any request (as Insert); ErrNotFound; ErrPreconditionFailed;
-// ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
-// policy; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request (as Insert); errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrTransient wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
+// policy; errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 	pk, rk, err := ix.check(v)
 	if err != nil {
@@ -363,7 +356,7 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 			return err
 		}
 		if callerETag != "" && ix.codec.ETag(&cur) != callerETag {
-			return preconditionFailed("update", ix.primary.Name(), pk, rk)
+			return errs.Precondition("update", ix.primary.Name(), pk, rk, staleETag)
 		}
 		ix.codec.SetETag(v, ix.codec.ETag(&cur))
 		actions := []repo.Action{ix.primary.UpdateAction(v, nil)}
@@ -386,12 +379,12 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 		err = ix.submit(ctx, "update", actions)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			if callerETag == "" {
-				return &retryable{err} // re-read and write v again: the same state either way
+				return retry.Again(err) // re-read and write v again: the same state either way
 			}
 			return ix.outcomeUnknown(ctx, err, pk, rk, false, callerETag)
 		}
 		if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -404,13 +397,13 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 // Delete removes the entity and its id from its value's index entity (the index entity is
 // deleted with its last id), in one entity group transaction. With opts.ETag set the
 // delete is conditional on it; without, it deletes whatever is stored, retrying on
-// conflicts. After a transaction whose outcome repo cannot prove (repo.ErrOutcomeUnknown)
+// conflicts. After a transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown)
 // it reads the entity again: still there, it starts over; gone, it returns nil without
-// opts.ETag and the ErrOutcomeUnknown error with it.
+// opts.ETag and the errs.ErrOutcomeUnknown error with it.
 //
-// Errors: ErrInvalidInput (keys; nothing sent); ErrNotFound; ErrPreconditionFailed;
-// ErrTransient wrapping ErrPreconditionFailed when contention outlasted the Conflict
-// policy; ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrTransient wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
+// policy; errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	// The index's own entities live in the same partition: a RowKey in their range is
 	// never an entity of T, and deleting it would lose the ids it lists.
@@ -428,7 +421,7 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *rep
 		}
 		etag := ix.codec.ETag(&cur)
 		if want != "" && etag != want {
-			return preconditionFailed("delete", ix.primary.Name(), pk, rk)
+			return errs.Precondition("delete", ix.primary.Name(), pk, rk, staleETag)
 		}
 		actions := []repo.Action{ix.primary.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: etag})}
 		if value := ix.value(&cur); value != "" {
@@ -443,7 +436,7 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *rep
 			return ix.outcomeUnknown(ctx, err, pk, rk, true, want)
 		}
 		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})
@@ -453,9 +446,14 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *rep
 // query (index entities of one value are read together, however many pages the list
 // spilled into). An unknown value gives an empty list.
 //
-// Errors: ErrInvalidInput (nothing sent) for an empty or over-long value or a bad key;
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent) for an empty or over-long value or a bad key;
+// errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) IDs(ctx context.Context, pk, value string) ([]string, error) {
+	return ix.ids(ctx, pk, ix.norm(value))
+}
+
+// ids is IDs for a normalized value.
+func (ix *SamePartition[T]) ids(ctx context.Context, pk, value string) ([]string, error) {
 	if err := checkKey(Key{pk, ""}); err != nil {
 		return nil, err
 	}
@@ -478,7 +476,8 @@ func (ix *SamePartition[T]) IDs(ctx context.Context, pk, value string) ([]string
 //
 // Errors: as IDs, and those of repo.Table.Get.
 func (ix *SamePartition[T]) Lookup(ctx context.Context, pk, value string) ([]T, error) {
-	ids, err := ix.IDs(ctx, pk, value)
+	value = ix.norm(value)
+	ids, err := ix.ids(ctx, pk, value)
 	if err != nil {
 		return nil, err
 	}
@@ -493,8 +492,6 @@ func (ix *SamePartition[T]) Lookup(ctx context.Context, pk, value string) ([]T, 
 	return slices.DeleteFunc(got, func(v T) bool { return ix.value(&v) != value }), nil
 }
 
-// preconditionFailed is the error of a write whose caller-supplied ETag no longer matches,
-// found by the read that precedes the transaction (so no write was sent).
-func preconditionFailed(op, table, pk, rk string) error {
-	return &errs.ServiceError{Op: op, Resource: table, PartitionKey: pk, RowKey: rk, StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: errs.ErrPreconditionFailed, Err: errors.New("the entity changed since it was read")}
-}
+// staleETag is the reason of a write refused because the caller's ETag no longer matches
+// the entity, found by the read that precedes the write (so no write was sent).
+const staleETag = "the entity's ETag changed since it was read: another writer changed it (read it again and redo the change)"

@@ -24,8 +24,8 @@ import (
 func TestSamePartitionGuideFlow(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
-	ctx := b.ctx
+	ix := b.samePartition(nil)
+	ctx := b.Ctx
 	for _, e := range []*Employee{emp("Sales", "000152", "Jones"), emp("Sales", "000155", "Jones"), emp("Sales", "000160", "Smith"), emp("Marketing", "000223", "Jones")} {
 		if err := ix.Insert(ctx, e); err != nil {
 			t.Fatal(err)
@@ -105,7 +105,7 @@ func TestSamePartitionConcurrentWritersLoseNoID(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	var conflicts atomic.Int64
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	ix := b.samePartition(nil)
 	ix.hook = func(context.Context, string) error { conflicts.Add(1); return nil }
 	const writers, each = 24, 3
 	var wg sync.WaitGroup
@@ -113,7 +113,7 @@ func TestSamePartitionConcurrentWritersLoseNoID(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				if err := ix.Insert(b.ctx, emp("Sales", fmt.Sprintf("%03d%03d", w, i), "Jones")); err != nil {
+				if err := ix.Insert(b.Ctx, emp("Sales", fmt.Sprintf("%03d%03d", w, i), "Jones")); err != nil {
 					errc <- err
 				}
 			}
@@ -124,7 +124,7 @@ func TestSamePartitionConcurrentWritersLoseNoID(t *testing.T) {
 	for err := range errc {
 		t.Error(err)
 	}
-	ids, err := ix.IDs(b.ctx, "Sales", "Jones")
+	ids, err := ix.IDs(b.Ctx, "Sales", "Jones")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSamePartitionConcurrentWritersLoseNoID(t *testing.T) {
 func TestSamePartitionFirstCreationRace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	ix := b.samePartition(nil)
 	bothRead := make(chan struct{})
 	var ready sync.WaitGroup
 	ready.Add(2)
@@ -159,7 +159,7 @@ func TestSamePartitionFirstCreationRace(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, id := range []string{"000001", "000002"} {
 		wg.Go(func() {
-			if err := ix.Insert(b.ctx, emp("Sales", id, "Jones")); err != nil {
+			if err := ix.Insert(b.Ctx, emp("Sales", id, "Jones")); err != nil {
 				t.Error(err)
 			}
 		})
@@ -168,7 +168,7 @@ func TestSamePartitionFirstCreationRace(t *testing.T) {
 	if got := calls.Load(); got != 3 {
 		t.Fatalf("%d transactions, want 3 (one writer retried once)", got)
 	}
-	ids, _ := ix.IDs(b.ctx, "Sales", "Jones")
+	ids, _ := ix.IDs(b.Ctx, "Sales", "Jones")
 	if !slices.Equal(ids, []string{"000001", "000002"}) {
 		t.Fatalf("index lists %v", ids)
 	}
@@ -182,8 +182,8 @@ func TestSamePartitionFirstCreationRace(t *testing.T) {
 func TestSamePartitionInsertRacesDeleteOfTheSameID(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
-	if err := ix.Insert(b.ctx, emp("Sales", "000004", "Smith")); err != nil {
+	ix := b.samePartition(nil)
+	if err := ix.Insert(b.Ctx, emp("Sales", "000004", "Smith")); err != nil {
 		t.Fatal(err)
 	}
 	var raced atomic.Bool
@@ -194,13 +194,13 @@ func TestSamePartitionInsertRacesDeleteOfTheSameID(t *testing.T) {
 		}
 		return nil
 	}
-	if err := ix.Insert(b.ctx, emp("Sales", "000004", "Smith")); err != nil {
+	if err := ix.Insert(b.Ctx, emp("Sales", "000004", "Smith")); err != nil {
 		t.Fatalf("insert after the concurrent delete: %v", err)
 	}
 	if !raced.Load() {
 		t.Fatal("the race was not staged")
 	}
-	ids, err := ix.IDs(b.ctx, "Sales", "Smith")
+	ids, err := ix.IDs(b.Ctx, "Sales", "Smith")
 	if err != nil || !slices.Equal(ids, []string{"000004"}) {
 		t.Fatalf("index lists %v (%v): the inserted entity is not listed", ids, err)
 	}
@@ -212,7 +212,7 @@ func TestSamePartitionInsertRacesDeleteOfTheSameID(t *testing.T) {
 func TestSamePartitionConcurrentMixedWrites(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{PageBytes: 64})
+	ix := b.samePartition(&SamePartitionOptions{PageBytes: 64})
 	names := []string{"Jones", "Smith", "O'Brien", "Cao"}
 	var wg sync.WaitGroup
 	for w := range 20 {
@@ -224,17 +224,17 @@ func TestSamePartitionConcurrentMixedWrites(t *testing.T) {
 				var err error
 				switch rng.IntN(3) {
 				case 0:
-					err = ix.Insert(b.ctx, emp("Sales", id, name))
+					err = ix.Insert(b.Ctx, emp("Sales", id, name))
 					if errors.Is(err, repo.ErrAlreadyExists) {
 						err = nil
 					}
 				case 1:
-					err = ix.Update(b.ctx, emp("Sales", id, name))
+					err = ix.Update(b.Ctx, emp("Sales", id, name))
 					if errors.Is(err, repo.ErrNotFound) {
 						err = nil
 					}
 				default:
-					err = ix.Delete(b.ctx, "Sales", id, nil)
+					err = ix.Delete(b.Ctx, "Sales", id, nil)
 					if errors.Is(err, repo.ErrNotFound) {
 						err = nil
 					}
@@ -254,26 +254,26 @@ func TestSamePartitionConcurrentMixedWrites(t *testing.T) {
 func TestSamePartitionSpillsAcrossEntities(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{PageBytes: 64}) // 4 six-digit ids per page
+	ix := b.samePartition(&SamePartitionOptions{PageBytes: 64}) // 4 six-digit ids per page
 	var items []*Employee
 	for i := range 30 {
 		items = append(items, emp("Sales", fmt.Sprintf("%06d", i), "Jones"))
 	}
 	for _, e := range items {
-		if err := ix.Insert(b.ctx, e); err != nil {
+		if err := ix.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := len(b.indexPages(ix, "Sales")); n < 7 {
 		t.Fatalf("30 ids in pages of 4 took %d index entities", n)
 	}
-	got, err := ix.Lookup(b.ctx, "Sales", "Jones")
+	got, err := ix.Lookup(b.Ctx, "Sales", "Jones")
 	if err != nil || len(got) != 30 {
 		t.Fatalf("Lookup = %d entities, %v", len(got), err)
 	}
 	b.checkIndex(ix, "Sales")
 	for i := range 20 {
-		if err := ix.Delete(b.ctx, "Sales", fmt.Sprintf("%06d", i), nil); err != nil {
+		if err := ix.Delete(b.Ctx, "Sales", fmt.Sprintf("%06d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,7 +283,7 @@ func TestSamePartitionSpillsAcrossEntities(t *testing.T) {
 	b.checkIndex(ix, "Sales")
 	// New ids fill the free room first.
 	for i := range 5 {
-		if err := ix.Insert(b.ctx, emp("Sales", fmt.Sprintf("1%05d", i), "Jones")); err != nil {
+		if err := ix.Insert(b.Ctx, emp("Sales", fmt.Sprintf("1%05d", i), "Jones")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,11 +296,11 @@ func TestSamePartitionSpillsAcrossEntities(t *testing.T) {
 func TestSamePartitionSpillsAtTheStringLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	ix := b.samePartition(nil)
 	long := func(i int) string { return fmt.Sprintf("%06d", i) + strings.Repeat("x", 494) }
 	const n = 100
 	for i := range n {
-		if err := ix.Insert(b.ctx, emp("Sales", long(i), "Jones")); err != nil {
+		if err := ix.Insert(b.Ctx, emp("Sales", long(i), "Jones")); err != nil {
 			t.Fatalf("insert %d: %v", i, err)
 		}
 	}
@@ -315,12 +315,12 @@ func TestSamePartitionSpillsAtTheStringLimit(t *testing.T) {
 	}
 	// A rename between two full-size lists: five entities, well under 4 MiB.
 	for i := range 3 {
-		e, err := b.emps.Get(b.ctx, "Sales", long(i))
+		e, err := b.emps.Get(b.Ctx, "Sales", long(i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.LastName = "Smith"
-		if err := ix.Update(b.ctx, &e); err != nil {
+		if err := ix.Update(b.Ctx, &e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,21 +331,21 @@ func TestSamePartitionSpillsAtTheStringLimit(t *testing.T) {
 func TestSamePartitionRefusesBadInputWithoutRequest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	ix := b.samePartition(SamePartitionOptions[Employee]{PageBytes: 100})
+	ix := b.samePartition(&SamePartitionOptions{PageBytes: 100})
 	p := b.tableProxy()
 	mark := p.Count()
 	lo, _ := ix.KeyRange()
 	cases := map[string]func() error{
-		"nil entity":            func() error { return ix.Insert(b.ctx, nil) },
-		"value over the key":    func() error { return ix.Insert(b.ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
-		"id longer than a page": func() error { return ix.Insert(b.ctx, emp("Sales", strings.Repeat("9", 51), "Jones")) },
-		"RowKey in index range": func() error { return ix.Insert(b.ctx, emp("Sales", lo+"x", "Jones")) },
-		"bad key":               func() error { return ix.Insert(b.ctx, emp("Sales", "a/b", "Jones")) },
-		"empty department":      func() error { return ix.Insert(b.ctx, emp("", "1", "Jones")) },
-		"update too long":       func() error { return ix.Update(b.ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
-		"delete bad key":        func() error { return ix.Delete(b.ctx, "Sales", "a#b", nil) },
-		"lookup empty value":    func() error { _, err := ix.Lookup(b.ctx, "Sales", ""); return err },
-		"lookup long value":     func() error { _, err := ix.IDs(b.ctx, "Sales", strings.Repeat("J", 600)); return err },
+		"nil entity":            func() error { return ix.Insert(b.Ctx, nil) },
+		"value over the key":    func() error { return ix.Insert(b.Ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
+		"id longer than a page": func() error { return ix.Insert(b.Ctx, emp("Sales", strings.Repeat("9", 51), "Jones")) },
+		"RowKey in index range": func() error { return ix.Insert(b.Ctx, emp("Sales", lo+"x", "Jones")) },
+		"bad key":               func() error { return ix.Insert(b.Ctx, emp("Sales", "a/b", "Jones")) },
+		"empty department":      func() error { return ix.Insert(b.Ctx, emp("", "1", "Jones")) },
+		"update too long":       func() error { return ix.Update(b.Ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
+		"delete bad key":        func() error { return ix.Delete(b.Ctx, "Sales", "a#b", nil) },
+		"lookup empty value":    func() error { _, err := ix.Lookup(b.Ctx, "Sales", ""); return err },
+		"lookup long value":     func() error { _, err := ix.IDs(b.Ctx, "Sales", strings.Repeat("J", 600)); return err },
 	}
 	for name, f := range cases {
 		err := f()
@@ -358,14 +358,18 @@ func TestSamePartitionRefusesBadInputWithoutRequest(t *testing.T) {
 		t.Fatalf("%d requests were sent for refused input", n)
 	}
 	// Option errors at construction.
-	for name, o := range map[string]SamePartitionOptions[Employee]{
-		"no name":    {Value: lastName},
-		"no value":   {Name: "LastName"},
-		"tiny pages": {Name: "LastName", Value: lastName, PageBytes: 10},
-		"huge pages": {Name: "LastName", Value: lastName, PageBytes: 1 << 20},
-		"bad policy": {Name: "LastName", Value: lastName, Conflict: retry.Policy{Delay: -5}},
+	for name, c := range map[string]struct {
+		name  string
+		value func(*Employee) string
+		o     *SamePartitionOptions
+	}{
+		"no name":    {"", lastName, nil},
+		"no value":   {"LastName", nil, nil},
+		"tiny pages": {"LastName", lastName, &SamePartitionOptions{PageBytes: 10}},
+		"huge pages": {"LastName", lastName, &SamePartitionOptions{PageBytes: 1 << 20}},
+		"bad policy": {"LastName", lastName, &SamePartitionOptions{Conflict: retry.Policy{Delay: -5}}},
 	} {
-		if _, err := NewSamePartition(b.emps, o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := NewSamePartition(b.emps, c.name, c.value, c.o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -374,8 +378,8 @@ func TestSamePartitionRefusesBadInputWithoutRequest(t *testing.T) {
 		EmployeeID string `table:",rk"`
 		LastName   string
 	}
-	plain := must(repo.New[noETag](b.clients.Tables, b.table, nil))
-	if _, err := NewSamePartition(plain, SamePartitionOptions[noETag]{Name: "LastName", Value: func(e *noETag) string { return e.LastName }}); !errors.Is(err, repo.ErrInvalidInput) {
+	plain := must(repo.New[noETag](b.Clients.Tables, b.Table, nil))
+	if _, err := NewSamePartition(plain, "LastName", func(e *noETag) string { return e.LastName }, nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Errorf("entity type without ETag: %v", err)
 	}
 }
@@ -384,25 +388,25 @@ func TestSamePartitionRefusesBadInputWithoutRequest(t *testing.T) {
 func TestSamePartitionStaleETag(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	ix := b.samePartition(nil)
 	e := emp("Sales", "000152", "Jones")
-	if err := ix.Insert(b.ctx, e); err != nil {
+	if err := ix.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	stale := *e
 	e.Age++
-	if err := ix.Update(b.ctx, e); err != nil {
+	if err := ix.Update(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	stale.LastName = "Smith"
-	if err := ix.Update(b.ctx, &stale); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := ix.Update(b.Ctx, &stale); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale rename: %v", err)
 	}
-	if err := ix.Delete(b.ctx, "Sales", "000152", &repo.DeleteOptions{ETag: stale.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := ix.Delete(b.Ctx, "Sales", "000152", &repo.DeleteOptions{ETag: stale.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale delete: %v", err)
 	}
 	b.checkIndex(ix, "Sales")
-	if ids, _ := ix.IDs(b.ctx, "Sales", "Jones"); !slices.Equal(ids, []string{"000152"}) {
+	if ids, _ := ix.IDs(b.Ctx, "Sales", "Jones"); !slices.Equal(ids, []string{"000152"}) {
 		t.Fatalf("Jones lists %v", ids)
 	}
 }
@@ -413,19 +417,19 @@ func TestSamePartitionStaleETag(t *testing.T) {
 func TestSamePartitionFaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	ix := b.samePartition(SamePartitionOptions[Employee]{})
+	ix := b.samePartition(nil)
 	p := b.tableProxy()
 
 	p.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	// Without write tracking, repo may answer the retry of a transaction whose first
 	// attempt landed with ErrOutcomeUnknown (never "nothing written"); the index is exact
 	// either way.
-	if err := ix.Insert(b.ctx, emp("Sales", "000001", "Jones")); err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
+	if err := ix.Insert(b.Ctx, emp("Sales", "000001", "Jones")); err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Fatalf("insert with a lost response: %v", err)
 	}
 	b.checkIndex(ix, "Sales")
 	p.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsBatch, Times: 2, Action: faultproxy.Respond(503, "ServerBusy")})
-	if err := ix.Insert(b.ctx, emp("Sales", "000002", "Jones")); err != nil {
+	if err := ix.Insert(b.Ctx, emp("Sales", "000002", "Jones")); err != nil {
 		t.Fatalf("insert with a busy server: %v", err)
 	}
 	if p.Fired("lost") != 1 || p.Fired("busy") != 2 {
@@ -433,7 +437,7 @@ func TestSamePartitionFaults(t *testing.T) {
 	}
 	p.AddRule(faultproxy.Rule{Name: "lost rename", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	e := emp("Sales", "000001", "Smith")
-	if err := ix.Update(b.ctx, e); err != nil {
+	if err := ix.Update(b.Ctx, e); err != nil {
 		t.Fatalf("rename with a lost response: %v", err)
 	}
 	b.checkIndex(ix, "Sales")
@@ -441,19 +445,19 @@ func TestSamePartitionFaults(t *testing.T) {
 	// A crash before the transaction: nothing is written; the rerun writes everything.
 	crash := errors.New("process stopped")
 	ix.hook = func(context.Context, string) error { return crash }
-	if err := ix.Insert(b.ctx, emp("Sales", "000003", "Jones")); !errors.Is(err, crash) {
+	if err := ix.Insert(b.Ctx, emp("Sales", "000003", "Jones")); !errors.Is(err, crash) {
 		t.Fatalf("crashed insert: %v", err)
 	}
-	if _, err := b.emps.Get(b.ctx, "Sales", "000003"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := b.emps.Get(b.Ctx, "Sales", "000003"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("a stopped insert left the entity: %v", err)
 	}
 	b.checkIndex(ix, "Sales")
 	ix.hook = nil
-	if err := ix.Insert(b.ctx, emp("Sales", "000003", "Jones")); err != nil {
+	if err := ix.Insert(b.Ctx, emp("Sales", "000003", "Jones")); err != nil {
 		t.Fatal(err)
 	}
 	b.checkIndex(ix, "Sales")
-	if ids, _ := ix.IDs(b.ctx, "Sales", "Jones"); !slices.Equal(ids, []string{"000002", "000003"}) {
+	if ids, _ := ix.IDs(b.Ctx, "Sales", "Jones"); !slices.Equal(ids, []string{"000002", "000003"}) {
 		t.Fatalf("Jones lists %v", ids)
 	}
 }
@@ -469,36 +473,36 @@ func TestSamePartitionWindowIndexEntityChangesUnderInsert(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
-			ix := b.samePartition(SamePartitionOptions[Employee]{})
+			ix := b.samePartition(nil)
 			direct, err := account.NewClients(testenv.ConnectionString(t), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			other := must(NewSamePartition(must(repo.New[Employee](direct.Tables, b.table, &repo.Options{Retry: fast})), SamePartitionOptions[Employee]{Name: "LastName", Value: lastName}))
-			if err := other.Insert(b.ctx, emp("Sales", "000001", "Jones")); err != nil {
+			other := must(NewSamePartition(must(repo.New[Employee](direct.Tables, b.Table, &repo.Options{Retry: fast})), "LastName", lastName, nil))
+			if err := other.Insert(b.Ctx, emp("Sales", "000001", "Jones")); err != nil {
 				t.Fatal(err)
 			}
 			ps := b.tableProxy().PauseAt("held insert", faultproxy.IsBatch, 1)
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
-			go func() { done <- ix.Insert(b.ctx, emp("Sales", "000002", "Jones")) }()
-			if err := ps.Wait(b.ctx); err != nil {
+			go func() { done <- ix.Insert(b.Ctx, emp("Sales", "000002", "Jones")) }()
+			if err := ps.Wait(b.Ctx); err != nil {
 				t.Fatal(err)
 			}
 			want := []string{"000002"}
 			if c.compete == "insert" {
-				if err := other.Insert(b.ctx, emp("Sales", "000003", "Jones")); err != nil {
+				if err := other.Insert(b.Ctx, emp("Sales", "000003", "Jones")); err != nil {
 					t.Fatal(err)
 				}
 				want = []string{"000001", "000002", "000003"}
-			} else if err := other.Delete(b.ctx, "Sales", "000001", nil); err != nil {
+			} else if err := other.Delete(b.Ctx, "Sales", "000001", nil); err != nil {
 				t.Fatal(err)
 			}
 			ps.Release()
 			if err := <-done; err != nil {
 				t.Fatalf("held insert: %v", err)
 			}
-			if ids, err := ix.IDs(b.ctx, "Sales", "Jones"); err != nil || !slices.Equal(ids, want) {
+			if ids, err := ix.IDs(b.Ctx, "Sales", "Jones"); err != nil || !slices.Equal(ids, want) {
 				t.Fatalf("Jones lists %v (%v), want %v", ids, err, want)
 			}
 			b.checkIndex(ix, "Sales")

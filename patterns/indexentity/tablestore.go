@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -15,20 +13,16 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// TableStoreOptions configures a TableStore. Name is required.
+// TableStoreOptions configures a TableStore. nil means the zero value, whose every field
+// is its documented default.
 type TableStoreOptions struct {
-	// Name names the index, e.g. "LastName": a value's index entities live in the
-	// partition "idx!<Name>!<value>" (escaped as codec/keys.Join does), so several indexes
-	// can share a table, the primary's included. 1 to 64 characters.
-	Name string
 	// PageBytes is the most UTF-16 bytes of keys one index entity holds before the list
 	// spills into the next entity. Defaults to DefaultPageBytes; at least 64.
 	PageBytes int
 	// Conflict is the backoff of the read-modify-write loop when another writer changed an
-	// index entity first. Zero fields take DefaultConflictPolicy's values.
+	// index entity first. Zero fields take retry.Conflict()'s values; its Logger defaults
+	// to the table's.
 	Conflict retry.Policy
-	// Logger receives one entry per conflict retry. Defaults to zap.NewNop().
-	Logger *zap.Logger
 }
 
 // TableStore is option 3 of the guide's index entities pattern: index entities in a
@@ -44,29 +38,32 @@ type TableStore struct {
 	conflict retry.Policy
 }
 
-// NewTableStore returns the store of index entities in t's table. It sends nothing.
+// NewTableStore returns the store of the index named name (e.g. "LastName"; 1 to 64
+// characters) in table: a value's index entities live in the partition
+// "idx!<name>!<value>" (escaped as codec/keys.Join does), so several indexes can share a
+// table, the primary's included. The logger is the table's. It sends nothing.
 //
-// Errors: ErrInvalidInput for a nil table, a missing Name or an option out of range.
-func NewTableStore(t *repo.Table[codec.Entity], opts TableStoreOptions) (*TableStore, error) {
-	if t == nil {
+// Errors: errs.ErrInvalidInput for a nil table, a bad name or an option out of range.
+func NewTableStore(table *repo.Table[codec.Entity], name string, opts *TableStoreOptions) (*TableStore, error) {
+	if table == nil {
 		return nil, errs.Invalid("table", "is nil")
 	}
-	if err := checkName(opts.Name); err != nil {
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	pageBytes, err := pageBytesOf(opts.PageBytes, "TableStoreOptions.PageBytes")
+	var o TableStoreOptions
+	if opts != nil {
+		o = *opts
+	}
+	pageBytes, err := pageBytesOf(o.PageBytes, "TableStoreOptions.PageBytes")
 	if err != nil {
 		return nil, err
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
-	cp := conflictPolicy(opts.Conflict, logger)
+	cp := conflictPolicy(o.Conflict, table.Logger())
 	if err := cp.Validate(); err != nil {
 		return nil, err
 	}
-	return &TableStore{pages: pageStore{tbl: t, prop: "Keys", capacity: pageBytes}, name: opts.Name, conflict: cp}, nil
+	return &TableStore{pages: pageStore{tbl: table, prop: "Keys", capacity: pageBytes}, name: name, conflict: cp}, nil
 }
 
 // Table returns the repository of the index entities.
@@ -74,7 +71,7 @@ func (s *TableStore) Table() *repo.Table[codec.Entity] { return s.pages.tbl }
 
 // PartitionKey returns the partition of value's index entities.
 //
-// Errors: ErrInvalidInput for an empty value or one that makes a key over 1 KiB.
+// Errors: errs.ErrInvalidInput for an empty value or one that makes a key over 1 KiB.
 func (s *TableStore) PartitionKey(value string) (string, error) {
 	l, err := s.location(value)
 	return l.pk, err
@@ -104,8 +101,8 @@ func (s *TableStore) Check(value string) error {
 
 // Keys implements Store: the keys listed for value, sorted, with one query.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the table does not exist,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the table does not exist,
+// errs.ErrTransient, *repo.Error.
 func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 	l, err := s.location(value)
 	if err != nil {
@@ -129,8 +126,8 @@ func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 // page conditional on its ETag (or inserting the first or a spill page), retried on
 // conflicts. It is idempotent.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotFound when the table does not exist,
-// ErrTransient (wrapping ErrPreconditionFailed when contention outlasted the Conflict
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the table does not exist,
+// errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
 // policy), *repo.Error.
 func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
 	return s.change(ctx, "index add", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
@@ -165,8 +162,8 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 	if err := s.pages.fits(entry); err != nil {
 		return err
 	}
-	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk, Retryable: isRetryable}
-	return retry.Do(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk}
+	return retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		pages, err := s.pages.read(ctx, l)
 		if err != nil {
 			return err
@@ -176,11 +173,11 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 			return err
 		}
 		_, err = repo.Submit(ctx, actions...)
-		// ErrOutcomeUnknown (a retried transaction that may have landed) is re-decided
+		// errs.ErrOutcomeUnknown (a retried transaction that may have landed) is re-decided
 		// like a conflict: Add and Remove have set semantics, so a fresh read of the pages
 		// shows whether there is anything left to do.
 		if errors.Is(err, repo.ErrOutcomeUnknown) || actionConflict(err, 0) {
-			return &retryable{err}
+			return retry.Again(err)
 		}
 		return err
 	})

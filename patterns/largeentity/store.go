@@ -98,7 +98,7 @@ type Options struct {
 	// table's.
 	Retry retry.Policy
 	// Conflict is the backoff of an Upsert or Delete that lost a race to another writer
-	// and starts again from its read. Zero fields take retry.ConflictPolicy's values, field
+	// and starts again from its read. Zero fields take retry.Conflict()'s values, field
 	// by field; its Logger defaults to the table's.
 	Conflict retry.Policy
 }
@@ -130,7 +130,7 @@ func (o *Options) withDefaults(table string, log *zap.Logger) Options {
 		out.Concurrency = DefaultConcurrency
 	}
 	out.Retry = out.Retry.Or(retry.Policy{Logger: log}).WithDefaults()
-	out.Conflict = out.Conflict.Or(retry.Policy{Logger: log}.Or(retry.ConflictPolicy))
+	out.Conflict = out.Conflict.Or(retry.Policy{Logger: log}.Or(retry.Conflict()))
 	return out
 }
 

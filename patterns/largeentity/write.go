@@ -140,10 +140,8 @@ func (w *write[T]) run(ctx context.Context) error {
 	// Upsert: a lost race (the entity changed between our read and our conditional write)
 	// is retried from the read; the new blobs are kept and reused.
 	var old []Blob
-	err := retry.Do(ctx, pol, retry.Op{Name: "upsert with blobs", Resource: w.s.table.Name(), PartitionKey: w.pk, RowKey: w.rk,
-		Retryable: func(err error) bool {
-			return errors.Is(err, errRace)
-		}}, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: "upsert with blobs", Resource: w.s.table.Name(), PartitionKey: w.pk, RowKey: w.rk}
+	err := retry.Optimistic(ctx, pol, op, func(ctx context.Context, _ int) error {
 		var err error
 		old, err = w.replace(ctx)
 		return err
@@ -167,7 +165,9 @@ func (w *write[T]) run(ctx context.Context) error {
 	return nil
 }
 
-// errRace marks a conditional write that lost to another writer, for Upsert's retry.
+// errRace marks a conditional write that lost to another writer (returned marked with
+// retry.Again, so that the loop starts over; the mark is gone once the loop ends, errRace
+// stays).
 var errRace = errors.New("largeentity: the entity changed during the write")
 
 type raceError struct{ err error }
@@ -337,7 +337,7 @@ func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 	}
 	lost := errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || (errors.Is(err, repo.ErrNotFound) && exists)
 	if lost && w.kind == kindUpsert && ctx.Err() == nil && (w.deadline.IsZero() || time.Now().Before(w.deadline)) {
-		return nil, &raceError{err: err}
+		return nil, retry.Again(&raceError{err: err})
 	}
 	if err := w.failed(ctx, err); err != nil {
 		return nil, err
@@ -531,9 +531,8 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	// is done, and that version's blobs are unreferenced (names are never reused, and no
 	// write keeps a part of an entity that does not exist).
 	var unanswered *T
-	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
-		Retryable: func(err error) bool { return errors.Is(err, errRace) }}
-	err := retry.Do(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk}
+	err := retry.Optimistic(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
 		cur, err := s.get(ctx, pk, rk)
 		if errors.Is(err, repo.ErrNotFound) && unanswered != nil {
 			old = old[:0]
@@ -563,7 +562,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 			// the caller's precondition failing.
 			unanswered = &cur
 			if etag == "" {
-				return &raceError{err: err}
+				return retry.Again(&raceError{err: err})
 			}
 			if _, gerr := s.table.Get(ctx, pk, rk); !errors.Is(gerr, repo.ErrNotFound) {
 				return err
@@ -571,7 +570,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 			err = nil // gone: the delete is done
 		}
 		if errors.Is(err, repo.ErrPreconditionFailed) && etag == "" {
-			return &raceError{err: err}
+			return retry.Again(&raceError{err: err})
 		}
 		if err != nil {
 			return err

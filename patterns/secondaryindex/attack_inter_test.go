@@ -2,6 +2,7 @@ package secondaryindex_test
 
 import (
 	"errors"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"net/http"
 	"testing"
@@ -19,30 +20,30 @@ import (
 func TestAttackInterDeleteLostResponseNoSafetyLeavesCopy(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, queue := b.queue(t)
+	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	w := b.worker(t, queue, x)
 	e := iemp(901, "Lu", "Lost", "lu@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"lu@contoso.com", e.RowKey})
 
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost delete response", Times: 1, Action: faultproxy.DropAfterForward(),
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost delete response", Times: 1, Action: faultproxy.DropAfterForward(),
 		Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.MethodIs(http.MethodDelete))})
-	err := x.Delete(b.ctx, "Sales", e.RowKey, nil)
+	err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
 	t.Logf("Delete after a lost response: %v", err)
 	if err != nil {
 		// The caller retries, as any caller of a failed delete would.
-		err2 := x.Delete(b.ctx, "Sales", e.RowKey, nil)
+		err2 := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
 		t.Logf("retried Delete: %v", err2)
 	}
-	drain(t, w)
-	if _, gerr := x.Primary().Get(b.ctx, "Sales", e.RowKey); !errors.Is(gerr, repo.ErrNotFound) {
+	testbed.Drain(t, w)
+	if _, gerr := x.Table().Get(b.Ctx, "Sales", e.RowKey); !errors.Is(gerr, repo.ErrNotFound) {
 		t.Fatalf("primary: %v, want deleted", gerr)
 	}
-	if v, lerr := x.Lookup(b.ctx, "Sales", "email", "lu@contoso.com", nil); lerr == nil {
+	if v, lerr := x.Lookup(b.Ctx, "Sales", "email", "lu@contoso.com"); lerr == nil {
 		t.Fatalf("the deleted employee %s is still found by email, with no message queued (Delete: %v)", v.RowKey, err)
 	}
 }
@@ -56,40 +57,40 @@ func TestAttackInterDeleteLostResponseNoSafetyLeavesCopy(t *testing.T) {
 func TestAttackInterReconcileLostResponseEachTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	lose := func(name string) {
-		b.proxies.Table.AddRule(faultproxy.Rule{Name: name, Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+		b.Proxies.Table.AddRule(faultproxy.Rule{Name: name, Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	}
 	reconcile := func(step string) {
 		t.Helper()
 		lose(step)
-		if err := x.Reconcile(b.ctx, "Sales", "000902"); err != nil {
+		if err := x.Reconcile(b.Ctx, "Sales", "000902"); err != nil {
 			t.Fatalf("%s: Reconcile after a lost response: %v", step, err)
 		}
-		if n := b.proxies.Table.Fired(step); n != 1 {
+		if n := b.Proxies.Table.Fired(step); n != 1 {
 			t.Fatalf("%s: the lost-response rule fired %d times", step, n)
 		}
 	}
 	e := iemp(902, "Mo", "Drop", "mo@contoso.com")
-	if err := x.Primary().Insert(b.ctx, e); err != nil {
+	if err := x.Table().Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("first copy")
 	b.expect(t, "email_Sales", [2]string{"mo@contoso.com", e.RowKey})
 	e.Email = "mo2@contoso.com"
-	if err := x.Primary().Update(b.ctx, e, nil); err != nil {
+	if err := x.Table().Update(b.Ctx, e, nil); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("moved copy")
 	b.expect(t, "email_Sales", [2]string{"mo2@contoso.com", e.RowKey})
-	if err := x.Primary().Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
+	if err := x.Table().Delete(b.Ctx, "Sales", e.RowKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("tombstone")
 	b.expect(t, "email_Sales")
 	e2 := iemp(902, "Mo", "Drop", "mo@contoso.com")
-	if err := x.Primary().Insert(b.ctx, e2); err != nil {
+	if err := x.Table().Insert(b.Ctx, e2); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("over the tombstone")
@@ -106,29 +107,29 @@ func TestAttackInterReconcileLostResponseEachTransaction(t *testing.T) {
 func TestAttackInterTwoIndexSetsOneTable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	a := b.inter(t, q, -1, byEmail)
-	bset, err := secondaryindex.NewInter(b.clients.Tables, b.table, []secondaryindex.Index[Employee]{byLast},
-		&secondaryindex.InterOptions{Queue: q, Kind: "set-b", SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
+	bset, err := secondaryindex.NewInter(b.Clients.Tables, b.Table, q, []secondaryindex.Index[Employee]{byLast},
+		&secondaryindex.InterOptions{Kind: "set-b", SafetyDelay: -1, Table: repo.Options{Retry: testbed.FastRetry()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	victim := iemp(500, "Vic", "Tim", "")
 	victim.Department = "email_Sales"
 	victim.RowKey = interKey("ann@contoso.com", "000777")
-	if err := bset.Insert(b.ctx, victim); errors.Is(err, repo.ErrInvalidInput) {
+	if err := bset.Insert(b.Ctx, victim); errors.Is(err, repo.ErrInvalidInput) {
 		return // held: set B refuses a primary in the form of any index partition
 	} else if err != nil {
 		t.Fatal(err)
 	}
 	ann := iemp(777, "Ann", "Other", "ann@contoso.com")
-	if err := a.Insert(b.ctx, ann); err != nil {
+	if err := a.Insert(b.Ctx, ann); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Reconcile(b.ctx, "Sales", ann.RowKey); err != nil {
+	if err := a.Reconcile(b.Ctx, "Sales", ann.RowKey); err != nil {
 		t.Fatal(err)
 	}
-	got, err := bset.Primary().Get(b.ctx, victim.Department, victim.RowKey)
+	got, err := bset.Table().Get(b.Ctx, victim.Department, victim.RowKey)
 	if err != nil {
 		t.Fatalf("set B's primary is gone: %v", err)
 	}

@@ -16,10 +16,10 @@ func TestAttackIntraUpsertNewEntityLostResponse(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	x := b.intra(t, byEmail, byLast)
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	e := emp(31, "Uma", "Ups", "uma@contoso.com")
-	err := x.Upsert(b.ctx, e)
-	if n := b.proxies.Table.Fired("lost"); n != 1 {
+	err := x.Upsert(b.Ctx, e)
+	if n := b.Proxies.Table.Fired("lost"); n != 1 {
 		t.Fatalf("lost fired %d times", n)
 	}
 	want := []string{"email_uma@contoso.com", "empid_000031", "last_" + interKey("Ups", "000031")}

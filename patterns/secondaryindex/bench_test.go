@@ -35,7 +35,7 @@ func BenchmarkFindByEmail(b *testing.B) {
 	indexed, scanned := testenv.TableName(b), testenv.TableName(b)
 	testenv.Table(b, indexed)
 	testenv.Table(b, scanned)
-	x, err := secondaryindex.NewIntra(clients.Tables, indexed, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+	x, err := intraOn(clients.Tables, indexed, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

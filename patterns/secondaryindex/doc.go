@@ -22,10 +22,22 @@
 //	Sales         empid_000223                EmployeeId FirstName LastName Age Email
 //	Sales         email_jonesj@contoso.com    EmployeeId FirstName LastName Email
 //
-//	x, _ := secondaryindex.NewIntra(clients.Tables, "Employees", byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+//	employees, _ := repo.New[Employee](clients.Tables, "Employees", nil)
+//	x, _ := secondaryindex.NewIntra(employees, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 //	err := x.Insert(ctx, &e)                                        // both copies, one transaction
 //	e, err := x.Lookup(ctx, "Sales", "email", "jonesj@contoso.com") // one point query
 //	for e, err := range x.Range(ctx, "Sales", "empid", "000100", "000200") { ... }
+//
+// Inter, which may own several tables (Index.Table), takes the service client, the
+// primary table's name and the queue of its reconciliation messages:
+//
+//	x, _ := secondaryindex.NewInter(clients.Tables, "Employees", queue, []secondaryindex.Index[Employee]{byEmail}, nil)
+//
+// Both variants have the same method set for the same operations — Get, Lookup, Insert,
+// Update, Upsert, Delete, CreateIfNotExists, DeleteTable, Table — with the same
+// signatures, so code written against one reads the same against the other. Update and
+// Delete take the value read (its ETag makes them conditional); Get takes the entity's
+// identity (Intra: the primary value; Inter: the RowKey).
 //
 // Inter keeps the copies in other partitions — "email_Sales" holds the email index of
 // the Sales department — or other tables, when one partition could not take the load:
@@ -48,6 +60,12 @@
 // "email_" + value, and values that no key can hold ('/', '\', '#', '?', control
 // characters) are refused before anything is sent, naming the index.
 //
+// An index may normalize its values (Index.Normalize): with strings.ToLower, an email
+// index keys "Ann@Example.com" as "ann@example.com" on every write and lower-cases the
+// value of every read, so Lookup(ctx, "Sales", "email", "ANN@example.com") finds it
+// (TestIntraNormalizeAppliesOnWriteAndLookup, TestInterNormalizeAppliesOnWriteAndLookup).
+// Keys are made of normalized values: changing Normalize needs a rebuild of the index.
+//
 // A copy may carry only the properties its queries need (Index.Properties). Reads through
 // it return the other fields zero, and Intra refuses to write such a value back.
 //
@@ -66,8 +84,10 @@
 // (the default) makes a write that would give a value to a second entity fail as a
 // whole, with a *UniqueViolationError naming the index. Concurrency is optimistic: a
 // value read through any copy carries that copy's ETag, and a write from it fails with
-// repo.ErrPreconditionFailed if any copy changed since, because every write rewrites every
-// copy (TestIntraOptimisticConcurrency, TestIntraWindowConcurrentUpdate). Without an ETag
+// errs.ErrPreconditionFailed if any copy changed since, because every write rewrites every
+// copy (TestIntraOptimisticConcurrency, TestIntraWindowConcurrentUpdate); the error names
+// the entity's PartitionKey and primary copy and says that its ETag changed
+// (TestIntraStaleETagErrorNamesTheEntity). Without an ETag
 // a write is last-writer-wins, retried with jittered backoff when a concurrent writer
 // moves the entity between its read and its transaction (TestIntraWindowConcurrentUpdate).
 //
@@ -126,17 +146,18 @@
 // read the state before a tombstone existed can still commit when it goes
 // (TestInterCollectTombstones).
 //
-// A transaction whose outcome repo cannot prove (repo.ErrOutcomeUnknown: a lost response,
+// A transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown: a lost response,
 // then a retry that met a conflict) is decided again from fresh reads: a reconciliation
 // starts over (the ref says what is written); an Intra Update or Upsert without an ETag
 // reads and writes again, a Delete without one reports success once the entity is gone;
-// with an ETag, and for Insert, the error is returned, never repo.ErrPreconditionFailed or
+// with an ETag, and for Insert, the error is returned, never errs.ErrPreconditionFailed or
 // a *UniqueViolationError ("nothing written") for a write that may have landed. Turn on
 // repo.Options.TrackWrites to have repo recognise its own write exactly.
 //
 // Between a write and its reconciliation, a copy may be missing or stale: Find can return
-// an entity that no longer has the value, or two entities for a unique value. A reader
-// that cannot accept that asks for ReadOptions.Verify: each hit is checked against the
+// an entity that no longer has the value, or two entities for a unique value. Lookup
+// always verifies; a reader of Find, Range or Prefix that cannot accept stale hits asks
+// for ReadOptions.Verify: each hit is checked against the
 // primary (and returned as the primary holds it), stale hits are dropped and their
 // repair enqueued. Uniqueness cannot be enforced across partitions without a
 // transaction, so an Inter index never refuses a duplicate; it keeps both entities
@@ -163,7 +184,8 @@
 // reconciliation reads 1 ref per index and the primary, plus 1 transaction per index whose
 // ref does not record the primary's current version (the second message of a write finds
 // nothing to do; the first reconciliation of an entity without a value in an index writes
-// its tombstone); a lookup is 1 range query, plus 1 point query per hit with Verify;
+// its tombstone); Lookup is 1 range query and 1 point query per hit; Find, Range and
+// Prefix 1 range query per 1,000 copies, plus 1 point query per hit with Verify;
 // CollectTombstones 1 range query per index and 1 delete per tombstone removed.
 //
 // # Issues and considerations
@@ -176,4 +198,10 @@
 //     and the storage bill: copy only what the queries need (Index.Properties).
 //   - Writing the primary table of an Inter around it (repo, another program) leaves the
 //     copies stale until Notify is called for the entity.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package secondaryindex

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
-	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // Index describes one access path to entities of type T: a name, which is also the key
@@ -31,6 +27,15 @@ type Index[T any] struct {
 	// refuse it (the copies are written later) and keys every copy by value and source
 	// RowKey anyway; see the package documentation.
 	AllowDuplicates bool
+	// Normalize, if set, maps every value of the index before it is used: the value of an
+	// entity on every write, and the value asked for on every read (Get, Lookup, Find, and
+	// the bounds of Range and Prefix). strings.ToLower makes an email index that stores
+	// "ann@example.com" find the entity when asked for "Ann@Example.com". It must be a pure
+	// function. Keys are made of normalized values, so changing Normalize changes every
+	// key: rebuild the index after changing it (Intra: delete the index's copies and
+	// Backfill the entities; Inter: Reconcile every entity, whose ref names the old copy).
+	// nil keeps values as they are.
+	Normalize func(value string) string
 	// Properties lists the properties the index's copies carry (stored names or Go field
 	// names), for the guide's copies that hold only what their queries need. nil copies
 	// every property. A value read through such an index has the other fields zero.
@@ -89,9 +94,20 @@ func compile[T any](c *codec.Codec[T], ix Index[T], seen map[string]bool) (*inde
 	return out, nil
 }
 
-// value returns v's indexed value and checks that it can be part of a key.
+// norm applies Normalize to a value.
+func (ix *index[T]) norm(s string) string {
+	if ix.Normalize == nil || s == "" {
+		return s
+	}
+	return ix.Normalize(s)
+}
+
+// valueOf returns v's indexed value, normalized, unchecked.
+func (ix *index[T]) valueOf(v *T) string { return ix.norm(ix.Value(v)) }
+
+// value returns v's indexed value, normalized, and checks that it can be part of a key.
 func (ix *index[T]) value(v *T) (string, error) {
-	s := ix.Value(v)
+	s := ix.valueOf(v)
 	if s == "" {
 		return "", nil
 	}
@@ -175,40 +191,13 @@ func project[T any](c *codec.Codec[T], v *T, pk, rk string, props map[string]boo
 	return e, nil
 }
 
-// policy is the retry policy of a repo.Options, with retry.ConflictPolicy's values for its
-// unset fields, for the semantic retries (read-modify-write loops) this package runs
-// around repo's own.
-func policy(o *repo.Options) retry.Policy {
-	var p retry.Policy
-	var log *zap.Logger
-	if o != nil {
-		p, log = o.Retry, o.Logger
-	}
-	if p.Logger == nil {
-		p.Logger = log
-	}
-	return p.Or(retry.ConflictPolicy)
-}
-
-// errRetry marks an attempt that lost a race and must start over from a fresh read.
-var errRetry = errors.New("secondaryindex: lost a race, starting over")
-
-type retryable struct{ err error }
-
-func (r *retryable) Error() string   { return r.err.Error() }
-func (r *retryable) Unwrap() []error { return []error{errRetry, r.err} }
-
-func again(err error) error { return &retryable{err: err} }
-
-func isRetry(err error) bool { return errors.Is(err, errRetry) }
-
 // ErrUniqueViolation is wrapped by a *UniqueViolationError.
 var ErrUniqueViolation = errors.New("secondaryindex: unique index violation")
 
 // UniqueViolationError reports a write refused because another entity of the partition
 // already holds the value in a unique index. The whole transaction was rolled back: no copy
 // was written. It unwraps to ErrUniqueViolation and to the transaction's *repo.ActionError
-// (so errors.Is(err, repo.ErrAlreadyExists) holds too: at the storage level the copy
+// (so errors.Is(err, errs.ErrAlreadyExists) holds too: at the storage level the copy
 // already exists).
 type UniqueViolationError struct {
 	// Index names the unique index.

@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/settle"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -22,13 +23,13 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// InterOptions configures an Inter. Queue is required; the other fields have defaults.
+// InterOptions configures an Inter. nil means the zero value, whose every field is its
+// documented default.
 type InterOptions struct {
-	// Queue carries the reconciliation messages (see Register for the consuming side).
-	// Required.
-	Queue *queueworker.Client
 	// Kind is the message kind of this index set's reconciliations. Defaults to
-	// "secondaryindex:" followed by the primary table's name; set it when two index sets
+	// "secondaryindex.reconcile." followed by the primary table's name (Register also
+	// accepts the kind of earlier releases, "secondaryindex:" and the table's name, for
+	// messages enqueued before an upgrade); set it when two index sets
 	// of one table share a queue. While an index keeps its copies in the primary's table,
 	// primary PartitionKeys of the form of any index partition ("<letters and digits>_...")
 	// are refused, so that two index sets over one table cannot overwrite each other's
@@ -49,10 +50,17 @@ type InterOptions struct {
 	// commit when the tombstone goes. Defaults to 1 hour; -1 keeps tombstones forever
 	// (CollectTombstones removes nothing, reconciliations are not bounded).
 	TombstoneAge time.Duration
+	// Conflict is the backoff of a reconciliation that starts over because a concurrent
+	// one moved the ref first. Zero fields take retry.Conflict()'s values; its Logger
+	// defaults to Table.Logger.
+	Conflict retry.Policy
 	// Table configures the primary table and the index tables (retries, logger,
 	// concurrency of verified reads).
 	Table repo.Options
 }
+
+// legacyKind is the default kind of earlier releases, still accepted by Register.
+func legacyKind(table string) string { return "secondaryindex:" + table }
 
 func (o *InterOptions) withDefaults(table string) InterOptions {
 	var out InterOptions
@@ -60,7 +68,7 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 		out = *o
 	}
 	if out.Kind == "" {
-		out.Kind = "secondaryindex:" + table
+		out.Kind = "secondaryindex.reconcile." + table
 	}
 	if out.SafetyDelay == 0 {
 		out.SafetyDelay = defaultSafetyDelay
@@ -78,19 +86,23 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 }
 
 func (o InterOptions) validate() error {
-	if o.Queue == nil {
-		return errs.Invalid("InterOptions.Queue", "is required: the copies are written by the queue's worker")
-	}
 	if o.SafetyDelay < -1 {
 		return errs.Invalid("InterOptions.SafetyDelay", "must be positive, 0 (default) or -1 (off), got %v", o.SafetyDelay)
 	}
 	if o.TombstoneAge < -1 || (o.TombstoneAge > 0 && o.TombstoneAge < 2*time.Second) {
 		return errs.Invalid("InterOptions.TombstoneAge", "must be at least 2 s, 0 (default) or -1 (keep forever), got %v", o.TombstoneAge)
 	}
-	if o.SafetyDelay > 0 && o.SafetyDelay < 2*time.Second {
-		return errs.Invalid("InterOptions.SafetyDelay", "must be at least 2 s (the queue counts whole seconds and the write gets half), got %v", o.SafetyDelay)
-	}
 	return nil
+}
+
+// safetyWindow is the Settle/2 window of the safety message (internal/settle), or false
+// when SafetyDelay is off.
+func (o InterOptions) safetyWindow() (settle.Window, bool, error) {
+	if o.SafetyDelay < 0 {
+		return settle.Window{}, false, nil
+	}
+	w, err := settle.New(o.SafetyDelay, defaultSafetyDelay, "InterOptions.SafetyDelay")
+	return w, err == nil, err
 }
 
 // Ref is the payload of a reconciliation message: the keys of the primary entity whose
@@ -166,8 +178,13 @@ type Inter[T any] struct {
 	c       *codec.Codec[T]
 	idx     []*interIndex[T]
 	named   map[string]*interIndex[T]
+	queue   *queueworker.Client
 	opts    InterOptions
-	retry   retry.Policy
+	// safety bounds the safety message and the write it covers (see write); unset when
+	// SafetyDelay is off.
+	safety   settle.Window
+	safetyOn bool
+	retry    retry.Policy
 	// testHook, when set by tests, is called between the steps of writes and
 	// reconciliations ("written", "read", "index <name> done"), to stop a run there.
 	testHook func(stage string) error
@@ -176,15 +193,28 @@ type Inter[T any] struct {
 }
 
 // NewInter returns the inter-partition indexes of the entities of type T stored in table
-// (the primary table, whose keys are T's PartitionKey and RowKey). It sends nothing: create
-// the tables with CreateIfNotExists and the queue with azqueue.
+// (the primary table, whose keys are T's PartitionKey and RowKey), reconciled through the
+// messages of queue (see Register for the consuming side). An Inter may own several
+// tables (Index.Table), so it takes the service client and names them, and configures
+// them all with InterOptions.Table. It sends nothing: create the tables with
+// CreateIfNotExists and the queue with azqueue.
 //
-// Errors: ErrInvalidInput (nothing sent) for a bad table name, options or index (see
-// Index, including Properties on a type with encrypted fields), or a missing
-// InterOptions.Queue.
-func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
+// Errors: errs.ErrInvalidInput (nothing sent) for a nil svc or queue, a bad table name, options
+// or index (see Index, including Properties on a type with encrypted fields).
+func NewInter[T any](svc *aztables.ServiceClient, table string, queue *queueworker.Client, indexes []Index[T], opts *InterOptions) (*Inter[T], error) {
+	if queue == nil {
+		return nil, errs.Invalid("queue", "is nil: the copies are written by the queue's worker")
+	}
 	o := opts.withDefaults(table)
 	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	safety, safetyOn, err := o.safetyWindow()
+	if err != nil {
+		return nil, err
+	}
+	conflict := o.Conflict.Or(retry.Policy{Logger: o.Table.Logger}.Or(retry.Conflict()))
+	if err := conflict.Validate(); err != nil {
 		return nil, err
 	}
 	primary, err := repo.New[T](svc, table, &o.Table)
@@ -194,7 +224,7 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 	if len(indexes) == 0 {
 		return nil, errs.Invalid("indexes", "none given")
 	}
-	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, opts: o, retry: policy(&o.Table), now: time.Now}
+	x := &Inter[T]{primary: primary, c: primary.Codec(), named: map[string]*interIndex[T]{}, queue: queue, opts: o, safety: safety, safetyOn: safetyOn, retry: conflict, now: time.Now}
 	seen := map[string]bool{}
 	for _, spec := range indexes {
 		ix, err := compile(x.c, spec, seen)
@@ -221,9 +251,35 @@ func NewInter[T any](svc *aztables.ServiceClient, table string, indexes []Index[
 // Kind returns the message kind of this index set's reconciliations.
 func (x *Inter[T]) Kind() string { return x.opts.Kind }
 
-// Primary returns the repository of the primary table, for reads. Writing through it
+// Table returns the repository of the primary table, for reads. Writing through it
 // bypasses the index: call Notify after such a write.
-func (x *Inter[T]) Primary() *repo.Table[T] { return x.primary }
+func (x *Inter[T]) Table() *repo.Table[T] { return x.primary }
+
+// Name returns the primary table's name.
+func (x *Inter[T]) Name() string { return x.primary.Name() }
+
+// DeleteTable deletes the primary table and every index table of its own (Index.Table).
+// Messages still queued for it fail and go to the poison queue.
+//
+// Errors: as repo.Table.DeleteTable.
+func (x *Inter[T]) DeleteTable(ctx context.Context) error {
+	for _, ix := range x.idx {
+		if ix.shared {
+			continue
+		}
+		if err := ix.copies.DeleteTable(ctx); err != nil {
+			return err
+		}
+	}
+	return x.primary.DeleteTable(ctx)
+}
+
+// Get reads the primary entity (pk, rk) with one point query.
+//
+// Errors: as repo.Table.Get.
+func (x *Inter[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	return x.primary.Get(ctx, pk, rk)
+}
 
 // CreateIfNotExists creates the primary table and every index table.
 //
@@ -285,7 +341,7 @@ func (x *Inter[T]) check(v *T) (pk, rk string, err error) {
 // see the package documentation for the three steps and why each is safe to interrupt.
 // On success v's ETag field holds the primary's new ETag.
 //
-// Errors: those of repo.Table.Insert (ErrAlreadyExists, ErrInvalidInput with nothing sent,
+// Errors: those of repo.Table.Insert (errs.ErrAlreadyExists, errs.ErrInvalidInput with nothing sent,
 // also for a value that cannot be indexed), and those of queueworker.Enqueue.
 func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
@@ -295,42 +351,50 @@ func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Insert(ctx, v) })
 }
 
-// Update updates the primary entity (conditional on v's ETag, as repo.Table.Update) and
-// has its copies reconciled by the worker.
+// Update replaces the primary entity by v and has its copies reconciled by the worker.
+// When v carries an ETag the update is conditional on it (errs.ErrPreconditionFailed if
+// the entity changed since it was read); without one it is last-writer-wins. On success
+// v's ETag field holds the new ETag.
 //
-// Errors: those of repo.Table.Update and queueworker.Enqueue; ErrInvalidInput (nothing
+// Errors: those of repo.Table.Update and queueworker.Enqueue; errs.ErrInvalidInput (nothing
 // sent) also for a value that cannot be indexed.
-func (x *Inter[T]) Update(ctx context.Context, v *T, opts *repo.UpdateOptions) error {
+func (x *Inter[T]) Update(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Update(ctx, v, opts) })
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Update(ctx, v, nil) })
 }
 
-// Upsert inserts or replaces (or merges) the primary entity and has its copies reconciled
-// by the worker.
+// Upsert inserts v or replaces the stored primary entity unconditionally (last writer
+// wins) and has its copies reconciled by the worker.
 //
-// Errors: those of repo.Table.Upsert and queueworker.Enqueue; ErrInvalidInput (nothing
+// Errors: those of repo.Table.Upsert and queueworker.Enqueue; errs.ErrInvalidInput (nothing
 // sent) also for a value that cannot be indexed.
-func (x *Inter[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
+func (x *Inter[T]) Upsert(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Upsert(ctx, v, opts) })
+	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Upsert(ctx, v, nil) })
 }
 
-// Delete deletes the primary entity (conditional if opts.ETag is set) and has its copies
-// removed by the worker.
+// Delete deletes the primary entity with v's keys and has its copies removed by the
+// worker. Only the keys of v are needed; if v also carries an ETag, the delete is
+// conditional on it.
 //
-// Errors: ErrInvalidInput (bad keys, or a PartitionKey inside an index's key space, see
-// the package documentation; nothing sent), and those of repo.Table.Delete and
+// Errors: errs.ErrInvalidInput (a nil v, bad keys, or a PartitionKey inside an index's key
+// space, see the package documentation; nothing sent), and those of repo.Table.Delete and
 // queueworker.Enqueue.
-func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+func (x *Inter[T]) Delete(ctx context.Context, v *T) error {
+	if v == nil {
+		return errs.Invalid("entity", "is nil")
+	}
+	pk, rk := x.c.Keys(v)
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
+	opts := &repo.DeleteOptions{ETag: x.c.ETag(v)}
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
 }
 
@@ -385,15 +449,15 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 	ctx, span := telemetry.Start(ctx, "secondaryindex.write", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyKind.String(x.opts.Kind))
 	defer func() { telemetry.End(span, err) }()
 	wctx := ctx
-	if d := x.opts.SafetyDelay; d > 0 {
-		// One deadline, taken before the safety message is built, bounds its enqueue and
-		// the write together: the message becomes visible d after it is stored, which is
-		// after this moment, so the write can never land after it ran (however slow the
-		// enqueue or its response).
+	if x.safetyOn {
+		// The Settle/2 protocol (internal/settle): one deadline, taken before the safety
+		// message is built, bounds its enqueue and the write together. The message becomes
+		// visible SafetyDelay after it is stored, which is after this moment, so the write
+		// can never land after it ran (however slow the enqueue or its response).
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, d/2)
+		wctx, cancel = x.safety.Write(ctx)
 		defer cancel()
-		if err := x.enqueue(wctx, pk, rk, d); err != nil {
+		if err := x.enqueue(wctx, pk, rk, x.safety.Settle()); err != nil {
 			return err
 		}
 	}
@@ -430,7 +494,7 @@ func (x *Inter[T]) write(ctx context.Context, pk, rk string, do func(context.Con
 // every write of this Inter does last, and what to call after writing the primary table
 // another way.
 //
-// Errors: ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
+// Errors: errs.ErrInvalidInput (bad keys; nothing sent), and those of queueworker.Enqueue.
 func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
@@ -439,25 +503,33 @@ func (x *Inter[T]) Notify(ctx context.Context, pk, rk string) error {
 }
 
 func (x *Inter[T]) enqueue(ctx context.Context, pk, rk string, delay time.Duration) error {
-	_, err := queueworker.Enqueue(ctx, x.opts.Queue, x.opts.Kind, "", Ref{PartitionKey: pk, RowKey: rk},
+	_, err := queueworker.Enqueue(ctx, x.queue, x.opts.Kind, "", Ref{PartitionKey: pk, RowKey: rk},
 		&queueworker.EnqueueOptions{VisibilityDelay: delay})
 	return err
 }
 
-// Register registers the reconciliation handler for Kind on r. The handler calls
-// Reconcile; a message that can never succeed (keys or a stored value that cannot be
-// indexed) is cancelled into the poison queue, any other failure is retried by the
-// worker.
+// Register registers the reconciliation handler for Kind on r, and, when Kind is the
+// default, for the default kind of earlier releases ("secondaryindex:<table>"), so that
+// messages enqueued before an upgrade are still handled. The handler calls Reconcile; a
+// message that can never succeed (keys or a stored value that cannot be indexed) is
+// cancelled into the poison queue, any other failure is retried by the worker.
 //
-// Errors: those of queueworker.Handle (Kind already registered).
+// Errors: those of queueworker.Handle (a kind already registered).
 func (x *Inter[T]) Register(r *queueworker.Registry) error {
-	return queueworker.Handle(r, x.opts.Kind, func(ctx context.Context, m *queueworker.Message[Ref]) error {
+	handle := func(ctx context.Context, m *queueworker.Message[Ref]) error {
 		err := x.Reconcile(ctx, m.Payload.PartitionKey, m.Payload.RowKey)
 		if errors.Is(err, repo.ErrInvalidInput) {
 			return queueworker.Cancel(err)
 		}
 		return err
-	})
+	}
+	if err := queueworker.Handle(r, x.opts.Kind, handle); err != nil {
+		return err
+	}
+	if x.opts.Kind == (*InterOptions)(nil).withDefaults(x.primary.Name()).Kind {
+		return queueworker.Handle(r, legacyKind(x.primary.Name()), handle)
+	}
+	return nil
 }
 
 // Reconcile makes every index copy of the primary entity (pk, rk) match what the primary
@@ -475,9 +547,9 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 // A concurrent reconciliation of the same entity therefore makes one of them start over
 // from fresh reads, and the one whose primary read is newer always commits last.
 //
-// Errors: ErrInvalidInput (bad keys or a PartitionKey inside an index's key space, nothing
+// Errors: errs.ErrInvalidInput (bad keys or a PartitionKey inside an index's key space, nothing
 // sent; or a stored value, or a partition key, that an index cannot hold: the other
-// indexes are still reconciled), repo.ErrTransient (also when concurrent reconciliations
+// indexes are still reconciled), errs.ErrTransient (also when concurrent reconciliations
 // kept winning until the retry policy gave up), *repo.Error.
 func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 	ctx, span := telemetry.Start(ctx, "secondaryindex.reconcile", telemetry.KeyTable.String(x.primary.Name()), telemetry.KeyCount.Int(len(x.idx)))
@@ -485,9 +557,9 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
-	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, Retryable: isRetry}
+	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
 	var bad error
-	err = retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+	err = retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		if age := x.opts.TombstoneAge; age > 0 {
 			// No attempt outlives a tombstone it could have read as absent (see
 			// CollectTombstones).
@@ -610,7 +682,7 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
 		// A retried transaction that cannot tell whether its first attempt landed: read
 		// again and decide again (the ref says what is written).
-		return again(err)
+		return retry.Again(err)
 	}
 	var ae *repo.ActionError
 	if err != nil && errors.As(err, &ae) {
@@ -619,10 +691,10 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 			// The old copy was removed by hand: finish without it.
 			_, err = repo.Submit(ctx, acts[:dropAt]...)
 			if errors.Is(err, repo.ErrOutcomeUnknown) || (err != nil && errors.As(err, &ae) && ae.Index == 0) {
-				return again(err)
+				return retry.Again(err)
 			}
 		case ae.Index == 0:
-			return again(err) // another reconciliation moved the ref: start over
+			return retry.Again(err) // another reconciliation moved the ref: start over
 		}
 	}
 	if err != nil {
@@ -642,7 +714,7 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 // Cost: 1 range query per index (the partition's refs, 1 per 1,000) and 1 delete per
 // tombstone removed.
 //
-// Errors: ErrInvalidInput (a bad key; nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (a bad key; nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Inter[T]) CollectTombstones(ctx context.Context, pk string) (int, error) {
 	if err := x.checkRef(pk, ""); err != nil {
 		return 0, err
@@ -701,13 +773,14 @@ type hit[T any] struct {
 	stale bool
 }
 
-// Lookup returns the entity of partition pk whose value in index is value: the first
-// hit of Find (one range query over that value's copies, plus one point query with
-// Verify).
+// Lookup returns the entity of partition pk whose value in index is value (normalized by
+// the index's Normalize), as the primary table holds it: the first hit of Find with
+// Verify (one range query over that value's copies, plus one point query per hit), so the
+// entity returned has the value now, with every property and its ETag.
 //
-// Errors: repo.ErrNotFound, and those of Find.
-func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string, opts *ReadOptions) (T, error) {
-	for v, err := range x.Find(ctx, pk, index, value, opts) {
+// Errors: errs.ErrNotFound, and those of Find.
+func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
+	for v, err := range x.Find(ctx, pk, index, value, &ReadOptions{Verify: true}) {
 		return v, err
 	}
 	var zero T
@@ -720,10 +793,13 @@ func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string, opts *Re
 // for a unique value mean that the worker has not caught up yet or that the primary data
 // holds duplicates: ask for Verify to get only entities that still hold the value.
 //
-// Errors (yielded): ErrInvalidInput (unknown index, empty value; nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors (yielded): errs.ErrInvalidInput (unknown index, empty value; nothing sent),
+// errs.ErrTransient, *repo.Error.
 func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *ReadOptions) iter.Seq2[T, error] {
 	ix, part, err := x.target(pk, index)
+	if err == nil {
+		value = ix.norm(value)
+	}
 	if err == nil && value == "" {
 		err = errs.Invalid(fmt.Sprintf("index %q", index), "the value is empty: entities without a value have no entry")
 	}
@@ -738,7 +814,7 @@ func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *Read
 // value order, with one range query per 1,000 copies. An empty from or to leaves that end
 // open.
 //
-// Errors (yielded): ErrInvalidInput (unknown index; nothing sent), repo.ErrTransient,
+// Errors (yielded): errs.ErrInvalidInput (unknown index; nothing sent), errs.ErrTransient,
 // *repo.Error.
 func (x *Inter[T]) Range(ctx context.Context, pk, index, from, to string, opts *ReadOptions) iter.Seq2[T, error] {
 	ix, part, err := x.target(pk, index)
@@ -746,10 +822,10 @@ func (x *Inter[T]) Range(ctx context.Context, pk, index, from, to string, opts *
 		return fail[T](err)
 	}
 	lo, hi := lowestCopy, ""
-	if from != "" {
+	if from = ix.norm(from); from != "" {
 		lo = keys.Join(from)
 	}
-	if to != "" {
+	if to = ix.norm(to); to != "" {
 		hi = keys.Join(to)
 	}
 	return x.scan(ctx, ix, pk, filter.RowKeyRange(part, lo, hi), opts)
@@ -768,7 +844,7 @@ func (x *Inter[T]) Prefix(ctx context.Context, pk, index, prefix string, opts *R
 	if err != nil {
 		return fail[T](err)
 	}
-	return x.scan(ctx, ix, pk, filter.RowKeyPrefix(part, keys.Join(prefix)), opts)
+	return x.scan(ctx, ix, pk, filter.RowKeyPrefix(part, keys.Join(ix.norm(prefix))), opts)
 }
 
 func (x *Inter[T]) target(pk, index string) (*interIndex[T], string, error) {
@@ -856,7 +932,7 @@ func (x *Inter[T]) verify(ctx context.Context, ix *interIndex[T], pk string, hit
 				h.stale = true
 			case err != nil:
 				h.err = err
-			case ix.Value(&cur) != h.value:
+			case ix.valueOf(&cur) != h.value:
 				h.stale = true
 			default:
 				h.v = cur

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -35,7 +36,7 @@ const safety = 2 * time.Second
 // never deleted) are left out.
 func (b *bed) state(t *testing.T, part string) (copies, refs []string) {
 	t.Helper()
-	all, err := b.raw.Collect(b.ctx, repo.Query{Filter: filter.PartitionKey(part)})
+	all, err := b.Raw.Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey(part)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,43 +73,44 @@ func (b *bed) expect(t *testing.T, part string, pairs ...[2]string) {
 func TestInterWorkerMaintainsIndexes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, safety, byEmail, byLast)
 	w := b.worker(t, name, x)
 	for _, e := range []*Employee{iemp(223, "Jun", "Jones", "jonesj@contoso.com"), iemp(224, "Amy", "Jones", "amyj@contoso.com"), iemp(225, "Bob", "Smith", "bobs@contoso.com")} {
-		if err := x.Insert(b.ctx, e); err != nil {
+		if err := x.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e, err := x.Primary().Get(b.ctx, "Sales", "000224")
+	e, err := x.Table().Get(b.Ctx, "Sales", "000224")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Email = "amy.jones@contoso.com"
-	if err := x.Update(b.ctx, &e, nil); err != nil {
+	if err := x.Update(b.Ctx, &e); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Delete(b.ctx, "Sales", "000225", nil); err != nil {
+	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: "000225"}); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"jonesj@contoso.com", "000223"}, [2]string{"amy.jones@contoso.com", "000224"})
 	b.expect(t, "last_Sales", [2]string{"Jones", "000223"}, [2]string{"Jones", "000224"})
 
-	got, err := x.Lookup(b.ctx, "Sales", "email", "amy.jones@contoso.com", nil)
-	if err != nil || got.EmployeeID != "000224" || got.RowKey != "000224" || got.Department != "Sales" || got.Age != 0 || got.ETag != "" {
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "amy.jones@contoso.com")
+	if err != nil || got.EmployeeID != "000224" || got.RowKey != "000224" || got.Department != "Sales" || got.Age == 0 || got.ETag == "" {
+		// Lookup verifies: the entity as the primary holds it, every property and its ETag.
 		t.Fatalf("lookup: %+v %v", got, err)
 	}
-	if _, err := x.Lookup(b.ctx, "Sales", "email", "bobs@contoso.com", nil); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := x.Lookup(b.Ctx, "Sales", "email", "bobs@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("lookup of a deleted employee: %v", err)
 	}
-	if got := ids(collect(t, x.Find(b.ctx, "Sales", "last", "Jones", nil))); got != "000223,000224" {
+	if got := ids(collect(t, x.Find(b.Ctx, "Sales", "last", "Jones", nil))); got != "000223,000224" {
 		t.Fatalf("find Jones: %s", got)
 	}
-	if got := ids(collect(t, x.Prefix(b.ctx, "Sales", "email", "a", nil))); got != "000224" {
+	if got := ids(collect(t, x.Prefix(b.Ctx, "Sales", "email", "a", nil))); got != "000224" {
 		t.Fatalf("emails starting with a: %s", got)
 	}
-	if got := ids(collect(t, x.Range(b.ctx, "Sales", "email", "", "z", nil))); got != "000224,000223" {
+	if got := ids(collect(t, x.Range(b.Ctx, "Sales", "email", "", "z", nil))); got != "000224,000223" {
 		t.Fatalf("emails in order: %s", got)
 	}
 	if s := w.Stats(); s.Poisoned != 0 || s.Processed < 10 {
@@ -121,9 +123,9 @@ func TestInterWorkerMaintainsIndexes(t *testing.T) {
 func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail, byLast)
-	ctx := b.ctx
+	ctx := b.Ctx
 	reconcile := func(id string) {
 		t.Helper()
 		if err := x.Reconcile(ctx, "Sales", id); err != nil {
@@ -137,11 +139,11 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Email, e.LastName = "b@contoso.com", "Kwoh"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	e.Email = "c@contoso.com"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -155,14 +157,14 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 
 	// An old message delivered after a newer write: it reconciles the newer state.
 	e.Email = "d@contoso.com"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301") // the replay of message 1 meets version 4
 	b.expect(t, "email_Sales", [2]string{"d@contoso.com", "000301"})
 	// A copy is refreshed when a non-indexed property changes, and only then.
 	e.FirstName = "Kenneth"
-	if err := x.Update(ctx, e, nil); err != nil {
+	if err := x.Update(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301")
@@ -170,7 +172,7 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 		t.Fatalf("copy not refreshed: %v", r.Properties)
 	}
 	// The insert's message replayed after the delete: nothing comes back.
-	if err := x.Delete(ctx, "Sales", "000301", nil); err != nil {
+	if err := x.Delete(ctx, &Employee{Department: "Sales", RowKey: "000301"}); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301")
@@ -187,18 +189,18 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 func TestInterDuplicatedMessagesThroughWorker(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	w := b.worker(t, name, x)
-	if err := x.Insert(b.ctx, iemp(401, "Don", "Hall", "donh@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, iemp(401, "Don", "Hall", "donh@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := queueworker.Enqueue(b.ctx, q, x.Kind(), "dup", secondaryindex.Ref{PartitionKey: "Sales", RowKey: "000401"}, nil); err != nil {
+		if _, err := queueworker.Enqueue(b.Ctx, q, x.Kind(), "dup", secondaryindex.Ref{PartitionKey: "Sales", RowKey: "000401"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"donh@contoso.com", "000401"})
 	if s := w.Stats(); s.Processed != 4 || s.Failed != 0 {
 		t.Fatalf("stats %+v", s)
@@ -210,7 +212,7 @@ func TestInterDuplicatedMessagesThroughWorker(t *testing.T) {
 func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, safety, byEmail)
 	w := b.worker(t, name, x)
 	secondaryindex.SetTestHook(x, func(stage string) error {
@@ -220,27 +222,27 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 		return nil
 	})
 	e := iemp(501, "Jeff", "Phillips", "jeffp@contoso.com")
-	if err := x.Insert(b.ctx, e); !errors.Is(err, errCrash) {
+	if err := x.Insert(b.Ctx, e); !errors.Is(err, errCrash) {
 		t.Fatalf("insert: %v", err)
 	}
-	if _, err := x.Primary().Get(b.ctx, "Sales", "000501"); err != nil {
+	if _, err := x.Table().Get(b.Ctx, "Sales", "000501"); err != nil {
 		t.Fatalf("the primary write did not happen: %v", err)
 	}
 	b.expect(t, "email_Sales") // nothing yet: the only message is still invisible
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"jeffp@contoso.com", "000501"})
 
 	// The same for an update and a delete.
 	e.Email = "jeff@contoso.com"
-	if err := x.Update(b.ctx, e, nil); !errors.Is(err, errCrash) {
+	if err := x.Update(b.Ctx, e); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"jeff@contoso.com", "000501"})
-	if err := x.Delete(b.ctx, "Sales", "000501", nil); !errors.Is(err, errCrash) {
+	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: "000501"}); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales")
 }
 
@@ -249,19 +251,19 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 func TestInterPromptEnqueueFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, safety, byEmail)
 	w := b.worker(t, name, x)
 	var enqueues atomic.Int32
-	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "refuse prompt", Action: faultproxy.Respond(403, "AuthorizationFailure"),
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "refuse prompt", Action: faultproxy.Respond(403, "AuthorizationFailure"),
 		Match: func(r *http.Request) bool { return faultproxy.IsEnqueue(r) && enqueues.Add(1) == 2 }})
-	if err := x.Insert(b.ctx, iemp(502, "Jun", "Cao", "junc@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, iemp(502, "Jun", "Cao", "junc@contoso.com")); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
-	if b.proxies.Queue.Fired("refuse prompt") != 1 {
+	if b.Proxies.Queue.Fired("refuse prompt") != 1 {
 		t.Fatal("the prompt enqueue was not refused")
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"junc@contoso.com", "000502"})
 }
 
@@ -270,14 +272,14 @@ func TestInterPromptEnqueueFails(t *testing.T) {
 func TestInterCrashBetweenEnqueueAndPrimaryWrite(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, safety, byEmail)
 	w := b.worker(t, name, x)
-	b.proxies.Table.AddRule(faultproxy.Rule{Name: "refuse write", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.Respond(403, "AuthorizationFailure")})
-	if err := x.Insert(b.ctx, iemp(503, "Ken", "Kwok", "kenk@contoso.com")); err == nil {
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "refuse write", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.Respond(403, "AuthorizationFailure")})
+	if err := x.Insert(b.Ctx, iemp(503, "Ken", "Kwok", "kenk@contoso.com")); err == nil {
 		t.Fatal("insert succeeded through a refused write")
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales")
 	if got := b.rows(t, "Sales"); len(got) != 0 {
 		t.Fatalf("primary rows %q", got)
@@ -288,20 +290,20 @@ func TestInterCrashBetweenEnqueueAndPrimaryWrite(t *testing.T) {
 func TestInterReconcileStoppedBetweenSteps(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail, byLast)
 	for i, stop := range []string{"read", "index email done", "index last done"} {
 		id := 600 + i
 		rk := fmt.Sprintf("%06d", id)
 		e := iemp(id, "F", "Old", fmt.Sprintf("old%d@contoso.com", i))
-		if err := x.Insert(b.ctx, e); err != nil {
+		if err := x.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		if err := x.Reconcile(b.ctx, "Sales", rk); err != nil {
+		if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
 			t.Fatal(err)
 		}
 		e.Email, e.LastName = fmt.Sprintf("new%d@contoso.com", i), "New"
-		if err := x.Update(b.ctx, e, nil); err != nil {
+		if err := x.Update(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		secondaryindex.SetTestHook(x, func(stage string) error {
@@ -310,11 +312,11 @@ func TestInterReconcileStoppedBetweenSteps(t *testing.T) {
 			}
 			return nil
 		})
-		if err := x.Reconcile(b.ctx, "Sales", rk); !errors.Is(err, errCrash) {
+		if err := x.Reconcile(b.Ctx, "Sales", rk); !errors.Is(err, errCrash) {
 			t.Fatalf("%s: %v", stop, err)
 		}
 		secondaryindex.SetTestHook(x, nil)
-		if err := x.Reconcile(b.ctx, "Sales", rk); err != nil {
+		if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -327,7 +329,7 @@ func TestInterReconcileStoppedBetweenSteps(t *testing.T) {
 func TestInterStaleReconcilerStartsOver(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	for _, reconciledFirst := range []bool{false, true} {
 		id := 700
@@ -336,15 +338,15 @@ func TestInterStaleReconcilerStartsOver(t *testing.T) {
 		}
 		rk := fmt.Sprintf("%06d", id)
 		e := iemp(id, "F", "L", "a@contoso.com")
-		if err := x.Insert(b.ctx, e); err != nil {
+		if err := x.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 		if reconciledFirst {
-			if err := x.Reconcile(b.ctx, "Sales", rk); err != nil {
+			if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
 				t.Fatal(err)
 			}
 			e.Email = "b@contoso.com"
-			if err := x.Update(b.ctx, e, nil); err != nil {
+			if err := x.Update(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -356,12 +358,12 @@ func TestInterStaleReconcilerStartsOver(t *testing.T) {
 			// The slow reconciler has read; meanwhile the employee changes and a fast
 			// reconciler runs to completion.
 			e.Email = "c@contoso.com"
-			if err := x.Update(b.ctx, e, nil); err != nil {
+			if err := x.Update(b.Ctx, e); err != nil {
 				return err
 			}
-			return x.Reconcile(b.ctx, "Sales", rk)
+			return x.Reconcile(b.Ctx, "Sales", rk)
 		})
-		if err := x.Reconcile(b.ctx, "Sales", rk); err != nil {
+		if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
 			t.Fatal(err)
 		}
 		secondaryindex.SetTestHook(x, nil)
@@ -380,10 +382,10 @@ func TestInterStaleReconcilerStartsOver(t *testing.T) {
 func TestInterConcurrentReconciles(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	e := iemp(801, "F", "L", "v0@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -393,7 +395,7 @@ func TestInterConcurrentReconciles(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				if err := x.Reconcile(b.ctx, "Sales", "000801"); err != nil {
+				if err := x.Reconcile(b.Ctx, "Sales", "000801"); err != nil {
 					errs <- err
 				}
 			}
@@ -401,7 +403,7 @@ func TestInterConcurrentReconciles(t *testing.T) {
 	}
 	for i := 1; i <= 6; i++ {
 		e.Email = fmt.Sprintf("v%d@contoso.com", i)
-		if err := x.Update(b.ctx, e, &repo.UpdateOptions{Unconditional: true}); err != nil {
+		if err := x.Update(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -411,7 +413,7 @@ func TestInterConcurrentReconciles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The message of the last write.
-	if err := x.Reconcile(b.ctx, "Sales", "000801"); err != nil {
+	if err := x.Reconcile(b.Ctx, "Sales", "000801"); err != nil {
 		t.Fatal(err)
 	}
 	b.expect(t, "email_Sales", [2]string{"v6@contoso.com", "000801"})
@@ -422,28 +424,28 @@ func TestInterConcurrentReconciles(t *testing.T) {
 func TestInterVerifiedReads(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	w := b.worker(t, name, x)
 	e := iemp(901, "Don", "Hall", "donh@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	// The primary changes around the index: its copy is now stale.
 	e.Email = "don.hall@contoso.com"
-	if err := x.Primary().Update(b.ctx, e, nil); err != nil {
+	if err := x.Table().Update(b.Ctx, e, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := collect(t, x.Find(b.ctx, "Sales", "email", "donh@contoso.com", nil)); len(got) != 1 {
+	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "donh@contoso.com", nil)); len(got) != 1 {
 		t.Fatalf("unverified: %d hits", len(got))
 	}
-	if got := collect(t, x.Find(b.ctx, "Sales", "email", "donh@contoso.com", &secondaryindex.ReadOptions{Verify: true})); len(got) != 0 {
+	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "donh@contoso.com", &secondaryindex.ReadOptions{Verify: true})); len(got) != 0 {
 		t.Fatalf("verified read returned a stale hit: %+v", got)
 	}
-	drain(t, w) // the read repair
+	testbed.Drain(t, w) // the read repair
 	b.expect(t, "email_Sales", [2]string{"don.hall@contoso.com", "000901"})
-	got, err := x.Lookup(b.ctx, "Sales", "email", "don.hall@contoso.com", &secondaryindex.ReadOptions{Verify: true})
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "don.hall@contoso.com")
 	if err != nil || got.Age != e.Age || got.ETag != e.ETag {
 		t.Fatalf("verified lookup: %+v %v (want ETag %s)", got, err, e.ETag)
 	}
@@ -453,21 +455,21 @@ func TestInterVerifiedReads(t *testing.T) {
 func TestInterCopiesInAnotherTable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.queue(t)
-	other := b.table + "Idx"
+	q, name := b.Queue()
+	other := b.Table + "Idx"
 	ix := byEmail
 	ix.Table = other
 	x := b.inter(t, q, -1, ix)
-	if err := x.CreateIfNotExists(b.ctx); err != nil {
+	if err := x.CreateIfNotExists(b.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = testenv.TableService(t).DeleteTable(t.Context(), other, nil) })
 	w := b.worker(t, name, x)
-	if err := x.Insert(b.ctx, iemp(1001, "A", "B", "ab@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, iemp(1001, "A", "B", "ab@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
-	got, err := x.Lookup(b.ctx, "Sales", "email", "ab@contoso.com", &secondaryindex.ReadOptions{Verify: true})
+	testbed.Drain(t, w)
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "ab@contoso.com")
 	if err != nil || got.EmployeeID != "001001" {
 		t.Fatalf("%+v %v", got, err)
 	}
@@ -481,20 +483,20 @@ func TestInterCopiesInAnotherTable(t *testing.T) {
 func TestInterUnindexableValueIsPoisoned(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.queue(t)
+	q, name := b.Queue()
 	x := b.inter(t, q, -1, byEmail, byLast)
 	w := b.worker(t, name, x)
 	e := iemp(1101, "A", "Hall", "a#b@contoso.com")
-	if err := x.Primary().Insert(b.ctx, e); err != nil {
+	if err := x.Table().Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Notify(b.ctx, "Sales", "001101"); err != nil {
+	if err := x.Notify(b.Ctx, "Sales", "001101"); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "last_Sales", [2]string{"Hall", "001101"})
 	b.expect(t, "email_Sales")
-	poison, err := queueworker.PeekPoison(b.ctx, w.PoisonQueue(), 5)
+	poison, err := queueworker.PeekPoison(b.Ctx, w.PoisonQueue(), 5)
 	if err != nil || len(poison) != 1 || !strings.Contains(poison[0].Error, `index "email"`) {
 		t.Fatalf("poison %+v %v", poison, err)
 	}
@@ -504,22 +506,22 @@ func TestInterUnindexableValueIsPoisoned(t *testing.T) {
 func TestInterInvalidInputSendsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, safety, byEmail)
-	tm, qm := b.proxies.Table.Count(), b.proxies.Queue.Count()
+	tm, qm := b.Proxies.Table.Count(), b.Proxies.Queue.Count()
 	cases := map[string]func() error{
-		"unindexable value": func() error { return x.Insert(b.ctx, iemp(1, "A", "B", "a/b@contoso.com")) },
-		"nil":               func() error { return x.Update(b.ctx, nil, nil) },
-		"empty partition":   func() error { return x.Upsert(b.ctx, &Employee{RowKey: "1"}, nil) },
-		"bad key":           func() error { return x.Delete(b.ctx, "Sales", "a?b", nil) },
-		"notify bad key":    func() error { return x.Notify(b.ctx, "", "1") },
-		"reconcile bad key": func() error { return x.Reconcile(b.ctx, "Sales", "a#b") },
+		"unindexable value": func() error { return x.Insert(b.Ctx, iemp(1, "A", "B", "a/b@contoso.com")) },
+		"nil":               func() error { return x.Update(b.Ctx, nil) },
+		"empty partition":   func() error { return x.Upsert(b.Ctx, &Employee{RowKey: "1"}) },
+		"bad key":           func() error { return x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: "a?b"}) },
+		"notify bad key":    func() error { return x.Notify(b.Ctx, "", "1") },
+		"reconcile bad key": func() error { return x.Reconcile(b.Ctx, "Sales", "a#b") },
 		"unknown index": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "phone", "1", nil)
+			_, err := x.Lookup(b.Ctx, "Sales", "phone", "1")
 			return err
 		},
 		"empty value": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "email", "", nil)
+			_, err := x.Lookup(b.Ctx, "Sales", "email", "")
 			return err
 		},
 	}
@@ -528,14 +530,17 @@ func TestInterInvalidInputSendsNothing(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
-	if n, m := requestsTo(b.proxies.Table, tm), requestsTo(b.proxies.Queue, qm); n != 0 || m != 0 {
+	if n, m := requestsTo(b.Proxies.Table, tm), requestsTo(b.Proxies.Queue, qm); n != 0 || m != 0 {
 		t.Fatalf("%d table and %d queue requests sent for refused input", n, m)
 	}
-	for name, o := range map[string]*secondaryindex.InterOptions{
-		"no queue":     {},
-		"short safety": {Queue: q, SafetyDelay: time.Second},
+	for name, c := range map[string]struct {
+		q *queueworker.Client
+		o *secondaryindex.InterOptions
+	}{
+		"no queue":     {nil, nil},
+		"short safety": {q, &secondaryindex.InterOptions{SafetyDelay: time.Second}},
 	} {
-		if _, err := secondaryindex.NewInter(b.clients.Tables, b.table, []secondaryindex.Index[Employee]{byEmail}, o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := secondaryindex.NewInter(b.Clients.Tables, b.Table, c.q, []secondaryindex.Index[Employee]{byEmail}, c.o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

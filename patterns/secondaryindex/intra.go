@@ -7,8 +7,6 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -47,21 +45,38 @@ func (x *Intra[T]) submitted(ctx context.Context, p *plan) ([]string, error) {
 	return etags, err
 }
 
+// IntraOptions configures an Intra. nil means the zero value, whose every field is its
+// documented default.
+type IntraOptions struct {
+	// Conflict is the backoff of a write without an ETag that starts over because a
+	// concurrent writer moved the entity between its read and its transaction. Zero fields
+	// take retry.Conflict()'s values; its Logger defaults to the table's.
+	Conflict retry.Policy
+}
+
 // NewIntra returns the intra-partition indexes of T in table: primary identifies each
-// entity (unique, never empty, every property) and each of secondary adds a copy. It sends
-// nothing.
+// entity (unique, never empty, every property) and each of secondary adds a copy. The
+// copies live in table, next to the entities; the logger is the table's. It sends nothing.
 //
-// Errors: ErrInvalidInput (nothing sent) for a bad table name, options or index (a name
-// that is empty, too long, not letters and digits, or used twice; a nil Value; an unknown
-// property; Properties or AllowDuplicates on the primary; Table set), or when an update
-// could need more actions than one transaction holds (1 + 2 per secondary index, at most
-// repo.MaxTransactionActions), or Properties on an index of a type with encrypted fields.
-func NewIntra[T any](svc *aztables.ServiceClient, table string, primary Index[T], secondary []Index[T], opts *repo.Options) (*Intra[T], error) {
-	rows, err := repo.New[T](svc, table, opts)
-	if err != nil {
+// Errors: errs.ErrInvalidInput (nothing sent) for a nil table, bad options or a bad index (a
+// name that is empty, too long, not letters and digits, or used twice; a nil Value; an
+// unknown property; Properties or AllowDuplicates on the primary; Table set), or when an
+// update could need more actions than one transaction holds (1 + 2 per secondary index,
+// at most repo.MaxTransactionActions), or Properties on an index of a type with encrypted
+// fields.
+func NewIntra[T any](table *repo.Table[T], primary Index[T], secondary []Index[T], opts *IntraOptions) (*Intra[T], error) {
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	var o IntraOptions
+	if opts != nil {
+		o = *opts
+	}
+	conflict := o.Conflict.Or(retry.Policy{Logger: table.Logger()}.Or(retry.Conflict()))
+	if err := conflict.Validate(); err != nil {
 		return nil, err
 	}
-	dyn, err := repo.New[codec.Entity](svc, table, opts)
+	dyn, err := repo.OfType[codec.Entity](table)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +86,7 @@ func NewIntra[T any](svc *aztables.ServiceClient, table string, primary Index[T]
 	if n := 1 + 2*len(secondary); n > repo.MaxTransactionActions {
 		return nil, errs.TooLarge("secondary indexes", "an update may delete and insert one copy per index in one transaction", n, repo.MaxTransactionActions)
 	}
-	x := &Intra[T]{rows: rows, dyn: dyn, c: rows.Codec(), named: map[string]*index[T]{}, retry: policy(opts)}
+	x := &Intra[T]{rows: table, dyn: dyn, c: table.Codec(), named: map[string]*index[T]{}, retry: conflict}
 	seen := map[string]bool{}
 	for _, spec := range append([]Index[T]{primary}, secondary...) {
 		if spec.Table != "" {
@@ -86,6 +101,15 @@ func NewIntra[T any](svc *aztables.ServiceClient, table string, primary Index[T]
 	}
 	return x, nil
 }
+
+// Table returns the repository of the table that holds the entities and their copies,
+// for reads. Writing through it bypasses the indexes.
+func (x *Intra[T]) Table() *repo.Table[T] { return x.rows }
+
+// DeleteTable deletes the table, with every entity and copy (see repo.Table.DeleteTable).
+//
+// Errors: as repo.Table.DeleteTable.
+func (x *Intra[T]) DeleteTable(ctx context.Context) error { return x.rows.DeleteTable(ctx) }
 
 // Name returns the table's name.
 func (x *Intra[T]) Name() string { return x.rows.Name() }
@@ -176,10 +200,10 @@ func (p *plan) add(a repo.Action, s step) {
 // value, all in one entity group transaction, so that either every copy is written or
 // none. On success v's ETag field holds the primary copy's ETag.
 //
-// Errors: repo.ErrAlreadyExists (an entity with v's primary value exists),
+// Errors: errs.ErrAlreadyExists (an entity with v's primary value exists),
 // *UniqueViolationError (a unique index already holds one of v's values; nothing written),
-// ErrInvalidInput (a value that cannot be part of a key, a key or entity over a limit;
-// nothing sent), repo.ErrTransient, *repo.Error.
+// errs.ErrInvalidInput (a value that cannot be part of a key, a key or entity over a limit;
+// nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Insert(ctx context.Context, v *T) error {
 	pk, ks, err := x.keysOf(v)
 	if err != nil {
@@ -228,14 +252,14 @@ func (x *Intra[T]) insertPlan(v *T, pk string, ks []string) (*plan, error) {
 // The update is a read (the stored primary copy, for the old values) and a transaction
 // conditional on what was read. When v carries an ETag (it was read by Get, Lookup, Find,
 // Range or Prefix, or written by this Intra), the update is optimistic: it fails with
-// repo.ErrPreconditionFailed if the entity changed since, whichever copy v was read from.
+// errs.ErrPreconditionFailed if the entity changed since, whichever copy v was read from.
 // Without an ETag it is last-writer-wins: a concurrent change makes it read again and
 // retry with the jittered backoff. A value read from an index whose copies carry only some
 // properties is refused (it would erase the others). On success v's ETag field holds the
 // primary copy's new ETag.
 //
-// Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, *UniqueViolationError (nothing
-// written), ErrInvalidInput (nothing sent), repo.ErrTransient (also when concurrent
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, *UniqueViolationError (nothing
+// written), errs.ErrInvalidInput (nothing sent), errs.ErrTransient (also when concurrent
 // writers kept winning until the retry policy gave up), *repo.Error.
 func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpdate)
@@ -245,8 +269,8 @@ func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 // unconditionally (last writer wins), writing every copy in one transaction as Insert and
 // Update do. On success v's ETag field holds the primary copy's new ETag.
 //
-// Errors: *UniqueViolationError (nothing written), ErrInvalidInput (nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors: *UniqueViolationError (nothing written), errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpsert)
 }
@@ -255,8 +279,8 @@ func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 // it, in one transaction. Only those two fields of v are needed; if v also carries an
 // ETag (see Update), the delete is conditional on it.
 //
-// Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, ErrInvalidInput (nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Delete(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opDelete)
 }
@@ -300,15 +324,15 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 	}
 	missing := map[string]bool{} // copies found already gone: not deleted again
-	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0], Retryable: isRetry}
-	return retry.Do(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0]}
+	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
 		if errors.Is(err, repo.ErrNotFound) && o == opUpsert {
 			p, err := x.insertPlan(v, pk, ks)
 			if err != nil {
 				return err
 			}
-			err = x.submit(ctx, p, v, pk, missing)
+			err = x.submit(ctx, p, o, v, pk, missing)
 			if errors.Is(err, repo.ErrOutcomeUnknown) {
 				return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
 			}
@@ -321,7 +345,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		if err != nil {
 			return fmt.Errorf("secondaryindex: the stored entity %s/%s has a value that cannot be indexed: %w", pk, ks[0], err)
 		}
-		gi, err := x.guard(&cur, old, guardRK, guardETag)
+		gi, err := x.guard(&cur, o, pk, old, guardRK, guardETag)
 		if err != nil {
 			return err
 		}
@@ -329,7 +353,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		if err != nil {
 			return err
 		}
-		err = x.submit(ctx, p, v, pk, missing)
+		err = x.submit(ctx, p, o, v, pk, missing)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
 		}
@@ -338,18 +362,18 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 }
 
 // outcomeUnknown decides what a change whose transaction may or may not have been applied
-// (repo.ErrOutcomeUnknown) does, from a fresh read: the transaction is atomic, so the
+// (errs.ErrOutcomeUnknown) does, from a fresh read: the transaction is atomic, so the
 // primary copy shows whether every copy changed with it. Without a caller's ETag the
 // change reads again and decides again (rewriting v, or finding it deleted, is the state
 // asked for); with one, a change that may be this call's cannot be told from another
-// writer's, and err is returned (never ErrPreconditionFailed for a write that may have
+// writer's, and err is returned (never errs.ErrPreconditionFailed for a write that may have
 // landed).
 func (x *Intra[T]) outcomeUnknown(ctx context.Context, err error, o changeOp, pk, rk, guardETag string) error {
 	if guardETag != "" {
 		return err
 	}
 	if o != opDelete {
-		return again(err)
+		return retry.Again(err)
 	}
 	switch _, gerr := x.rows.Get(ctx, pk, rk); {
 	case errors.Is(gerr, repo.ErrNotFound):
@@ -357,7 +381,7 @@ func (x *Intra[T]) outcomeUnknown(ctx context.Context, err error, o changeOp, pk
 	case gerr != nil:
 		return errors.Join(err, gerr)
 	}
-	return again(err) // still there: not applied
+	return retry.Again(err) // still there: not applied
 }
 
 // partialIndexOf returns the index whose copies carry some properties only and whose key
@@ -376,7 +400,7 @@ func (x *Intra[T]) partialIndexOf(rk string) *index[T] {
 // guard finds which stored copy the caller's ETag belongs to: -1 when there is no ETag,
 // 0 when it is the primary's, i for the copy of index i the caller read. An ETag that
 // matches none of the current copies means the entity changed since it was read.
-func (x *Intra[T]) guard(cur *T, old []string, guardRK, guardETag string) (int, error) {
+func (x *Intra[T]) guard(cur *T, o changeOp, pk string, old []string, guardRK, guardETag string) (int, error) {
 	if guardETag == "" {
 		return -1, nil
 	}
@@ -388,16 +412,20 @@ func (x *Intra[T]) guard(cur *T, old []string, guardRK, guardETag string) (int, 
 			return i, nil
 		}
 	}
-	return 0, x.stale(guardRK, errors.New("the copy it was read from no longer exists"))
+	return 0, x.stale(o, pk, old[0], nil)
 }
 
-// stale is the error of a write whose caller's ETag no longer matches the entity.
-func (x *Intra[T]) stale(rk string, err error) error {
+// stale is the error of a write whose caller's ETag no longer matches the entity of
+// partition pk whose primary copy is rk: another writer changed (or deleted and wrote
+// again) the entity since it was read. err is the service's answer to the guarded action,
+// if there was one: a 412 is returned as it is; a 404 (the copy the caller read is gone)
+// and a mismatch found by this call's own read become one client-side precondition
+// failure naming the entity's real keys.
+func (x *Intra[T]) stale(o changeOp, pk, rk string, err error) error {
 	if errors.Is(err, repo.ErrPreconditionFailed) {
 		return err
 	}
-	return &errs.ServiceError{Op: "index write", Resource: x.Name(), RowKey: rk, Kind: repo.ErrPreconditionFailed,
-		Err: fmt.Errorf("the entity changed since it was read: %v", err)}
+	return errs.Precondition(o.String(), x.Name(), pk, rk, "the entity's ETag changed since it was read: another writer changed it (read it again and redo the change)")
 }
 
 func (x *Intra[T]) changePlan(v *T, pk string, ks, old []string, curETag string, gi int, guardETag string, o changeOp, missing map[string]bool) (*plan, error) {
@@ -457,7 +485,7 @@ func (x *Intra[T]) changePlan(v *T, pk string, ks, old []string, curETag string,
 
 // submit sends a plan and turns a failed action into the error the caller should see, or
 // into a retry when this call's own read was overtaken.
-func (x *Intra[T]) submit(ctx context.Context, p *plan, v *T, pk string, missing map[string]bool) error {
+func (x *Intra[T]) submit(ctx context.Context, p *plan, o changeOp, v *T, pk string, missing map[string]bool) error {
 	etags, err := x.submitted(ctx, p)
 	if err == nil {
 		if p.del {
@@ -474,19 +502,19 @@ func (x *Intra[T]) submit(ctx context.Context, p *plan, v *T, pk string, missing
 	s := p.steps[ae.Index]
 	switch {
 	case s.guard && (errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)):
-		return x.stale(s.rk, err) // the caller's ETag is stale
+		return x.stale(o, pk, p.steps[0].rk, err) // the caller's ETag is stale
 	case errors.Is(err, repo.ErrPreconditionFailed):
-		return again(err) // our own read is stale
+		return retry.Again(err) // our own read is stale
 	case errors.Is(err, repo.ErrAlreadyExists):
 		if s.kind == stepPut {
 			return x.violation(err, s, v, pk)
 		}
-		return again(err) // the primary was inserted concurrently (Upsert)
+		return retry.Again(err) // the primary was inserted concurrently (Upsert)
 	case errors.Is(err, repo.ErrNotFound):
 		if s.kind == stepDrop {
 			missing[s.rk] = true // already gone: plan without it
 		}
-		return again(err)
+		return retry.Again(err)
 	}
 	return err
 }
@@ -505,23 +533,23 @@ func (x *Intra[T]) explain(err error, p *plan, v *T, pk string) error {
 
 func (x *Intra[T]) violation(err error, s step, v *T, pk string) error {
 	ix := x.all[s.ix]
-	return &UniqueViolationError{Index: ix.Name, PartitionKey: pk, Value: ix.Value(v), Err: err}
+	return &UniqueViolationError{Index: ix.Name, PartitionKey: pk, Value: ix.valueOf(v), Err: err}
 }
 
 // Get reads the entity of partition pk whose primary value is value, with one point query.
 //
-// Errors: repo.ErrNotFound, ErrInvalidInput (nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Get(ctx context.Context, pk, value string) (T, error) {
 	return x.Lookup(ctx, pk, x.all[0].Name, value)
 }
 
 // Lookup reads the entity of partition pk whose value in the unique index named index is
-// value, with one point query on its copy (the guide's
+// value (normalized by the index's Normalize), with one point query on its copy (the guide's
 // "(PartitionKey eq 'Sales') and (RowKey eq 'email_jonesj@contoso.com')"). A copy of an
 // index with Properties has the other fields zero.
 //
-// Errors: repo.ErrNotFound, ErrInvalidInput (an unknown index, an index with duplicates —
-// use Find —, a value no key can hold; nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrInvalidInput (an unknown index, an index with duplicates —
+// use Find —, a value no key can hold; nothing sent), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
 	var zero T
 	ix, err := x.index(index)
@@ -531,8 +559,14 @@ func (x *Intra[T]) Lookup(ctx context.Context, pk, index, value string) (T, erro
 	if ix.AllowDuplicates {
 		return zero, errs.Invalid(fmt.Sprintf("index %q", index), "allows duplicates: use Find")
 	}
+	return x.lookup(ctx, pk, ix, ix.norm(value))
+}
+
+// lookup reads the copy of a normalized value in a unique index.
+func (x *Intra[T]) lookup(ctx context.Context, pk string, ix *index[T], value string) (T, error) {
+	var zero T
 	if value == "" {
-		return zero, errs.Invalid(fmt.Sprintf("index %q", index), "the value is empty: entities without a value have no entry")
+		return zero, errs.Invalid(fmt.Sprintf("index %q", ix.Name), "the value is empty: entities without a value have no entry")
 	}
 	if err := keys.Validate(value); err != nil {
 		return zero, ix.invalid(err)
@@ -549,9 +583,12 @@ func (x *Intra[T]) Lookup(ctx context.Context, pk, index, value string) (T, erro
 // value order).
 //
 // Errors (yielded): as Lookup, except that no match yields nothing rather than
-// repo.ErrNotFound.
+// errs.ErrNotFound.
 func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
 	ix, err := x.index(index)
+	if err == nil {
+		value = ix.norm(value)
+	}
 	if err == nil && value == "" {
 		err = errs.Invalid(fmt.Sprintf("index %q", index), "the value is empty: entities without a value have no entry")
 	}
@@ -565,7 +602,7 @@ func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[
 	}
 	if !ix.AllowDuplicates {
 		return func(yield func(T, error) bool) {
-			v, err := x.Lookup(ctx, pk, index, value)
+			v, err := x.lookup(ctx, pk, ix, value)
 			if errors.Is(err, repo.ErrNotFound) {
 				return
 			}
@@ -581,14 +618,14 @@ func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[
 // the index's order, with one range query (one request per 1,000 entities). An empty from
 // or to leaves that end open. Pad numbers (keys.Pad) so that their order is numeric.
 //
-// Errors (yielded): ErrInvalidInput (unknown index; nothing sent), repo.ErrTransient,
+// Errors (yielded): errs.ErrInvalidInput (unknown index; nothing sent), errs.ErrTransient,
 // *repo.Error.
 func (x *Intra[T]) Range(ctx context.Context, pk, index, from, to string) iter.Seq2[T, error] {
 	ix, err := x.index(index)
 	if err != nil {
 		return fail[T](err)
 	}
-	lo, hi := ix.intraBounds(from, to)
+	lo, hi := ix.intraBounds(ix.norm(from), ix.norm(to))
 	return x.rows.Query(ctx, repo.Query{Filter: filter.RowKeyRange(pk, lo, hi)})
 }
 
@@ -602,7 +639,7 @@ func (x *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Se
 	if err != nil {
 		return fail[T](err)
 	}
-	p := prefix
+	p := ix.norm(prefix)
 	if ix.AllowDuplicates {
 		p = keys.Join(prefix)
 	}
@@ -624,7 +661,7 @@ func (x *Intra[T]) index(name string) (*index[T], error) {
 // since every write is an idempotent upsert. On success each item's ETag field holds its
 // primary copy's ETag.
 //
-// Errors: ErrInvalidInput (nothing sent), a *repo.BulkError with one slot per item (the
+// Errors: errs.ErrInvalidInput (nothing sent), a *repo.BulkError with one slot per item (the
 // first failure among its copies), ctx errors.
 func (x *Intra[T]) Backfill(ctx context.Context, items []*T) error {
 	var copies []*codec.Entity
@@ -644,7 +681,7 @@ func (x *Intra[T]) Backfill(ctx context.Context, items []*T) error {
 				if i == 0 {
 					return errs.Invalid(fmt.Sprintf("index %q", x.all[0].Name), "items %d and %d have the same primary value", m, n)
 				}
-				return errs.Invalid(fmt.Sprintf("index %q", x.all[i].Name), "items %d and %d hold the value %q of a unique index", m, n, x.all[i].Value(v))
+				return errs.Invalid(fmt.Sprintf("index %q", x.all[i].Name), "items %d and %d hold the value %q of a unique index", m, n, x.all[i].valueOf(v))
 			}
 			seen[[2]string{pk, rk}] = n
 			e, err := x.copyOf(v, pk, i, rk)

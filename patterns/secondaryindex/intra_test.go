@@ -12,6 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -23,7 +24,7 @@ func TestIntraLayoutAndPointLookups(t *testing.T) {
 	b := setup(t, true)
 	x := b.intra(t, byEmail)
 	jones := emp(223, "Jun", "Jones", "jonesj@contoso.com")
-	if err := x.Insert(b.ctx, jones); err != nil {
+	if err := x.Insert(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	if jones.ETag == "" {
@@ -37,24 +38,24 @@ func TestIntraLayoutAndPointLookups(t *testing.T) {
 		t.Fatalf("copies: %v / %v", full.Properties, partial.Properties)
 	}
 
-	mark := b.proxies.Table.Count()
-	got, err := x.Lookup(b.ctx, "Sales", "email", "jonesj@contoso.com")
+	mark := b.Proxies.Table.Count()
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "jonesj@contoso.com")
 	if err != nil || got.EmployeeID != "000223" || got.RowKey != "email_jonesj@contoso.com" || got.Age != 0 {
 		t.Fatalf("lookup by email: %+v, %v", got, err)
 	}
-	got, err = x.Get(b.ctx, "Sales", "000223")
+	got, err = x.Get(b.Ctx, "Sales", "000223")
 	if err != nil || got.Email != "jonesj@contoso.com" || got.Age != 43 || got.ETag != jones.ETag {
 		t.Fatalf("get by id: %+v, %v", got, err)
 	}
-	for _, r := range b.proxies.Table.Requests()[mark:] {
+	for _, r := range b.Proxies.Table.Requests()[mark:] {
 		if r.Method != "GET" || !strings.Contains(r.Path, "PartitionKey=") {
 			t.Fatalf("lookup sent %s %s %s, want point reads only", r.Method, r.Path, r.RawQuery)
 		}
 	}
-	if n := requestsTo(b.proxies.Table, mark); n != 2 {
+	if n := requestsTo(b.Proxies.Table, mark); n != 2 {
 		t.Fatalf("two lookups sent %d requests", n)
 	}
-	if _, err := x.Lookup(b.ctx, "Sales", "email", "nobody@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := x.Lookup(b.Ctx, "Sales", "email", "nobody@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("lookup of an absent value: %v", err)
 	}
 }
@@ -65,12 +66,12 @@ func TestIntraUniqueViolationIsAtomic(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	x := b.intra(t, byEmail, byLast)
-	if err := x.Insert(b.ctx, emp(1, "Don", "Hall", "donh@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, emp(1, "Don", "Hall", "donh@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
 	before := b.rows(t, "Sales")
 
-	err := x.Insert(b.ctx, emp(2, "Dan", "Hall", "donh@contoso.com"))
+	err := x.Insert(b.Ctx, emp(2, "Dan", "Hall", "donh@contoso.com"))
 	var uv *secondaryindex.UniqueViolationError
 	if !errors.As(err, &uv) || uv.Index != "email" || uv.Value != "donh@contoso.com" || !errors.Is(err, secondaryindex.ErrUniqueViolation) || !errors.Is(err, repo.ErrAlreadyExists) {
 		t.Fatalf("insert with a taken email: %v", err)
@@ -81,23 +82,23 @@ func TestIntraUniqueViolationIsAtomic(t *testing.T) {
 
 	// The same through an update: the second employee exists, then takes the first's email.
 	ken := emp(3, "Ken", "Kwok", "kenk@contoso.com")
-	if err := x.Insert(b.ctx, ken); err != nil {
+	if err := x.Insert(b.Ctx, ken); err != nil {
 		t.Fatal(err)
 	}
 	before = b.rows(t, "Sales")
 	ken.Email, ken.LastName = "donh@contoso.com", "Hall"
-	if err := x.Update(b.ctx, ken); !errors.As(err, &uv) || uv.Index != "email" {
+	if err := x.Update(b.Ctx, ken); !errors.As(err, &uv) || uv.Index != "email" {
 		t.Fatalf("update to a taken email: %v", err)
 	}
 	if got := b.rows(t, "Sales"); !slices.Equal(got, before) {
 		t.Fatalf("a failed update changed rows: %q, before %q", got, before)
 	}
-	got, err := x.Get(b.ctx, "Sales", "000003")
+	got, err := x.Get(b.Ctx, "Sales", "000003")
 	if err != nil || got.LastName != "Kwok" || got.Email != "kenk@contoso.com" {
 		t.Fatalf("after the failed update: %+v %v", got, err)
 	}
 	// An existing primary value is ErrAlreadyExists, not a unique violation of a secondary.
-	if err := x.Insert(b.ctx, emp(3, "Ken", "Kwok", "other@contoso.com")); !errors.Is(err, repo.ErrAlreadyExists) || errors.As(err, &uv) {
+	if err := x.Insert(b.Ctx, emp(3, "Ken", "Kwok", "other@contoso.com")); !errors.Is(err, repo.ErrAlreadyExists) || errors.As(err, &uv) {
 		t.Fatalf("insert of an existing id: %v", err)
 	}
 }
@@ -109,16 +110,16 @@ func TestIntraUpdateMovesCopies(t *testing.T) {
 	b := setup(t, true)
 	x := b.intra(t, byEmail, byLast)
 	e := emp(5, "Jun", "Cao", "junc@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	e.Email, e.Age = "jun.cao@contoso.com", 48
-	mark := b.proxies.Table.Count()
-	if err := x.Update(b.ctx, e); err != nil {
+	mark := b.Proxies.Table.Count()
+	if err := x.Update(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	// One read of the primary copy, one transaction.
-	if n := requestsTo(b.proxies.Table, mark); n != 2 {
+	if n := requestsTo(b.Proxies.Table, mark); n != 2 {
 		t.Fatalf("update sent %d requests, want 2", n)
 	}
 	want := []string{"email_jun.cao@contoso.com", "empid_000005", "last_" + interKey("Cao", "000005")}
@@ -130,31 +131,31 @@ func TestIntraUpdateMovesCopies(t *testing.T) {
 	}
 	// Removing a value removes the copy; giving one back adds it.
 	e.Email = ""
-	if err := x.Update(b.ctx, e); err != nil {
+	if err := x.Update(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.rows(t, "Sales"); !slices.Equal(got, want[1:]) {
 		t.Fatalf("rows after clearing the email: %q", got)
 	}
 	e.Email = "c@contoso.com"
-	if err := x.Upsert(b.ctx, e); err != nil {
+	if err := x.Upsert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	if b.row(t, "Sales", "email_c@contoso.com") == nil {
 		t.Fatal("upsert did not add the email copy")
 	}
 	// Delete removes every copy.
-	if err := x.Delete(b.ctx, &Employee{Department: "Sales", EmployeeID: "000005"}); err != nil {
+	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", EmployeeID: "000005"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.rows(t, "Sales"); len(got) != 0 {
 		t.Fatalf("rows after delete: %q", got)
 	}
-	if err := x.Delete(b.ctx, &Employee{Department: "Sales", EmployeeID: "000005"}); !errors.Is(err, repo.ErrNotFound) {
+	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", EmployeeID: "000005"}); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("delete of a deleted entity: %v", err)
 	}
 	// Upsert of a new entity inserts it.
-	if err := x.Upsert(b.ctx, emp(6, "A", "B", "ab@contoso.com")); err != nil {
+	if err := x.Upsert(b.Ctx, emp(6, "A", "B", "ab@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
 	if len(b.rows(t, "Sales")) != 3 {
@@ -170,49 +171,49 @@ func TestIntraOptimisticConcurrency(t *testing.T) {
 	b := setup(t, false)
 	byLastFull := byLast
 	x := b.intra(t, byEmail, byLastFull)
-	if err := x.Insert(b.ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	viaLast := collect(t, x.Find(b.ctx, "Sales", "last", "Kwok"))
-	viaID, err := x.Get(b.ctx, "Sales", "000007")
+	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok"))
+	viaID, err := x.Get(b.Ctx, "Sales", "000007")
 	if err != nil || len(viaLast) != 1 {
 		t.Fatal(len(viaLast), err)
 	}
 	a, c := viaLast[0], viaID
 	a.Age = 30
-	if err := x.Update(b.ctx, &a); err != nil {
+	if err := x.Update(b.Ctx, &a); err != nil {
 		t.Fatalf("update from the copy it was read through: %v", err)
 	}
 	c.FirstName = "Kenneth"
-	if err := x.Update(b.ctx, &c); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := x.Update(b.Ctx, &c); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale update: %v, want ErrPreconditionFailed", err)
 	}
 	// The written value's ETag is current again: a second update from it succeeds.
 	a.Age = 31
-	if err := x.Update(b.ctx, &a); err != nil {
+	if err := x.Update(b.Ctx, &a); err != nil {
 		t.Fatalf("update after update: %v", err)
 	}
 	// A change of the indexed value through the copy it was read from.
 	a.LastName = "Kwoh"
-	if err := x.Update(b.ctx, &a); err != nil {
+	if err := x.Update(b.Ctx, &a); err != nil {
 		t.Fatal(err)
 	}
 	// A stale delete is refused too.
-	if err := x.Delete(b.ctx, &viaLast[0]); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := x.Delete(b.Ctx, &viaLast[0]); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale delete: %v", err)
 	}
 	// Without an ETag: last writer wins.
 	noTag := emp(7, "K", "Kwok", "kenk@contoso.com")
-	if err := x.Update(b.ctx, noTag); err != nil {
+	if err := x.Update(b.Ctx, noTag); err != nil {
 		t.Fatal(err)
 	}
 	// Partial copies cannot be written back.
-	partial, err := x.Lookup(b.ctx, "Sales", "email", "kenk@contoso.com")
+	partial, err := x.Lookup(b.Ctx, "Sales", "email", "kenk@contoso.com")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mark := len(b.rows(t, "Sales"))
-	if err := x.Update(b.ctx, &partial); !errors.Is(err, repo.ErrInvalidInput) {
+	if err := x.Update(b.Ctx, &partial); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("update from a partial copy: %v", err)
 	}
 	if len(b.rows(t, "Sales")) != mark {
@@ -226,7 +227,7 @@ func TestIntraConcurrentWritersKeepCopiesConsistent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	x := b.intra(t, byEmail, byLast)
-	if err := x.Insert(b.ctx, emp(9, "W", "L0", "w0@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, emp(9, "W", "L0", "w0@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
 	const writers = 12
@@ -238,7 +239,7 @@ func TestIntraConcurrentWritersKeepCopiesConsistent(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 3; i++ {
 				e := emp(9, "W", fmt.Sprintf("L%d", w), fmt.Sprintf("w%d.%d@contoso.com", w, i))
-				if err := x.Update(b.ctx, e); err != nil {
+				if err := x.Update(b.Ctx, e); err != nil {
 					errs <- err
 					return
 				}
@@ -250,7 +251,7 @@ func TestIntraConcurrentWritersKeepCopiesConsistent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	cur, err := x.Get(b.ctx, "Sales", "000009")
+	cur, err := x.Get(b.Ctx, "Sales", "000009")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestIntraRangeAndPrefixInIndexOrder(t *testing.T) {
 		emp(42, "Ann", "Jones_Smith", "ann@contoso.com"),
 	}
 	for _, p := range people {
-		if err := x.Insert(b.ctx, p); err != nil {
+		if err := x.Insert(b.Ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -285,16 +286,16 @@ func TestIntraRangeAndPrefixInIndexOrder(t *testing.T) {
 		}
 	}
 	// The guide's "employee ids 000100 to 000199".
-	check("empid range", collect(t, x.Range(b.ctx, "Sales", "empid", "000100", "000200")), "000100,000150,000199")
+	check("empid range", collect(t, x.Range(b.Ctx, "Sales", "empid", "000100", "000200")), "000100,000150,000199")
 	// The guide's "emails starting with a": in email order.
-	check("email prefix a", collect(t, x.Prefix(b.ctx, "Sales", "email", "a")), "000200,000150,000042")
-	check("email from b", collect(t, x.Range(b.ctx, "Sales", "email", "b", "")), "000199,000100")
+	check("email prefix a", collect(t, x.Prefix(b.Ctx, "Sales", "email", "a")), "000200,000150,000042")
+	check("email from b", collect(t, x.Range(b.Ctx, "Sales", "email", "b", "")), "000199,000100")
 	// An index with duplicates: all of one value, in id order, and "Jones_Smith" is not a Jones.
-	check("find Jones", collect(t, x.Find(b.ctx, "Sales", "last", "Jones")), "000100,000199")
-	check("last names in order", collect(t, x.Range(b.ctx, "Sales", "last", "", "")), "000200,000100,000199,000042,000150")
-	check("last prefix Jones", collect(t, x.Prefix(b.ctx, "Sales", "last", "Jones")), "000100,000199,000042")
-	check("find unique", collect(t, x.Find(b.ctx, "Sales", "email", "bob@contoso.com")), "000199")
-	check("find unique absent", collect(t, x.Find(b.ctx, "Sales", "email", "x@contoso.com")), "")
+	check("find Jones", collect(t, x.Find(b.Ctx, "Sales", "last", "Jones")), "000100,000199")
+	check("last names in order", collect(t, x.Range(b.Ctx, "Sales", "last", "", "")), "000200,000100,000199,000042,000150")
+	check("last prefix Jones", collect(t, x.Prefix(b.Ctx, "Sales", "last", "Jones")), "000100,000199,000042")
+	check("find unique", collect(t, x.Find(b.Ctx, "Sales", "email", "bob@contoso.com")), "000199")
+	check("find unique absent", collect(t, x.Find(b.Ctx, "Sales", "email", "x@contoso.com")), "")
 }
 
 // Input that no index can hold is refused before any request.
@@ -302,41 +303,41 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	x := b.intra(t, byEmail, byLast)
-	mark := b.proxies.Table.Count()
+	mark := b.Proxies.Table.Count()
 	cases := map[string]func() error{
-		"slash in a unique value":   func() error { return x.Insert(b.ctx, emp(1, "A", "B", "a/b@contoso.com")) },
-		"hash in a duplicate value": func() error { return x.Insert(b.ctx, emp(1, "A", "B#2", "a@contoso.com")) },
-		"empty primary":             func() error { return x.Insert(b.ctx, &Employee{Department: "Sales", Email: "a@contoso.com"}) },
-		"empty partition":           func() error { return x.Insert(b.ctx, &Employee{EmployeeID: "1"}) },
-		"nil":                       func() error { return x.Update(b.ctx, nil) },
-		"value too long":            func() error { return x.Upsert(b.ctx, emp(1, "A", "B", string(make([]byte, 600))+"@x")) },
-		"delete without id":         func() error { return x.Delete(b.ctx, &Employee{Department: "Sales"}) },
+		"slash in a unique value":   func() error { return x.Insert(b.Ctx, emp(1, "A", "B", "a/b@contoso.com")) },
+		"hash in a duplicate value": func() error { return x.Insert(b.Ctx, emp(1, "A", "B#2", "a@contoso.com")) },
+		"empty primary":             func() error { return x.Insert(b.Ctx, &Employee{Department: "Sales", Email: "a@contoso.com"}) },
+		"empty partition":           func() error { return x.Insert(b.Ctx, &Employee{EmployeeID: "1"}) },
+		"nil":                       func() error { return x.Update(b.Ctx, nil) },
+		"value too long":            func() error { return x.Upsert(b.Ctx, emp(1, "A", "B", string(make([]byte, 600))+"@x")) },
+		"delete without id":         func() error { return x.Delete(b.Ctx, &Employee{Department: "Sales"}) },
 		"lookup unknown index": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "phone", "1")
+			_, err := x.Lookup(b.Ctx, "Sales", "phone", "1")
 			return err
 		},
 		"lookup of an index with duplicates": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "last", "Jones")
+			_, err := x.Lookup(b.Ctx, "Sales", "last", "Jones")
 			return err
 		},
 		"lookup of an impossible value": func() error {
-			_, err := x.Lookup(b.ctx, "Sales", "email", "a?b")
+			_, err := x.Lookup(b.Ctx, "Sales", "email", "a?b")
 			return err
 		},
 		"find empty value": func() error {
-			for _, err := range x.Find(b.ctx, "Sales", "last", "") {
+			for _, err := range x.Find(b.Ctx, "Sales", "last", "") {
 				return err
 			}
 			return nil
 		},
 		"range of an unknown index": func() error {
-			for _, err := range x.Range(b.ctx, "Sales", "phone", "", "") {
+			for _, err := range x.Range(b.Ctx, "Sales", "phone", "", "") {
 				return err
 			}
 			return nil
 		},
 		"backfill with a duplicate": func() error {
-			return x.Backfill(b.ctx, []*Employee{emp(1, "A", "B", "a@contoso.com"), emp(2, "C", "D", "a@contoso.com")})
+			return x.Backfill(b.Ctx, []*Employee{emp(1, "A", "B", "a@contoso.com"), emp(2, "C", "D", "a@contoso.com")})
 		},
 	}
 	for name, f := range cases {
@@ -345,11 +346,11 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 			t.Errorf("%s: %v, want an *InvalidInputError", name, err)
 		}
 	}
-	if n := requestsTo(b.proxies.Table, mark); n != 0 {
+	if n := requestsTo(b.Proxies.Table, mark); n != 0 {
 		t.Fatalf("%d requests sent for refused input", n)
 	}
 	// The index is named in the error.
-	err := x.Insert(b.ctx, emp(1, "A", "B", "a/b@contoso.com"))
+	err := x.Insert(b.Ctx, emp(1, "A", "B", "a/b@contoso.com"))
 	var ie *repo.InvalidInputError
 	if !errors.As(err, &ie) || ie.Field != `index "email"` {
 		t.Fatalf("error does not name the index: %v", err)
@@ -365,11 +366,11 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 		"too many":             slices.Repeat([]secondaryindex.Index[Employee]{byEmail}, 50),
 	}
 	for name, sec := range bad {
-		if _, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, sec, nil); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := intraOn(b.Clients.Tables, b.Table, byID, sec, nil); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("NewIntra with %s: %v", name, err)
 		}
 	}
-	if _, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byLast, nil, nil); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := intraOn(b.Clients.Tables, b.Table, byLast, nil, nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Errorf("a primary with duplicates: %v", err)
 	}
 }
@@ -381,28 +382,28 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 func TestIntraFaultsDuringWrites(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	x, err := secondaryindex.NewIntra(b.clients.Tables, b.table, byID, []secondaryindex.Index[Employee]{byEmail, byLast},
-		&repo.Options{Retry: fastRetry(), TrackWrites: true})
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail, byLast},
+		&repo.Options{Retry: testbed.FastRetry(), TrackWrites: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := b.proxies.Table
+	p := b.Proxies.Table
 	p.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	p.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
 	e := emp(11, "Don", "Hall", "donh@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatalf("insert through a lost response: %v", err)
 	}
 	// A write known only through its retry leaves an ETag that matches no version (its own
 	// was in the lost response): re-read before the next conditional write.
-	fresh, err := x.Get(b.ctx, "Sales", "000011")
+	fresh, err := x.Get(b.Ctx, "Sales", "000011")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e = &fresh
 	e.Email = "don.hall@contoso.com"
 	p.AddRule(faultproxy.Rule{Name: "lost2", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	if err := x.Update(b.ctx, e); err != nil {
+	if err := x.Update(b.Ctx, e); err != nil {
 		t.Fatalf("update through a lost response: %v", err)
 	}
 	if p.Fired("lost") != 1 || p.Fired("busy") != 1 || p.Fired("lost2") != 1 {
@@ -421,14 +422,14 @@ func TestIntraRepairsAMissingCopy(t *testing.T) {
 	b := setup(t, false)
 	x := b.intra(t, byEmail)
 	e := emp(12, "Jeff", "Phillips", "jeffp@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.raw.Delete(b.ctx, "Sales", "email_jeffp@contoso.com", nil); err != nil {
+	if err := b.Raw.Delete(b.Ctx, "Sales", "email_jeffp@contoso.com", nil); err != nil {
 		t.Fatal(err)
 	}
 	e.Email = "jeff.phillips@contoso.com"
-	if err := x.Update(b.ctx, e); err != nil {
+	if err := x.Update(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.rows(t, "Sales"); !slices.Equal(got, []string{"email_jeff.phillips@contoso.com", "empid_000012"}) {
@@ -446,7 +447,7 @@ func TestIntraBackfill(t *testing.T) {
 	for i := 0; i < 250; i++ {
 		items = append(items, emp(i, "F", fmt.Sprintf("L%d", i%7), fmt.Sprintf("e%03d@contoso.com", i)))
 	}
-	if err := x.Backfill(b.ctx, items); err != nil {
+	if err := x.Backfill(b.Ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	if items[17].ETag == "" {
@@ -455,16 +456,16 @@ func TestIntraBackfill(t *testing.T) {
 	if n := len(b.rows(t, "Sales")); n != 750 {
 		t.Fatalf("%d rows, want 750", n)
 	}
-	got, err := x.Lookup(b.ctx, "Sales", "email", "e123@contoso.com")
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "e123@contoso.com")
 	if err != nil || got.EmployeeID != "000123" {
 		t.Fatalf("%+v %v", got, err)
 	}
-	if n := len(collect(t, x.Find(b.ctx, "Sales", "last", "L3"))); n != 36 {
+	if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", "L3"))); n != 36 {
 		t.Fatalf("%d employees named L3, want 36", n)
 	}
 	// The loaded entity can be updated with its ETag from Backfill.
 	items[17].Age = 99
-	if err := x.Update(b.ctx, items[17]); err != nil {
+	if err := x.Update(b.Ctx, items[17]); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -496,7 +497,7 @@ func TestEncryptedTypesThroughABlindIndex(t *testing.T) {
 	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}}
 	byID := secondaryindex.Index[Secret]{Name: "id", Value: func(s *Secret) string { return s.ID }}
 	bySSN := secondaryindex.Index[Secret]{Name: "ssn", Value: func(s *Secret) string { return s.SSNIndex }}
-	x, err := secondaryindex.NewIntra(svc, name, byID, []secondaryindex.Index[Secret]{bySSN}, opts)
+	x, err := intraOn(svc, name, byID, []secondaryindex.Index[Secret]{bySSN}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +528,7 @@ func TestEncryptedTypesThroughABlindIndex(t *testing.T) {
 	}
 	subset := bySSN
 	subset.Properties = []string{"ID"}
-	if _, err := secondaryindex.NewIntra(svc, name, byID, []secondaryindex.Index[Secret]{subset}, opts); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := intraOn(svc, name, byID, []secondaryindex.Index[Secret]{subset}, opts); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("a partial copy of an encrypted type: %v, want ErrInvalidInput", err)
 	}
 }
@@ -544,7 +545,7 @@ func TestIntraSwapUniqueValuesTakesThreeWrites(t *testing.T) {
 	x := b.intra(t, byEmail)
 	ann, bob := emp(831, "Ann", "Swap", "a@contoso.com"), emp(832, "Bob", "Swap", "b@contoso.com")
 	for _, e := range []*Employee{ann, bob} {
-		if err := x.Insert(b.ctx, e); err != nil {
+		if err := x.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -552,24 +553,24 @@ func TestIntraSwapUniqueValuesTakesThreeWrites(t *testing.T) {
 	direct := *ann
 	direct.Email = "b@contoso.com"
 	var uv *secondaryindex.UniqueViolationError
-	if err := x.Update(b.ctx, &direct); !errors.As(err, &uv) || uv.Index != "email" {
+	if err := x.Update(b.Ctx, &direct); !errors.As(err, &uv) || uv.Index != "email" {
 		t.Fatalf("direct swap: %v, want a *UniqueViolationError", err)
 	}
 	// Three writes: Ann lets go of hers, Bob takes it, Ann takes Bob's old one.
 	ann.Email = ""
-	if err := x.Update(b.ctx, ann); err != nil {
+	if err := x.Update(b.Ctx, ann); err != nil {
 		t.Fatal(err)
 	}
 	bob.Email = "a@contoso.com"
-	if err := x.Update(b.ctx, bob); err != nil {
+	if err := x.Update(b.Ctx, bob); err != nil {
 		t.Fatal(err)
 	}
 	ann.Email = "b@contoso.com"
-	if err := x.Update(b.ctx, ann); err != nil {
+	if err := x.Update(b.Ctx, ann); err != nil {
 		t.Fatal(err)
 	}
 	for email, want := range map[string]string{"a@contoso.com": "000832", "b@contoso.com": "000831"} {
-		got, err := x.Lookup(b.ctx, "Sales", "email", email)
+		got, err := x.Lookup(b.Ctx, "Sales", "email", email)
 		if err != nil || got.EmployeeID != want {
 			t.Fatalf("%s: %+v %v, want employee %s", email, got, err, want)
 		}
@@ -602,28 +603,28 @@ func TestIntraOutcomeUnknownAfterTheWriteLanded(t *testing.T) {
 	e := emp(841, "Ida", "Out", "ida@contoso.com")
 	var uv *secondaryindex.UniqueViolationError
 	unknownOnce()
-	if err := x.Insert(b.ctx, e); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.As(err, &uv) {
+	if err := x.Insert(b.Ctx, e); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.As(err, &uv) {
 		t.Fatalf("insert: %v, want ErrOutcomeUnknown and no unique violation", err)
 	}
-	cur, err := x.Get(b.ctx, "Sales", "000841")
+	cur, err := x.Get(b.Ctx, "Sales", "000841")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cur.Email = "ida2@contoso.com"
 	unknownOnce()
-	if err := x.Update(b.ctx, &cur); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := x.Update(b.Ctx, &cur); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("update with an ETag: %v, want ErrOutcomeUnknown only", err)
 	}
 	noTag := emp(841, "Ida", "Out", "ida3@contoso.com")
 	unknownOnce()
-	if err := x.Update(b.ctx, noTag); err != nil {
+	if err := x.Update(b.Ctx, noTag); err != nil {
 		t.Fatalf("update without an ETag: %v", err)
 	}
 	if rows := b.rows(t, "Sales"); !slices.Equal(rows, []string{"email_ida3@contoso.com", "empid_000841"}) {
 		t.Fatalf("rows %q", rows)
 	}
 	unknownOnce()
-	if err := x.Delete(b.ctx, emp(841, "", "", "")); err != nil {
+	if err := x.Delete(b.Ctx, emp(841, "", "", "")); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	if rows := b.rows(t, "Sales"); len(rows) != 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry/telemetrytest"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 )
@@ -42,17 +43,17 @@ func TestInterWriteAndReconcileSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.clients = clients
-	q, name := b.queue(t)
+	b.Clients = clients
+	q, name := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	w := b.worker(t, name, x)
-	if err := x.Insert(b.ctx, iemp(301, "Ann", "Lee", "ann@contoso.com")); err != nil {
+	if err := x.Insert(b.Ctx, iemp(301, "Ann", "Lee", "ann@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
+	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"ann@contoso.com", "000301"})
 
-	table := telemetry.KeyTable.String(b.table)
+	table := telemetry.KeyTable.String(b.Table)
 	writes := telemetrytest.Find("secondaryindex.write", table)
 	if len(writes) != 1 {
 		t.Fatalf("%d write spans for the table, want 1", len(writes))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -27,7 +28,7 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 	ctx := t.Context()
 	name := testenv.TableName(t)
 
-	intra, err := secondaryindex.NewIntra(clients.Tables, name+"A", byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: fastRetry()})
+	intra, err := intraOn(clients.Tables, name+"A", byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: testbed.FastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +49,19 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = q.Delete(context.Background(), nil) })
-	qc, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fastRetry()})
+	qc, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: testbed.FastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inter, err := secondaryindex.NewInter(clients.Tables, name+"B", []secondaryindex.Index[Employee]{byEmail},
-		&secondaryindex.InterOptions{Queue: qc, SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()}})
+	inter, err := secondaryindex.NewInter(clients.Tables, name+"B", qc, []secondaryindex.Index[Employee]{byEmail},
+		&secondaryindex.InterOptions{SafetyDelay: -1, Table: repo.Options{Retry: testbed.FastRetry()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := inter.CreateIfNotExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = inter.Primary().DeleteTable(context.Background()) })
+	t.Cleanup(func() { _ = inter.Table().DeleteTable(context.Background()) })
 	if err := inter.Insert(ctx, iemp(2, "Bo", "Kim", "bo@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +70,12 @@ func TestIndexesWithTokenAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, err := queueworker.New(queueworker.Config{Queue: q, Service: clients.Queues, Registry: reg,
-		MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, Retry: fastRetry()})
+		MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, Retry: testbed.FastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain(t, w)
-	if got, err := inter.Lookup(ctx, "Sales", "email", "bo@contoso.com", nil); err != nil || got.EmployeeID != "000002" {
+	testbed.Drain(t, w)
+	if got, err := inter.Lookup(ctx, "Sales", "email", "bo@contoso.com"); err != nil || got.EmployeeID != "000002" {
 		t.Fatalf("inter lookup after reconciliation with a token: %+v %v", got, err)
 	}
 	if cred.Issued() == 0 {

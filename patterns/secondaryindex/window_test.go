@@ -9,13 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The tests of this file each hold one request at the proxy (faultproxy.Pause) at the
@@ -26,38 +24,14 @@ import (
 // a window test, never held by a pause.
 func (b *bed) directInter(t *testing.T, indexes ...secondaryindex.Index[Employee]) *secondaryindex.Inter[Employee] {
 	t.Helper()
-	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, _ := b.queue(t)
-	x, err := secondaryindex.NewInter(direct.Tables, b.table, indexes, &secondaryindex.InterOptions{
-		Queue: q, SafetyDelay: -1, Table: repo.Options{Retry: fastRetry()},
+	q, _ := b.Queue()
+	x, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, indexes, &secondaryindex.InterOptions{
+		SafetyDelay: -1, Table: repo.Options{Retry: testbed.FastRetry()},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return x
-}
-
-// directTables is a table service client that bypasses the proxies.
-func directTables(t *testing.T) *aztables.ServiceClient {
-	t.Helper()
-	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return direct.Tables
-}
-
-// waitHeld waits until ps holds its request, failing the test after a minute.
-func waitHeld(t *testing.T, ps *faultproxy.Pause) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := ps.Wait(ctx); err != nil {
-		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
-	}
 }
 
 // Issue 15, defect 1. Attacks "two reconciliations of one entity are serialized by the
@@ -77,28 +51,28 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
-			q, _ := b.queue(t)
+			q, _ := b.Queue()
 			slow := b.inter(t, q, -1, byEmail)
 			fast := b.directInter(t, byEmail)
 			e := iemp(801, "Ann", "Aba", "ann@contoso.com")
-			if err := fast.Insert(b.ctx, e); err != nil {
+			if err := fast.Insert(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
-			ps := b.proxies.Table.PauseAt("slow reconcile transaction", faultproxy.IsBatch, 1)
+			ps := b.Proxies.Table.PauseAt("slow reconcile transaction", faultproxy.IsBatch, 1)
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
-			go func() { done <- slow.Reconcile(b.ctx, "Sales", e.RowKey) }()
-			waitHeld(t, ps) // the slow one read "no ref" and the primary with the email
+			go func() { done <- slow.Reconcile(b.Ctx, "Sales", e.RowKey) }()
+			testbed.WaitHeld(t, ps) // the slow one read "no ref" and the primary with the email
 
 			if reconciledBefore {
-				if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
+				if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := fast.Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
+			if err := fast.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey}); err != nil {
 				t.Fatal(err)
 			}
-			if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
+			if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
 				t.Fatal(err)
 			}
 			ps.Release()
@@ -106,18 +80,18 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 				t.Fatalf("slow reconcile: %v", err)
 			}
 			b.expect(t, "email_Sales") // no copy, no live ref
-			if _, err := slow.Lookup(b.ctx, "Sales", "email", "ann@contoso.com", nil); !errors.Is(err, repo.ErrNotFound) {
+			if _, err := slow.Lookup(b.Ctx, "Sales", "email", "ann@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
 				t.Fatalf("unverified lookup of the deleted employee: %v, want ErrNotFound", err)
 			}
 			// Later reconciliations find the tombstone up to date: no transaction.
-			mark := b.proxies.Table.Count()
-			if err := slow.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
+			mark := b.Proxies.Table.Count()
+			if err := slow.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
 				t.Fatal(err)
 			}
-			if n := b.proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return strings.HasSuffix(r.Path, "$batch") }); n != 1 {
+			if n := b.Proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return strings.HasSuffix(r.Path, "$batch") }); n != 1 {
 				t.Fatalf("%d transactions in all, want only the slow one", n)
 			}
-			if got := requestsTo(b.proxies.Table, mark); got != 2 {
+			if got := requestsTo(b.Proxies.Table, mark); got != 2 {
 				t.Fatalf("a reconciliation of a deleted, reconciled entity sent %d requests, want 2 reads", got)
 			}
 		})
@@ -129,23 +103,23 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 func TestInterWindowValueRemovedDuringSlowReconcile(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	slow := b.inter(t, q, -1, byEmail)
 	fast := b.directInter(t, byEmail)
 	e := iemp(802, "Ben", "Aba", "ben@contoso.com")
-	if err := fast.Insert(b.ctx, e); err != nil {
+	if err := fast.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	ps := b.proxies.Table.PauseAt("slow reconcile transaction", faultproxy.IsBatch, 1)
+	ps := b.Proxies.Table.PauseAt("slow reconcile transaction", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
-	go func() { done <- slow.Reconcile(b.ctx, "Sales", e.RowKey) }()
-	waitHeld(t, ps)
+	go func() { done <- slow.Reconcile(b.Ctx, "Sales", e.RowKey) }()
+	testbed.WaitHeld(t, ps)
 	e.Email = ""
-	if err := fast.Update(b.ctx, e, nil); err != nil {
+	if err := fast.Update(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
+	if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
 		t.Fatal(err)
 	}
 	ps.Release()
@@ -162,31 +136,31 @@ func TestInterWindowValueRemovedDuringSlowReconcile(t *testing.T) {
 func TestInterPrimaryPartitionInIndexKeySpaceIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail, byLast)
 	e := iemp(803, "Cy", "Col", "cy@contoso.com")
 	e.Department = "email_Sales"
-	mark := b.proxies.Table.Count() + b.proxies.Queue.Count()
+	mark := b.Proxies.Table.Count() + b.Proxies.Queue.Count()
 	calls := map[string]error{
-		"Insert":    x.Insert(b.ctx, e),
-		"Upsert":    x.Upsert(b.ctx, e, nil),
-		"Update":    x.Update(b.ctx, e, nil),
-		"Delete":    x.Delete(b.ctx, "last_Sales", "000803", nil),
-		"Notify":    x.Notify(b.ctx, "email_", "000803"),
-		"Reconcile": x.Reconcile(b.ctx, "email_Sales", "000803"),
+		"Insert":    x.Insert(b.Ctx, e),
+		"Upsert":    x.Upsert(b.Ctx, e),
+		"Update":    x.Update(b.Ctx, e),
+		"Delete":    x.Delete(b.Ctx, &Employee{Department: "last_Sales", RowKey: "000803"}),
+		"Notify":    x.Notify(b.Ctx, "email_", "000803"),
+		"Reconcile": x.Reconcile(b.Ctx, "email_Sales", "000803"),
 	}
 	for name, err := range calls {
 		if !errors.Is(err, repo.ErrInvalidInput) || !strings.Contains(err.Error(), "Index.Table") {
 			t.Errorf("%s of a primary in an index partition: %v, want ErrInvalidInput naming Index.Table", name, err)
 		}
 	}
-	if n := b.proxies.Table.Count() + b.proxies.Queue.Count() - mark; n != 0 {
+	if n := b.Proxies.Table.Count() + b.Proxies.Queue.Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent for refused keys", n)
 	}
 	// A PartitionKey that only resembles the prefix is fine ("emails_" is not "email_").
 	ok := iemp(804, "Di", "Col", "di@contoso.com")
 	ok.Department = "emailSales"
-	if err := x.Insert(b.ctx, ok); err != nil {
+	if err := x.Insert(b.Ctx, ok); err != nil {
 		t.Fatal(err)
 	}
 
@@ -197,13 +171,13 @@ func TestInterPrimaryPartitionInIndexKeySpaceIsRefused(t *testing.T) {
 	y := b.inter(t, q, -1, user)
 	u := iemp(805, "Ed", "Col", "ed@contoso.com")
 	u.Department = "user_42"
-	if err := y.Insert(b.ctx, u); err != nil {
+	if err := y.Insert(b.Ctx, u); err != nil {
 		t.Fatalf("a user_ partition with the user index in another table: %v", err)
 	}
-	if err := y.Reconcile(b.ctx, "user_42", u.RowKey); err != nil {
+	if err := y.Reconcile(b.Ctx, "user_42", u.RowKey); err != nil {
 		t.Fatal(err)
 	}
-	got, err := y.Lookup(b.ctx, "user_42", "user", "ed@contoso.com", &secondaryindex.ReadOptions{Verify: true})
+	got, err := y.Lookup(b.Ctx, "user_42", "user", "ed@contoso.com")
 	if err != nil || got.EmployeeID != "000805" {
 		t.Fatalf("lookup: %+v %v", got, err)
 	}
@@ -215,24 +189,24 @@ func TestInterPrimaryPartitionInIndexKeySpaceIsRefused(t *testing.T) {
 func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	short := secondaryindex.Index[Employee]{Name: "e", Value: func(e *Employee) string { return e.Email }}
 	x := b.inter(t, q, -1, byEmail, short)
 	e := iemp(806, "Flo", "Long", "flo@contoso.com")
 	e.Department = strings.Repeat("S", 508)
 	// Written around the package (Insert refuses it: the email index cannot hold it).
-	if err := x.Insert(b.ctx, e); !errors.Is(err, repo.ErrInvalidInput) {
+	if err := x.Insert(b.Ctx, e); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("insert: %v, want ErrInvalidInput", err)
 	}
-	if err := x.Primary().Insert(b.ctx, e); err != nil {
+	if err := x.Table().Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	err := x.Reconcile(b.ctx, e.Department, e.RowKey)
+	err := x.Reconcile(b.Ctx, e.Department, e.RowKey)
 	if !errors.Is(err, repo.ErrInvalidInput) || !strings.Contains(err.Error(), `"email"`) {
 		t.Fatalf("reconcile: %v, want ErrInvalidInput naming the email index", err)
 	}
 	b.expect(t, "e_"+e.Department, [2]string{"flo@contoso.com", "000806"})
-	got, err := x.Lookup(b.ctx, e.Department, "e", "flo@contoso.com", nil)
+	got, err := x.Lookup(b.Ctx, e.Department, "e", "flo@contoso.com")
 	if err != nil || got.EmployeeID != "000806" {
 		t.Fatalf("lookup through the other index: %+v %v", got, err)
 	}
@@ -245,28 +219,28 @@ func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.
 func TestInterCollectTombstones(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	fast := b.directInter(t, byEmail)
 	a, gone, none := iemp(811, "A", "T", "a@contoso.com"), iemp(812, "B", "T", "b@contoso.com"), iemp(813, "C", "T", "")
 	for _, e := range []*Employee{a, gone, none} {
-		if err := fast.Insert(b.ctx, e); err != nil {
+		if err := fast.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		if err := fast.Reconcile(b.ctx, "Sales", e.RowKey); err != nil {
+		if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := fast.Delete(b.ctx, "Sales", gone.RowKey, nil); err != nil {
+	if err := fast.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: gone.RowKey}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fast.Reconcile(b.ctx, "Sales", gone.RowKey); err != nil {
+	if err := fast.Reconcile(b.Ctx, "Sales", gone.RowKey); err != nil {
 		t.Fatal(err)
 	}
 	if _, refs := b.state(t, "email_Sales"); len(refs) != 1 || len(b.rows(t, "email_Sales")) != 4 {
 		t.Fatalf("before collection: rows %q", b.rows(t, "email_Sales"))
 	}
-	if n, err := x.CollectTombstones(b.ctx, "Sales"); err != nil || n != 0 {
+	if n, err := x.CollectTombstones(b.Ctx, "Sales"); err != nil || n != 0 {
 		t.Fatalf("young tombstones: removed %d, %v", n, err)
 	}
 	later := time.Now().Add(2 * time.Hour)
@@ -275,20 +249,20 @@ func TestInterCollectTombstones(t *testing.T) {
 	// The deleted employee comes back; a reconciliation reads its tombstone and holds its
 	// transaction while the tombstones are collected.
 	back := iemp(812, "B", "T", "b2@contoso.com")
-	if err := fast.Insert(b.ctx, back); err != nil {
+	if err := fast.Insert(b.Ctx, back); err != nil {
 		t.Fatal(err)
 	}
-	ps := b.proxies.Table.PauseAt("reconcile over a tombstone", faultproxy.IsBatch, 1)
+	ps := b.Proxies.Table.PauseAt("reconcile over a tombstone", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
-	go func() { done <- x.Reconcile(b.ctx, "Sales", back.RowKey) }()
-	waitHeld(t, ps)
-	n, err := fast.CollectTombstones(b.ctx, "Sales") // the fast Inter's clock is real: nothing old
+	go func() { done <- x.Reconcile(b.Ctx, "Sales", back.RowKey) }()
+	testbed.WaitHeld(t, ps)
+	n, err := fast.CollectTombstones(b.Ctx, "Sales") // the fast Inter's clock is real: nothing old
 	if err != nil || n != 0 {
 		t.Fatalf("collect with the real clock: %d, %v", n, err)
 	}
 	secondaryindex.SetClock(fast, func() time.Time { return later })
-	if n, err = fast.CollectTombstones(b.ctx, "Sales"); err != nil || n != 2 {
+	if n, err = fast.CollectTombstones(b.Ctx, "Sales"); err != nil || n != 2 {
 		t.Fatalf("collect: removed %d, %v; want the 2 tombstones", n, err)
 	}
 	ps.Release()
@@ -309,28 +283,28 @@ func TestIntraWindowReadersSeeOldOrNewNeverBoth(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	x := b.intra(t, byEmail)
-	reader, err := secondaryindex.NewIntra(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+	reader, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := emp(821, "Gus", "Win", "old@contoso.com")
-	if err := x.Insert(b.ctx, e); err != nil {
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	found := func(email string) bool {
 		t.Helper()
-		_, err := reader.Lookup(b.ctx, "Sales", "email", email)
+		_, err := reader.Lookup(b.Ctx, "Sales", "email", email)
 		if err != nil && !errors.Is(err, repo.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil
 	}
-	ps := b.proxies.Table.PauseAt("Intra update transaction", faultproxy.IsBatch, 1)
+	ps := b.Proxies.Table.PauseAt("Intra update transaction", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	e.Email = "new@contoso.com"
 	done := make(chan error, 1)
-	go func() { done <- x.Update(b.ctx, e) }()
-	waitHeld(t, ps)
+	go func() { done <- x.Update(b.Ctx, e) }()
+	testbed.WaitHeld(t, ps)
 	if !found("old@contoso.com") || found("new@contoso.com") {
 		t.Fatal("inside the update's window the entity must be found under the old email only")
 	}
@@ -354,12 +328,12 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			x := b.intra(t, byEmail)
-			other, err := secondaryindex.NewIntra(directTables(t), b.table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
+			other, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			e := emp(822, "Hal", "Win", "a@contoso.com")
-			if err := x.Insert(b.ctx, e); err != nil {
+			if err := x.Insert(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
 			mine := *e
@@ -367,14 +341,14 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 				mine.ETag = ""
 			}
 			mine.Email = "mine@contoso.com"
-			ps := b.proxies.Table.PauseAt("held update", faultproxy.IsBatch, 1)
+			ps := b.Proxies.Table.PauseAt("held update", faultproxy.IsBatch, 1)
 			t.Cleanup(ps.Release)
 			done := make(chan error, 1)
-			go func() { done <- x.Update(b.ctx, &mine) }()
-			waitHeld(t, ps)
+			go func() { done <- x.Update(b.Ctx, &mine) }()
+			testbed.WaitHeld(t, ps)
 			theirs := *e
 			theirs.ETag, theirs.Email = "", "theirs@contoso.com"
-			if err := other.Update(b.ctx, &theirs); err != nil {
+			if err := other.Update(b.Ctx, &theirs); err != nil {
 				t.Fatal(err)
 			}
 			ps.Release()
@@ -388,7 +362,7 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			got, err := x.Get(b.ctx, "Sales", "000822")
+			got, err := x.Get(b.Ctx, "Sales", "000822")
 			if err != nil || got.Email != want {
 				t.Fatalf("primary %+v %v, want email %s", got, err, want)
 			}
@@ -407,14 +381,14 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 func TestInterWriteBudgetCoversTheSafetyEnqueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, _ := b.queue(t)
+	q, _ := b.Queue()
 	x := b.inter(t, q, safety, byEmail)
-	b.proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(safety * 3 / 4)})
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(safety * 3 / 4)})
 	e := iemp(851, "Ivy", "Slow", "ivy@contoso.com")
-	if err := x.Insert(b.ctx, e); !errors.Is(err, context.DeadlineExceeded) {
+	if err := x.Insert(b.Ctx, e); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("insert after a slow safety enqueue: %v, want context.DeadlineExceeded", err)
 	}
-	if n := b.proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "POST" }); n != 0 {
+	if n := b.Proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "POST" }); n != 0 {
 		t.Fatalf("%d inserts sent after the budget ran out", n)
 	}
 	if got := b.rows(t, "Sales"); len(got) != 0 {

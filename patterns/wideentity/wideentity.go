@@ -53,10 +53,6 @@ func defaultTornRetry() retry.Policy {
 	return retry.Policy{Delay: 10 * time.Millisecond, MinDelay: 2 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetries: 8}
 }
 
-// defaultConflict is the backoff between the attempts of a read-modify-write that lost a
-// race to another writer (412 or 409): retry.ConflictPolicy.
-func defaultConflict() retry.Policy { return retry.ConflictPolicy }
-
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
 	// Chunks is the number of physical entities a logical entity is stored in, 1 to
@@ -74,7 +70,7 @@ type Options struct {
 	// to the table's.
 	TornRetry retry.Policy
 	// Conflict is the backoff between attempts of Update and Put that lost a race to
-	// another writer. Zero fields take retry.ConflictPolicy's values, field by field; its
+	// another writer. Zero fields take retry.Conflict()'s values, field by field; its
 	// Logger defaults to the table's.
 	Conflict retry.Policy
 }
@@ -144,7 +140,7 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Store, error) {
 	}
 	// Field by field: TornRetry{MaxRetries: 3} keeps the quick delays.
 	o.TornRetry = o.TornRetry.Or(defaultTornRetry())
-	o.Conflict = o.Conflict.Or(defaultConflict())
+	o.Conflict = o.Conflict.Or(retry.Conflict())
 	for _, p := range []*retry.Policy{&o.TornRetry, &o.Conflict} {
 		if p.Logger == nil {
 			p.Logger = table.Logger()
@@ -489,7 +485,7 @@ func (s *Store) update(ctx context.Context, pk, rk string, fn func(e *Entity) er
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	err := retry.Do(ctx, s.conflict, s.conflictOp("wide update", pk, rk), func(ctx context.Context, _ int) error {
+	err := retry.Optimistic(ctx, s.conflict, s.conflictOp("wide update", pk, rk), func(ctx context.Context, _ int) error {
 		cur, err := s.Get(ctx, pk, rk)
 		if errors.Is(err, repo.ErrNotFound) {
 			cur, err = &Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{}}, nil
@@ -569,7 +565,7 @@ func (s *Store) Delete(ctx context.Context, pk, rk string) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	return retry.Do(ctx, s.conflict, s.conflictOp("wide delete", pk, rk), func(ctx context.Context, _ int) error {
+	return retry.Optimistic(ctx, s.conflict, s.conflictOp("wide delete", pk, rk), func(ctx context.Context, _ int) error {
 		q := repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, "")), Select: []string{"PartitionKey", "RowKey"}}
 		found, err := s.table.Collect(ctx, q)
 		if err != nil {
