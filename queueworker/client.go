@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -50,9 +51,7 @@ func NewClient(q *azqueue.QueueClient, opts *ClientOptions) (*Client, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	o.Logger = logx.OrNop(o.Logger)
 	if o.Retry.Logger == nil {
 		o.Retry.Logger = o.Logger
 	}

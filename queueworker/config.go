@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -113,9 +114,7 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
+	c.Logger = logx.OrNop(c.Logger)
 	if c.Retry.Logger == nil {
 		c.Retry.Logger = c.Logger
 	}

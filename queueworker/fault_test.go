@@ -139,7 +139,14 @@ func TestLostLock(t *testing.T) {
 	MustHandle(reg, "job", func(ctx context.Context, m *Message[item]) error {
 		deliveries.Store(m.DequeueCount, true)
 		if m.DequeueCount == 1 {
-			time.Sleep(1500 * time.Millisecond) // the handler's work, past the first renewal
+			// The handler's work lasts until the first renewal has been answered "stale"
+			// (a barrier, not a sleep): the worker then waits for that renewal to finish
+			// before it settles, and finds the lock lost.
+			for deadline := time.Now().Add(20 * time.Second); b.proxy.Fired("stale") == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					return errors.New("no renewal within 20 s") // fails the test: not Processed
+				}
+			}
 		}
 		return nil
 	})

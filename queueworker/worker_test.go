@@ -213,7 +213,8 @@ func TestConcurrencyBound(t *testing.T) {
 		t.Run("c="+itoa(c), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			var cur, peak atomic.Int64
+			var cur, peak, arrived atomic.Int64
+			gate := make(chan struct{})
 			reg := NewRegistry()
 			MustHandle(reg, "job", func(ctx context.Context, m *Message[item]) error {
 				n := cur.Add(1)
@@ -224,7 +225,22 @@ func TestConcurrencyBound(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(20 * time.Millisecond) // the handler's work
+				// The first c handlers wait for each other (a barrier, not a sleep): c run
+				// at once. The c-th makes one round trip to the queue before it opens the
+				// gate, time enough for a handler beyond the bound to start and show.
+				if i := arrived.Add(1); i <= int64(c) {
+					if i == int64(c) {
+						if _, err := b.direct.GetProperties(ctx, nil); err != nil {
+							return err
+						}
+						close(gate)
+					}
+					select {
+					case <-gate:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
 				return nil
 			})
 			cfg := b.config(reg)

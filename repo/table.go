@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -64,9 +65,7 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		out = *o
 	}
-	if out.Logger == nil {
-		out.Logger = zap.NewNop()
-	}
+	out.Logger = logx.OrNop(out.Logger)
 	if out.Retry.Logger == nil {
 		out.Retry.Logger = out.Logger
 	}

@@ -220,3 +220,7 @@ func withHistory(body []byte, prop, hist string) ([]byte, error) {
 	out = append(out, "\"}"...)
 	return out, nil
 }
+
+// TracksWrites reports whether the table was built with Options.TrackWrites: the patterns
+// whose exactness depends on it (dataseries, wideentity) check it at construction.
+func (t *Table[T]) TracksWrites() bool { return t.track != nil }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 )
 
 // ErrTransient is the sentinel of an operation that kept failing with transient errors
@@ -149,9 +150,7 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxElapsed == 0 {
 		p.MaxElapsed = DefaultMaxElapsed
 	}
-	if p.Logger == nil {
-		p.Logger = zap.NewNop()
-	}
+	p.Logger = logx.OrNop(p.Logger)
 	return p
 }
 

@@ -68,7 +68,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	if err != nil {
 		return err
 	}
-	reviews, err := compoundkey.New(rows, reviewKey)
+	reviews, err := compoundkey.New(rows, reviewKey, nil)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
+	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
@@ -60,7 +62,13 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 		return err
 	}
 	name := fmt.Sprintf("MessageStats%d", time.Now().UnixNano()%1e12)
-	counts, err := dataseries.New[int32](clients.Tables, name, dataseries.Layout{Points: 24, Prefix: "H"}, nil)
+	// A data series needs write tracking on its table: a retried Add whose response was
+	// lost is then recognised, never applied twice.
+	table, err := repo.New[codec.Entity](clients.Tables, name, &repo.Options{TrackWrites: true})
+	if err != nil {
+		return err
+	}
+	counts, err := dataseries.New[int32](table, dataseries.Layout{Points: 24, Prefix: "H"}, nil)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/heterogeneous"
@@ -56,7 +57,11 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 		return err
 	}
 	name := fmt.Sprintf("Company%d", time.Now().UnixNano()%1e12)
-	t, err := heterogeneous.New(clients.Tables, name, nil) // EntityType property
+	table, err := repo.New[codec.Entity](clients.Tables, name, nil)
+	if err != nil {
+		return err
+	}
+	t, err := heterogeneous.New(table, nil) // EntityType property
 	if err != nil {
 		return err
 	}

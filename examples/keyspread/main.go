@@ -178,12 +178,10 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	fmt.Fprintln(out)
 
 	// 4. The partition stress test ("Designing a scalable partitioning strategy"), bounded: inserts aimed at one partition.
-	stress, err := keyspread.Stress(ctx, keyspread.StressConfig{
-		Operation: func(ctx context.Context, worker, i int) (int, error) {
-			return 1, tb.Insert(ctx, &Access{PartitionKey: "Sales_000123", RowKey: fmt.Sprintf("%08d", i), Department: "Sales", EmployeeID: "000123", Resource: "vpn"})
-		},
-		Duration: 10 * time.Second, MaxOps: 400, Concurrency: 8, Target: keyspread.TargetGuide,
-	})
+	insert := func(ctx context.Context, worker, i int) (int, error) {
+		return 1, tb.Insert(ctx, &Access{PartitionKey: "Sales_000123", RowKey: fmt.Sprintf("%08d", i), Department: "Sales", EmployeeID: "000123", Resource: "vpn"})
+	}
+	stress, err := keyspread.Stress(ctx, insert, 10*time.Second, &keyspread.StressOptions{MaxOps: 400, Concurrency: 8, Target: keyspread.TargetGuide})
 	if err != nil {
 		return err
 	}

@@ -69,10 +69,9 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	day0 := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	clk := &clock{now: day0}
 	scheme := periodtable.Scheme{Prefix: uniquePrefix(), Period: periodtable.Daily}
-	signIns, err := periodtable.New[SignIn](clients.Tables, scheme, &periodtable.Options{
-		TimeProperty: "AttemptTime",
-		Retention:    60 * 24 * time.Hour, // the guide: delete sign-ins older than 60 days
-		Clock:        clk.Now,
+	signIns, err := periodtable.New[SignIn](clients.Tables, scheme, "AttemptTime", &periodtable.Options{
+		Retention: 60 * 24 * time.Hour, // the guide: delete sign-ins older than 60 days
+		Clock:     clk.Now,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/wideentity"
@@ -48,7 +49,13 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 		return err
 	}
 	name := fmt.Sprintf("MessageStats%d", time.Now().UnixNano()%1e12)
-	store, err := wideentity.New(clients.Tables, name, nil) // two chunks, like the guide
+	// Wide entities need write tracking on their table: a transaction whose response was
+	// lost is then recognised, never applied twice.
+	table, err := repo.New[codec.Entity](clients.Tables, name, &repo.Options{TrackWrites: true})
+	if err != nil {
+		return err
+	}
+	store, err := wideentity.New(table, nil) // two chunks, like the guide
 	if err != nil {
 		return err
 	}

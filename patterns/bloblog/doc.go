@@ -67,7 +67,7 @@
 // # Errors
 //
 // Bad input (a zero or out-of-range time, a record over MaxAppendBytes, a bad source or
-// container name, invalid options) is refused with ErrInvalidInput before any request.
-// Service errors wrap the SDK's sentinels (ErrNotFound for a missing container,
-// ErrTransient when retries are exhausted).
+// container name, invalid options) is refused with errs.ErrInvalidInput before any request.
+// Service errors wrap the SDK's sentinels (errs.ErrNotFound for a missing container,
+// errs.ErrTransient when retries are exhausted).
 package bloblog

@@ -13,51 +13,35 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
-	"github.com/tablepatterns/tablepatterns/repo/account"
-	"github.com/tablepatterns/tablepatterns/retry"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
+var fast = testbed.FastRetry()
 
 // t0 is 2014-07-31 18:00 UTC, the guide's "queue/2014/07/31/1800/000001.log".
 var t0 = time.Date(2014, 7, 31, 18, 0, 0, 0, time.UTC)
 
 type bed struct {
-	t      *testing.T
-	ctx    context.Context
-	blobs  *azblob.Client // through the proxy when proxied
-	raw    *container.Client
-	proxy  *faultproxy.Proxy
-	cname  string
-	create bool
+	*testbed.Bed
+	t     *testing.T
+	ctx   context.Context
+	blobs *azblob.Client // through the proxy when proxied
+	raw   *container.Client
+	proxy *faultproxy.Proxy
+	cname string
 }
 
+// setup returns a bed with a fresh container name; create creates the container.
 func setup(t *testing.T, proxied, create bool) *bed {
 	t.Helper()
-	b := &bed{t: t, ctx: t.Context(), cname: testenv.ContainerName(t)}
-	cs := testenv.ConnectionString(t)
+	tb := testbed.New(t, &testbed.Options{Proxied: proxied, NoTable: true})
+	b := &bed{Bed: tb, t: t, ctx: tb.Ctx, blobs: tb.Clients.Blobs, cname: tb.Container(create)}
 	if proxied {
-		ps := testenv.Proxies(t)
-		cs, b.proxy = ps.ConnectionString, ps.Blob
+		b.proxy = tb.Proxies.Blob
 	}
-	clients, err := account.NewClients(cs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.blobs = clients.Blobs
-	b.raw = testenv.BlobService(t).ServiceClient().NewContainerClient(b.cname)
-	if create {
-		if _, err := b.raw.Create(b.ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = b.raw.Delete(ctx, nil)
-	})
+	b.raw = tb.Direct.Blobs.ServiceClient().NewContainerClient(b.cname)
 	return b
 }
 
@@ -91,21 +75,7 @@ func (b *bed) reader(o *bloblog.ReaderOptions) *bloblog.Reader {
 }
 
 // names lists every blob name in the container.
-func (b *bed) names() []string {
-	b.t.Helper()
-	var out []string
-	p := b.raw.NewListBlobsFlatPager(nil)
-	for p.More() {
-		page, err := p.NextPage(b.ctx)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			out = append(out, *it.Name)
-		}
-	}
-	return out
-}
+func (b *bed) names() []string { return b.BlobNames(b.cname) }
 
 // readAll reads source's records of [from, to).
 func (b *bed) readAll(r *bloblog.Reader, source string, from, to time.Time) []bloblog.Record {
@@ -118,18 +88,6 @@ func (b *bed) readAll(r *bloblog.Reader, source string, from, to time.Time) []bl
 		out = append(out, rec)
 	}
 	return out
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func rec(at time.Time, format string, args ...any) bloblog.Record {

@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -29,7 +30,7 @@ type ReaderOptions struct {
 	// Retry is the policy for transient failures of each request. Defaults to retry's
 	// defaults.
 	Retry retry.Policy
-	// Logger receives retry logs. Defaults to zap.NewNop().
+	// Logger receives retry logs. Defaults to none (a no-op logger).
 	Logger *zap.Logger
 }
 
@@ -43,7 +44,7 @@ type Reader struct {
 
 // NewReader returns a Reader of the log blobs in the container. It sends nothing.
 //
-// Errors: ErrInvalidInput for a nil client, a bad container name or invalid options.
+// Errors: errs.ErrInvalidInput for a nil client, a bad container name or invalid options.
 func NewReader(blobs *azblob.Client, containerName string, opts *ReaderOptions) (*Reader, error) {
 	if blobs == nil {
 		return nil, errs.Invalid("blob client", "is nil")
@@ -61,13 +62,8 @@ func NewReader(blobs *azblob.Client, containerName string, opts *ReaderOptions) 
 	if o.Concurrency == 0 {
 		o.Concurrency = 4
 	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-	if o.Retry.Logger == nil {
-		o.Retry.Logger = o.Logger
-	}
-	o.Retry = o.Retry.WithDefaults()
+	o.Logger = logx.OrNop(o.Logger)
+	o.Retry = o.Retry.Or(retry.Policy{Logger: o.Logger}).WithDefaults()
 	if err := validatePeriod("ReaderOptions.Period", o.Period); err != nil {
 		return nil, err
 	}
@@ -101,8 +97,8 @@ type LogBlob struct {
 //
 // Cost: one list request per hour (or longer period) per 5,000 blobs.
 //
-// Errors: ErrInvalidInput (source, times; nothing sent), ErrTransient,
-// *errs.ServiceError (ErrNotFound when the container does not exist), ctx's error.
+// Errors: errs.ErrInvalidInput (source, times; nothing sent), errs.ErrTransient,
+// *errs.ServiceError (errs.ErrNotFound when the container does not exist), ctx's error.
 func (r *Reader) List(ctx context.Context, source string, from, to time.Time) ([]LogBlob, error) {
 	if err := r.checkRange(source, from, to); err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -79,7 +80,8 @@ type Options struct {
 	// Retry is the policy for transient failures of each request. Defaults to retry's
 	// defaults.
 	Retry retry.Policy
-	// Logger receives background flush failures and retry logs. Defaults to zap.NewNop().
+	// Logger receives background flush failures and retry logs. Defaults to none (a
+	// no-op logger). A blob log has no table to take a logger from.
 	Logger *zap.Logger
 }
 
@@ -103,13 +105,8 @@ func (o *Options) withDefaults() Options {
 	if out.MaxBlobBytes == 0 {
 		out.MaxBlobBytes = DefaultMaxBlobBytes
 	}
-	if out.Logger == nil {
-		out.Logger = zap.NewNop()
-	}
-	if out.Retry.Logger == nil {
-		out.Retry.Logger = out.Logger
-	}
-	out.Retry = out.Retry.WithDefaults()
+	out.Logger = logx.OrNop(out.Logger)
+	out.Retry = out.Retry.Or(retry.Policy{Logger: out.Logger}).WithDefaults()
 	return out
 }
 
@@ -189,7 +186,7 @@ type appendable struct {
 // see CreateContainer). It starts the goroutine of the interval flush; stop it with Close.
 // It sends nothing.
 //
-// Errors: ErrInvalidInput for a nil client, a bad container or source name, or invalid
+// Errors: errs.ErrInvalidInput for a nil client, a bad container or source name, or invalid
 // options.
 func NewWriter(blobs *azblob.Client, containerName, source string, opts *Options) (*Writer, error) {
 	if blobs == nil {
@@ -219,7 +216,7 @@ func NewWriter(blobs *azblob.Client, containerName, source string, opts *Options
 
 // CreateContainer creates the container of the log blobs; an existing one is success.
 //
-// Errors: ErrInvalidInput (name), ErrTransient, *errs.ServiceError.
+// Errors: errs.ErrInvalidInput (name), errs.ErrTransient, *errs.ServiceError.
 func CreateContainer(ctx context.Context, blobs *azblob.Client, containerName string, policy retry.Policy) error {
 	if err := codec.ValidateContainerName(containerName); err != nil {
 		return err
@@ -238,7 +235,7 @@ func CreateContainer(ctx context.Context, blobs *azblob.Client, containerName st
 // it waits for a flush to make room, or for ctx. A record is safe once Flush or Close has
 // returned nil.
 //
-// Errors: ErrInvalidInput (a zero or out-of-range time, a record whose line exceeds
+// Errors: errs.ErrInvalidInput (a zero or out-of-range time, a record whose line exceeds
 // MaxAppendBytes; nothing buffered), ErrClosed, ctx's error.
 func (w *Writer) Write(ctx context.Context, r Record) error {
 	if err := checkTime("Record.Time", r.Time); err != nil {
@@ -348,8 +345,8 @@ func (w *Writer) loop() {
 
 // Flush appends every buffered record to its blob and returns when they are stored.
 //
-// Errors: ErrClosed, ErrTransient (records stay buffered for the next flush),
-// *errs.ServiceError (e.g. ErrNotFound when the container does not exist), ctx's error.
+// Errors: ErrClosed, errs.ErrTransient (records stay buffered for the next flush),
+// *errs.ServiceError (e.g. errs.ErrNotFound when the container does not exist), ctx's error.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	closed := w.closed

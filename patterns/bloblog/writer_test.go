@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -223,7 +224,7 @@ func TestFlushOnSizeAndInterval(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, "a flush on size", func() bool { return w.Stats().Appends > 0 })
+		testbed.WaitFor(t, "a flush on size", func() bool { return w.Stats().Appends > 0 })
 	})
 	t.Run("interval", func(t *testing.T) {
 		t.Parallel()
@@ -232,7 +233,7 @@ func TestFlushOnSizeAndInterval(t *testing.T) {
 		if err := w.Write(b.ctx, rec(t0, "one small record")); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "a flush on interval", func() bool { return len(b.names()) == 1 && w.Stats().Buffered == 0 })
+		testbed.WaitFor(t, "a flush on interval", func() bool { return len(b.names()) == 1 && w.Stats().Buffered == 0 })
 	})
 }
 

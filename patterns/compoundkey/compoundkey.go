@@ -34,7 +34,7 @@ type LayoutOptions struct {
 // NewLayout returns the layout prefix + parts parts, e.g. NewLayout("empid", 2, nil) for
 // the guide's "empid_000123_2012". prefix may be empty (no type prefix).
 //
-// Errors: ErrInvalidInput when parts is below 1 or prefix cannot be part of such a key
+// Errors: errs.ErrInvalidInput when parts is below 1 or prefix cannot be part of such a key
 // (it contains the separator or a character keys cannot hold).
 func NewLayout(prefix string, parts int, opts *LayoutOptions) (Layout, error) {
 	l := Layout{prefix: prefix, parts: parts}
@@ -75,7 +75,7 @@ func (l Layout) all(parts []string) []string {
 // Key returns the RowKey of the given parts: Key("000123", "2012") is
 // "empid_000123_2012".
 //
-// Errors: ErrInvalidInput for the wrong number of parts, or a part the encoding cannot
+// Errors: errs.ErrInvalidInput for the wrong number of parts, or a part the encoding cannot
 // hold (with the readable encoding: one containing "_" or a character keys cannot hold).
 func (l Layout) Key(parts ...string) (string, error) {
 	if len(parts) != l.parts {
@@ -86,7 +86,7 @@ func (l Layout) Key(parts ...string) (string, error) {
 
 // Parse returns the parts of a RowKey made by Key.
 //
-// Errors: ErrInvalidInput when rk does not follow the layout (another prefix, another
+// Errors: errs.ErrInvalidInput when rk does not follow the layout (another prefix, another
 // number of parts, a malformed escape).
 func (l Layout) Parse(rk string) ([]string, error) {
 	ps, err := l.c.Split(rk)
@@ -111,7 +111,7 @@ func (l Layout) Parse(rk string) ([]string, error) {
 // "empid_000123" (the employee itself, another layout) nor "empid_0001234_2012". With no
 // leading part it selects every key that starts with the prefix.
 //
-// Errors: ErrInvalidInput when leading has as many parts as the layout or more (read one
+// Errors: errs.ErrInvalidInput when leading has as many parts as the layout or more (read one
 // key with a point query), or holds a part the encoding cannot hold.
 func (l Layout) Range(leading ...string) (lo, hi string, err error) {
 	if len(leading) >= l.parts {
@@ -134,12 +134,18 @@ type Table[T any] struct {
 	layout Layout
 }
 
+// Options configures a Table. It has no fields yet: pass nil. It is there so that every
+// pattern constructor has the same shape, New(table, required..., opts), and options can
+// be added without breaking callers.
+type Options struct{}
+
 // New returns the repository of t's entities of type T whose RowKeys follow layout. Its
 // range queries ask the service for T's properties only ($select), so a T made of the
 // review fields reads just those, even from rows that hold more. It sends nothing.
 //
-// Errors: ErrInvalidInput if t is nil or T cannot be projected.
-func New[T any](t *repo.Table[T], layout Layout) (*Table[T], error) {
+// Errors: errs.ErrInvalidInput if t is nil, layout is the zero Layout, or T cannot be
+// projected.
+func New[T any](t *repo.Table[T], layout Layout, opts *Options) (*Table[T], error) {
 	if t == nil {
 		return nil, errs.Invalid("table", "is nil")
 	}
@@ -152,6 +158,9 @@ func New[T any](t *repo.Table[T], layout Layout) (*Table[T], error) {
 	}
 	return &Table[T]{rows: t, view: view, layout: layout}, nil
 }
+
+// Table returns the underlying table.
+func (t *Table[T]) Table() *repo.Table[T] { return t.rows }
 
 // Layout returns the table's layout.
 func (t *Table[T]) Layout() Layout { return t.layout }
@@ -170,7 +179,7 @@ func (t *Table[T]) check(v *T) error {
 
 // Insert stores v (see repo.Table.Insert).
 //
-// Errors: ErrInvalidInput (a RowKey that does not follow the layout; nothing sent), and
+// Errors: errs.ErrInvalidInput (a RowKey that does not follow the layout; nothing sent), and
 // those of repo.Table.Insert.
 func (t *Table[T]) Insert(ctx context.Context, v *T) error {
 	if err := t.check(v); err != nil {
@@ -181,7 +190,7 @@ func (t *Table[T]) Insert(ctx context.Context, v *T) error {
 
 // Upsert inserts or replaces v (see repo.Table.Upsert).
 //
-// Errors: ErrInvalidInput (a RowKey that does not follow the layout; nothing sent), and
+// Errors: errs.ErrInvalidInput (a RowKey that does not follow the layout; nothing sent), and
 // those of repo.Table.Upsert.
 func (t *Table[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
 	if err := t.check(v); err != nil {
@@ -192,7 +201,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) e
 
 // Update updates v, conditional on its ETag (see repo.Table.Update).
 //
-// Errors: ErrInvalidInput (a RowKey that does not follow the layout; nothing sent), and
+// Errors: errs.ErrInvalidInput (a RowKey that does not follow the layout; nothing sent), and
 // those of repo.Table.Update.
 func (t *Table[T]) Update(ctx context.Context, v *T, opts *repo.UpdateOptions) error {
 	if err := t.check(v); err != nil {
@@ -203,7 +212,7 @@ func (t *Table[T]) Update(ctx context.Context, v *T, opts *repo.UpdateOptions) e
 
 // Delete deletes the entity of partition pk with the given parts.
 //
-// Errors: ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Delete.
+// Errors: errs.ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Delete.
 func (t *Table[T]) Delete(ctx context.Context, pk string, parts ...string) error {
 	rk, err := t.layout.Key(parts...)
 	if err != nil {
@@ -214,7 +223,7 @@ func (t *Table[T]) Delete(ctx context.Context, pk string, parts ...string) error
 
 // Get reads the entity of partition pk with the given parts, with one point query.
 //
-// Errors: ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Get.
+// Errors: errs.ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Get.
 func (t *Table[T]) Get(ctx context.Context, pk string, parts ...string) (T, error) {
 	rk, err := t.layout.Key(parts...)
 	if err != nil {
@@ -234,7 +243,7 @@ func (t *Table[T]) Get(ctx context.Context, pk string, parts ...string) (T, erro
 // employee entity itself). Rows of the range that do not follow the layout, such as
 // entities of another layout sharing the prefix, are skipped.
 //
-// Errors (yielded): ErrInvalidInput (see Layout.Range; nothing sent), and those of
+// Errors (yielded): errs.ErrInvalidInput (see Layout.Range; nothing sent), and those of
 // repo.Table.Query.
 func (t *Table[T]) List(ctx context.Context, pk string, leading ...string) iter.Seq2[T, error] {
 	lo, hi, err := t.layout.Range(leading...)
@@ -268,7 +277,7 @@ func (t *Table[T]) follows(rk string) bool {
 // with related entities of its partition (the employee it reviews). The RowKey is checked
 // first.
 //
-// Errors: ErrInvalidInput (a RowKey that does not follow the layout).
+// Errors: errs.ErrInvalidInput (a RowKey that does not follow the layout).
 func (t *Table[T]) InsertAction(v *T) (repo.Action, error) {
 	if err := t.check(v); err != nil {
 		return repo.Action{}, err
@@ -278,7 +287,7 @@ func (t *Table[T]) InsertAction(v *T) (repo.Action, error) {
 
 // UpsertAction returns an upsert of v for repo.Submit; see InsertAction.
 //
-// Errors: ErrInvalidInput (a RowKey that does not follow the layout).
+// Errors: errs.ErrInvalidInput (a RowKey that does not follow the layout).
 func (t *Table[T]) UpsertAction(v *T, opts *repo.UpsertOptions) (repo.Action, error) {
 	if err := t.check(v); err != nil {
 		return repo.Action{}, err
@@ -289,7 +298,7 @@ func (t *Table[T]) UpsertAction(v *T, opts *repo.UpsertOptions) (repo.Action, er
 // DeleteAction returns a delete of the entity of partition pk with the given parts for
 // repo.Submit.
 //
-// Errors: ErrInvalidInput (the parts).
+// Errors: errs.ErrInvalidInput (the parts).
 func (t *Table[T]) DeleteAction(pk string, parts ...string) (repo.Action, error) {
 	rk, err := t.layout.Key(parts...)
 	if err != nil {

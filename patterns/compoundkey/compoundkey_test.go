@@ -11,8 +11,8 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/compoundkey"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -125,6 +125,7 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 
 // bed is a table through the fault proxy holding the guide's employees and reviews.
 type bed struct {
+	*testbed.Bed
 	emps    *repo.Table[Employee]
 	reviews *compoundkey.Table[Review]
 	proxy   *testenv.ProxySet
@@ -132,26 +133,12 @@ type bed struct {
 
 func setup(t *testing.T) *bed {
 	t.Helper()
-	name := testenv.TableName(t)
-	testenv.Table(t, name)
-	ps := testenv.Proxies(t)
-	clients, err := account.NewClients(ps.ConnectionString, nil)
+	tb := testbed.New(t, &testbed.Options{Proxied: true})
+	reviews, err := compoundkey.New(testbed.NewTable[Review](tb, nil), reviewKey, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	emps, err := repo.New[Employee](clients.Tables, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := repo.New[Review](clients.Tables, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reviews, err := compoundkey.New(rows, reviewKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &bed{emps: emps, reviews: reviews, proxy: ps}
+	return &bed{Bed: tb, emps: testbed.NewTable[Employee](tb, nil), reviews: reviews, proxy: tb.Proxies}
 }
 
 func (b *bed) review(t *testing.T, id, year string, rating int32) *Review {
@@ -288,7 +275,7 @@ func TestWrongKeysSendNothing(t *testing.T) {
 	if n := b.proxy.Table.Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent", n)
 	}
-	if _, err := compoundkey.New[Review](nil, reviewKey); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := compoundkey.New[Review](nil, reviewKey, nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("New(nil): %v", err)
 	}
 }

@@ -22,7 +22,7 @@
 // A Layout builds and parses such keys ("empid", 2 parts); a Table reads and writes the
 // entities of one layout:
 //
-//	reviews, _ := compoundkey.New(reviewRows, compoundkey.MustLayout("empid", 2, nil))
+//	reviews, _ := compoundkey.New(reviewRows, compoundkey.MustLayout("empid", 2, nil), nil)
 //	rk, _ := reviews.Layout().Key("000123", "2012")            // "empid_000123_2012"
 //	for r, err := range reviews.List(ctx, "Sales", "000123") { // every review of 000123
 //

@@ -12,17 +12,17 @@ import (
 func TestAttackFloatSeriesWholeDoublesLostResponse(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	s, err := dataseries.New[float64](b.clients.Tables, b.name, dataseries.Layout{Points: 3}, nil)
+	s, err := dataseries.New[float64](table(b, nil), dataseries.Layout{Points: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, d := range []float64{2, 3, math.Copysign(0, -1), 1e300} {
-		b.proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
-		if _, err := s.Add(b.ctx, "p", "r", 0, d, nil); err != nil {
+		b.Proxy().AddRule(faultproxy.Rule{Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
+		if _, err := s.Add(b.Ctx, "p", "r", 0, d, nil); err != nil {
 			t.Fatalf("add %d (%v): %v", i, d, err)
 		}
 	}
-	got, err := s.Get(b.ctx, "p", "r")
+	got, err := s.Get(b.Ctx, "p", "r")
 	if err != nil {
 		t.Fatal(err)
 	}

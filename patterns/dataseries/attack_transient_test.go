@@ -21,19 +21,17 @@ import (
 func TestAttackAddOutcomeUnknownMaskedByTransientReread(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	o := &dataseries.Options{}
-	o.Table.Retry = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 2}
-	o.Conflict = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
-	s := hours(t, b, o)
-	if _, err := s.Add(b.ctx, "p", "r", 0, 1, nil); err != nil {
+	o := &dataseries.Options{Conflict: retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}}
+	s := hoursWith(t, b, &repo.Options{Retry: retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 2}}, o)
+	if _, err := s.Add(b.Ctx, "p", "r", 0, 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
-	b.proxy.AddRule(faultproxy.Rule{Name: "outage", Match: func(*http.Request) bool { return b.proxy.Fired("lost") > 0 },
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "outage", Match: func(*http.Request) bool { return b.Proxy().Fired("lost") > 0 },
 		Times: 6, Action: faultproxy.Respond(503, "ServerBusy")})
-	_, err := s.Add(b.ctx, "p", "r", 0, 1, nil)
-	b.proxy.ClearRules()
-	got, gerr := s.Get(b.ctx, "p", "r")
+	_, err := s.Add(b.Ctx, "p", "r", 0, 1, nil)
+	b.Proxy().ClearRules()
+	got, gerr := s.Get(b.Ctx, "p", "r")
 	if gerr != nil {
 		t.Fatal(gerr)
 	}

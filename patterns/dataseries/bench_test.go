@@ -7,6 +7,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -21,7 +22,7 @@ type HourCount struct {
 
 // benchBed is setup's table with clients whose requests are counted, the series store
 // and the naive table on it: the one place this file builds clients and constructors.
-func benchBed(b *testing.B) (*bed, *benchcmp.Counter, *dataseries.Store[int64], *repo.Table[HourCount]) {
+func benchBed(b *testing.B) (*testbed.Bed, *benchcmp.Counter, *dataseries.Store[int64], *repo.Table[HourCount]) {
 	b.Helper()
 	bd := setup(b, false)
 	ctr := benchcmp.NewCounter()
@@ -29,8 +30,8 @@ func benchBed(b *testing.B) (*bed, *benchcmp.Counter, *dataseries.Store[int64], 
 	if err != nil {
 		b.Fatal(err)
 	}
-	bd.clients = clients
-	naive, err := repo.New[HourCount](bd.clients.Tables, bd.name, nil)
+	bd.Clients = clients
+	naive, err := repo.New[HourCount](bd.Clients.Tables, bd.Table, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,19 +49,19 @@ func BenchmarkReadSeries(b *testing.B) {
 	bd, ctr, s, naive := benchBed(b)
 	var rows []*HourCount
 	for h := range 24 {
-		if err := s.Set(bd.ctx, "series", "20240501", h, int64(h*3)); err != nil {
+		if err := s.Set(bd.Ctx, "series", "20240501", h, int64(h*3)); err != nil {
 			b.Fatal(err)
 		}
 		rows = append(rows, &HourCount{Employee: "naive", Hour: fmt.Sprintf("20240501_%02d", h), Count: int64(h * 3)})
 	}
-	if err := naive.BulkWrite(bd.ctx, rows, nil); err != nil {
+	if err := naive.BulkWrite(bd.Ctx, rows, nil); err != nil {
 		b.Fatal(err)
 	}
 	const want = 3 * 23 * 24 / 2
 	q := repo.Query{Filter: filter.RowKeyPrefix("naive", "20240501_")}
 	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
 		benchcmp.Side{Name: "one-entity", Op: func(int) error {
-			day, err := s.Get(bd.ctx, "series", "20240501")
+			day, err := s.Get(bd.Ctx, "series", "20240501")
 			if err != nil {
 				return err
 			}
@@ -73,7 +74,7 @@ func BenchmarkReadSeries(b *testing.B) {
 		benchcmp.Side{Name: "point-queries", Op: func(int) error {
 			var sum int64
 			for h := range 24 {
-				c, err := naive.Get(bd.ctx, "naive", fmt.Sprintf("20240501_%02d", h))
+				c, err := naive.Get(bd.Ctx, "naive", fmt.Sprintf("20240501_%02d", h))
 				if err != nil {
 					return err
 				}
@@ -84,7 +85,7 @@ func BenchmarkReadSeries(b *testing.B) {
 		benchcmp.Side{Name: "range-query", Op: func(int) error {
 			var sum int64
 			n := 0
-			for c, err := range naive.Query(bd.ctx, q) {
+			for c, err := range naive.Query(bd.Ctx, q) {
 				if err != nil {
 					return err
 				}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -41,10 +39,6 @@ const MaxOpIDLen = 64
 // Defaults of Options.
 const DefaultOpHistory = 64
 
-// DefaultConflictPolicy is the backoff between read-modify-write attempts that lost a race
-// to another writer (412 or 409): retry.Conflict().
-var DefaultConflictPolicy = retry.Conflict()
-
 // Layout is the shape of every series of a Store: how many points, and the property names
 // that hold them.
 type Layout struct {
@@ -58,11 +52,10 @@ type Layout struct {
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger). Its
-	// TrackWrites is always turned on (see Add).
-	Table repo.Options
 	// Conflict is the backoff between the attempts of Add and Update that lost a race to
-	// another writer. Defaults to DefaultConflictPolicy.
+	// another writer. Zero fields take retry.Conflict()'s values, field by field
+	// (Conflict{MaxRetries: 5} keeps the conflict delays); its Logger defaults to the
+	// table's.
 	Conflict retry.Policy
 	// OpHistory is how many operation ids a series remembers (see AddOptions.OpID).
 	// Defaults to DefaultOpHistory (64); at most 256.
@@ -90,17 +83,25 @@ type Store[V Number] struct {
 	history  int
 }
 
-// New returns the Store of series with layout in table name. It sends nothing (create the
-// table with Table().CreateIfNotExists).
+// New returns the Store of series with layout in table, a table of dynamic entities built
+// with repo.Options.TrackWrites (a write whose response was lost is then recognised
+// exactly; see Add). The table's retry policy and logger are the Store's. New sends nothing
+// (create the table with Table().CreateIfNotExists).
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil client, a bad table name,
-// invalid options, a Prefix that does not make valid property names, or a layout of more
-// than MaxPoints points — such a series does not fit one entity: use patterns/wideentity
-// or a blob.
-func New[V Number](svc *aztables.ServiceClient, name string, layout Layout, opts *Options) (*Store[V], error) {
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, a table
+// without TrackWrites, invalid options, a Prefix that does not make valid property names,
+// or a layout of more than MaxPoints points — such a series does not fit one entity: use
+// patterns/wideentity or a blob.
+func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options) (*Store[V], error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	if !table.TracksWrites() {
+		return nil, errs.Invalid("repo.Options.TrackWrites", "must be on for the table of a data series: without it a retried Add whose response was lost cannot be recognised")
 	}
 	if layout.Points < 1 {
 		return nil, errs.Invalid("Layout.Points", "must be at least 1, got %d", layout.Points)
@@ -127,21 +128,15 @@ func New[V Number](svc *aztables.ServiceClient, name string, layout Layout, opts
 	if o.OpHistory < 1 || o.OpHistory > 256 {
 		return nil, errs.Invalid("Options.OpHistory", "must be between 1 and 256, got %d", o.OpHistory)
 	}
-	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field: Conflict{MaxRetries: 5} keeps the conflict delays
-	// repo recognises a write whose response was lost by its write id; the operation ids
-	// below catch the rest (a history repo could not read).
-	o.Table.TrackWrites = true
+	// field by field: Conflict{MaxRetries: 5} keeps the conflict delays
+	o.Conflict = o.Conflict.Or(retry.Conflict())
 	if o.Conflict.Logger == nil {
-		o.Conflict.Logger = o.Table.Logger
+		o.Conflict.Logger = table.Logger()
 	}
 	if err := o.Conflict.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := repo.New[codec.Entity](svc, name, &o.Table)
-	if err != nil {
-		return nil, err
-	}
-	return &Store[V]{table: t, names: names, index: index, kind: reflect.TypeFor[V]().Kind(), conflict: o.Conflict, history: o.OpHistory}, nil
+	return &Store[V]{table: table, names: names, index: index, kind: reflect.TypeFor[V]().Kind(), conflict: o.Conflict, history: o.OpHistory}, nil
 }
 
 // Table returns the underlying table of dynamic entities.
@@ -206,8 +201,8 @@ func (s *Store[V]) checkIndex(i int) error {
 // Get reads a series with one point query: every point in one request, the point of the
 // pattern (against one request, or one entity each, per point).
 //
-// Errors: ErrNotFound (no such series), ErrInvalidInput (keys), *codec.DecodeError (a
-// point holds something else than a number), ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such series), errs.ErrInvalidInput (keys), *codec.DecodeError (a
+// point holds something else than a number), errs.ErrTransient, *errs.ServiceError.
 func (s *Store[V]) Get(ctx context.Context, pk, rk string) (Series[V], error) {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Series[V]{}, err
@@ -223,7 +218,7 @@ func (s *Store[V]) Get(ctx context.Context, pk, rk string) (Series[V], error) {
 // which creates the series if needed and leaves the other points (and any other
 // property) as they are. It is unconditional and idempotent: the last Set of a point wins.
 //
-// Errors: ErrInvalidInput (keys, index; nothing sent), ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, index; nothing sent), errs.ErrTransient, *errs.ServiceError.
 func (s *Store[V]) Set(ctx context.Context, pk, rk string, i int, v V) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
@@ -237,13 +232,13 @@ func (s *Store[V]) Set(ctx context.Context, pk, rk string, i int, v V) error {
 
 // Put stores every point of series with one request (a merge of the point properties,
 // leaving other properties as they are). When series.ETag is set, the write is
-// conditional on it (ErrPreconditionFailed if the series changed since it was read);
+// conditional on it (errs.ErrPreconditionFailed if the series changed since it was read);
 // otherwise it creates or overwrites the points. On success series.ETag holds the new
 // ETag.
 //
-// Errors: ErrInvalidInput (keys, a Points slice of the wrong length; nothing sent),
-// ErrPreconditionFailed, ErrNotFound (conditional write of a deleted series),
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, a Points slice of the wrong length; nothing sent),
+// errs.ErrPreconditionFailed, errs.ErrNotFound (conditional write of a deleted series),
+// errs.ErrTransient, *errs.ServiceError.
 func (s *Store[V]) Put(ctx context.Context, series *Series[V]) error {
 	if series == nil {
 		return errs.Invalid("series", "is nil")
@@ -290,16 +285,16 @@ type AddOptions struct {
 // series is created.
 //
 // Every Add and Update carries an operation id (a random one when opts gives none), stored
-// with the change in the same write: a write whose response was lost (ErrOutcomeUnknown
+// with the change in the same write: a write whose response was lost (errs.ErrOutcomeUnknown
 // from repo, even when another writer's change followed it) is recognised on the re-read by
 // its id, and never applied twice. It is exactly once as long as the id is among the last
 // Options.OpHistory operations of the series; give your own OpID to make a retried call or
 // a redelivered message count once as well.
 //
-// Errors: ErrInvalidInput (keys, index, OpID; nothing sent), ErrNotFound (no such table,
-// or the series was deleted during the update), ErrTransient (also when the
-// conflict retries are exhausted: errors.Is(err, ErrPreconditionFailed) tells that case),
-// *codec.DecodeError, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, index, OpID; nothing sent), errs.ErrNotFound (no such table,
+// or the series was deleted during the update), errs.ErrTransient (also when the
+// conflict retries are exhausted: errors.Is(err, errs.ErrPreconditionFailed) tells that case),
+// *codec.DecodeError, *errs.ServiceError.
 func (s *Store[V]) Add(ctx context.Context, pk, rk string, i int, delta V, opts *AddOptions) (V, error) {
 	if err := s.checkIndex(i); err != nil {
 		return 0, err
@@ -392,7 +387,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 	var unknown error // an attempt whose write may have landed (repo.ErrOutcomeUnknown)
 	op := retry.Op{Name: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool {
-			// ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
+			// errs.ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
 			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
 		}}
 	err := retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -32,7 +33,7 @@ func TestSetIsAMergeOfOneProperty(t *testing.T) {
 	s := hours(t, b, nil)
 	var mu sync.Mutex
 	var bodies []map[string]any
-	b.proxy.AddRule(faultproxy.Rule{Name: "capture", Match: func(r *http.Request) bool {
+	b.Proxy().AddRule(faultproxy.Rule{Name: "capture", Match: func(r *http.Request) bool {
 		if faultproxy.IsEntityWrite(r) {
 			var m map[string]any
 			raw, _ := io.ReadAll(r.Body)
@@ -45,13 +46,13 @@ func TestSetIsAMergeOfOneProperty(t *testing.T) {
 	}})
 	// Another application keeps the employee's name in the same entity.
 	other := &codec.Entity{PartitionKey: "000123", RowKey: "20240501", Properties: map[string]any{"EmployeeName": "Don Hall"}}
-	if err := s.Table().Upsert(b.ctx, other, nil); err != nil {
+	if err := s.Table().Upsert(b.Ctx, other, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Set(b.ctx, "000123", "20240501", 13, 42); err != nil {
+	if err := s.Set(b.Ctx, "000123", "20240501", 13, 42); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Set(b.ctx, "000123", "20240501", 5, 7); err != nil {
+	if err := s.Set(b.Ctx, "000123", "20240501", 5, 7); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -65,15 +66,15 @@ func TestSetIsAMergeOfOneProperty(t *testing.T) {
 	if !slices.Equal(props, []string{"H05", "H05@odata.type", "PartitionKey", "RowKey"}) {
 		t.Fatalf("Set sent the properties %v, want only H05", props)
 	}
-	if b.proxy.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "MERGE" || r.Method == "PATCH" }) != 2 {
+	if b.Proxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "MERGE" || r.Method == "PATCH" }) != 2 {
 		t.Fatal("Set did not use merge")
 	}
-	mark := b.proxy.Count()
-	got, err := s.Get(b.ctx, "000123", "20240501")
+	mark := b.Proxy().Count()
+	got, err := s.Get(b.Ctx, "000123", "20240501")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := b.proxy.Count() - mark; n != 1 {
+	if n := b.Proxy().Count() - mark; n != 1 {
 		t.Fatalf("Get sent %d requests", n)
 	}
 	want := make([]int64, 24)
@@ -81,11 +82,11 @@ func TestSetIsAMergeOfOneProperty(t *testing.T) {
 	if !slices.Equal(got.Points, want) || got.ETag == "" {
 		t.Fatalf("points %v (etag %q), want %v", got.Points, got.ETag, want)
 	}
-	e, err := s.Table().Get(b.ctx, "000123", "20240501")
+	e, err := s.Table().Get(b.Ctx, "000123", "20240501")
 	if err != nil || e.Properties["EmployeeName"] != "Don Hall" {
 		t.Fatalf("the other property was lost: %v %v", e.Properties, err)
 	}
-	if _, err := s.Get(b.ctx, "000123", "19990101"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := s.Get(b.Ctx, "000123", "19990101"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("Get of a missing series: %v", err)
 	}
 }
@@ -96,7 +97,7 @@ func TestConcurrentAddsLoseNoUpdate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	core, logs := observer.New(zap.WarnLevel)
-	s := hours(t, b, &dataseries.Options{Table: repo.Options{Logger: zap.New(core)}})
+	s := hoursWith(t, b, &repo.Options{Logger: zap.New(core)}, nil)
 	const writers, adds = 12, 15
 	var wg sync.WaitGroup
 	errc := make(chan error, writers*adds)
@@ -109,7 +110,7 @@ func TestConcurrentAddsLoseNoUpdate(t *testing.T) {
 				if i%3 == 0 {
 					hour = 10 + w%2
 				}
-				if _, err := s.Add(b.ctx, "000123", "20240501", hour, int64(1+w%2), nil); err != nil {
+				if _, err := s.Add(b.Ctx, "000123", "20240501", hour, int64(1+w%2), nil); err != nil {
 					errc <- err
 				}
 			}
@@ -120,7 +121,7 @@ func TestConcurrentAddsLoseNoUpdate(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	got, err := s.Get(b.ctx, "000123", "20240501")
+	got, err := s.Get(b.Ctx, "000123", "20240501")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +151,8 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	s := hours(t, b, nil)
-	b.proxy.SetSeed(11)
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Probability: 0.2, Action: faultproxy.DropAfterForward()})
+	b.Proxy().SetSeed(11)
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Probability: 0.2, Action: faultproxy.DropAfterForward()})
 	const ops = 40
 	deliveries := make([]int, 0, 2*ops)
 	for i := range ops {
@@ -167,7 +168,7 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_, err := s.Add(b.ctx, "000123", "20240501", op%24, 1, &dataseries.AddOptions{OpID: fmt.Sprintf("msg-%03d", op)})
+			_, err := s.Add(b.Ctx, "000123", "20240501", op%24, 1, &dataseries.AddOptions{OpID: fmt.Sprintf("msg-%03d", op)})
 			errc <- err
 		}()
 	}
@@ -178,11 +179,11 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if b.proxy.Fired("lost") == 0 {
+	if b.Proxy().Fired("lost") == 0 {
 		t.Fatal("no response was lost: the test did not exercise the ambiguous case")
 	}
-	b.proxy.ClearRules()
-	got, err := s.Get(b.ctx, "000123", "20240501")
+	b.Proxy().ClearRules()
+	got, err := s.Get(b.Ctx, "000123", "20240501")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +210,12 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	s := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.Policy{Delay: time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30}}})
-	b.proxy.SetSeed(5)
-	b.proxy.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.Respond(503, "ServerBusy")})
-	b.proxy.AddRule(faultproxy.Rule{Name: "timeout", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.Respond(500, "OperationTimedOut")})
-	b.proxy.AddRule(faultproxy.Rule{Name: "drop-before", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.DropBeforeForward()})
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.DropAfterForward()})
+	s := hoursWith(t, b, &repo.Options{Retry: retry.Policy{Delay: time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30}}, nil)
+	b.Proxy().SetSeed(5)
+	b.Proxy().AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "timeout", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.Respond(500, "OperationTimedOut")})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "drop-before", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.DropBeforeForward()})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.DropAfterForward()})
 	const writers, adds = 24, 25
 	var acked atomic.Int64
 	var wg sync.WaitGroup
@@ -224,7 +225,7 @@ func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range adds {
-				if _, err := s.Add(b.ctx, "000123", "20240501", 9, 1, nil); err != nil {
+				if _, err := s.Add(b.Ctx, "000123", "20240501", 9, 1, nil); err != nil {
 					errc <- err
 					continue
 				}
@@ -237,11 +238,11 @@ func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
 	for err := range errc {
 		t.Fatalf("an add failed: %v", err)
 	}
-	if b.proxy.Fired("lost") == 0 || b.proxy.Fired("timeout") == 0 {
+	if b.Proxy().Fired("lost") == 0 || b.Proxy().Fired("timeout") == 0 {
 		t.Fatal("no response was lost: the test did not exercise the ambiguous case")
 	}
-	b.proxy.ClearRules()
-	got, err := s.Get(b.ctx, "000123", "20240501")
+	b.Proxy().ClearRules()
+	got, err := s.Get(b.Ctx, "000123", "20240501")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,14 +257,14 @@ func TestPartialConflictPolicyKeepsConflictDelays(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	core, logs := observer.New(zap.WarnLevel)
-	s := hours(t, b, &dataseries.Options{Conflict: retry.Policy{MaxRetries: 40}, Table: repo.Options{Logger: zap.New(core)}})
+	s := hoursWith(t, b, &repo.Options{Logger: zap.New(core)}, &dataseries.Options{Conflict: retry.Policy{MaxRetries: 40}})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range 5 {
-				if _, err := s.Add(b.ctx, "p", "r", 1, 1, nil); err != nil {
+				if _, err := s.Add(b.Ctx, "p", "r", 1, 1, nil); err != nil {
 					t.Error(err)
 				}
 			}
@@ -293,22 +294,22 @@ func TestAddCrashAndRerun(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			// No transient retries: the first call fails like a process that stops there.
-			once := hours(t, b, &dataseries.Options{Table: repo.Options{Retry: retry.NoRetry}, Conflict: retry.NoRetry})
+			once := hoursWith(t, b, &repo.Options{Retry: retry.NoRetry}, &dataseries.Options{Conflict: retry.NoRetry})
 			s := hours(t, b, nil)
-			if err := s.Set(b.ctx, "E", "D", 4, 10); err != nil {
+			if err := s.Set(b.Ctx, "E", "D", 4, 10); err != nil {
 				t.Fatal(err)
 			}
-			b.proxy.AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsEntityWrite, Times: 1, Action: drop.action})
-			if _, err := once.Add(b.ctx, "E", "D", 4, 5, &dataseries.AddOptions{OpID: "evt-1"}); err == nil {
+			b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsEntityWrite, Times: 1, Action: drop.action})
+			if _, err := once.Add(b.Ctx, "E", "D", 4, 5, &dataseries.AddOptions{OpID: "evt-1"}); err == nil {
 				t.Fatal("the crashed add reported success")
 			}
 			for range 2 { // the rerun, and a duplicate of it
-				v, err := s.Add(b.ctx, "E", "D", 4, 5, &dataseries.AddOptions{OpID: "evt-1"})
+				v, err := s.Add(b.Ctx, "E", "D", 4, 5, &dataseries.AddOptions{OpID: "evt-1"})
 				if err != nil || v != 15 {
 					t.Fatalf("rerun: %d %v, want 15", v, err)
 				}
 			}
-			got, _ := s.Get(b.ctx, "E", "D")
+			got, _ := s.Get(b.Ctx, "E", "D")
 			if got.Points[4] != 15 {
 				t.Fatalf("H04 = %d, want 15", got.Points[4])
 			}
@@ -321,7 +322,7 @@ func TestUpdateAndPut(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	s := hours(t, b, nil)
-	series, err := s.Update(b.ctx, "E", "D", func(p []int64) error {
+	series, err := s.Update(b.Ctx, "E", "D", func(p []int64) error {
 		for i := range p {
 			p[i] = int64(i * i)
 		}
@@ -331,10 +332,10 @@ func TestUpdateAndPut(t *testing.T) {
 		t.Fatalf("Update of a new series: %v %v", series, err)
 	}
 	boom := errors.New("boom")
-	if _, err := s.Update(b.ctx, "E", "D", func(p []int64) error { p[0] = 99; return boom }, nil); err != boom {
+	if _, err := s.Update(b.Ctx, "E", "D", func(p []int64) error { p[0] = 99; return boom }, nil); err != boom {
 		t.Fatalf("fn's error: %v", err)
 	}
-	got, _ := s.Get(b.ctx, "E", "D")
+	got, _ := s.Get(b.Ctx, "E", "D")
 	if got.Points[0] != 0 {
 		t.Fatal("a failed Update wrote")
 	}
@@ -342,18 +343,18 @@ func TestUpdateAndPut(t *testing.T) {
 	stale := got
 	stale.Points = slices.Clone(got.Points)
 	got.Points[1] = -1
-	if err := s.Put(b.ctx, &got); err != nil {
+	if err := s.Put(b.Ctx, &got); err != nil {
 		t.Fatal(err)
 	}
 	stale.Points[2] = -2
-	if err := s.Put(b.ctx, &stale); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := s.Put(b.Ctx, &stale); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("Put with a stale ETag: %v", err)
 	}
 	stale.ETag = ""
-	if err := s.Put(b.ctx, &stale); err != nil { // unconditional
+	if err := s.Put(b.Ctx, &stale); err != nil { // unconditional
 		t.Fatal(err)
 	}
-	final, _ := s.Get(b.ctx, "E", "D")
+	final, _ := s.Get(b.Ctx, "E", "D")
 	if final.Points[1] != 1 || final.Points[2] != -2 {
 		t.Fatalf("points %v", final.Points)
 	}
@@ -363,33 +364,33 @@ func TestUpdateAndPut(t *testing.T) {
 func TestNumericTypes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	f, err := dataseries.New[float64](b.clients.Tables, b.name, dataseries.Layout{Points: 3}, nil)
+	f, err := dataseries.New[float64](table(b, nil), dataseries.Layout{Points: 3}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i32, _ := dataseries.New[int32](b.clients.Tables, b.name, dataseries.Layout{Points: 3}, nil)
-	i64, _ := dataseries.New[int64](b.clients.Tables, b.name, dataseries.Layout{Points: 3}, nil)
-	if err := f.Put(b.ctx, &dataseries.Series[float64]{PartitionKey: "f", RowKey: "1", Points: []float64{1.5, 2, -3}}); err != nil {
+	i32, _ := dataseries.New[int32](table(b, nil), dataseries.Layout{Points: 3}, nil)
+	i64, _ := dataseries.New[int64](table(b, nil), dataseries.Layout{Points: 3}, nil)
+	if err := f.Put(b.Ctx, &dataseries.Series[float64]{PartitionKey: "f", RowKey: "1", Points: []float64{1.5, 2, -3}}); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := f.Add(b.ctx, "f", "1", 0, 0.25, nil); err != nil || v != 1.75 {
+	if v, err := f.Add(b.Ctx, "f", "1", 0, 0.25, nil); err != nil || v != 1.75 {
 		t.Fatalf("float add: %v %v", v, err)
 	}
 	// The service answers a whole Double without its annotation; it still reads as 2.
-	if got, err := f.Get(b.ctx, "f", "1"); err != nil || !slices.Equal(got.Points, []float64{1.75, 2, -3}) {
+	if got, err := f.Get(b.Ctx, "f", "1"); err != nil || !slices.Equal(got.Points, []float64{1.75, 2, -3}) {
 		t.Fatalf("float series: %v %v", got, err)
 	}
-	if err := i32.Set(b.ctx, "i", "1", 2, 7); err != nil {
+	if err := i32.Set(b.Ctx, "i", "1", 2, 7); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := i64.Get(b.ctx, "i", "1"); err != nil || got.Points[2] != 7 {
+	if got, err := i64.Get(b.Ctx, "i", "1"); err != nil || got.Points[2] != 7 {
 		t.Fatalf("int64 read of an Int32 point: %v %v", got, err)
 	}
-	if err := f.Table().Upsert(b.ctx, &codec.Entity{PartitionKey: "x", RowKey: "1", Properties: map[string]any{"P0": "text"}}, nil); err != nil {
+	if err := f.Table().Upsert(b.Ctx, &codec.Entity{PartitionKey: "x", RowKey: "1", Properties: map[string]any{"P0": "text"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var de *codec.DecodeError
-	if _, err := i64.Get(b.ctx, "x", "1"); !errors.As(err, &de) || de.Property != "P0" {
+	if _, err := i64.Get(b.Ctx, "x", "1"); !errors.As(err, &de) || de.Property != "P0" {
 		t.Fatalf("a text point: %v", err)
 	}
 }
@@ -399,12 +400,12 @@ func TestNumericTypes(t *testing.T) {
 func TestLimitsAndBadInput(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	_, err := dataseries.New[int64](b.clients.Tables, b.name, dataseries.Layout{Points: 365}, nil)
+	_, err := dataseries.New[int64](table(b, nil), dataseries.Layout{Points: 365}, nil)
 	var ie *repo.InvalidInputError
 	if !errors.As(err, &ie) || ie.Limit != dataseries.MaxPoints || !strings.Contains(err.Error(), "wideentity") {
 		t.Fatalf("365 points: %v", err)
 	}
-	if _, err := dataseries.New[int64](b.clients.Tables, b.name, dataseries.Layout{Points: dataseries.MaxPoints}, nil); err != nil {
+	if _, err := dataseries.New[int64](table(b, nil), dataseries.Layout{Points: dataseries.MaxPoints}, nil); err != nil {
 		t.Fatalf("%d points: %v", dataseries.MaxPoints, err)
 	}
 	for name, c := range map[string]struct {
@@ -417,30 +418,37 @@ func TestLimitsAndBadInput(t *testing.T) {
 		"history":      {dataseries.Layout{Points: 3}, &dataseries.Options{OpHistory: 1000}},
 		"policy":       {dataseries.Layout{Points: 3}, &dataseries.Options{Conflict: retry.Policy{MaxRetries: -5}}},
 	} {
-		if _, err := dataseries.New[int64](b.clients.Tables, b.name, c.l, c.o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := dataseries.New[int64](table(b, nil), c.l, c.o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	untracked := testbed.NewTable[codec.Entity](b, nil)
+	if _, err := dataseries.New[int64](untracked, dataseries.Layout{Points: 3}, nil); !errors.As(err, &ie) || !strings.Contains(ie.Field, "TrackWrites") {
+		t.Errorf("a table without TrackWrites: %v, want an *InvalidInputError naming the option", err)
+	}
+	if _, err := dataseries.New[int64](nil, dataseries.Layout{Points: 3}, nil); !errors.As(err, &ie) {
+		t.Errorf("a nil table: %v, want an *InvalidInputError", err)
+	}
 	s := hours(t, b, nil)
-	mark := b.proxy.Count()
+	mark := b.Proxy().Count()
 	calls := map[string]error{}
-	calls["set 24"] = s.Set(b.ctx, "E", "D", 24, 1)
-	calls["set -1"] = s.Set(b.ctx, "E", "D", -1, 1)
-	calls["set bad pk"] = s.Set(b.ctx, "E/1", "D", 1, 1)
-	calls["set empty pk"] = s.Set(b.ctx, "", "D", 1, 1)
-	_, calls["add bad rk"] = s.Add(b.ctx, "E", "D#", 1, 1, nil)
-	_, calls["add bad op"] = s.Add(b.ctx, "E", "D", 1, 1, &dataseries.AddOptions{OpID: "a b"})
-	_, calls["add long op"] = s.Add(b.ctx, "E", "D", 1, 1, &dataseries.AddOptions{OpID: strings.Repeat("x", 65)})
-	_, calls["get bad"] = s.Get(b.ctx, "E?", "D")
-	calls["put short"] = s.Put(b.ctx, &dataseries.Series[int64]{PartitionKey: "E", RowKey: "D", Points: make([]int64, 23)})
-	calls["put nil"] = s.Put(b.ctx, nil)
-	_, calls["update nil"] = s.Update(b.ctx, "E", "D", nil, nil)
+	calls["set 24"] = s.Set(b.Ctx, "E", "D", 24, 1)
+	calls["set -1"] = s.Set(b.Ctx, "E", "D", -1, 1)
+	calls["set bad pk"] = s.Set(b.Ctx, "E/1", "D", 1, 1)
+	calls["set empty pk"] = s.Set(b.Ctx, "", "D", 1, 1)
+	_, calls["add bad rk"] = s.Add(b.Ctx, "E", "D#", 1, 1, nil)
+	_, calls["add bad op"] = s.Add(b.Ctx, "E", "D", 1, 1, &dataseries.AddOptions{OpID: "a b"})
+	_, calls["add long op"] = s.Add(b.Ctx, "E", "D", 1, 1, &dataseries.AddOptions{OpID: strings.Repeat("x", 65)})
+	_, calls["get bad"] = s.Get(b.Ctx, "E?", "D")
+	calls["put short"] = s.Put(b.Ctx, &dataseries.Series[int64]{PartitionKey: "E", RowKey: "D", Points: make([]int64, 23)})
+	calls["put nil"] = s.Put(b.Ctx, nil)
+	_, calls["update nil"] = s.Update(b.Ctx, "E", "D", nil, nil)
 	for name, err := range calls {
 		if !errors.As(err, &ie) {
 			t.Errorf("%s: %v, want an *InvalidInputError", name, err)
 		}
 	}
-	if n := b.proxy.Count() - mark; n != 0 {
+	if n := b.Proxy().Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent for refused input", n)
 	}
 	if s.PointName(0) != "H00" || s.PointName(23) != "H23" || s.PointName(24) != "" {

@@ -14,8 +14,9 @@
 // day. One point is updated with a merge of that single property; the whole series is read
 // with one point query.
 //
-//	hours, _ := dataseries.New[int64](clients.Tables, "MessageStats",
-//		dataseries.Layout{Points: 24, Prefix: "H"}, nil)
+//	table, _ := repo.New[codec.Entity](clients.Tables, "MessageStats",
+//		&repo.Options{TrackWrites: true})                               // required: see Add
+//	hours, _ := dataseries.New[int64](table, dataseries.Layout{Points: 24, Prefix: "H"}, nil)
 //	err := hours.Set(ctx, "000123", "20240501", 13, 42)                 // merge of H13 only
 //	n, err := hours.Add(ctx, "000123", "20240501", 13, 1, nil)          // +1 under If-Match
 //	day, err := hours.Get(ctx, "000123", "20240501")                    // 24 points, 1 request
@@ -29,7 +30,7 @@
 // redelivered queue message or a retry after a crash is not counted twice. That makes
 // Add suitable as the body of a queue handler (package queueworker) that counts events.
 // Without an OpID, each call still carries a generated one: a write whose response was
-// lost (repo's ErrOutcomeUnknown), even one another writer built on before the retry, is
+// lost (repo's errs.ErrOutcomeUnknown), even one another writer built on before the retry, is
 // recognised on the re-read and never applied twice (TestAddWithoutOpIDUnderFaultsIsExact).
 //
 // # Consistency
@@ -50,7 +51,7 @@
 //
 //   - A series must fit in one entity: at most 252 properties (MaxPoints, 251, leaves one
 //     for the applied operations) and 1 MiB. A longer series is refused by New with an
-//     ErrInvalidInput that says so, by design rather than by accident: store it as a wide
+//     errs.ErrInvalidInput that says so, by design rather than by accident: store it as a wide
 //     entity (patterns/wideentity: several entities of one partition, written in one
 //     transaction) or in a blob (the Azure Table storage design guide "large entities"; an eventually consistent
 //     update as in "eventually consistent transactions").

@@ -1,54 +1,44 @@
 package dataseries_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
-	"github.com/tablepatterns/tablepatterns/repo/account"
-	"github.com/tablepatterns/tablepatterns/retry"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/repo"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// bed is one test's table, reached directly or through the fault proxy.
-type bed struct {
-	ctx     context.Context
-	clients *account.Clients
-	proxy   *faultproxy.Proxy // nil unless proxied
-	name    string
+func setup(t testing.TB, proxied bool) *testbed.Bed {
+	t.Helper()
+	return testbed.New(t, &testbed.Options{Proxied: proxied})
 }
 
-func setup(t testing.TB, proxied bool) *bed {
-	t.Helper()
-	b := &bed{ctx: t.Context(), name: testenv.TableName(t)}
-	cs := testenv.ConnectionString(t)
-	if proxied {
-		ps := testenv.Proxies(t)
-		cs, b.proxy = ps.ConnectionString, ps.Table
+// table returns the bed's table of dynamic entities with TrackWrites (what New requires)
+// and fast retries; topts may set anything else.
+func table(b *testbed.Bed, topts *repo.Options) *repo.Table[codec.Entity] {
+	b.T.Helper()
+	o := repo.Options{}
+	if topts != nil {
+		o = *topts
 	}
-	var err error
-	if b.clients, err = account.NewClients(cs, nil); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Table(t, b.name)
-	return b
+	o.TrackWrites = true
+	return testbed.NewTable[codec.Entity](b, &o)
 }
 
-// hours returns the guide's 24 hourly message counts, with fast transient retries.
-func hours(t testing.TB, b *bed, o *dataseries.Options) *dataseries.Store[int64] {
+// hours returns the guide's 24 hourly message counts on the bed's table.
+func hours(t testing.TB, b *testbed.Bed, o *dataseries.Options) *dataseries.Store[int64] {
 	t.Helper()
-	if o == nil {
-		o = &dataseries.Options{}
-	}
-	if o.Table.Retry == (retry.Policy{}) {
-		o.Table.Retry.Delay, o.Table.Retry.MinDelay, o.Table.Retry.MaxDelay = 5*time.Millisecond, time.Millisecond, 50*time.Millisecond
-		o.Table.Retry.MaxRetries = 20
-	}
-	s, err := dataseries.New[int64](b.clients.Tables, b.name, dataseries.Layout{Points: 24, Prefix: "H"}, o)
+	return hoursWith(t, b, nil, o)
+}
+
+// hoursWith is hours on a table built with topts.
+func hoursWith(t testing.TB, b *testbed.Bed, topts *repo.Options, o *dataseries.Options) *dataseries.Store[int64] {
+	t.Helper()
+	s, err := dataseries.New[int64](table(b, topts), dataseries.Layout{Points: 24, Prefix: "H"}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,8 @@
 // or as the prefix of the RowKey or PartitionKey ("EMPLOYEE_000123") — with a
 // codec.Registry, and write every entity through it:
 //
-//	t, _ := heterogeneous.New(clients.Tables, "Company", nil)
+//	table, _ := repo.New[codec.Entity](clients.Tables, "Company", nil)
+//	t, _ := heterogeneous.New(table, nil)
 //	heterogeneous.Register[Department](t, "Department")
 //	heterogeneous.Register[Employee](t, "Employee")
 //	for v, err := range t.Query(ctx, repo.Query{Filter: filter.PartitionKey("Sales")}) {
@@ -63,10 +64,10 @@
 // counting and updating conditional on the parent's ETag so that a concurrent Add makes
 // it count again (TestRecountWindowConcurrentAdd).
 //
-// When repo cannot prove the outcome of a transaction (repo.ErrOutcomeUnknown: a lost
+// When repo cannot prove the outcome of a transaction (errs.ErrOutcomeUnknown: a lost
 // response, then a retry that met a conflict), Add and Remove read the child again,
 // which the atomic transaction wrote or not: an Add that did not land is retried and one
-// that may have landed returns the ErrOutcomeUnknown error (never ErrAlreadyExists alone,
+// that may have landed returns the errs.ErrOutcomeUnknown error (never errs.ErrAlreadyExists alone,
 // "nothing written"); a Remove whose child is gone reports success, one whose child is
 // still there starts over; Recount simply counts again
 // (TestOneToManyOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have repo

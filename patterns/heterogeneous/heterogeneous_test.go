@@ -13,10 +13,9 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/heterogeneous"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -56,29 +55,27 @@ var layouts = []layout{
 		deptKey: "Department_", empKey: func(id string) string { return "Employee_" + id }},
 }
 
-func fastRetry() retry.Policy {
-	return retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 40, MaxElapsed: time.Minute}
-}
-
 type bed struct {
-	ctx     context.Context
-	l       layout
-	t       *heterogeneous.Table
-	depts   *heterogeneous.OneToMany[Department, Employee, int32]
-	raw     *repo.Table[codec.Entity]
-	proxies *testenv.ProxySet
+	*testbed.Bed
+	ctx   context.Context
+	l     layout
+	t     *heterogeneous.Table
+	depts *heterogeneous.OneToMany[Department, Employee, int32]
+	raw   *repo.Table[codec.Entity]
 }
 
 func setup(t *testing.T, l layout) *bed {
 	t.Helper()
-	name := testenv.TableName(t)
-	testenv.Table(t, name)
-	ps := testenv.Proxies(t)
-	clients, err := account.NewClients(ps.ConnectionString, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := heterogeneous.New(clients.Tables, name, &heterogeneous.Options{Registry: l.opts, Table: repo.Options{Retry: fastRetry()}})
+	tb := testbed.New(t, &testbed.Options{Proxied: true})
+	tbl, depts := departments(t, testbed.NewTable[codec.Entity](tb, nil), l)
+	return &bed{Bed: tb, ctx: tb.Ctx, l: l, t: tbl, depts: depts, raw: tb.Raw}
+}
+
+// departments returns the heterogeneous table over table with Department and Employee
+// registered, and their one-to-many relation.
+func departments(t *testing.T, table *repo.Table[codec.Entity], l layout) (*heterogeneous.Table, *heterogeneous.OneToMany[Department, Employee, int32]) {
+	t.Helper()
+	tbl, err := heterogeneous.New(table, &heterogeneous.Options{Registry: l.opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +89,7 @@ func setup(t *testing.T, l layout) *bed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := repo.New[codec.Entity](direct.Tables, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &bed{ctx: t.Context(), l: l, t: tbl, depts: depts, raw: raw, proxies: ps}
+	return tbl, depts
 }
 
 func (b *bed) dept(t *testing.T, name string) *Department {
@@ -141,7 +130,7 @@ func TestOneQueryDecodesEachType(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			mark := b.proxies.Table.Count()
+			mark := b.Proxy().Count()
 			var depts, emps int
 			for v, err := range b.t.Query(b.ctx, repo.Query{Filter: filter.PartitionKey("Sales")}) {
 				if err != nil {
@@ -162,8 +151,8 @@ func TestOneQueryDecodesEachType(t *testing.T) {
 					t.Errorf("decoded into %T", v)
 				}
 			}
-			if depts != 1 || emps != 3 || b.proxies.Table.Count()-mark != 1 {
-				t.Fatalf("%d departments, %d employees, %d requests", depts, emps, b.proxies.Table.Count()-mark)
+			if depts != 1 || emps != 3 || b.Proxy().Count()-mark != 1 {
+				t.Fatalf("%d departments, %d employees, %d requests", depts, emps, b.Proxy().Count()-mark)
 			}
 			// The discriminator is stored as the guide shows it.
 			rk := b.l.empKey("000001")
@@ -198,7 +187,7 @@ func TestOneQueryDecodesEachType(t *testing.T) {
 			}
 			// A replace keeps the discriminator: the entity still reads as an Employee.
 			e.Age = 50
-			if err := heterogeneous.Update(b.ctx, b.t, e, nil); err != nil {
+			if err := heterogeneous.Update(b.ctx, b.t, &e, nil); err != nil {
 				t.Fatal(err)
 			}
 			if e2, err := heterogeneous.Get[Employee](b.ctx, b.t, "Sales", rk); err != nil || e2.Age != 50 {
@@ -229,7 +218,7 @@ func TestUnknownTypes(t *testing.T) {
 		t.Fatalf("get of an unknown type: %v", err)
 	}
 
-	pass, err := heterogeneous.New(testenv.TableService(t), b.t.Name(), &heterogeneous.Options{Registry: codec.RegistryOptions{UnknownAsEntity: true}})
+	pass, err := heterogeneous.New(b.Raw, &heterogeneous.Options{Registry: codec.RegistryOptions{UnknownAsEntity: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +314,7 @@ func TestAddUnderFaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t, layouts[0])
 	b.dept(t, "Sales")
-	p := b.proxies.Table
+	p := b.Proxy()
 	p.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	// Without write tracking, repo may answer a retried transaction whose first attempt
 	// landed with ErrOutcomeUnknown (never "nothing written"); the child is written once
@@ -381,7 +370,7 @@ type unregistered struct {
 func TestInvalidInputSendsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, layouts[1]) // RowKey prefixes: a key without its prefix is refused
-	mark := b.proxies.Table.Count()
+	mark := b.Proxy().Count()
 	checks := map[string]error{
 		"unregistered type":             heterogeneous.Insert(b.ctx, b.t, &unregistered{PK: "a", RK: "b"}),
 		"nil":                           heterogeneous.Insert[Employee](b.ctx, b.t, nil),
@@ -403,7 +392,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
-	if n := b.proxies.Table.Count() - mark; n != 0 {
+	if n := b.Proxy().Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent", n)
 	}
 	if _, err := heterogeneous.NewOneToMany[Department, unregistered](b.t, func(string) string { return "x" }, func(d *Department) *int32 { return &d.EmployeeCount }); !errors.Is(err, repo.ErrInvalidInput) {
@@ -434,7 +423,7 @@ func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 				}
 			}
 			if !c.landed {
-				b.proxies.Table.AddRule(faultproxy.Rule{Name: "refused", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(412, "UpdateConditionNotSatisfied")})
+				b.Proxy().AddRule(faultproxy.Rule{Name: "refused", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(412, "UpdateConditionNotSatisfied")})
 			}
 			first := true
 			heterogeneous.SetAfterSubmit(b.depts, func(err error) error {
@@ -472,24 +461,11 @@ func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 // competing writer of a window test, never held by a pause.
 func (b *bed) competitor(t *testing.T) *heterogeneous.OneToMany[Department, Employee, int32] {
 	t.Helper()
-	direct, err := account.NewClients(testenv.ConnectionString(t), nil)
+	direct, err := repo.New[codec.Entity](b.Direct.Tables, b.Table, b.RepoOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := heterogeneous.New(direct.Tables, b.raw.Name(), &heterogeneous.Options{Registry: b.l.opts, Table: repo.Options{Retry: fastRetry()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := heterogeneous.Register[Department](tbl, "Department"); err != nil {
-		t.Fatal(err)
-	}
-	if err := heterogeneous.Register[Employee](tbl, "Employee"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := heterogeneous.NewOneToMany[Department, Employee](tbl, func(string) string { return b.l.deptKey }, func(d *Department) *int32 { return &d.EmployeeCount })
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := departments(t, direct, b.l)
 	return r
 }
 
@@ -505,7 +481,7 @@ func TestOneToManyWindowConcurrentAdd(t *testing.T) {
 	if err := other.Add(b.ctx, b.emp("Sales", 1)); err != nil {
 		t.Fatal(err)
 	}
-	ps := b.proxies.Table.PauseAt("held add", faultproxy.IsBatch, 1)
+	ps := b.Proxy().PauseAt("held add", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
 	go func() { done <- b.depts.Add(b.ctx, b.emp("Sales", 2)) }()
@@ -523,7 +499,7 @@ func TestOneToManyWindowConcurrentAdd(t *testing.T) {
 		t.Fatalf("held add: %v", err)
 	}
 	b.checkCount(t, "Sales", 2)
-	if n := b.proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "POST" && strings.HasSuffix(r.Path, "$batch") }); n != 2 {
+	if n := b.Proxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "POST" && strings.HasSuffix(r.Path, "$batch") }); n != 2 {
 		t.Fatalf("%d transactions through the proxy, want 2 (the held one failed, the retry landed)", n)
 	}
 }
@@ -541,7 +517,7 @@ func TestRecountWindowConcurrentAdd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ps := b.proxies.Table.PauseAt("held recount update", faultproxy.All(faultproxy.IsEntityWrite, faultproxy.Not(faultproxy.IsInsertEntity)), 1)
+	ps := b.Proxy().PauseAt("held recount update", faultproxy.All(faultproxy.IsEntityWrite, faultproxy.Not(faultproxy.IsInsertEntity)), 1)
 	t.Cleanup(ps.Release)
 	type result struct {
 		n   int32

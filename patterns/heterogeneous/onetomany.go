@@ -33,7 +33,7 @@ type OneToMany[P, C any, N Count] struct {
 // parent of partition pk has the RowKey parentRowKey(pk), and count points at its child
 // count field. P and C must be registered in t. It sends nothing.
 //
-// Errors: ErrInvalidInput (a nil argument, P or C not registered, P and C the same type).
+// Errors: errs.ErrInvalidInput (a nil argument, P or C not registered, P and C the same type).
 func NewOneToMany[P, C any, N Count](t *Table, parentRowKey func(pk string) string, count func(p *P) *N) (*OneToMany[P, C, N], error) {
 	if t == nil || parentRowKey == nil || count == nil {
 		return nil, errs.Invalid("one-to-many", "the table, parentRowKey and count are required")
@@ -69,18 +69,18 @@ func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
 // written), it reads the parent again and retries with the jittered backoff. On success
 // child's ETag field holds its new ETag.
 //
-// When repo cannot prove the outcome of the transaction (repo.ErrOutcomeUnknown: a lost
+// When repo cannot prove the outcome of the transaction (errs.ErrOutcomeUnknown: a lost
 // response, then a retry that met a conflict), Add reads the child again: absent, the
 // transaction did not apply and Add starts over; present, Add returns the error wrapping
-// repo.ErrOutcomeUnknown, since the child may be this call's (it does not unwrap to
-// repo.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
+// errs.ErrOutcomeUnknown, since the child may be this call's (it does not unwrap to
+// errs.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
 // exactly.
 //
-// Errors: repo.ErrNotFound (no parent in the child's partition), repo.ErrAlreadyExists
-// (the child exists; nothing written), repo.ErrOutcomeUnknown (see above),
-// *TypeMismatchError (the parent's keys hold another type), ErrInvalidInput (nothing
-// sent), repo.ErrTransient (also when concurrent writers kept winning until the retry
-// policy gave up), *repo.Error.
+// Errors: errs.ErrNotFound (no parent in the child's partition), errs.ErrAlreadyExists
+// (the child exists; nothing written), errs.ErrOutcomeUnknown (see above),
+// *TypeMismatchError (the parent's keys hold another type), errs.ErrInvalidInput (nothing
+// sent), errs.ErrTransient (also when concurrent writers kept winning until the retry
+// policy gave up), *errs.ServiceError.
 func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	_, c, err := entityOf(r.t, child)
 	if err != nil {
@@ -99,8 +99,8 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
-		*r.count(p)++
-		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, p, nil))
+		*r.count(&p)++
+		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			// The transaction may have landed: it is atomic, so the child tells.
 			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
@@ -118,11 +118,11 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 // Remove deletes the child (pk, rk) and decrements its parent's count in one entity group
 // transaction, conditional on the ETags of both as read just before; it starts over when
 // either changed in between. When repo cannot prove the outcome of the transaction
-// (repo.ErrOutcomeUnknown), Remove reads the child again: gone, it returns nil (the child
+// (errs.ErrOutcomeUnknown), Remove reads the child again: gone, it returns nil (the child
 // and its count went together); still there, it starts over.
 //
-// Errors: repo.ErrNotFound (no such child, or no parent), *TypeMismatchError (the entity
-// is not a C), ErrInvalidInput (nothing sent), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such child, or no parent), *TypeMismatchError (the entity
+// is not a C), errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *errs.ServiceError.
 func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	prk, err := r.parentKey(pk)
 	if err != nil {
@@ -144,8 +144,8 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
-		*r.count(p)--
-		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(child)}), UpdateAction(r.t, p, nil))
+		*r.count(&p)--
+		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(&child)}), UpdateAction(r.t, &p, nil))
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			// The transaction may have landed: it is atomic, so the child tells.
 			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
@@ -191,7 +191,7 @@ func (r *OneToMany[P, C, N]) noParent(err error, pk, prk string) error {
 // Load reads the parent of partition pk and its children with one query of the partition,
 // each entity decoded into its own type (entities of other types are ignored).
 //
-// Errors: repo.ErrNotFound (no parent in the partition), ErrInvalidInput (nothing sent),
+// Errors: errs.ErrNotFound (no parent in the partition), errs.ErrInvalidInput (nothing sent),
 // and those of Table.Query.
 func (r *OneToMany[P, C, N]) Load(ctx context.Context, pk string) (*P, []*C, error) {
 	prk, err := r.parentKey(pk)
@@ -230,8 +230,8 @@ func (r *OneToMany[P, C, N]) Load(ctx context.Context, pk string) (*P, []*C, err
 // before counting: a child added or removed meanwhile changes the parent, and the count
 // starts over. It returns the count.
 //
-// Errors: repo.ErrNotFound (no parent), ErrInvalidInput (nothing sent),
-// repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no parent), errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *errs.ServiceError.
 func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) {
 	prk, err := r.parentKey(pk)
 	if err != nil {
@@ -250,11 +250,11 @@ func (r *OneToMany[P, C, N]) Recount(ctx context.Context, pk string) (N, error) 
 			}
 			n++
 		}
-		if *r.count(p) == n {
+		if *r.count(&p) == n {
 			return nil
 		}
-		*r.count(p) = n
-		err = Update(ctx, r.t, p, nil)
+		*r.count(&p) = n
+		err = Update(ctx, r.t, &p, nil)
 		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrOutcomeUnknown) {
 			// Changed meanwhile, or an update that may have landed: count again (the
 			// count is derived from the children, so counting again is always right).

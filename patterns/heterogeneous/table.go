@@ -9,9 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"go.uber.org/zap"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -20,14 +17,16 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// Options configures a Table. nil means the zero value.
+// Options configures a Table. The zero value (or nil) gives the documented defaults.
 type Options struct {
 	// Registry says where the entity type is kept: by default a property "EntityType" (the
 	// guide's second option), or a prefix of the RowKey or PartitionKey
 	// ("EMPLOYEE_000123", the guide's first option).
 	Registry codec.RegistryOptions
-	// Table configures retries and logging (see repo.Options).
-	Table repo.Options
+	// Conflict is the backoff of the one-to-many loops that lost a race to another writer.
+	// Zero fields take retry.Conflict()'s values, field by field; its Logger defaults
+	// to the table's.
+	Conflict retry.Policy
 }
 
 // Table is one table holding entities of several Go types, each registered under a type
@@ -36,32 +35,30 @@ type Options struct {
 // each entity into the type its discriminator names. A Table is safe for concurrent use once its
 // types are registered.
 type Table struct {
-	name   string
-	client *aztables.Client
-	reg    *codec.Registry
-	ropts  codec.RegistryOptions // with defaults
-	dyn    *repo.Table[codec.Entity]
-	retry  retry.Policy
-	// conflict is the backoff of the one-to-many loops that lost a race (retry.Conflict()).
+	name  string
+	reg   *codec.Registry
+	ropts codec.RegistryOptions // with defaults
+	dyn   *repo.Table[codec.Entity]
+	// conflict is the backoff of the one-to-many loops that lost a race (Options.Conflict).
 	conflict retry.Policy
 	mu       sync.RWMutex
 	names    map[reflect.Type][]string // every name of each registered type, canonical first
 }
 
-// New returns the table name for heterogeneous entities; register the types with Register
-// before use. It sends nothing.
+// New returns the Table of heterogeneous entities over table, a table of dynamic entities:
+// its retry policy, logger and write tracking are the Table's. Register the types with
+// Register before use. It sends nothing.
 //
-// Errors: ErrInvalidInput for a bad table name or options.
-func New(svc *aztables.ServiceClient, name string, opts *Options) (*Table, error) {
+// Errors: errs.ErrInvalidInput for a nil table or invalid options.
+func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	reg, err := codec.NewRegistry(o.Registry)
-	if err != nil {
-		return nil, err
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
 	}
-	dyn, err := repo.New[codec.Entity](svc, name, &o.Table)
+	reg, err := codec.NewRegistry(o.Registry)
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +69,11 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Table, error
 	if ro.Separator == "" {
 		ro.Separator = "_"
 	}
-	p := o.Table.Retry
-	if p.Logger == nil {
-		p.Logger = o.Table.Logger
+	conflict := o.Conflict.Or(retry.Policy{Logger: table.Logger()}.Or(retry.Conflict()))
+	if err := conflict.Validate(); err != nil {
+		return nil, err
 	}
-	if p.Logger == nil {
-		p.Logger = zap.NewNop()
-	}
-	return &Table{name: name, client: dyn.Client(), reg: reg, ropts: ro, dyn: dyn, retry: p.WithDefaults(), conflict: retry.Policy{Logger: p.Logger}.Or(retry.Conflict()), names: map[reflect.Type][]string{}}, nil
+	return &Table{name: table.Name(), reg: reg, ropts: ro, dyn: table, conflict: conflict, names: map[reflect.Type][]string{}}, nil
 }
 
 // Register maps the type name to the struct type T: entities written as T carry name,
@@ -87,7 +81,7 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Table, error
 // or write; a Go type may be registered under several names, the first being the one
 // written (older names are read into the current type).
 //
-// Errors: ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
+// Errors: errs.ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
 // cannot appear in a key, or T has a field stored under the discriminator property).
 func Register[T any](t *Table, name string) error {
 	if err := codec.Register[T](t.reg, name); err != nil {
@@ -102,6 +96,9 @@ func Register[T any](t *Table, name string) error {
 
 // Name returns the table's name.
 func (t *Table) Name() string { return t.name }
+
+// Table returns the underlying table of dynamic entities.
+func (t *Table) Table() *repo.Table[codec.Entity] { return t.dyn }
 
 // Registry returns the table's type registry.
 func (t *Table) Registry() *codec.Registry { return t.reg }
@@ -132,50 +129,38 @@ func (e *TypeMismatchError) Unwrap() error { return ErrTypeMismatch }
 
 // Get reads the entity (pk, rk), which must be of type T, with one point query.
 //
-// Errors: repo.ErrNotFound, *TypeMismatchError (an entity of another type, or of an
-// unregistered one), ErrInvalidInput (T not registered, bad keys; nothing sent),
-// repo.ErrTransient, *repo.Error, *codec.DecodeError.
-func Get[T any](ctx context.Context, t *Table, pk, rk string) (*T, error) {
+// Errors: errs.ErrNotFound, *TypeMismatchError (an entity of another type, or of an
+// unregistered one), errs.ErrInvalidInput (T not registered, bad keys; nothing sent),
+// errs.ErrTransient, *errs.ServiceError, *codec.DecodeError.
+func Get[T any](ctx context.Context, t *Table, pk, rk string) (T, error) {
+	var zero T
 	c, err := registered[T](t)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	if pk == "" {
-		return nil, errs.Invalid("PartitionKey", "is empty: valid for the service, but aztables cannot address it")
-	}
-	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
-		return nil, err
-	}
-	if err := codec.ValidateKey("RowKey", rk); err != nil {
-		return nil, err
-	}
-	var out any
-	err = retry.Do(ctx, t.retry, retry.Op{Name: "get", Resource: t.name, PartitionKey: pk, RowKey: rk}, func(ctx context.Context, _ int) error {
-		resp, err := t.client.GetEntity(ctx, pk, rk, nil)
+	out, err := repo.GetFunc(ctx, t.dyn, pk, rk, func(data []byte, etag string) (any, error) {
+		out, err := t.reg.Decode(data)
 		if err != nil {
-			return errs.Wrap(err, "get", t.name, pk, rk)
-		}
-		if out, err = t.reg.Decode(resp.Value); err != nil {
-			return err
+			return nil, err
 		}
 		if v, ok := out.(*T); ok && c.ETag(v) == "" {
-			c.SetETag(v, string(resp.ETag))
+			c.SetETag(v, etag)
 		}
-		return nil
+		return out, nil
 	})
 	var unknown *codec.UnknownEntityTypeError
 	if errors.As(err, &unknown) {
-		return nil, &TypeMismatchError{PartitionKey: pk, RowKey: rk, Want: typeName[T](), Got: unknown.Name}
+		return zero, &TypeMismatchError{PartitionKey: pk, RowKey: rk, Want: typeName[T](), Got: unknown.Name}
 	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	v, ok := out.(*T)
 	if !ok {
 		got, _ := t.reg.TypeName(out)
-		return nil, &TypeMismatchError{PartitionKey: pk, RowKey: rk, Want: typeName[T](), Got: got}
+		return zero, &TypeMismatchError{PartitionKey: pk, RowKey: rk, Want: typeName[T](), Got: got}
 	}
-	return v, nil
+	return *v, nil
 }
 
 func typeName[T any]() string { return fmt.Sprintf("%T", *new(T)) }
@@ -194,10 +179,10 @@ func registered[T any](t *Table) (*codec.Codec[T], error) {
 // continuation tokens (repo.QueryFunc does the paging), and resumes from q.Token, a
 // repo.Page.Token of the same filter. When q.Select is set, the keys and the discriminator property are added.
 //
-// Errors (yielded): ErrInvalidInput (the query; nothing sent), *codec.UnknownEntityTypeError
+// Errors (yielded): errs.ErrInvalidInput (the query; nothing sent), *codec.UnknownEntityTypeError
 // for an entity of an unregistered type (unless RegistryOptions.UnknownAsEntity, which
-// yields it as a *codec.Entity), *codec.DecodeError, repo.ErrNotFound (no such table),
-// repo.ErrTransient, *repo.Error.
+// yields it as a *codec.Entity), *codec.DecodeError, errs.ErrNotFound (no such table),
+// errs.ErrTransient, *errs.ServiceError.
 func (t *Table) Query(ctx context.Context, q repo.Query) iter.Seq2[any, error] {
 	if q.Select != nil {
 		// The keys and the discriminator are needed to decode any entity.
@@ -216,7 +201,7 @@ func (t *Table) Query(ctx context.Context, q repo.Query) iter.Seq2[any, error] {
 // PartitionKey range of the type's prefix; one such condition per name T is registered
 // under), so that entities of other types are not even read.
 //
-// Errors (yielded): ErrInvalidInput (T not registered, the query; nothing sent), and those
+// Errors (yielded): errs.ErrInvalidInput (T not registered, the query; nothing sent), and those
 // of Query.
 func QueryOf[T any](ctx context.Context, t *Table, q repo.Query) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {

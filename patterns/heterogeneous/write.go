@@ -33,7 +33,7 @@ func entityOf[T any](t *Table, v *T) (*codec.Entity, *codec.Codec[T], error) {
 // Insert inserts v, of a registered type T, with its discriminator. On success v's ETag
 // field holds the new ETag.
 //
-// Errors: ErrInvalidInput (T not registered, a key without the type prefix, a broken
+// Errors: errs.ErrInvalidInput (T not registered, a key without the type prefix, a broken
 // limit; nothing sent), and those of repo.Table.Insert.
 func Insert[T any](ctx context.Context, t *Table, v *T) error {
 	e, c, err := entityOf(t, v)
@@ -49,7 +49,7 @@ func Insert[T any](ctx context.Context, t *Table, v *T) error {
 
 // Upsert inserts or replaces (or merges) v with its discriminator.
 //
-// Errors: ErrInvalidInput (nothing sent), and those of repo.Table.Upsert.
+// Errors: errs.ErrInvalidInput (nothing sent), and those of repo.Table.Upsert.
 func Upsert[T any](ctx context.Context, t *Table, v *T, opts *repo.UpsertOptions) error {
 	e, c, err := entityOf(t, v)
 	if err != nil {
@@ -65,8 +65,8 @@ func Upsert[T any](ctx context.Context, t *Table, v *T, opts *repo.UpsertOptions
 // Update replaces (or merges) the stored entity with v, conditional on v's ETag when it
 // is set (see repo.Table.Update). A Replace rewrites the discriminator with the rest.
 //
-// Errors: ErrInvalidInput (nothing sent), and those of repo.Table.Update
-// (ErrPreconditionFailed, ErrNotFound, ...).
+// Errors: errs.ErrInvalidInput (nothing sent), and those of repo.Table.Update
+// (errs.ErrPreconditionFailed, errs.ErrNotFound, ...).
 func Update[T any](ctx context.Context, t *Table, v *T, opts *repo.UpdateOptions) error {
 	e, c, err := entityOf(t, v)
 	if err != nil {
@@ -127,9 +127,9 @@ func (t *Table) DeleteAction(pk, rk string, opts *repo.DeleteOptions) Action {
 // Submit runs actions as one entity group transaction (see repo.Submit): all are applied
 // or none. On success the ETag field of every written value holds its new ETag.
 //
-// Errors: ErrInvalidInput (an action that could not be built, actions of another Table,
+// Errors: errs.ErrInvalidInput (an action that could not be built, actions of another Table,
 // or a transaction repo.Submit refuses; nothing sent), *repo.ActionError (with the index
-// of the failed action), repo.ErrTransient, *repo.Error.
+// of the failed action), errs.ErrTransient, *errs.ServiceError.
 func (t *Table) Submit(ctx context.Context, actions ...Action) error {
 	acts := make([]repo.Action, len(actions))
 	for i, a := range actions {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -77,10 +78,7 @@ func NewBlobStore(client *azblob.Client, container string, opts *BlobStoreOption
 	if !utf8.ValidString(o.Prefix) || utf8.RuneCountInString(o.Prefix) > 256 || strings.ContainsFunc(o.Prefix, isControl) {
 		return nil, errs.Invalid("BlobStoreOptions.Prefix", "must be at most 256 characters of valid UTF-8 without control characters")
 	}
-	logger := o.Logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
+	logger := logx.OrNop(o.Logger)
 	rp := o.Retry
 	if rp.Logger == nil {
 		rp.Logger = logger

@@ -36,13 +36,16 @@ const (
 	// Spread: no hot spot found.
 	Spread Pattern = iota
 	// AppendOnly: nearly every write goes to the highest PartitionKey so far (increasing
-	// keys: timestamps, order numbers). With range partitions, every insert hits the last
-	// partition server ("Designing a scalable partitioning strategy").
+	// keys: timestamps, order numbers), and no single partition takes more than
+	// AdviseOptions.HotShare of them (that is a HotPartition, wherever its key sorts). With
+	// range partitions, every insert hits the last partition server ("Designing a scalable
+	// partitioning strategy").
 	AppendOnly
 	// PrependOnly: nearly every write goes to the lowest PartitionKey so far (decreasing
 	// keys, e.g. inverted ticks used as PartitionKey): the same problem at the other end.
 	PrependOnly
-	// HotPartition: one partition takes a large share of the writes, or more than the
+	// HotPartition: one partition takes a large share of the writes (more than
+	// AdviseOptions.HotShare, even when it is the highest or lowest key), or more than the
 	// target rate.
 	HotPartition
 )
@@ -109,8 +112,8 @@ type Report struct {
 	// Target is the target rate compared with.
 	Target float64
 	// Buckets is the number of buckets the advisor suggests (0 when none is needed):
-	// twice the peak over the target, rounded up to a power of two, at least 4; 16 without
-	// times.
+	// twice the peak over the target, rounded up to a power of two, at least 4 and at most
+	// MaxBuckets; 16 without times.
 	Buckets int
 	// Suggestion is the fix in words.
 	Suggestion string
@@ -123,7 +126,7 @@ type Report struct {
 // Tablestore's primary key design guide hash prefixes). It keeps one counter per distinct key, and the times when
 // given.
 //
-// Errors: ErrInvalidInput for invalid options or an empty sample.
+// Errors: errs.ErrInvalidInput for invalid options or an empty sample.
 func Advise(writes iter.Seq[Write], opts *AdviseOptions) (Report, error) {
 	o, err := adviseDefaults(opts)
 	if err != nil {
@@ -193,7 +196,12 @@ func Advise(writes iter.Seq[Write], opts *AdviseOptions) (Report, error) {
 		rep.Hottest = rep.Hottest[:o.Top]
 	}
 
-	monotonic := rep.Partitions > 1 && rep.Writes > 2
+	// A write to the current highest (lowest) key counts as an append (prepend): keys of
+	// coarse time buckets take many writes each while they are the newest. But repeated
+	// writes to one key are that partition being hot, not the insert point moving: when one
+	// partition takes more than HotShare of the writes, it is the hot spot, wherever its key
+	// sorts, and spreading it by row key is the fix (Key(natural) would keep it whole).
+	monotonic := rep.Partitions > 1 && rep.Writes > 2 && rep.Skew <= o.HotShare
 	switch {
 	case monotonic && rep.AppendShare >= o.MonotonicShare:
 		rep.Pattern = AppendOnly
@@ -281,7 +289,9 @@ func suggest(rep Report, timed bool) (int, string) {
 	buckets := 16
 	if timed && rep.PeakRate > 0 {
 		buckets = 4
-		for float64(buckets) < 2*rep.PeakRate/rep.Target {
+		// Capped: a tiny Target makes the ratio huge (or +Inf), and doubling past
+		// MaxBuckets would overflow and never end.
+		for buckets < MaxBuckets && float64(buckets) < 2*rep.PeakRate/rep.Target {
 			buckets *= 2
 		}
 	}

@@ -130,7 +130,7 @@ func TestStress(t *testing.T) {
 		return 0, err
 	}
 	// Bounded by count.
-	rep, err := keyspread.Stress(t.Context(), keyspread.StressConfig{Operation: insert, Duration: time.Minute, MaxOps: 200, Concurrency: 8})
+	rep, err := keyspread.Stress(t.Context(), insert, time.Minute, &keyspread.StressOptions{MaxOps: 200, Concurrency: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestStress(t *testing.T) {
 		return 1, nil
 	}
 	began := time.Now()
-	rep, err = keyspread.Stress(t.Context(), keyspread.StressConfig{Operation: insertRaw, Duration: 300 * time.Millisecond, Concurrency: 4, Target: keyspread.TargetGuide})
+	rep, err = keyspread.Stress(t.Context(), insertRaw, 300*time.Millisecond, &keyspread.StressOptions{Concurrency: 4, Target: keyspread.TargetGuide})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +174,17 @@ func TestStress(t *testing.T) {
 		t.Fatalf("error rate %.2f for 30%% injected", rep.ErrorRate)
 	}
 
-	for name, cfg := range map[string]keyspread.StressConfig{
-		"no operation": {Duration: time.Second},
-		"no duration":  {Operation: insert},
-		"too long":     {Operation: insert, Duration: keyspread.MaxStressDuration + 1},
-		"workers":      {Operation: insert, Duration: time.Second, Concurrency: keyspread.MaxStressConcurrency + 1},
+	for name, c := range map[string]struct {
+		op   keyspread.Operation
+		d    time.Duration
+		opts *keyspread.StressOptions
+	}{
+		"no operation": {nil, time.Second, nil},
+		"no duration":  {insert, 0, nil},
+		"too long":     {insert, keyspread.MaxStressDuration + 1, nil},
+		"workers":      {insert, time.Second, &keyspread.StressOptions{Concurrency: keyspread.MaxStressConcurrency + 1}},
 	} {
-		if _, err := keyspread.Stress(t.Context(), cfg); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := keyspread.Stress(t.Context(), c.op, c.d, c.opts); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

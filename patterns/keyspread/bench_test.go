@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -26,7 +27,7 @@ func benchBed(b *testing.B) (*benchcmp.Counter, *repo.Table[Access], keyspread.B
 	}
 	name := testenv.TableName(b)
 	testenv.Table(b, name)
-	tb, err := repo.New[Access](clients.Tables, name, &repo.Options{Retry: fast})
+	tb, err := repo.New[Access](clients.Tables, name, &repo.Options{Retry: testbed.FastRetry()})
 	if err != nil {
 		b.Fatal(err)
 	}

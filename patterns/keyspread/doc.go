@@ -72,5 +72,5 @@
 // # Errors
 //
 // Invalid arguments (bucket counts, digits, fields, options) are refused with
-// ErrInvalidInput before any request; query errors are those of repo.
+// errs.ErrInvalidInput before any request; query errors are those of repo.
 package keyspread

@@ -48,7 +48,7 @@ func (o *ReadOptions) orZero() ReadOptions {
 //
 // Cost: one query per bucket (more for buckets over 1,000 entities).
 //
-// Errors: ErrInvalidInput (natural, options; nothing sent), as repo.Pager.Next otherwise.
+// Errors: errs.ErrInvalidInput (natural, options; nothing sent), as repo.Pager.Next otherwise.
 func ReadPartition[T any](ctx context.Context, t *repo.Table[T], b Buckets, natural string, opts *ReadOptions) iter.Seq2[T, error] {
 	o := opts.orZero()
 	qs := make([]repo.Query, b.N())
@@ -77,7 +77,7 @@ func ReadPartition[T any](ctx context.Context, t *repo.Table[T], b Buckets, natu
 // Cost: one query per bucket, plus one per 1,000 entities and per partition boundary
 // where the service ends a page.
 //
-// Errors: ErrInvalidInput (bounds, options; nothing sent), as repo.Pager.Next otherwise.
+// Errors: errs.ErrInvalidInput (bounds, options; nothing sent), as repo.Pager.Next otherwise.
 func ReadRange[T any](ctx context.Context, t *repo.Table[T], b Buckets, lo, hi string, opts *ReadOptions) iter.Seq2[T, error] {
 	o := opts.orZero()
 	if o.RowFrom != "" || o.RowTo != "" {

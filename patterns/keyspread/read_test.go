@@ -11,11 +11,11 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -29,8 +29,6 @@ type Access struct {
 	Resource  string `table:"Resource"`
 	Granted   bool   `table:"Granted"`
 }
-
-var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
 
 func table[T any](t *testing.T, proxied bool) (*repo.Table[T], *faultproxy.Proxy) {
 	t.Helper()
@@ -46,23 +44,8 @@ func benchTable(b *testing.B) (*repo.Table[Access], *faultproxy.Proxy) {
 
 func tableWithClients[T any](t testing.TB, proxied bool) (*repo.Table[T], *faultproxy.Proxy, *account.Clients) {
 	t.Helper()
-	cs := testenv.ConnectionString(t)
-	var proxy *faultproxy.Proxy
-	if proxied {
-		ps := testenv.Proxies(t)
-		cs, proxy = ps.ConnectionString, ps.Table
-	}
-	clients, err := account.NewClients(cs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := testenv.TableName(t)
-	testenv.Table(t, name)
-	tb, err := repo.New[T](clients.Tables, name, &repo.Options{Retry: fast})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tb, proxy, clients
+	b := testbed.New(t, &testbed.Options{Proxied: proxied})
+	return testbed.NewTable[T](b, nil), b.Proxy(), b.Clients
 }
 
 // accessLog writes n access entries of one hour spread over b by their RowKey, and

@@ -33,7 +33,7 @@ type Buckets struct{ n int }
 
 // NewBuckets returns a Buckets of n buckets, 1 to MaxBuckets.
 //
-// Errors: ErrInvalidInput for n out of range.
+// Errors: errs.ErrInvalidInput for n out of range.
 func NewBuckets(n int) (Buckets, error) {
 	if n < 1 || n > MaxBuckets {
 		return Buckets{}, errs.Invalid("buckets", "must be 1 to %d, got %d", MaxBuckets, n)
@@ -57,7 +57,7 @@ func (b Buckets) Prefix(i int) string { return keys.BucketPrefix(i, b.N()) }
 
 // Split returns the bucket and the natural key of a bucketed key.
 //
-// Errors: ErrInvalidInput when pk is not a key of b (wrong prefix width or bucket out of
+// Errors: errs.ErrInvalidInput when pk is not a key of b (wrong prefix width or bucket out of
 // range).
 func (b Buckets) Split(pk string) (bucket int, natural string, err error) {
 	bucket, natural, err = keys.SplitBucketKey(pk)
@@ -80,7 +80,7 @@ type HashPrefix struct{ digits int }
 // NewHashPrefix returns a HashPrefix of digits hex digits, 1 to 32 (0 means
 // keys.DefaultHashDigits, 4).
 //
-// Errors: ErrInvalidInput for digits out of range.
+// Errors: errs.ErrInvalidInput for digits out of range.
 func NewHashPrefix(digits int) (HashPrefix, error) {
 	if digits == 0 {
 		digits = keys.DefaultHashDigits
@@ -98,7 +98,7 @@ func (h HashPrefix) Key(natural string) string {
 
 // Split returns the natural key of a prefixed key, checking the prefix.
 //
-// Errors: ErrInvalidInput when the prefix is missing, of another width, or not natural's
+// Errors: errs.ErrInvalidInput when the prefix is missing, of another width, or not natural's
 // hash.
 func (h HashPrefix) Split(pk string) (string, error) {
 	natural, err := keys.StripHashPrefix(pk)
@@ -136,7 +136,7 @@ type Concat struct{ fields []Field }
 
 // NewConcat returns a Concat of the fields, in order.
 //
-// Errors: ErrInvalidInput for no fields or a Digits out of 0 to keys.MaxPadWidth.
+// Errors: errs.ErrInvalidInput for no fields or a Digits out of 0 to keys.MaxPadWidth.
 func NewConcat(fields ...Field) (Concat, error) {
 	if len(fields) == 0 {
 		return Concat{}, errs.Invalid("fields", "at least one field is required")
@@ -152,7 +152,7 @@ func NewConcat(fields ...Field) (Concat, error) {
 // Key returns the key of one value per field: an integer (int, int8 to int64, uint8 to
 // uint32) for a padded field, a string for the others.
 //
-// Errors: ErrInvalidInput for a wrong number of values, a value of the wrong kind, a
+// Errors: errs.ErrInvalidInput for a wrong number of values, a value of the wrong kind, a
 // negative number or one wider than its Digits.
 func (c Concat) Key(values ...any) (string, error) {
 	if len(values) != len(c.fields) {
@@ -204,7 +204,7 @@ func (c Concat) Prefix(values ...any) (string, error) {
 // Parse returns the fields of a key made by Key, as strings (padded integers without
 // their padding).
 //
-// Errors: ErrInvalidInput when key is not a key of c.
+// Errors: errs.ErrInvalidInput when key is not a key of c.
 func (c Concat) Parse(key string) ([]string, error) {
 	parts, err := keys.Split(key)
 	if err != nil {

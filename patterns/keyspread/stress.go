@@ -30,12 +30,8 @@ const (
 // the whole run (unique), for building distinct keys.
 type Operation func(ctx context.Context, worker, i int) (entities int, err error)
 
-// StressConfig configures Stress.
-type StressConfig struct {
-	// Operation is the application's operation mix, aimed at one partition. Required.
-	Operation Operation
-	// Duration bounds the run. Required, at most MaxStressDuration.
-	Duration time.Duration
+// StressOptions configures Stress. The zero value (or nil) gives the documented defaults.
+type StressOptions struct {
 	// MaxOps bounds the number of operations (0: only Duration bounds the run).
 	MaxOps int
 	// Concurrency is the number of workers calling Operation in a loop. Defaults to 16.
@@ -85,17 +81,23 @@ func (r StressReport) String() string {
 
 // Stress is the guide's partition stress test ("Designing a scalable partitioning
 // strategy"): with the test table loaded and the application's operations aimed at one
-// partition, it drives peak load with Concurrency workers until Duration passes or MaxOps
-// operations ran, and reports the entities per second the partition took, against the
+// partition (op, the application's operation mix), it drives peak load with Concurrency
+// workers until duration (at most MaxStressDuration) passes or MaxOps operations ran, and
+// reports the entities per second the partition took, against the
 // target, and the error rate.
 //
 // Build the Operation on a table whose retry policy is retry.NoRetry to see every
 // throttling answer as an error, or on the application's own policy to see what its users
 // would. Errors of operations are counted, not returned.
 //
-// Errors: ErrInvalidInput for an invalid configuration (nothing runs); ctx's error if ctx
-// ended before the run's end, with the report of what ran.
-func Stress(ctx context.Context, cfg StressConfig) (StressReport, error) {
+// Errors: errs.ErrInvalidInput for a nil op, a duration out of range or invalid options
+// (nothing runs); ctx's error if ctx ended before the run's end, with the report of what
+// ran.
+func Stress(ctx context.Context, op Operation, duration time.Duration, opts *StressOptions) (StressReport, error) {
+	var cfg StressOptions
+	if opts != nil {
+		cfg = *opts
+	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 16
 	}
@@ -103,18 +105,18 @@ func Stress(ctx context.Context, cfg StressConfig) (StressReport, error) {
 		cfg.Target = TargetToday
 	}
 	switch {
-	case cfg.Operation == nil:
-		return StressReport{}, errs.Invalid("StressConfig.Operation", "is required")
-	case cfg.Duration <= 0 || cfg.Duration > MaxStressDuration:
-		return StressReport{}, errs.Invalid("StressConfig.Duration", "must be positive and at most %v, got %v", MaxStressDuration, cfg.Duration)
+	case op == nil:
+		return StressReport{}, errs.Invalid("op", "is required")
+	case duration <= 0 || duration > MaxStressDuration:
+		return StressReport{}, errs.Invalid("duration", "must be positive and at most %v, got %v", MaxStressDuration, duration)
 	case cfg.MaxOps < 0:
-		return StressReport{}, errs.Invalid("StressConfig.MaxOps", "must not be negative, got %d", cfg.MaxOps)
+		return StressReport{}, errs.Invalid("StressOptions.MaxOps", "must not be negative, got %d", cfg.MaxOps)
 	case cfg.Concurrency < 1 || cfg.Concurrency > MaxStressConcurrency:
-		return StressReport{}, errs.Invalid("StressConfig.Concurrency", "must be 1 to %d, got %d", MaxStressConcurrency, cfg.Concurrency)
+		return StressReport{}, errs.Invalid("StressOptions.Concurrency", "must be 1 to %d, got %d", MaxStressConcurrency, cfg.Concurrency)
 	case cfg.Target < 0 || math.IsNaN(cfg.Target) || math.IsInf(cfg.Target, 0):
-		return StressReport{}, errs.Invalid("StressConfig.Target", "must be a positive rate, got %v", cfg.Target)
+		return StressReport{}, errs.Invalid("StressOptions.Target", "must be a positive rate, got %v", cfg.Target)
 	}
-	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	runCtx, cancel := context.WithTimeout(ctx, duration)
 	defer cancel()
 
 	var next, entities, failures, throttled atomic.Int64
@@ -133,7 +135,7 @@ func Stress(ctx context.Context, cfg StressConfig) (StressReport, error) {
 					return
 				}
 				t0 := time.Now()
-				n, err := cfg.Operation(runCtx, w, int(i))
+				n, err := op(runCtx, w, int(i))
 				d := time.Since(t0)
 				if err != nil && runCtx.Err() != nil && errors.Is(err, runCtx.Err()) {
 					next.Add(-1) // cut short by the end of the run: not an operation

@@ -10,10 +10,9 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // The throughput model of these load tests: the published targets (2,000 entities/s per
@@ -157,12 +156,9 @@ func checkLayouts(t *testing.T, appendOnly, spread float64, writers int, window 
 // defaults, what an application would run with.
 func throttledTable(t *testing.T) (*repo.Table[Access], *faultproxy.Proxy) {
 	t.Helper()
-	ps := testenv.Proxies(t)
-	clients, err := account.NewClients(ps.ConnectionString, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := repo.New[Access](clients.Tables, testenv.TableName(t), nil)
+	b := testbed.New(t, &testbed.Options{Proxied: true, NoTable: true})
+	ps := b.Proxies
+	tb, err := repo.New[Access](b.Clients.Tables, b.Table, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

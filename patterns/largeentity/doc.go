@@ -46,12 +46,12 @@
 // id (the exact recognition of one's own write that repo.Options.TrackWrites gives plain
 // tables): an entity referencing one proves that the write landed. After a refusal (a
 // conflict, a precondition: possibly the echo of the write's own earlier attempt whose
-// answer was lost) or repo.ErrOutcomeUnknown, a write that uploaded blobs reads the
+// answer was lost) or errs.ErrOutcomeUnknown, a write that uploaded blobs reads the
 // entity again. If it references a new blob and holds exactly what was sent, the write
 // succeeded; if it references one but changed since, the blobs are kept and the error
-// wraps repo.ErrOutcomeUnknown (read the entity and decide). If it references none, a
+// wraps errs.ErrOutcomeUnknown (read the entity and decide). If it references none, a
 // plain refusal deletes the new blobs at once (every Store write is conditional on what
-// it read, so no entity will ever reference them), while after repo.ErrOutcomeUnknown, a
+// it read, so no entity will ever reference them), while after errs.ErrOutcomeUnknown, a
 // timeout or exhausted retries an attempt may still land, so they are left to the
 // sweeper. A write without new blobs has no such id and returns the SDK's answer as is.
 // Delete, after an outcome it cannot tell, reads again: the entity gone means done.
@@ -119,10 +119,10 @@
 // # Errors
 //
 // Input that breaks a limit (the entity's, a part larger than Options.MaxPartBytes, a bad
-// content type) is refused with an *repo.InvalidInputError before any request. Service
-// errors wrap the SDK's sentinels (repo.ErrNotFound, repo.ErrPreconditionFailed,
-// repo.ErrTransient, ...). ErrContentMismatch reports content that does not match the
+// content type) is refused with an *errs.InvalidInputError before any request. Service
+// errors wrap the SDK's sentinels (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrTransient, ...). ErrContentMismatch reports content that does not match the
 // entity's size and hash; ErrDangling an entity pointing to a blob deleted outside the
 // Store; ErrTampered a reference this Store did not write for that entity;
-// repo.ErrOutcomeUnknown a write whose outcome cannot be told (see above).
+// errs.ErrOutcomeUnknown a write whose outcome cannot be told (see above).
 package largeentity

@@ -7,16 +7,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -32,10 +30,12 @@ type Employee struct {
 	ETag       string           `table:",etag"`
 }
 
-var fast = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond}
+// fast is the retry policy of the tests' blob requests.
+var fast = testbed.FastRetry()
 
 // bed is one test's table and container, reached directly or through fault proxies.
 type bed struct {
+	*testbed.Bed
 	t       *testing.T
 	ctx     context.Context
 	store   *largeentity.Store[Employee]
@@ -48,19 +48,10 @@ type bed struct {
 
 func setup(t *testing.T, proxied bool, opts *largeentity.Options) *bed {
 	t.Helper()
-	b := &bed{t: t, ctx: t.Context(), tableNm: testenv.TableName(t)}
-	cs := testenv.ConnectionString(t)
+	tb := testbed.New(t, &testbed.Options{Proxied: proxied})
+	b := &bed{Bed: tb, t: t, ctx: tb.Ctx, tableNm: tb.Table}
 	if proxied {
-		ps := testenv.Proxies(t)
-		cs, b.tproxy, b.bproxy = ps.ConnectionString, ps.Table, ps.Blob
-	}
-	clients, err := account.NewClients(cs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table, err := repo.New[Employee](clients.Tables, b.tableNm, &repo.Options{Retry: fast})
-	if err != nil {
-		t.Fatal(err)
+		b.tproxy, b.bproxy = tb.Proxies.Table, tb.Proxies.Blob
 	}
 	if opts == nil {
 		opts = &largeentity.Options{}
@@ -68,43 +59,18 @@ func setup(t *testing.T, proxied bool, opts *largeentity.Options) *bed {
 	if opts.Retry.Delay == 0 {
 		opts.Retry = fast
 	}
-	cname := testenv.ContainerName(t)
-	b.cname = cname
-	b.store, err = largeentity.New(table, clients.Blobs, cname, opts)
-	if err != nil {
+	b.cname = tb.Container(true)
+	b.raw = tb.Direct.Blobs.ServiceClient().NewContainerClient(b.cname)
+	var err error
+	if b.store, err = largeentity.New(testbed.NewTable[Employee](tb, nil), tb.Clients.Blobs, b.cname, opts); err != nil {
 		t.Fatal(err)
 	}
-	raw := testenv.BlobService(t)
-	b.raw = raw.ServiceClient().NewContainerClient(cname)
-	if _, err := testenv.TableService(t).CreateTable(b.ctx, b.tableNm, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.raw.Create(b.ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = testenv.TableService(t).DeleteTable(ctx, b.tableNm, nil)
-		_, _ = b.raw.Delete(ctx, nil)
-	})
 	return b
 }
 
-// blobs lists the names of every blob in the container.
+// blobs lists the names of every blob in the container, sorted.
 func (b *bed) blobs() []string {
-	b.t.Helper()
-	var out []string
-	p := b.raw.NewListBlobsFlatPager(nil)
-	for p.More() {
-		page, err := p.NextPage(b.ctx)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			out = append(out, *it.Name)
-		}
-	}
+	out := b.BlobNames(b.cname)
 	slices.Sort(out)
 	return out
 }

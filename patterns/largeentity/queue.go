@@ -29,7 +29,7 @@ func (s *Store[T]) Kind() string { return SweepKind + "/" + s.opts.Prefix }
 
 // Register registers HandleSweep for this Store's kind on a queueworker registry.
 //
-// Errors: ErrInvalidInput if the kind is already registered.
+// Errors: errs.ErrInvalidInput if the kind is already registered.
 func (s *Store[T]) Register(r *queueworker.Registry) error {
 	return queueworker.Handle(r, s.Kind(), s.HandleSweep)
 }

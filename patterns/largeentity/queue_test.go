@@ -8,7 +8,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -16,17 +16,9 @@ import (
 // sweepQueue creates a queue and returns its client and a queueworker client on it.
 func sweepQueue(t *testing.T) (*azqueue.QueueClient, *azqueue.ServiceClient, *queueworker.Client) {
 	t.Helper()
-	svc := testenv.QueueService(t)
-	q := svc.NewQueueClient(testenv.QueueName(t))
-	if _, err := q.Create(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = q.Delete(context.Background(), nil) })
-	c, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fast})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q, svc, c
+	qb := testbed.New(t, &testbed.Options{NoTable: true})
+	c, name := qb.Queue()
+	return qb.Direct.Queues.NewQueueClient(name), qb.Direct.Queues, c
 }
 
 func approxMessages(t *testing.T, q *azqueue.QueueClient) int32 {

@@ -37,8 +37,8 @@ const maxStaleReads = 5
 // generate for this entity and property (see ErrTampered) fails the Get before any blob
 // request.
 //
-// Errors: repo.ErrNotFound, ErrInvalidInput (keys; nothing sent), ErrTampered,
-// ErrContentMismatch, ErrDangling (with repo.ErrNotFound), repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrInvalidInput (keys; nothing sent), ErrTampered,
+// ErrContentMismatch, ErrDangling (with errs.ErrNotFound), errs.ErrTransient, *errs.ServiceError.
 func (s *Store[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, err := s.get(ctx, pk, rk)
@@ -71,11 +71,11 @@ func (e *staleError) Unwrap() []error { return []error{errStale, repo.ErrPrecond
 //
 // When a blob is missing, Load reads the entity again: if it changed since v was read,
 // a concurrent write replaced the part and deleted the old blob, and Load returns an error
-// wrapping repo.ErrPreconditionFailed (Get the entity again); if it did not, the error
-// wraps ErrDangling and repo.ErrNotFound.
+// wrapping errs.ErrPreconditionFailed (Get the entity again); if it did not, the error
+// wraps ErrDangling and errs.ErrNotFound.
 //
-// Errors: ErrTampered, repo.ErrPreconditionFailed, ErrDangling, ErrContentMismatch,
-// repo.ErrTransient, *repo.Error.
+// Errors: ErrTampered, errs.ErrPreconditionFailed, ErrDangling, ErrContentMismatch,
+// errs.ErrTransient, *errs.ServiceError.
 func (s *Store[T]) Load(ctx context.Context, v *T) error {
 	if v == nil {
 		return errs.Invalid("entity", "is nil")
@@ -150,17 +150,17 @@ func (s *Store[T]) download(ctx context.Context, b Blob) ([]byte, error) {
 // ErrContentMismatch instead of io.EOF if the size or SHA-256 differ. Close it.
 //
 // A part whose blob is gone (the entity was updated since b was read) gives an error
-// wrapping repo.ErrNotFound: read the entity again.
+// wrapping errs.ErrNotFound: read the entity again.
 //
 // Only a Blob this Store vouched for is streamed: one read by Get or Load of this Store
 // (which check each reference against its entity's keys) or written through it. A Blob
-// decoded by a plain repo.Table read is refused with ErrInvalidInput (pass its entity to
+// decoded by a plain repo.Table read is refused with errs.ErrInvalidInput (pass its entity to
 // Load, or read it with Get); one whose name does not belong to this Store with
 // ErrTampered. Before returning the reader, Open checks the blob's Content-Length against
 // the size the entity records (ErrContentMismatch).
 //
-// Errors: ErrInvalidInput for the zero Blob, new content or a Blob not read through the
-// Store, ErrTampered, ErrContentMismatch, repo.ErrNotFound, repo.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput for the zero Blob, new content or a Blob not read through the
+// Store, ErrTampered, ErrContentMismatch, errs.ErrNotFound, errs.ErrTransient, *errs.ServiceError.
 func (s *Store[T]) Open(ctx context.Context, b Blob) (io.ReadCloser, error) {
 	switch {
 	case !b.present:

@@ -42,7 +42,7 @@ const (
 	maxContentType = 255
 )
 
-// Sentinel errors of this package, in addition to the SDK's (repo.ErrNotFound, ...).
+// Sentinel errors of this package, in addition to the SDK's (errs.ErrNotFound, ...).
 var (
 	// ErrContentMismatch: content read back does not have the size or SHA-256 the entity
 	// records (the blob was changed or damaged outside the Store).
@@ -56,7 +56,7 @@ var (
 	ErrTampered = codec.ErrTampered
 	// ErrDangling: the entity, unchanged, points to a blob that does not exist. The Store
 	// never leaves this state; it means a blob was deleted outside the Store. It is reported
-	// together with repo.ErrNotFound.
+	// together with errs.ErrNotFound.
 	ErrDangling = errors.New("largeentity: the entity points to a missing blob")
 )
 
@@ -94,17 +94,19 @@ type Options struct {
 	// deletes a sweep runs at once. Defaults to DefaultConcurrency (4).
 	Concurrency int
 	// Retry is the policy for transient failures of blob requests (table requests use the
-	// Table's own policy). Defaults to retry's defaults.
+	// Table's own policy). Zero fields take retry's defaults; its Logger defaults to the
+	// table's.
 	Retry retry.Policy
 	// Conflict is the backoff of an Upsert or Delete that lost a race to another writer
-	// and starts again from its read. Zero fields take retry.Conflict()'s values.
+	// and starts again from its read. Zero fields take retry.Conflict()'s values, field
+	// by field; its Logger defaults to the table's.
 	Conflict retry.Policy
-	// Logger receives the blobs left for the sweeper and retry logs. Defaults to
-	// zap.NewNop().
-	Logger *zap.Logger
 }
 
-func (o *Options) withDefaults(table string) Options {
+// withDefaults fills o from its documented defaults; table gives the default Prefix and
+// the logger (the Store logs the blobs it leaves to the sweeper through the table's
+// logger, repo.Table.Logger).
+func (o *Options) withDefaults(table string, log *zap.Logger) Options {
 	var out Options
 	if o != nil {
 		out = *o
@@ -127,14 +129,8 @@ func (o *Options) withDefaults(table string) Options {
 	if out.Concurrency == 0 {
 		out.Concurrency = DefaultConcurrency
 	}
-	if out.Logger == nil {
-		out.Logger = zap.NewNop()
-	}
-	if out.Retry.Logger == nil {
-		out.Retry.Logger = out.Logger
-	}
-	out.Retry = out.Retry.WithDefaults()
-	out.Conflict = out.Conflict.Or(retry.Policy{Logger: out.Logger}.Or(retry.Conflict()))
+	out.Retry = out.Retry.Or(retry.Policy{Logger: log}).WithDefaults()
+	out.Conflict = out.Conflict.Or(retry.Policy{Logger: log}.Or(retry.Conflict()))
 	return out
 }
 
@@ -168,6 +164,7 @@ type Store[T any] struct {
 	container *container.Client
 	cname     string
 	opts      Options
+	log       *zap.Logger // the table's
 	parts     []partField
 
 	// Test hooks (see export_test.go): crash stops a write at a step as if the process died;
@@ -186,13 +183,14 @@ type partField struct {
 var blobType = reflect.TypeFor[Blob]()
 
 // New returns a Store over table for T's entities and the blob container named
-// containerName (which CreateIfNotExists creates). It sends nothing.
+// containerName (which CreateIfNotExists creates). The Store logs through the table's
+// logger (repo.Options.Logger). It sends nothing.
 //
 // T must have an ETag field (the Store's writes are conditional) and at least one field of
 // type Blob; Blob fields may sit in embedded structs. A *Blob field is refused: the zero
 // Blob already means "absent".
 //
-// Errors: ErrInvalidInput (an *repo.InvalidInputError) for a nil table or client, a bad
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table or client, a bad
 // container name, invalid options, or a type T without an ETag or Blob field.
 func New[T any](table *repo.Table[T], blobs *azblob.Client, containerName string, opts *Options) (*Store[T], error) {
 	if table == nil || blobs == nil {
@@ -201,7 +199,7 @@ func New[T any](table *repo.Table[T], blobs *azblob.Client, containerName string
 	if err := codec.ValidateContainerName(containerName); err != nil {
 		return nil, err
 	}
-	o := opts.withDefaults(table.Name())
+	o := opts.withDefaults(table.Name(), table.Logger())
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -212,7 +210,7 @@ func New[T any](table *repo.Table[T], blobs *azblob.Client, containerName string
 	if err != nil {
 		return nil, err
 	}
-	s := &Store[T]{table: table, container: blobs.ServiceClient().NewContainerClient(containerName), cname: containerName, opts: o}
+	s := &Store[T]{table: table, container: blobs.ServiceClient().NewContainerClient(containerName), cname: containerName, opts: o, log: table.Logger()}
 	for _, p := range parts {
 		name, ok := table.Codec().PropertyName(p.goName)
 		if !ok {
@@ -308,8 +306,8 @@ func (s *Store[T]) Prefix() string { return s.opts.Prefix }
 
 // CreateIfNotExists creates the table and the blob container; existing ones are success.
 //
-// Errors: as repo.Table.CreateIfNotExists; for the container ErrTransient or an
-// *repo.Error.
+// Errors: as repo.Table.CreateIfNotExists; for the container errs.ErrTransient or an
+// *errs.ServiceError.
 func (s *Store[T]) CreateIfNotExists(ctx context.Context) error {
 	if err := s.table.CreateIfNotExists(ctx); err != nil {
 		return err

@@ -67,7 +67,7 @@ func (r *SweepReport) add(o SweepReport) {
 // Cost: one list request per 5,000 blobs, one point read per entity that has old blobs,
 // one delete per orphan.
 //
-// Errors: repo.ErrTransient, *repo.Error, context errors; the report counts what was done
+// Errors: errs.ErrTransient, *errs.ServiceError, context errors; the report counts what was done
 // before the error.
 func (s *Store[T]) Sweep(ctx context.Context) (SweepReport, error) {
 	return s.sweep(ctx, s.opts.Prefix+"/")
@@ -77,7 +77,7 @@ func (s *Store[T]) Sweep(ctx context.Context) (SweepReport, error) {
 // entity's own prefix): the targeted clean-up after a write that failed ambiguously. It is
 // idempotent and may run at any time, concurrently with writes of the entity.
 //
-// Errors: ErrInvalidInput (keys; nothing sent), as Sweep otherwise.
+// Errors: errs.ErrInvalidInput (keys; nothing sent), as Sweep otherwise.
 func (s *Store[T]) SweepEntity(ctx context.Context, pk, rk string) (SweepReport, error) {
 	if err := validateKeys(pk, rk); err != nil {
 		return SweepReport{}, err
@@ -225,7 +225,7 @@ func (s *Store[T]) judge(ctx context.Context, k entityKey, cands []candidate) (S
 		switch {
 		case err == nil:
 			rep.Deleted++
-			s.opts.Logger.Info("largeentity: orphan blob deleted", zap.String("container", s.cname), zap.String("blob", c.name))
+			s.log.Info("largeentity: orphan blob deleted", zap.String("container", s.cname), zap.String("blob", c.name))
 		case errors.Is(err, repo.ErrPreconditionFailed):
 			rep.Changed++
 		default:

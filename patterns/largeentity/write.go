@@ -63,16 +63,16 @@ type write[T any] struct {
 //
 // Cost: one upload per part larger than InlineLimit, then one insert.
 //
-// Errors: repo.ErrAlreadyExists (the new blobs are deleted again), ErrInvalidInput before
+// Errors: errs.ErrAlreadyExists (the new blobs are deleted again), errs.ErrInvalidInput before
 // any request (a broken limit of the entity or of a part, a part that is a reference
-// without loaded content), repo.ErrOutcomeUnknown (the insert may have been applied; its
-// blobs are kept), repo.ErrTransient, *repo.Error; context errors.
+// without loaded content), errs.ErrOutcomeUnknown (the insert may have been applied; its
+// blobs are kept), errs.ErrTransient, *errs.ServiceError; context errors.
 func (s *Store[T]) Insert(ctx context.Context, v *T) error {
 	return s.do(ctx, kindInsert, v)
 }
 
 // Update replaces the existing entity with v. It is conditional on v's ETag when set
-// (repo.ErrPreconditionFailed if the entity changed since it was read), and in any case on
+// (errs.ErrPreconditionFailed if the entity changed since it was read), and in any case on
 // the ETag of the entity it reads first to learn which blobs it replaces. Parts with new
 // content (NewBlob) are uploaded under fresh names; a zero part removes the content;
 // any other part keeps the content the entity holds for that property. After the entity
@@ -82,10 +82,10 @@ func (s *Store[T]) Insert(ctx context.Context, v *T) error {
 // Cost: one read, one upload per new out-of-line part, one conditional write, one delete
 // per replaced blob.
 //
-// Errors: repo.ErrNotFound, repo.ErrPreconditionFailed, ErrInvalidInput before any
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput before any
 // request, ErrTampered (the stored entity holds a forged reference; nothing is uploaded or
-// deleted), repo.ErrOutcomeUnknown (the write may have been applied, or was and the entity
-// changed since: read it again), repo.ErrTransient, *repo.Error; context errors.
+// deleted), errs.ErrOutcomeUnknown (the write may have been applied, or was and the entity
+// changed since: read it again), errs.ErrTransient, *errs.ServiceError; context errors.
 func (s *Store[T]) Update(ctx context.Context, v *T) error {
 	return s.do(ctx, kindUpdate, v)
 }
@@ -98,9 +98,9 @@ func (s *Store[T]) Update(ctx context.Context, v *T) error {
 //
 // Cost: as Update, plus one read and one write per lost race.
 //
-// Errors: ErrInvalidInput before any request, ErrTampered (as Update),
-// repo.ErrOutcomeUnknown (as Update), repo.ErrTransient (also when races persist),
-// *repo.Error; context errors.
+// Errors: errs.ErrInvalidInput before any request, ErrTampered (as Update),
+// errs.ErrOutcomeUnknown (as Update), errs.ErrTransient (also when races persist),
+// *errs.ServiceError; context errors.
 func (s *Store[T]) Upsert(ctx context.Context, v *T) error {
 	return s.do(ctx, kindUpsert, v)
 }
@@ -176,7 +176,7 @@ func (e *raceError) Error() string   { return e.err.Error() }
 func (e *raceError) Unwrap() []error { return []error{errRace, e.err} }
 
 // unrace returns the underlying error of a lost race returned as it is; wrapped in an
-// *retry.ExhaustedError (races kept being lost: ErrTransient) or in a context error, it is
+// *retry.ExhaustedError (races kept being lost: errs.ErrTransient) or in a context error, it is
 // left inside.
 func unrace(err error) error {
 	if r, ok := err.(*raceError); ok {
@@ -352,18 +352,18 @@ func (w *write[T]) replace(ctx context.Context) ([]Blob, error) {
 // The new blob names are fresh and random: an entity referencing one proves that this
 // write landed (another writer can only have kept the reference after reading it). So,
 // when the write uploaded blobs and the answer is a refusal (409, 412, 404; possibly the
-// echo of its own earlier attempt whose answer was lost) or repo.ErrOutcomeUnknown, the
+// echo of its own earlier attempt whose answer was lost) or errs.ErrOutcomeUnknown, the
 // entity is read again:
 //
 //   - it references a new blob and holds exactly what was sent: the write landed and
 //     nothing changed since; it succeeds with the stored ETag;
 //   - it references a new blob but changed since: the write landed, another writer
-//     followed; the blobs are kept and the error wraps repo.ErrOutcomeUnknown (read the
+//     followed; the blobs are kept and the error wraps errs.ErrOutcomeUnknown (read the
 //     entity again and decide);
 //   - it references none (or is gone): after a plain refusal the write never landed and
 //     never will (no attempt of it may still be in flight, and every Store write is
 //     conditional on what it read), so the new blobs are deleted; after
-//     repo.ErrOutcomeUnknown an attempt may still land, so they are left to the sweeper.
+//     errs.ErrOutcomeUnknown an attempt may still land, so they are left to the sweeper.
 //
 // Other failures (a timeout, exhausted retries) leave the new blobs to the sweeper, which
 // checks; bad input (nothing sent) deletes them at once.
@@ -381,7 +381,7 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 	unknown := errors.Is(err, repo.ErrOutcomeUnknown)
 	refused := errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)
 	if !refused && !unknown {
-		w.s.opts.Logger.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
+		w.s.log.Warn("largeentity: entity write failed ambiguously; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(err))
 		return err
 	}
@@ -390,7 +390,7 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(gerr, repo.ErrNotFound):
 	case gerr != nil:
-		w.s.opts.Logger.Warn("largeentity: entity not read again after a refused write; its new blobs are left to the sweeper",
+		w.s.log.Warn("largeentity: entity not read again after a refused write; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(gerr))
 		return err
 	default:
@@ -413,7 +413,7 @@ func (w *write[T]) failed(ctx context.Context, err error) error {
 		return fmt.Errorf("largeentity: %s (PartitionKey=%q, RowKey=%q): the entity references this write's new blob, so the write was applied, and the entity changed since (read it again): %w; %w",
 			w.s.table.Name(), w.pk, w.rk, repo.ErrOutcomeUnknown, err)
 	case unknown:
-		w.s.opts.Logger.Warn("largeentity: entity write outcome unknown; its new blobs are left to the sweeper",
+		w.s.log.Warn("largeentity: entity write outcome unknown; its new blobs are left to the sweeper",
 			zap.String("table", w.s.table.Name()), zap.Error(err))
 		return err
 	}
@@ -486,7 +486,7 @@ func (s *Store[T]) deleteBlobs(ctx context.Context, names []string) {
 	_ = fanout.Do(ctx, len(names), s.opts.Concurrency, func(ctx context.Context, i int) error {
 		if err := s.deleteBlob(ctx, names[i], nil); err != nil {
 			mu.Lock()
-			s.opts.Logger.Warn("largeentity: blob not deleted; the sweeper will remove it",
+			s.log.Warn("largeentity: blob not deleted; the sweeper will remove it",
 				zap.String("container", s.cname), zap.String("blob", names[i]), zap.Error(err))
 			mu.Unlock()
 		}
@@ -520,14 +520,14 @@ func (s *Store[T]) deleteBlob(ctx context.Context, name string, etag *azcore.ETa
 //
 // Cost: one read, one delete, one delete per blob (and one enqueue with Options.Sweeps).
 //
-// Errors: repo.ErrNotFound, repo.ErrPreconditionFailed (etag given and changed),
-// ErrInvalidInput (keys; nothing sent), ErrTampered (the entity holds a forged reference:
-// nothing is deleted; Store.Table().Delete removes the entity alone), repo.ErrTransient,
-// *repo.Error.
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed (etag given and changed),
+// errs.ErrInvalidInput (keys; nothing sent), ErrTampered (the entity holds a forged reference:
+// nothing is deleted; Store.Table().Delete removes the entity alone), errs.ErrTransient,
+// *errs.ServiceError.
 func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	var old []Blob
 	// unanswered is the version that a delete whose outcome is unknown
-	// (repo.ErrOutcomeUnknown) may have removed: if the entity is then gone, the delete
+	// (errs.ErrOutcomeUnknown) may have removed: if the entity is then gone, the delete
 	// is done, and that version's blobs are unreferenced (names are never reused, and no
 	// write keeps a part of an entity that does not exist).
 	var unanswered *T

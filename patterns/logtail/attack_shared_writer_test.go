@@ -21,15 +21,15 @@ func TestAttackSharedWriterIDLostAttemptReportsForeignEntry(t *testing.T) {
 	frozen := func() time.Time { return time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC) }
 	l1, _ := logtail.New(tb, &logtail.Options{Clock: frozen, WriterID: "same"})
 	l2, _ := logtail.New(tb, &logtail.Options{Clock: frozen, WriterID: "same"})
-	if _, err := l1.Append(b.ctx, &Claim{Employee: "E", ClaimID: "first"}); err != nil {
+	if _, err := l1.Append(b.Ctx, &Claim{Employee: "E", ClaimID: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	b.proxy.AddRule(faultproxy.Rule{Name: "drop", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropBeforeForward()})
-	_, err := l2.Append(b.ctx, &Claim{Employee: "E", ClaimID: "second"})
-	if b.proxy.Fired("drop") != 1 {
+	b.Proxy().AddRule(faultproxy.Rule{Name: "drop", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropBeforeForward()})
+	_, err := l2.Append(b.Ctx, &Claim{Employee: "E", ClaimID: "second"})
+	if b.Proxy().Fired("drop") != 1 {
 		t.Fatal("the drop did not fire")
 	}
-	all, qerr := l1.Newest(b.ctx, "E", 10)
+	all, qerr := l1.Newest(b.Ctx, "E", 10)
 	if qerr != nil {
 		t.Fatal(qerr)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/logtail"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -16,7 +17,7 @@ import (
 
 // benchBed is setup's table with clients whose requests are counted, the log tail on it,
 // and the naive layout's table: the one place this file builds clients and constructors.
-func benchBed(b *testing.B) (*bed, *benchcmp.Counter, *logtail.Log[Claim], *repo.Table[Claim], *repo.Table[Claim]) {
+func benchBed(b *testing.B) (*testbed.Bed, *benchcmp.Counter, *logtail.Log[Claim], *repo.Table[Claim], *repo.Table[Claim]) {
 	b.Helper()
 	bd := setup(b, false)
 	ctr := benchcmp.NewCounter()
@@ -24,13 +25,13 @@ func benchBed(b *testing.B) (*bed, *benchcmp.Counter, *logtail.Log[Claim], *repo
 	if err != nil {
 		b.Fatal(err)
 	}
-	bd.clients = clients
+	bd.Clients = clients
 	tb := claims(b, bd)
 	// The naive layout in a table of its own, so that each query meets 10,000 entities
 	// (Azurite evaluates a filter against every entity of a table).
 	naiveName := testenv.TableName(b)
 	testenv.Table(b, naiveName)
-	naiveTable, err := repo.New[Claim](bd.clients.Tables, naiveName, nil)
+	naiveTable, err := repo.New[Claim](bd.Clients.Tables, naiveName, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,17 +65,17 @@ func BenchmarkNewest(b *testing.B) {
 		}
 		naive[i] = &Claim{Employee: "naive", Key: asc + "_" + id, ClaimID: id, Amount: float64(i)}
 	}
-	if err := tb.BulkWrite(bd.ctx, tail, nil); err != nil {
+	if err := tb.BulkWrite(bd.Ctx, tail, nil); err != nil {
 		b.Fatal(err)
 	}
-	if err := naiveTable.BulkWrite(bd.ctx, naive, nil); err != nil {
+	if err := naiveTable.BulkWrite(bd.Ctx, naive, nil); err != nil {
 		b.Fatal(err)
 	}
 	want := fmt.Sprintf("C%05d", size-1)
 
 	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
 		benchcmp.Side{Name: "logtail", Op: func(int) error {
-			got, err := log.Newest(bd.ctx, "tail", n)
+			got, err := log.Newest(bd.Ctx, "tail", n)
 			if err != nil {
 				return err
 			}
@@ -84,7 +85,7 @@ func BenchmarkNewest(b *testing.B) {
 			return benchcmp.Check("newest", got[0].ClaimID, want)
 		}},
 		benchcmp.Side{Name: "scan", Op: func(int) error {
-			all, err := naiveTable.Collect(bd.ctx, repo.Query{Filter: filter.PartitionKey("naive")})
+			all, err := naiveTable.Collect(bd.Ctx, repo.Query{Filter: filter.PartitionKey("naive")})
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@
 //
 // Each entry is one entity written by one request, so it is atomic by itself. Append
 // inserts, never twice: a retried insert whose first attempt may have been stored returns
-// repo.ErrOutcomeUnknown, or, on a table with repo.Options.TrackWrites, recognises its own
+// errs.ErrOutcomeUnknown, or, on a table with repo.Options.TrackWrites, recognises its own
 // entry by its write id and succeeds. AppendAt is idempotent (insert-or-replace under the key
 // of its time and id), so an import or a message handler can run it again safely. Readers
 // see entries as soon as they are written; there is no secondary state to keep in sync.

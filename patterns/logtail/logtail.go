@@ -62,7 +62,7 @@ type Log[T any] struct {
 // field the caller sets (the employee, device or stream the entry belongs to) and whose
 // RowKey field the log sets. It sends nothing.
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil table, an invalid Prefix
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, an invalid Prefix
 // or WriterID, or a T whose RowKey field cannot be set (reached through an embedded
 // pointer).
 func New[T any](table *repo.Table[T], opts *Options) (*Log[T], error) {
@@ -113,7 +113,7 @@ func (l *Log[T]) RowKey(at time.Time, id string) string {
 
 // ParseRowKey returns the time and the id of an entry's RowKey.
 //
-// Errors: ErrInvalidInput when rk is not a key of this log (wrong prefix, not 19 digits
+// Errors: errs.ErrInvalidInput when rk is not a key of this log (wrong prefix, not 19 digits
 // and "_", ticks above DateTime.MaxValue).
 func (l *Log[T]) ParseRowKey(rk string) (time.Time, string, error) {
 	rest, ok := strings.CutPrefix(rk, l.prefix)
@@ -155,14 +155,14 @@ func (l *Log[T]) tick() int64 {
 // may run ahead of the clock by that much), and the WriterID separates Logs. If the key is
 // taken anyway (two Logs given one WriterID), Append moves on to the next tick. A retried
 // insert whose first attempt may have been stored and that meets the key taken cannot
-// tell its own entry from another Log's: Append returns repo.ErrOutcomeUnknown, unless the
+// tell its own entry from another Log's: Append returns errs.ErrOutcomeUnknown, unless the
 // table tracks writes (repo.Options.TrackWrites), which recognises its own
 // (TestAppendUnderFaultsStoredOnce). A second call is a second entry: for writes that may be run again (a queue
 // handler, an import), use AppendAt with the event's own time and id.
 //
-// Errors: ErrInvalidInput (v nil, its PartitionKey or properties break a limit; nothing
-// sent), ErrAlreadyExists (the key stayed taken after several ticks), repo.ErrOutcomeUnknown,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (v nil, its PartitionKey or properties break a limit; nothing
+// sent), errs.ErrAlreadyExists (the key stayed taken after several ticks), errs.ErrOutcomeUnknown,
+// errs.ErrTransient, *errs.ServiceError.
 func (l *Log[T]) Append(ctx context.Context, v *T) (time.Time, error) {
 	if v == nil {
 		return time.Time{}, errs.Invalid("entry", "is nil")
@@ -193,8 +193,8 @@ func (l *Log[T]) Append(ctx context.Context, v *T) (time.Time, error) {
 // insert-or-replace, and running it again (a retried import, a redelivered message)
 // leaves one entry, the last one written.
 //
-// Errors: ErrInvalidInput (v nil, id empty or with characters keys may not hold, a limit
-// broken; nothing sent), ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (v nil, id empty or with characters keys may not hold, a limit
+// broken; nothing sent), errs.ErrTransient, *errs.ServiceError.
 func (l *Log[T]) AppendAt(ctx context.Context, at time.Time, id string, v *T) error {
 	if v == nil {
 		return errs.Invalid("entry", "is nil")
@@ -265,8 +265,8 @@ func (l *Log[T]) Query(pk string, from, to time.Time) repo.Query {
 // repo.MaxPageSize (1,000) it is one request, a range query with $top=n, however long the
 // log is: the point of the pattern. Larger n read ceil(n/1000) pages.
 //
-// Errors: ErrInvalidInput (n < 1; nothing sent), ErrNotFound (no such table),
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (n < 1; nothing sent), errs.ErrNotFound (no such table),
+// errs.ErrTransient, *errs.ServiceError.
 func (l *Log[T]) Newest(ctx context.Context, pk string, n int) ([]T, error) {
 	if n < 1 {
 		return nil, errs.Invalid("n", "must be at least 1, got %d", n)
@@ -290,8 +290,8 @@ func (l *Log[T]) Newest(ctx context.Context, pk string, n int) ([]T, error) {
 // continuation tokens. A zero from or to leaves that side open. It sends one request per
 // page of up to 1,000 entries, and nothing until the first iteration.
 //
-// Errors (yielded): ErrInvalidInput (pk breaks the key rules; nothing sent), ErrNotFound
-// (no such table), ErrTransient, *repo.Error.
+// Errors (yielded): errs.ErrInvalidInput (pk breaks the key rules; nothing sent), errs.ErrNotFound
+// (no such table), errs.ErrTransient, *errs.ServiceError.
 func (l *Log[T]) Range(ctx context.Context, pk string, from, to time.Time) iter.Seq2[T, error] {
 	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
 		return func(yield func(T, error) bool) {

@@ -61,14 +61,14 @@ func TestNewestIsOneRequestWithTop(t *testing.T) {
 	}
 	// An entity of another kind in the same partition, before and after the log's keys.
 	for _, rk := range []string{"!profile", "EMPLOYEE"} {
-		if err := tb.Insert(b.ctx, &Claim{Employee: "000123", Key: rk, Description: "not a claim"}); err != nil {
+		if err := tb.Insert(b.Ctx, &Claim{Employee: "000123", Key: rk, Description: "not a claim"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const n = 30
 	for i := range n {
 		c := &Claim{Employee: "000123", ClaimID: fmt.Sprintf("C%03d", i), Amount: float64(i)}
-		at, err := log.Append(b.ctx, c)
+		at, err := log.Append(b.Ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,12 +79,12 @@ func TestNewestIsOneRequestWithTop(t *testing.T) {
 			t.Fatalf("TimeOf = %v %v, want %v", got, err, at)
 		}
 	}
-	mark := b.proxy.Count()
-	newest, err := log.Newest(b.ctx, "000123", 10)
+	mark := b.Proxy().Count()
+	newest, err := log.Newest(b.Ctx, "000123", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := b.proxy.Requests()[mark:]
+	reqs := b.Proxy().Requests()[mark:]
 	if len(reqs) != 1 {
 		t.Fatalf("Newest sent %d requests, want 1", len(reqs))
 	}
@@ -100,7 +100,7 @@ func TestNewestIsOneRequestWithTop(t *testing.T) {
 			t.Fatalf("entry %d is %s, want %s", i, c.ClaimID, want)
 		}
 	}
-	all, err := log.Newest(b.ctx, "000123", 1000)
+	all, err := log.Newest(b.Ctx, "000123", 1000)
 	if err != nil || len(all) != n {
 		t.Fatalf("whole log: %d entries, %v", len(all), err)
 	}
@@ -125,7 +125,7 @@ func TestSameTickDoesNotCollide(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := log.Append(b.ctx, &Claim{Employee: "000123", ClaimID: fmt.Sprintf("w%d-%02d", w, i)})
+				_, err := log.Append(b.Ctx, &Claim{Employee: "000123", ClaimID: fmt.Sprintf("w%d-%02d", w, i)})
 				errc <- err
 			}()
 		}
@@ -138,7 +138,7 @@ func TestSameTickDoesNotCollide(t *testing.T) {
 		}
 	}
 	log, _ := logtail.New(tb, nil)
-	all, err := log.Newest(b.ctx, "000123", 1000)
+	all, err := log.Newest(b.Ctx, "000123", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,18 +171,18 @@ func TestSharedWriterIDMovesToNextTick(t *testing.T) {
 	frozen := func() time.Time { return time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC) }
 	l1, _ := logtail.New(tb, &logtail.Options{Clock: frozen, WriterID: "same"})
 	l2, _ := logtail.New(tb, &logtail.Options{Clock: frozen, WriterID: "same"})
-	t1, err := l1.Append(b.ctx, &Claim{Employee: "E", ClaimID: "first"})
+	t1, err := l1.Append(b.Ctx, &Claim{Employee: "E", ClaimID: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t2, err := l2.Append(b.ctx, &Claim{Employee: "E", ClaimID: "second"})
+	t2, err := l2.Append(b.Ctx, &Claim{Employee: "E", ClaimID: "second"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !t2.After(t1) {
 		t.Fatalf("second append at %v, first at %v", t2, t1)
 	}
-	all, err := l1.Newest(b.ctx, "E", 10)
+	all, err := l1.Newest(b.Ctx, "E", 10)
 	if err != nil || len(all) != 2 || all[0].ClaimID != "second" {
 		t.Fatalf("entries %+v, %v", all, err)
 	}
@@ -195,14 +195,14 @@ func TestAppendAtIsIdempotent(t *testing.T) {
 	log, _ := logtail.New(claims(t, b), nil)
 	at := time.Date(2024, 5, 1, 9, 30, 0, 0, time.UTC)
 	for range 3 {
-		if err := log.AppendAt(b.ctx, at, "C1", &Claim{Employee: "E", ClaimID: "C1", Amount: 12.5}); err != nil {
+		if err := log.AppendAt(b.Ctx, at, "C1", &Claim{Employee: "E", ClaimID: "C1", Amount: 12.5}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := log.AppendAt(b.ctx, at, "C2", &Claim{Employee: "E", ClaimID: "C2", Amount: 7}); err != nil {
+	if err := log.AppendAt(b.Ctx, at, "C2", &Claim{Employee: "E", ClaimID: "C2", Amount: 7}); err != nil {
 		t.Fatal(err)
 	}
-	all, err := log.Newest(b.ctx, "E", 10)
+	all, err := log.Newest(b.Ctx, "E", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRangeBounds(t *testing.T) {
 	tick := 100 * time.Nanosecond
 	times := []time.Time{base.Add(-tick), base, base.Add(time.Hour - tick), base.Add(time.Hour), base.Add(2 * time.Hour)}
 	for i, at := range times {
-		if err := log.AppendAt(b.ctx, at, fmt.Sprint(i), &Claim{Employee: "E", ClaimID: fmt.Sprint(i)}); err != nil {
+		if err := log.AppendAt(b.Ctx, at, fmt.Sprint(i), &Claim{Employee: "E", ClaimID: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,7 +247,7 @@ func TestRangeBounds(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got []string
-		for v, err := range log.Range(b.ctx, "E", c.from, c.to) {
+		for v, err := range log.Range(b.Ctx, "E", c.from, c.to) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,11 +259,11 @@ func TestRangeBounds(t *testing.T) {
 	}
 	// An entry stamped at the last tick is found by a "to" after year 9999.
 	maxAt := time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)
-	if err := log.AppendAt(b.ctx, maxAt, "max", &Claim{Employee: "M", ClaimID: "max"}); err != nil {
+	if err := log.AppendAt(b.Ctx, maxAt, "max", &Claim{Employee: "M", ClaimID: "max"}); err != nil {
 		t.Fatal(err)
 	}
 	var last []string
-	for v, err := range log.Range(b.ctx, "M", base, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)) {
+	for v, err := range log.Range(b.Ctx, "M", base, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +278,7 @@ func TestRangeBounds(t *testing.T) {
 	p := log.Table().Pages(q)
 	var n int
 	for p.More() {
-		page, err := p.Next(b.ctx)
+		page, err := p.Next(b.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,18 +298,18 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := b.proxy.Count()
+	mark := b.Proxy().Count()
 	at := time.Now()
 	calls := map[string]error{}
-	_, calls["newest 0"] = log.Newest(b.ctx, "E", 0)
-	_, calls["newest bad pk"] = log.Newest(b.ctx, "a/b", 10)
-	_, calls["append nil"] = log.Append(b.ctx, nil)
-	_, calls["append bad pk"] = log.Append(b.ctx, &Claim{Employee: "a#b"})
-	_, calls["append empty pk"] = log.Append(b.ctx, &Claim{})
-	calls["append at empty id"] = log.AppendAt(b.ctx, at, "", &Claim{Employee: "E"})
-	calls["append at bad id"] = log.AppendAt(b.ctx, at, "x?y", &Claim{Employee: "E"})
-	calls["append at huge"] = log.AppendAt(b.ctx, at, "id", &Claim{Employee: "E", Description: strings.Repeat("x", 40000)})
-	for _, err := range log.Range(b.ctx, "bad\\pk", time.Time{}, time.Time{}) {
+	_, calls["newest 0"] = log.Newest(b.Ctx, "E", 0)
+	_, calls["newest bad pk"] = log.Newest(b.Ctx, "a/b", 10)
+	_, calls["append nil"] = log.Append(b.Ctx, nil)
+	_, calls["append bad pk"] = log.Append(b.Ctx, &Claim{Employee: "a#b"})
+	_, calls["append empty pk"] = log.Append(b.Ctx, &Claim{})
+	calls["append at empty id"] = log.AppendAt(b.Ctx, at, "", &Claim{Employee: "E"})
+	calls["append at bad id"] = log.AppendAt(b.Ctx, at, "x?y", &Claim{Employee: "E"})
+	calls["append at huge"] = log.AppendAt(b.Ctx, at, "id", &Claim{Employee: "E", Description: strings.Repeat("x", 40000)})
+	for _, err := range log.Range(b.Ctx, "bad\\pk", time.Time{}, time.Time{}) {
 		calls["range bad pk"] = err
 	}
 	for name, err := range calls {
@@ -318,7 +318,7 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 			t.Errorf("%s: %v, want an *InvalidInputError", name, err)
 		}
 	}
-	if n := b.proxy.Count() - mark; n != 0 {
+	if n := b.Proxy().Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent for refused input", n)
 	}
 
@@ -340,9 +340,9 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 			_, err := logtail.New(tb, &logtail.Options{WriterID: strings.Repeat("w", 65)})
 			return err
 		},
-		"no row key": func() error { _, err := repo.New[noKey](b.clients.Tables, b.name, nil); return err },
+		"no row key": func() error { _, err := repo.New[noKey](b.Clients.Tables, b.Table, nil); return err },
 		"via pointer": func() error {
-			pt, err := repo.New[viaPointer](b.clients.Tables, b.name, nil)
+			pt, err := repo.New[viaPointer](b.Clients.Tables, b.Table, nil)
 			if err != nil {
 				return err
 			}
@@ -362,9 +362,9 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 func TestAppendUnderFaultsStoredOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	o := fastRetry()
+	o := b.RepoOptions()
 	o.TrackWrites = true
-	tracked, err := repo.New[Claim](b.clients.Tables, b.name, o)
+	tracked, err := repo.New[Claim](b.Clients.Tables, b.Table, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,17 +372,17 @@ func TestAppendUnderFaultsStoredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropAfterForward()})
-	b.proxy.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropAfterForward()})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
 	for i := range 3 {
-		if _, err := log.Append(b.ctx, &Claim{Employee: "E", ClaimID: fmt.Sprint(i)}); err != nil {
+		if _, err := log.Append(b.Ctx, &Claim{Employee: "E", ClaimID: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if b.proxy.Fired("lost") != 1 || b.proxy.Fired("busy") != 1 {
-		t.Fatalf("faults fired: lost %d, busy %d", b.proxy.Fired("lost"), b.proxy.Fired("busy"))
+	if b.Proxy().Fired("lost") != 1 || b.Proxy().Fired("busy") != 1 {
+		t.Fatalf("faults fired: lost %d, busy %d", b.Proxy().Fired("lost"), b.Proxy().Fired("busy"))
 	}
-	all, err := log.Table().Collect(b.ctx, repo.Query{Filter: filter.PartitionKey("E")})
+	all, err := log.Table().Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey("E")})
 	if err != nil {
 		t.Fatal(err)
 	}

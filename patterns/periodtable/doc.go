@@ -23,15 +23,14 @@
 // is a pure function of the time, so a writer needs no lookup; the stamps have a fixed
 // width, so the names sort as the periods do and one range query on the table names lists
 // the tables of a time range (List). Tables[T] routes each write to the table of the period
-// of the entity's TimeProperty, creating the table on the period's first write (or ahead of
+// of the entity's time property (New's timeProperty), creating the table on the period's first write (or ahead of
 // time with Prepare); Query reads a time range across its period tables with bounded
 // parallelism and yields the entities period by period, in order; DropBefore and
 // DropExpired drop every table whose period ended before a cutoff, with one delete each.
 //
 //	scheme := periodtable.Scheme{Prefix: "SignIns", Period: periodtable.Daily}
-//	signIns, _ := periodtable.New[SignIn](clients.Tables, scheme, &periodtable.Options{
-//		TimeProperty: "AttemptTime", Retention: 60 * 24 * time.Hour,
-//	})
+//	signIns, _ := periodtable.New[SignIn](clients.Tables, scheme, "AttemptTime",
+//		&periodtable.Options{Retention: 60 * 24 * time.Hour})
 //	err := signIns.Insert(ctx, &attempt)              // into SignIns20240501
 //	for s, err := range signIns.Query(ctx, from, to, repo.Query{}, nil) { ... }
 //	dropped, err := signIns.DropExpired(ctx)           // one DELETE per expired day
@@ -42,10 +41,10 @@
 // 40 seconds and more), and the guide advises to always use unique table names. Here a
 // name is reused only if a period is written after its table was dropped, and that is
 // prevented: with Options.Retention set, writes to a period that ended Retention ago are
-// refused before any request (ErrInvalidInput), and only such periods can be dropped
+// refused before any request (errs.ErrInvalidInput), and only such periods can be dropped
 // (Drop, DropBefore and DropExpired keep a margin for clock skew on top of Retention). A
 // period table found being deleted when a write wants to create it is not waited for:
-// the write fails with ErrTableBeingDeleted rather than re-create the name later.
+// the write fails with errs.ErrTableBeingDeleted rather than re-create the name later.
 //
 // # Hot and cold tables, archive (Tablestore: separate cold and hot data)
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -36,6 +37,7 @@ func signIn(user string, at time.Time, ok bool) *SignIn {
 // bed is one test's account access: a unique table prefix, reached directly or through the
 // fault proxy.
 type bed struct {
+	*testbed.Bed
 	ctx     context.Context
 	clients *account.Clients
 	proxy   *faultproxy.Proxy // nil unless proxied
@@ -58,16 +60,8 @@ func uniquePrefix(t testing.TB) string {
 
 func setup(t testing.TB, proxied bool) *bed {
 	t.Helper()
-	b := &bed{ctx: t.Context(), prefix: uniquePrefix(t)}
-	cs := testenv.ConnectionString(t)
-	if proxied {
-		ps := testenv.Proxies(t)
-		cs, b.proxy = ps.ConnectionString, ps.Table
-	}
-	var err error
-	if b.clients, err = account.NewClients(cs, nil); err != nil {
-		t.Fatal(err)
-	}
+	tb := testbed.New(t, &testbed.Options{Proxied: proxied, NoTable: true})
+	b := &bed{Bed: tb, ctx: tb.Ctx, clients: tb.Clients, proxy: tb.Proxy(), prefix: uniquePrefix(t)}
 	// Delete whatever period tables the test left, directly (not through a proxy).
 	raw := testenv.TableService(t)
 	t.Cleanup(func() {
@@ -94,13 +88,8 @@ func tables(t testing.TB, b *bed, period periodtable.Period, o *periodtable.Opti
 	if o == nil {
 		o = &periodtable.Options{}
 	}
-	if o.TimeProperty == "" {
-		o.TimeProperty = "AttemptTime"
-	}
-	if o.Table.Retry.Delay == 0 {
-		o.Table.Retry.Delay, o.Table.Retry.MinDelay, o.Table.Retry.MaxDelay = 5*time.Millisecond, time.Millisecond, 50*time.Millisecond
-	}
-	pt, err := periodtable.New[SignIn](b.clients.Tables, periodtable.Scheme{Prefix: b.prefix, Period: period}, o)
+	o.Table.Retry = o.Table.Retry.Or(testbed.FastRetry())
+	pt, err := periodtable.New[SignIn](b.clients.Tables, periodtable.Scheme{Prefix: b.prefix, Period: period}, "AttemptTime", o)
 	if err != nil {
 		t.Fatal(err)
 	}

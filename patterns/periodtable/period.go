@@ -44,7 +44,7 @@ var (
 // minute, "YYYYMMDDhhmm". Prefer Daily or Weekly for days and weeks: Every(7*24*time.Hour)
 // starts its weeks on Thursdays, as the epoch does.
 //
-// Errors: ErrInvalidInput unless d is a whole number of minutes, at least one.
+// Errors: errs.ErrInvalidInput unless d is a whole number of minutes, at least one.
 func Every(d time.Duration) (Period, error) {
 	if d < time.Minute || d%time.Minute != 0 {
 		return Period{}, errs.Invalid("period", "must be a whole number of minutes, at least one, got %v", d)
@@ -73,7 +73,7 @@ func (p Period) String() string {
 // "every " followed by a duration ("every 15m0s", "every 6h"), for periods read from
 // configuration or a message.
 //
-// Errors: ErrInvalidInput for any other text.
+// Errors: errs.ErrInvalidInput for any other text.
 func ParsePeriod(s string) (Period, error) {
 	switch s {
 	case "hourly":
@@ -177,7 +177,7 @@ type Scheme struct {
 
 // Validate checks the scheme.
 //
-// Errors: ErrInvalidInput for a zero Period, or a Prefix that is empty, does not start and
+// Errors: errs.ErrInvalidInput for a zero Period, or a Prefix that is empty, does not start and
 // end with a letter, holds other characters than letters and digits, or is too long for
 // the Period's stamp.
 func (s Scheme) Validate() error {
@@ -215,7 +215,7 @@ func (t Table) String() string {
 
 // TableFor returns the table of the period that holds t.
 //
-// Errors: ErrInvalidInput when the period's start is outside years 1601 to 9999 (the range
+// Errors: errs.ErrInvalidInput when the period's start is outside years 1601 to 9999 (the range
 // of Edm.DateTime; the stamp has four year digits).
 func (s Scheme) TableFor(t time.Time) (Table, error) {
 	start := s.Period.Start(t)

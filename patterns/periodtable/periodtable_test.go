@@ -1,6 +1,7 @@
 package periodtable_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -141,21 +142,6 @@ func TestQueryFansOutAndMergesInOrder(t *testing.T) {
 		}
 	}
 
-	var cur, peak atomic.Int32
-	b.proxy.AddRule(faultproxy.Rule{Name: "slow", Match: func(r *http.Request) bool {
-		if faultproxy.IsListEntities(r) {
-			n := cur.Add(1)
-			for {
-				p := peak.Load()
-				if n <= p || peak.CompareAndSwap(p, n) {
-					break
-				}
-			}
-			time.Sleep(30 * time.Millisecond) // widen the window in which reads overlap
-			cur.Add(-1)
-		}
-		return false
-	}})
 	read := func(q repo.Query, o *periodtable.QueryOptions) []string {
 		var got []string
 		for s, err := range st.Query(b.ctx, from, to, q, o) {
@@ -166,11 +152,50 @@ func TestQueryFansOutAndMergesInOrder(t *testing.T) {
 		}
 		return got
 	}
-	if got := read(repo.Query{}, nil); !slices.Equal(got, want) {
-		t.Fatalf("Query\n got %v\nwant %v", got, want)
+	// Hold the first two table reads at the proxy: the fan-out must have both in flight at
+	// once (a barrier, not a sleep), and with Concurrency 2 it may not start a third while
+	// they are held.
+	first := b.proxy.PauseAt("first read", faultproxy.IsListEntities, 1)
+	second := b.proxy.PauseAt("second read", faultproxy.IsListEntities, 1) // the first is held before it
+	t.Cleanup(first.Release)
+	t.Cleanup(second.Release)
+	type result struct {
+		got []string
+		err error
 	}
-	if p := peak.Load(); p != 2 {
-		t.Fatalf("%d tables read at once, want Concurrency = 2", p)
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		for s, err := range st.Query(b.ctx, from, to, repo.Query{}, nil) {
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.got = append(r.got, s.UserID+"@"+s.Attempt)
+		}
+		done <- r
+	}()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := first.Wait(ctx); err != nil {
+		t.Fatalf("no table read started: %v", err)
+	}
+	if err := second.Wait(ctx); err != nil {
+		t.Fatalf("the second table read did not start while the first was in flight: %v", err)
+	}
+	// A third read would have been started in the same burst as the second: one more round
+	// trip through the proxy gives it ample time to show up (an event to wait for, not a
+	// sleep).
+	if _, err := b.clients.Tables.GetProperties(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := first.Seen(); n != 2 {
+		t.Fatalf("%d table reads started while two were in flight, want Concurrency = 2", n)
+	}
+	first.Release()
+	second.Release()
+	if r := <-done; r.err != nil || !slices.Equal(r.got, want) {
+		t.Fatalf("Query: %v\n got %v\nwant %v", r.err, r.got, want)
 	}
 	// Descending: the newest period first, each period still in key order.
 	var wantDesc []string
@@ -342,21 +367,43 @@ func TestRetentionGuardsSendNothing(t *testing.T) {
 	if err := st.Insert(b.ctx, signIn("u", now.Add(-10*24*time.Hour), true)); err != nil {
 		t.Fatalf("write at the horizon: %v", err)
 	}
-	for name, o := range map[string]*periodtable.Options{
-		"no time property":   {TimeProperty: ""},
-		"unknown property":   {TimeProperty: "Nope"},
-		"negative retention": {TimeProperty: "AttemptTime", Retention: -time.Hour},
-		"bad concurrency":    {TimeProperty: "AttemptTime", Concurrency: -2},
-		"bad skew":           {TimeProperty: "AttemptTime", ClockSkew: -2},
-		"bad retry":          {TimeProperty: "AttemptTime", Table: repo.Options{Concurrency: -1}},
+	mark = b.proxy.Count()
+	for name, c := range map[string]struct {
+		prop string
+		o    *periodtable.Options
+	}{
+		"no time property":   {"", nil},
+		"unknown property":   {"Nope", nil},
+		"negative retention": {"AttemptTime", &periodtable.Options{Retention: -time.Hour}},
+		"bad concurrency":    {"AttemptTime", &periodtable.Options{Concurrency: -2}},
+		"bad skew":           {"AttemptTime", &periodtable.Options{ClockSkew: -2}},
+		"bad retry":          {"AttemptTime", &periodtable.Options{Table: repo.Options{Concurrency: -1}}},
+		"encrypted, no key":  {"AttemptTime", nil},
 	} {
-		if _, err := periodtable.New[SignIn](b.clients.Tables, st.Scheme(), o); !errors.Is(err, repo.ErrInvalidInput) {
+		var err error
+		if name == "encrypted, no key" {
+			_, err = periodtable.New[Secret](b.clients.Tables, st.Scheme(), c.prop, c.o)
+		} else {
+			_, err = periodtable.New[SignIn](b.clients.Tables, st.Scheme(), c.prop, c.o)
+		}
+		if !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("New with %s: %v", name, err)
 		}
 	}
-	if _, err := periodtable.New[SignIn](nil, st.Scheme(), &periodtable.Options{TimeProperty: "AttemptTime"}); !errors.Is(err, repo.ErrInvalidInput) {
+	if n := b.proxy.Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent by New", n)
+	}
+	if _, err := periodtable.New[SignIn](nil, st.Scheme(), "AttemptTime", nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Errorf("New with a nil client: %v", err)
 	}
+}
+
+// Secret has an encrypted field: its tables need repo.Options.Encryption.
+type Secret struct {
+	UserID      string    `table:",pk"`
+	Attempt     string    `table:",rk"`
+	AttemptTime time.Time `table:"AttemptTime"`
+	Note        string    `table:"Note,encrypt"`
 }
 
 // Real Azure keeps a deleted table's name unusable for 40 s and more (Azurite does not;
@@ -530,8 +577,8 @@ func TestDynamicEntitiesForArchivers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	archive, err := periodtable.New[codec.Entity](b.clients.Tables, writer.Scheme(), &periodtable.Options{
-		TimeProperty: "AttemptTime", Retention: 20 * 24 * time.Hour, Clock: fixedClock(now),
+	archive, err := periodtable.New[codec.Entity](b.clients.Tables, writer.Scheme(), "AttemptTime", &periodtable.Options{
+		Retention: 20 * 24 * time.Hour, Clock: fixedClock(now),
 	})
 	if err != nil {
 		t.Fatal(err)

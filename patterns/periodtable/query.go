@@ -37,13 +37,13 @@ type pageResult[T any] struct {
 // already ordered, disjoint streams, so nothing is sorted in memory.
 //
 // In the tables at the ends of the range, whose periods extend beyond it, q.Filter is
-// combined with TimeProperty >= from and TimeProperty < to; inside the range every entity
+// combined with time property >= from and time property < to; inside the range every entity
 // of a table is in it by construction. q.Top limits the total. A zero from or to leaves that
 // side open. q.Token is refused: a fan-out cannot resume inside one table; resume with a
 // later from instead. A period without a table (no writes) is simply empty.
 //
-// Errors (yielded, after which iteration stops): ErrInvalidInput (q; nothing sent),
-// ErrTransient, *repo.Error. Breaking out of the loop cancels the reads in flight.
+// Errors (yielded, after which iteration stops): errs.ErrInvalidInput (q; nothing sent),
+// errs.ErrTransient, *errs.ServiceError. Breaking out of the loop cancels the reads in flight.
 func (p *Tables[T]) Query(ctx context.Context, from, to time.Time, q repo.Query, opts *QueryOptions) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T

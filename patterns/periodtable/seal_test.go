@@ -89,7 +89,7 @@ func TestSealAfterRefusesWrites(t *testing.T) {
 	if err := st.Insert(b.ctx, signIn("u", now.Add(-30*time.Minute), true)); err != nil {
 		t.Fatalf("write to the current period: %v", err)
 	}
-	if _, err := periodtable.New[SignIn](b.clients.Tables, st.Scheme(), &periodtable.Options{TimeProperty: "AttemptTime", SealAfter: -2}); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := periodtable.New[SignIn](b.clients.Tables, st.Scheme(), "AttemptTime", &periodtable.Options{SealAfter: -2}); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("SealAfter -2: %v", err)
 	}
 	for _, s := range []string{"hourly", "daily", "weekly", "monthly", "every 15m0s"} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -23,15 +24,8 @@ const (
 	DefaultClockSkew   = 5 * time.Minute
 )
 
-// Options configures Tables. The zero value (or nil) gives the documented defaults, except
-// TimeProperty, which is required.
+// Options configures Tables. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// TimeProperty names the time.Time property (stored name or Go field name) that routes
-	// each entity to its period's table: a sign-in attempt goes to the table of the day of
-	// its AttemptTime. Fan-out queries also filter on it in the tables at the ends of the
-	// range. Required; for Tables[codec.Entity] (dynamic entities, e.g. in an archiver)
-	// any valid property name is accepted.
-	TimeProperty string
 	// Retention is how long a period stays writable and kept: writes to a period that
 	// ended Retention or more ago are refused, and DropExpired drops the tables of such
 	// periods. Because writes are refused before a table can be dropped, this package never
@@ -40,7 +34,7 @@ type Options struct {
 	// refuse to drop anything.
 	Retention time.Duration
 	// SealAfter seals a period that long after it ended: writes to it are refused before
-	// any request (ErrInvalidInput), and its table is never created again, so that an
+	// any request (errs.ErrInvalidInput), and its table is never created again, so that an
 	// archiver (patterns/consistency, its SealGrace at least SealAfter) can export and
 	// drop it with no writer left. 0 means Retention (writes refused once the period
 	// expires; never, when Retention is 0); -1 means never sealed before Retention.
@@ -54,9 +48,10 @@ type Options struct {
 	Concurrency int
 	// Clock is the time source of the retention rules. Defaults to time.Now.
 	Clock func() time.Time
-	// Table configures each period table (retry policy, logger, ...). Its CreateWait is
-	// ignored: a period table found being deleted is never waited for and re-created
-	// (CreateWait is -1 in the tables Table returns).
+	// Table configures each period table (retry policy, logger, ...): Tables owns many
+	// tables, so it builds them itself, and its logger is Table.Logger (none by default).
+	// Its CreateWait is ignored: a period table found being deleted is never waited for
+	// and re-created (CreateWait is -1 in the tables Table returns).
 	Table repo.Options
 }
 
@@ -77,12 +72,17 @@ type Tables[T any] struct {
 	tables map[string]*repo.Table[T]
 }
 
-// New returns the period tables of scheme for entities of type T. It sends nothing: a
-// period's table is created by the first write to it (or by Prepare).
+// New returns the period tables of scheme for entities of type T. timeProperty names the
+// time.Time property (stored name or Go field name) that routes each entity to its period's
+// table: a sign-in attempt goes to the table of the day of its AttemptTime. Fan-out
+// queries also filter on it in the tables at the ends of the range. For
+// Tables[codec.Entity] (dynamic entities, e.g. in an archiver) any valid property name is
+// accepted. New sends nothing: a period's table is created by the first write to it (or by
+// Prepare).
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil client, an invalid scheme
-// or options, a missing TimeProperty or one T does not have, or a T codec cannot map.
-func New[T any](svc *aztables.ServiceClient, scheme Scheme, opts *Options) (*Tables[T], error) {
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil client, an invalid
+// scheme or options, an empty timeProperty or one T does not have, or a T codec cannot map.
+func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string, opts *Options) (*Tables[T], error) {
 	if svc == nil {
 		return nil, errs.Invalid("service client", "is nil")
 	}
@@ -120,34 +120,25 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, opts *Options) (*Tab
 	if err != nil {
 		return nil, err
 	}
-	if o.TimeProperty == "" {
-		return nil, errs.Invalid("Options.TimeProperty", "is required: it routes each entity to its period's table")
+	if timeProperty == "" {
+		return nil, errs.Invalid("timeProperty", "is required: it routes each entity to its period's table")
 	}
-	prop, ok := c.PropertyName(o.TimeProperty)
+	prop, ok := c.PropertyName(timeProperty)
 	if _, dynamic := any(new(T)).(*codec.Entity); dynamic && !ok {
 		// Dynamic entities (an archiver's view of any table) may hold any property.
-		if err := codec.ValidatePropertyName(o.TimeProperty); err != nil {
+		if err := codec.ValidatePropertyName(timeProperty); err != nil {
 			return nil, err
 		}
-		prop, ok = o.TimeProperty, true
+		prop, ok = timeProperty, true
 	}
 	if !ok {
-		return nil, errs.Invalid("Options.TimeProperty", "%T has no property %q", *new(T), o.TimeProperty)
+		return nil, errs.Invalid("timeProperty", "%T has no property %q", *new(T), timeProperty)
 	}
 	topts := o.Table
 	topts.CreateWait = -1
-	if topts.Logger == nil {
-		topts.Logger = zap.NewNop()
-	}
-	if topts.Retry.Logger == nil {
-		topts.Retry.Logger = topts.Logger
-	}
-	// Build one table to check the table options once, here, rather than at the first write.
-	probe, err := scheme.TableFor(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := repo.New[T](svc, probe.Name, &topts); err != nil {
+	topts.Logger = logx.OrNop(topts.Logger)
+	// Checked once, here, rather than at the first write; every table is built from them.
+	if err := repo.CheckOptions[T](&topts); err != nil {
 		return nil, err
 	}
 	return &Tables[T]{
@@ -176,7 +167,7 @@ func (p *Tables[T]) repoTable(name string) *repo.Table[T] {
 // wrap (a point read in a known period, reading a whole period to archive it). It sends
 // nothing.
 //
-// Errors: ErrInvalidInput when the name is not one of the scheme's.
+// Errors: errs.ErrInvalidInput when the name is not one of the scheme's.
 func (p *Tables[T]) Table(t Table) (*repo.Table[T], error) {
 	if _, ok := p.scheme.Parse(t.Name); !ok {
 		return nil, errs.Invalid("table", "%q is not a table of the scheme %s%s", t.Name, p.scheme.Prefix, p.scheme.Period)
@@ -208,7 +199,7 @@ func (p *Tables[T]) writable(at time.Time) (Table, error) {
 	return pt, nil
 }
 
-// timeOf reads v's TimeProperty through the codec, so that the routing sees exactly the
+// timeOf reads v's time property through the codec, so that the routing sees exactly the
 // value that is stored.
 func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 	if v == nil {
@@ -231,7 +222,7 @@ func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 
 // isTableNotFound tells "the table does not exist" from "the entity does not exist". A
 // write whose outcome repo could not tell because its retry met TableNotFound
-// (repo.ErrOutcomeUnknown) counts too: whatever an earlier attempt did, the table is gone
+// (errs.ErrOutcomeUnknown) counts too: whatever an earlier attempt did, the table is gone
 // now, and so is anything it stored; the write re-checks its period before creating it.
 func isTableNotFound(err error) bool {
 	var ue *repo.OutcomeUnknownError
@@ -290,31 +281,31 @@ func (p *Tables[T]) write(ctx context.Context, v *T, do func(*repo.Table[T]) err
 	return do(t)
 }
 
-// Insert stores v in the table of the period of its TimeProperty, creating the table if
+// Insert stores v in the table of the period of its time property, creating the table if
 // this is the period's first write. One request (three for the first write of a period:
 // the insert that finds no table, the create, the insert). Every step can be repeated, so
 // a process stopped between them leaves nothing to repair; but a rerun of an Insert that
-// did store v meets ErrAlreadyExists: use Upsert for writes that may be run again.
+// did store v meets errs.ErrAlreadyExists: use Upsert for writes that may be run again.
 //
-// Errors: ErrInvalidInput (nothing sent: v's limits, a TimeProperty that is not a time, a
-// period past the retention), ErrAlreadyExists, ErrTableBeingDeleted (the period's table
-// was dropped), ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent: v's limits, a time property that is not a time, a
+// period past the retention), errs.ErrAlreadyExists, errs.ErrTableBeingDeleted (the period's table
+// was dropped), errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Insert(ctx context.Context, v *T) error {
 	return p.write(ctx, v, func(t *repo.Table[T]) error { return t.Insert(ctx, v) })
 }
 
 // Upsert inserts or replaces (or merges, see repo.UpsertOptions) v in the table of the
-// period of its TimeProperty, like Insert. It is idempotent.
+// period of its time property, like Insert. It is idempotent.
 //
-// Errors: as Insert, without ErrAlreadyExists.
+// Errors: as Insert, without errs.ErrAlreadyExists.
 func (p *Tables[T]) Upsert(ctx context.Context, v *T, opts *repo.UpsertOptions) error {
 	return p.write(ctx, v, func(t *repo.Table[T]) error { return t.Upsert(ctx, v, opts) })
 }
 
 // Get reads the entity with keys pk and rk from the table of the period that holds at.
 //
-// Errors: ErrNotFound (no such entity, or no table for that period), ErrInvalidInput,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such entity, or no table for that period), errs.ErrInvalidInput,
+// errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Get(ctx context.Context, at time.Time, pk, rk string) (T, error) {
 	pt, err := p.scheme.TableFor(at)
 	if err != nil {
@@ -329,8 +320,8 @@ func (p *Tables[T]) Get(ctx context.Context, at time.Time, pk, rk string) (T, er
 // pay for the creation, and so that the service can warm the new table up before the load
 // arrives (the Azure Table storage design guide: a new table is throttled at first). Idempotent.
 //
-// Errors: ErrInvalidInput (an expired or out-of-range period), ErrTableBeingDeleted,
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (an expired or out-of-range period), errs.ErrTableBeingDeleted,
+// errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Prepare(ctx context.Context, at time.Time) (Table, error) {
 	pt, err := p.writable(at)
 	if err != nil {
@@ -353,7 +344,7 @@ type ListOptions struct {
 // per 1,000 tables (a query on the table names, which sort as their periods do). Other
 // tables of the account are not returned, even those whose names start with the prefix.
 //
-// Errors: ErrTransient, *repo.Error.
+// Errors: errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) List(ctx context.Context, opts *ListOptions) ([]Table, error) {
 	var o ListOptions
 	if opts != nil {
@@ -400,9 +391,9 @@ func (p *Tables[T]) List(ctx context.Context, opts *ListOptions) ([]Table, error
 // high-volume delete. A table already gone, or already being deleted, is success, so a
 // drop can be run again after a crash.
 //
-// Errors: ErrInvalidInput (nothing sent) when Retention is 0 or the period has not yet
+// Errors: errs.ErrInvalidInput (nothing sent) when Retention is 0 or the period has not yet
 // expired (it ends later than Retention ago: it may still be written, which would re-create
-// the name), or the name is not one of the scheme's; ErrTransient, *repo.Error.
+// the name), or the name is not one of the scheme's; errs.ErrTransient, *errs.ServiceError.
 func (p *Tables[T]) Drop(ctx context.Context, t Table) error {
 	pt, ok := p.scheme.Parse(t.Name)
 	if !ok {
@@ -441,7 +432,7 @@ func (p *Tables[T]) checkCutoff(cutoff time.Time) error {
 // request per table, at most Options.Concurrency at once. It returns the tables it dropped
 // (or found already gone). It is idempotent: after a crash, run it again.
 //
-// Errors: ErrInvalidInput (nothing sent) when Retention is 0 or cutoff is later than
+// Errors: errs.ErrInvalidInput (nothing sent) when Retention is 0 or cutoff is later than
 // Retention ago; then List's errors; a failed drop does not stop the others, and the
 // errors of all failed drops are joined.
 func (p *Tables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]Table, error) {

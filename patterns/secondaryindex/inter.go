@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/internal/settle"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -76,9 +77,7 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 	if out.TombstoneAge == 0 {
 		out.TombstoneAge = defaultTombstoneAge
 	}
-	if out.Table.Logger == nil {
-		out.Table.Logger = zap.NewNop()
-	}
+	out.Table.Logger = logx.OrNop(out.Table.Logger)
 	if out.Table.Concurrency == 0 {
 		out.Table.Concurrency = 8
 	}

@@ -39,24 +39,24 @@ func TestAttackWideUpdateThenSetPropertyThenPutLosesUpdate(t *testing.T) {
 	b := setup(t, true)
 	other := store(t, b, nil)
 	var setErr error
-	s := store(t, b, &wideentity.Options{Table: repo.Options{
+	s := storeWith(t, b, &repo.Options{
 		Retry: retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 20},
 		Logger: onRetryOnce(func() {
-			setErr = other.SetProperty(b.ctx, "p", "r", "Other", int32(5))
-		})}})
-	if _, err := other.Update(b.ctx, "p", "r", func(e *wideentity.Entity) error {
+			setErr = other.SetProperty(b.Ctx, "p", "r", "Other", int32(5))
+		})}, nil)
+	if _, err := other.Update(b.Ctx, "p", "r", func(e *wideentity.Entity) error {
 		e.Properties = year(1)
 		e.Properties["Other"] = int32(1)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	e, err := s.Update(b.ctx, "p", "r", func(e *wideentity.Entity) error {
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	e, err := s.Update(b.Ctx, "p", "r", func(e *wideentity.Entity) error {
 		e.Properties["Name"] = "mine"
 		return nil
 	})
-	if b.proxy.Fired("lost") != 1 {
+	if b.Proxy().Fired("lost") != 1 {
 		t.Fatal("the drop did not fire")
 	}
 	if setErr != nil {
@@ -66,8 +66,8 @@ func TestAttackWideUpdateThenSetPropertyThenPutLosesUpdate(t *testing.T) {
 		t.Fatalf("update whose transaction committed: %v", err)
 	}
 	e.Properties["Name"] = "mine again"
-	err = s.Put(b.ctx, e)
-	got, gerr := s.Get(b.ctx, "p", "r")
+	err = s.Put(b.Ctx, e)
+	got, gerr := s.Get(b.Ctx, "p", "r")
 	if gerr != nil {
 		t.Fatal(gerr)
 	}

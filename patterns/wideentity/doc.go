@@ -16,7 +16,9 @@
 // group transaction when they must stay in sync, update one property with a single merge
 // of the chunk that holds it, read them all back and put them together.
 //
-//	store, _ := wideentity.New(clients.Tables, "MessageStats", nil)        // 2 chunks
+//	table, _ := repo.New[codec.Entity](clients.Tables, "MessageStats",
+//		&repo.Options{TrackWrites: true})                                   // required
+//	store, _ := wideentity.New(table, nil)                                  // 2 chunks
 //	err := store.Insert(ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123",
 //		Properties: days})                                                // 365 properties, 1 transaction
 //	err = store.SetProperty(ctx, "Sales", "000123", "D2024_200", int32(17)) // 1 merge on its chunk
@@ -45,7 +47,7 @@
 // transaction whose response was lost is recognised by its write id even after another
 // writer built on it, so Update never applies fn twice
 // (TestLostResponseThenAnotherUpdateAppliesFnOnce); only when the history cannot tell does
-// it return repo.ErrOutcomeUnknown. SetProperty is the guide's single merge: atomic for its
+// it return errs.ErrOutcomeUnknown. SetProperty is the guide's single merge: atomic for its
 // one property and never in conflict with writes to other properties, but two properties
 // set by two SetProperty calls are two writes (use Update to change them together).
 //

@@ -1,67 +1,65 @@
 package wideentity_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/wideentity"
-	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// bed is one test's table, reached directly and (if proxied) through the fault proxy.
-type bed struct {
-	ctx     context.Context
-	direct  *account.Clients
-	clients *account.Clients // through the proxy when proxied
-	proxy   *faultproxy.Proxy
-	name    string
-}
-
-func setup(t testing.TB, proxied bool) *bed {
+func setup(t testing.TB, proxied bool) *testbed.Bed {
 	t.Helper()
-	b := &bed{ctx: t.Context(), name: testenv.TableName(t)}
-	var err error
-	if b.direct, err = account.NewClients(testenv.ConnectionString(t), nil); err != nil {
-		t.Fatal(err)
-	}
-	b.clients = b.direct
-	if proxied {
-		ps := testenv.Proxies(t)
-		b.proxy = ps.Table
-		if b.clients, err = account.NewClients(ps.ConnectionString, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testenv.Table(t, b.name)
-	return b
+	return testbed.New(t, &testbed.Options{Proxied: proxied})
 }
 
 // store returns a Store on the bed's (possibly proxied) clients with fast retries; o may
 // set anything else.
-func store(t testing.TB, b *bed, o *wideentity.Options) *wideentity.Store {
+func store(t testing.TB, b *testbed.Bed, o *wideentity.Options) *wideentity.Store {
 	t.Helper()
-	return storeOn(t, b.clients, b.name, o)
+	return storeWith(t, b, nil, o)
 }
 
-func storeOn(t testing.TB, c *account.Clients, name string, o *wideentity.Options) *wideentity.Store {
+// storeWith is store on a table built with topts (TrackWrites is always on).
+func storeWith(t testing.TB, b *testbed.Bed, topts *repo.Options, o *wideentity.Options) *wideentity.Store {
 	t.Helper()
+	return newStore(t, b.Clients.Tables, b.Table, topts, o)
+}
+
+// storeDirect is store on the direct clients, bypassing the proxies.
+func storeDirect(t testing.TB, b *testbed.Bed, o *wideentity.Options) *wideentity.Store {
+	t.Helper()
+	return newStore(t, b.Direct.Tables, b.Table, nil, o)
+}
+
+func newStore(t testing.TB, svc *aztables.ServiceClient, name string, topts *repo.Options, o *wideentity.Options) *wideentity.Store {
+	t.Helper()
+	to := repo.Options{}
+	if topts != nil {
+		to = *topts
+	}
+	to.TrackWrites = true
+	to.Retry = to.Retry.Or(testbed.FastRetry())
+	table, err := repo.New[codec.Entity](svc, name, &to)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if o == nil {
 		o = &wideentity.Options{}
-	}
-	if o.Table.Retry == (retry.Policy{}) {
-		o.Table.Retry = retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 20}
 	}
 	if o.TornRetry == (retry.Policy{}) {
 		o.TornRetry = retry.Policy{Delay: 2 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 5}
 	}
-	s, err := wideentity.New(c.Tables, name, o)
+	s, err := wideentity.New(table, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -49,20 +47,14 @@ const (
 // bypassed this package) after every retry of Options.TornRetry.
 var ErrTorn = errors.New("wideentity: torn read: chunks of different writes")
 
-// DefaultTornRetry is the backoff between reads that found chunks of different writes:
+// defaultTornRetry is the backoff between reads that found chunks of different writes:
 // the concurrent write has completed by the next read, so retries are quick.
-var DefaultTornRetry = retry.Policy{Delay: 10 * time.Millisecond, MinDelay: 2 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetries: 8}
-
-// DefaultConflictPolicy is the backoff between the attempts of a read-modify-write that
-// lost a race to another writer (412 or 409): retry.Conflict().
-var DefaultConflictPolicy = retry.Conflict()
+func defaultTornRetry() retry.Policy {
+	return retry.Policy{Delay: 10 * time.Millisecond, MinDelay: 2 * time.Millisecond, MaxDelay: 500 * time.Millisecond, MaxRetries: 8}
+}
 
 // Options configures a Store. The zero value (or nil) gives the documented defaults.
 type Options struct {
-	// Table configures the underlying table (transient retry policy, logger). Its
-	// TrackWrites is always turned on: every chunk keeps the ids of its recent writes (about
-	// 200 bytes), so that a transaction whose response was lost is recognised exactly.
-	Table repo.Options
 	// Chunks is the number of physical entities a logical entity is stored in, 1 to
 	// MaxChunks. Defaults to DefaultChunks (2). Each chunk holds at most PropertiesPerChunk
 	// properties and 1 MiB; all of them together less than 4 MiB (one transaction).
@@ -72,11 +64,14 @@ type Options struct {
 	// without reading. Defaults to keys.Bucket(name, chunks): an MD5 of the name, which
 	// spreads names evenly.
 	ChunkOf func(name string, chunks int) int
-	// TornRetry is the backoff between reads that found chunks of different writes.
-	// Defaults to DefaultTornRetry.
+	// TornRetry is the backoff between reads that found chunks of different writes. Zero
+	// fields default field by field to 10 ms delay, 2 ms minimum, 500 ms maximum and 8
+	// retries (the concurrent write has completed by the next read); its Logger defaults
+	// to the table's.
 	TornRetry retry.Policy
 	// Conflict is the backoff between attempts of Update and Put that lost a race to
-	// another writer. Defaults to DefaultConflictPolicy.
+	// another writer. Zero fields take retry.Conflict()'s values, field by field; its
+	// Logger defaults to the table's.
 	Conflict retry.Policy
 }
 
@@ -111,15 +106,28 @@ type Store struct {
 	conflict retry.Policy
 }
 
-// New returns the Store of wide entities in table name. It sends nothing (create the table
-// with Table().CreateIfNotExists).
+// New returns the Store of wide entities in table, a table of dynamic entities built with
+// repo.Options.TrackWrites: every chunk then keeps the ids of its recent writes (about 200
+// bytes), so that a transaction whose response was lost is recognised exactly and fn is
+// never applied twice. The table's retry policy and logger are the Store's. New sends
+// nothing (create the table with Table().CreateIfNotExists).
 //
-// Errors: ErrInvalidInput (an *errs.InvalidInputError) for a nil client, a bad table name
-// or invalid options.
-func New(svc *aztables.ServiceClient, name string, opts *Options) (*Store, error) {
+// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, a table
+// without TrackWrites, or invalid options.
+func New(table *repo.Table[codec.Entity], opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if table == nil {
+		return nil, errs.Invalid("table", "is nil")
+	}
+	// A write is one transaction of chunk replacements conditional on their ETags. Its
+	// response may be lost; write tracking stores the ids of the recent writes with each
+	// chunk, so that the retry knows whether the transaction committed, even after another
+	// writer built on it.
+	if !table.TracksWrites() {
+		return nil, errs.Invalid("repo.Options.TrackWrites", "must be on for the table of wide entities: without it a write whose response was lost cannot be recognised")
 	}
 	if o.Chunks == 0 {
 		o.Chunks = DefaultChunks
@@ -130,28 +138,18 @@ func New(svc *aztables.ServiceClient, name string, opts *Options) (*Store, error
 	if o.ChunkOf == nil {
 		o.ChunkOf = keys.Bucket
 	}
-	if o.TornRetry == (retry.Policy{}) {
-		o.TornRetry = DefaultTornRetry
-	}
-	o.Conflict = o.Conflict.Or(DefaultConflictPolicy) // field by field, like every pattern
-	// A write is one transaction of chunk replacements conditional on their ETags. Its
-	// response may be lost; write tracking stores the ids of the recent writes with each
-	// chunk, so that the retry knows whether the transaction committed, even after another
-	// writer built on it, and fn is never applied twice.
-	o.Table.TrackWrites = true
+	// Field by field: TornRetry{MaxRetries: 3} keeps the quick delays.
+	o.TornRetry = o.TornRetry.Or(defaultTornRetry())
+	o.Conflict = o.Conflict.Or(retry.Conflict())
 	for _, p := range []*retry.Policy{&o.TornRetry, &o.Conflict} {
 		if p.Logger == nil {
-			p.Logger = o.Table.Logger
+			p.Logger = table.Logger()
 		}
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	t, err := repo.New[codec.Entity](svc, name, &o.Table)
-	if err != nil {
-		return nil, err
-	}
-	return &Store{table: t, chunks: o.Chunks, chunkOf: o.ChunkOf, torn: o.TornRetry, conflict: o.Conflict}, nil
+	return &Store{table: table, chunks: o.Chunks, chunkOf: o.ChunkOf, torn: o.TornRetry, conflict: o.Conflict}, nil
 }
 
 // Table returns the underlying table of physical chunks.
@@ -261,8 +259,8 @@ func newRev() string {
 // chunks: a query that spans pages, or a service that does not read a partition as a
 // snapshot), it reads again, with the backoff of Options.TornRetry.
 //
-// Errors: ErrNotFound (no chunk), ErrInvalidInput (keys; nothing sent), an error wrapping
-// ErrTorn and ErrTransient (still torn after every retry), ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no chunk), errs.ErrInvalidInput (keys; nothing sent), an error wrapping
+// ErrTorn and errs.ErrTransient (still torn after every retry), errs.ErrTransient, *errs.ServiceError.
 func (s *Store) Get(ctx context.Context, pk, rk string) (*Entity, error) {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return nil, err
@@ -334,9 +332,9 @@ func (s *Store) read(ctx context.Context, pk, rk string) (*Entity, error) {
 // transaction (one request), so that readers see all of it or nothing. On success e.Rev
 // is set and e can be passed to Put for a conditional overwrite.
 //
-// Errors: ErrInvalidInput (keys, names, values, a chunk over PropertiesPerChunk or 1 MiB,
-// the transaction over 4 MiB; nothing sent), ErrAlreadyExists (a chunk exists),
-// ErrTransient, *repo.ActionError, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys, names, values, a chunk over PropertiesPerChunk or 1 MiB,
+// the transaction over 4 MiB; nothing sent), errs.ErrAlreadyExists (a chunk exists),
+// errs.ErrTransient, *repo.ActionError, *errs.ServiceError.
 func (s *Store) Insert(ctx context.Context, e *Entity) error {
 	rev := newRev()
 	chunks, err := s.layout(e, rev)
@@ -365,7 +363,7 @@ func (s *Store) submit(ctx context.Context, e *Entity, rev string, chunks []*cod
 
 // write stores e over the chunks in stored (as read, or nil for none) in one transaction:
 // replaces the chunks that exist, conditional on their ETags; inserts the new ones; deletes
-// the chunks of another layout. ErrPreconditionFailed or ErrAlreadyExists mean another
+// the chunks of another layout. errs.ErrPreconditionFailed or errs.ErrAlreadyExists mean another
 // writer changed the entity since stored was read.
 func (s *Store) write(ctx context.Context, e *Entity, stored []chunkRef) error {
 	rev := newRev()
@@ -430,17 +428,17 @@ func (e *fnError) Unwrap() error { return e.err }
 
 // Put stores e, every chunk in one entity group transaction. If e was read by Get (or
 // stored by Insert, Put or Update), the write is conditional on the chunks it came from:
-// ErrPreconditionFailed if any changed since (optimistic concurrency over the whole
+// errs.ErrPreconditionFailed if any changed since (optimistic concurrency over the whole
 // logical entity). Otherwise Put overwrites whatever is stored: it reads the stored chunks
 // first (to replace them and delete those of another layout in the same transaction) and
 // retries if another writer wins the race. Two requests (one for a conditional Put).
 //
 // A write whose response was lost is recognised by its write id (see Options.Table: write
 // tracking is always on): success if it committed, a retry from the read if it did not,
-// and ErrOutcomeUnknown only when the history cannot tell (then re-read before deciding).
+// and errs.ErrOutcomeUnknown only when the history cannot tell (then re-read before deciding).
 //
-// Errors: ErrInvalidInput (as Insert; nothing sent), ErrPreconditionFailed, ErrOutcomeUnknown, ErrTorn (the
-// stored chunks stayed torn), ErrTransient, *repo.ActionError, *repo.Error.
+// Errors: errs.ErrInvalidInput (as Insert; nothing sent), errs.ErrPreconditionFailed, errs.ErrOutcomeUnknown, ErrTorn (the
+// stored chunks stayed torn), errs.ErrTransient, *repo.ActionError, *errs.ServiceError.
 func (s *Store) Put(ctx context.Context, e *Entity) error {
 	if e == nil {
 		return errs.Invalid("entity", "is nil")
@@ -525,8 +523,8 @@ func (s *Store) update(ctx context.Context, pk, rk string, fn func(e *Entity) er
 // with another number of chunks than Options.Chunks, the merge finds no chunk and
 // SetProperty falls back to Update, which rewrites the entity in the current layout.
 //
-// Errors: ErrNotFound (no such entity), ErrInvalidInput (keys, a reserved or invalid name,
-// a value codec refuses; nothing sent), ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound (no such entity), errs.ErrInvalidInput (keys, a reserved or invalid name,
+// a value codec refuses; nothing sent), errs.ErrTransient, *errs.ServiceError.
 func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
@@ -561,8 +559,8 @@ func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any)
 // in one transaction, so that readers see the whole entity or nothing. A missing entity is
 // success, so Delete can be run again after a crash. Two requests.
 //
-// Errors: ErrInvalidInput (keys; nothing sent), ErrTransient, *repo.ActionError,
-// *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent), errs.ErrTransient, *repo.ActionError,
+// *errs.ServiceError.
 func (s *Store) Delete(ctx context.Context, pk, rk string) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err

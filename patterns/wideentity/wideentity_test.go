@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -20,6 +21,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/wideentity"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -27,13 +29,9 @@ import (
 )
 
 // chunksOf reads the physical chunks of a logical entity directly.
-func chunksOf(t *testing.T, b *bed, pk, rk string) []codec.Entity {
+func chunksOf(t *testing.T, b *testbed.Bed, pk, rk string) []codec.Entity {
 	t.Helper()
-	raw, err := repo.New[codec.Entity](b.direct.Tables, b.name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := raw.Collect(b.ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, ""))})
+	all, err := b.Raw.Collect(b.Ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, ""))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +39,7 @@ func chunksOf(t *testing.T, b *bed, pk, rk string) []codec.Entity {
 }
 
 // checkWhole asserts that the stored chunks are exactly one write: n chunks, one revision.
-func checkWhole(t *testing.T, b *bed, pk, rk string, n int) string {
+func checkWhole(t *testing.T, b *testbed.Bed, pk, rk string, n int) string {
 	t.Helper()
 	chunks := chunksOf(t, b, pk, rk)
 	if len(chunks) != n {
@@ -62,11 +60,11 @@ func TestInsertAndGet365Properties(t *testing.T) {
 	b := setup(t, true)
 	s := store(t, b, nil)
 	e := &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(7)}
-	mark := b.proxy.Count()
-	if err := s.Insert(b.ctx, e); err != nil {
+	mark := b.Proxy().Count()
+	if err := s.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	reqs := b.proxy.Requests()[mark:]
+	reqs := b.Proxy().Requests()[mark:]
 	if len(reqs) != 1 || !strings.HasSuffix(reqs[0].Path, "$batch") {
 		t.Fatalf("Insert sent %v, want one transaction", reqs)
 	}
@@ -79,28 +77,28 @@ func TestInsertAndGet365Properties(t *testing.T) {
 			t.Fatalf("chunk %s holds %d properties", c.RowKey, n)
 		}
 	}
-	mark = b.proxy.Count()
-	got, err := s.Get(b.ctx, "Sales", "000123")
+	mark = b.Proxy().Count()
+	got, err := s.Get(b.Ctx, "Sales", "000123")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := b.proxy.Count() - mark; n != 1 {
+	if n := b.Proxy().Count() - mark; n != 1 {
 		t.Fatalf("Get sent %d requests", n)
 	}
 	if !reflect.DeepEqual(got.Properties, year(7)) || got.Rev != rev {
 		t.Fatalf("read back %d properties (rev %q), want the 366 written", len(got.Properties), got.Rev)
 	}
-	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(1)}); !errors.Is(err, repo.ErrAlreadyExists) {
+	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(1)}); !errors.Is(err, repo.ErrAlreadyExists) {
 		t.Fatalf("second Insert: %v", err)
 	}
-	if _, err := s.Get(b.ctx, "Sales", "000999"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := s.Get(b.Ctx, "Sales", "000999"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("Get of a missing entity: %v", err)
 	}
 	// Another entity of the partition whose RowKey extends this one is not mixed in.
-	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123!x", Properties: map[string]any{"D001": int32(1)}}); err != nil {
+	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123!x", Properties: map[string]any{"D001": int32(1)}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Get(b.ctx, "Sales", "000123"); err != nil || !reflect.DeepEqual(got.Properties, year(7)) {
+	if got, err := s.Get(b.Ctx, "Sales", "000123"); err != nil || !reflect.DeepEqual(got.Properties, year(7)) {
 		t.Fatalf("after a neighbour was written: %v", err)
 	}
 }
@@ -111,12 +109,12 @@ func TestSetPropertyMergesOneChunk(t *testing.T) {
 	b := setup(t, true)
 	s := store(t, b, nil)
 	e := &wideentity.Entity{PartitionKey: "Sales", RowKey: "000123", Properties: year(3)}
-	if err := s.Insert(b.ctx, e); err != nil {
+	if err := s.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var sent []map[string]any
-	b.proxy.AddRule(faultproxy.Rule{Name: "capture", Match: func(r *http.Request) bool {
+	b.Proxy().AddRule(faultproxy.Rule{Name: "capture", Match: func(r *http.Request) bool {
 		if faultproxy.IsEntityWrite(r) {
 			var m map[string]any
 			raw, _ := io.ReadAll(r.Body)
@@ -127,11 +125,11 @@ func TestSetPropertyMergesOneChunk(t *testing.T) {
 		}
 		return false
 	}})
-	mark := b.proxy.Count()
-	if err := s.SetProperty(b.ctx, "Sales", "000123", "D200", int32(1234)); err != nil {
+	mark := b.Proxy().Count()
+	if err := s.SetProperty(b.Ctx, "Sales", "000123", "D200", int32(1234)); err != nil {
 		t.Fatal(err)
 	}
-	reqs := b.proxy.Requests()[mark:]
+	reqs := b.Proxy().Requests()[mark:]
 	if len(reqs) != 1 || (reqs[0].Method != "MERGE" && reqs[0].Method != "PATCH") {
 		t.Fatalf("SetProperty sent %v, want one merge", reqs)
 	}
@@ -151,7 +149,7 @@ func TestSetPropertyMergesOneChunk(t *testing.T) {
 	if !slices.Equal(props, []string{"D200", "PartitionKey", "RowKey"}) {
 		t.Fatalf("merge body %v", props)
 	}
-	got, err := s.Get(b.ctx, "Sales", "000123")
+	got, err := s.Get(b.Ctx, "Sales", "000123")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +159,13 @@ func TestSetPropertyMergesOneChunk(t *testing.T) {
 		t.Fatalf("after SetProperty: D200=%v rev %q (was %q)", got.Properties["D200"], got.Rev, e.Rev)
 	}
 	// A new property goes to its chunk too.
-	if err := s.SetProperty(b.ctx, "Sales", "000123", "Team", "North"); err != nil {
+	if err := s.SetProperty(b.Ctx, "Sales", "000123", "Team", "North"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Get(b.ctx, "Sales", "000123"); got.Properties["Team"] != "North" {
+	if got, _ := s.Get(b.Ctx, "Sales", "000123"); got.Properties["Team"] != "North" {
 		t.Fatal("new property lost")
 	}
-	if err := s.SetProperty(b.ctx, "Sales", "nobody", "D001", int32(1)); !errors.Is(err, repo.ErrNotFound) {
+	if err := s.SetProperty(b.Ctx, "Sales", "nobody", "D001", int32(1)); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("SetProperty of a missing entity: %v", err)
 	}
 }
@@ -191,17 +189,16 @@ func TestCrashDuringWriteLeavesOneWholeVersion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
-			old := storeOn(t, b.direct, b.name, nil)
-			if err := old.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+			old := storeDirect(t, b, nil)
+			if err := old.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
 				t.Fatal(err)
 			}
-			o := &wideentity.Options{Chunks: c.chunksAfter, Table: repo.Options{Retry: retry.NoRetry}}
-			crashing := store(t, b, o) // one attempt: the process "dies" with the request
-			b.proxy.AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: c.action})
-			if err := crashing.Put(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err == nil {
+			crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry}, &wideentity.Options{Chunks: c.chunksAfter}) // one attempt: the process "dies" with the request
+			b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: c.action})
+			if err := crashing.Put(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err == nil {
 				t.Fatal("the crashed write reported success")
 			}
-			if b.proxy.Fired("crash") != 1 {
+			if b.Proxy().Fired("crash") != 1 {
 				t.Fatal("the crash did not happen")
 			}
 			want, n := year(1), 2
@@ -209,17 +206,17 @@ func TestCrashDuringWriteLeavesOneWholeVersion(t *testing.T) {
 				want, n = year(2), c.chunksAfter
 			}
 			checkWhole(t, b, "P", "E", n)
-			got, err := old.Get(b.ctx, "P", "E")
+			got, err := old.Get(b.Ctx, "P", "E")
 			if err != nil || !reflect.DeepEqual(got.Properties, want) {
 				t.Fatalf("after the crash: %v, %q", err, got.Properties["Name"])
 			}
 			// The rerun completes the write.
 			rerun := store(t, b, &wideentity.Options{Chunks: c.chunksAfter})
-			if err := rerun.Put(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err != nil {
+			if err := rerun.Put(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err != nil {
 				t.Fatal(err)
 			}
 			checkWhole(t, b, "P", "E", c.chunksAfter)
-			if got, err := rerun.Get(b.ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, year(2)) {
+			if got, err := rerun.Get(b.Ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, year(2)) {
 				t.Fatalf("after the rerun: %v", err)
 			}
 		})
@@ -232,15 +229,15 @@ func TestLostResponseIsRecognised(t *testing.T) {
 	b := setup(t, true)
 	s := store(t, b, nil)
 	e := &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}
-	if err := s.Insert(b.ctx, e); err != nil {
+	if err := s.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	e.Properties = year(5)
-	if err := s.Put(b.ctx, e); err != nil { // conditional Put of the inserted entity
+	if err := s.Put(b.Ctx, e); err != nil { // conditional Put of the inserted entity
 		t.Fatal(err)
 	}
-	if b.proxy.Fired("lost") != 1 {
+	if b.Proxy().Fired("lost") != 1 {
 		t.Fatal("no response was lost")
 	}
 	rev := checkWhole(t, b, "P", "E", 2)
@@ -250,35 +247,36 @@ func TestLostResponseIsRecognised(t *testing.T) {
 	// The chunks' ETags were in the lost response: a further conditional Put must re-read
 	// rather than overwrite whatever another writer may have stored since.
 	e.Properties["Name"] = "again"
-	if err := s.Put(b.ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := s.Put(b.Ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("conditional Put after a recovered one: %v, want ErrPreconditionFailed", err)
 	}
-	fresh, err := s.Get(b.ctx, "P", "E")
+	fresh, err := s.Get(b.Ctx, "P", "E")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fresh.Properties["Name"] = "again"
-	if err := s.Put(b.ctx, fresh); err != nil {
+	if err := s.Put(b.Ctx, fresh); err != nil {
 		t.Fatalf("conditional Put after a re-read: %v", err)
 	}
 }
 
-// A write that commits between the pages of a read gives the reader chunks of two
-// revisions; the reader detects it and reads again.
-func TestTornReadIsDetectedAndRetried(t *testing.T) {
-	t.Parallel()
+// tornRead reads P/E with a Store built with o while a writer commits version 2 between
+// the read's pages: the reader meets chunks of two revisions. It returns what the reader
+// got and the torn-read retries it logged.
+func tornRead(t *testing.T, o *wideentity.Options) (*wideentity.Entity, []observer.LoggedEntry) {
+	t.Helper()
 	b := setup(t, true)
 	core, logs := observer.New(zap.WarnLevel)
-	reader := store(t, b, &wideentity.Options{Table: repo.Options{Logger: zap.New(core)}})
-	writer := storeOn(t, b.direct, b.name, nil)
-	if err := writer.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+	reader := storeWith(t, b, &repo.Options{Logger: zap.New(core)}, o)
+	writer := storeDirect(t, b, nil)
+	if err := writer.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
 		t.Fatal(err)
 	}
 	// One chunk per page, as Azure may answer; before the second page, a writer commits.
-	b.proxy.EmulatePaging(1, false)
+	b.Proxy().EmulatePaging(1, false)
 	var once sync.Once
 	var werr error
-	b.proxy.AddRule(faultproxy.Rule{Name: "interleave", Match: func(r *http.Request) bool {
+	b.Proxy().AddRule(faultproxy.Rule{Name: "interleave", Match: func(r *http.Request) bool {
 		if faultproxy.IsListEntities(r) && strings.Contains(r.URL.RawQuery, "NextRowKey") {
 			once.Do(func() {
 				werr = writer.Put(r.Context(), &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)})
@@ -286,19 +284,39 @@ func TestTornReadIsDetectedAndRetried(t *testing.T) {
 		}
 		return false
 	}})
-	got, err := reader.Get(b.ctx, "P", "E")
+	got, err := reader.Get(b.Ctx, "P", "E")
 	if werr != nil {
 		t.Fatal(werr)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got, logs.FilterField(zap.String("op", "wide get")).All()
+}
+
+// A write that commits between the pages of a read gives the reader chunks of two
+// revisions; the reader detects it and reads again.
+func TestTornReadIsDetectedAndRetried(t *testing.T) {
+	t.Parallel()
+	got, torn := tornRead(t, nil)
 	if !reflect.DeepEqual(got.Properties, year(2)) {
 		t.Fatalf("read %q, want version 2", got.Properties["Name"])
 	}
-	torn := logs.FilterField(zap.String("op", "wide get")).Len()
-	if torn != 1 {
-		t.Fatalf("%d torn reads retried, want 1", torn)
+	if len(torn) != 1 {
+		t.Fatalf("%d torn reads retried, want 1", len(torn))
+	}
+}
+
+// A partly filled TornRetry is completed field by field: TornRetry{MaxRetries: 8} keeps the
+// quick torn-read delays instead of the 100 ms minimum of transient retries.
+func TestPartialTornRetryKeepsQuickDelays(t *testing.T) {
+	t.Parallel()
+	_, torn := tornRead(t, &wideentity.Options{TornRetry: retry.Policy{MaxRetries: 8}})
+	if len(torn) != 1 {
+		t.Fatalf("%d torn reads retried, want 1", len(torn))
+	}
+	if d, _ := torn[0].ContextMap()["delay"].(time.Duration); d <= 0 || d >= 100*time.Millisecond {
+		t.Fatalf("the torn-read retry waited %v: the transient defaults replaced the torn-read delays", d)
 	}
 }
 
@@ -308,15 +326,15 @@ func TestDamagedChunksAreReportedTorn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	s := store(t, b, nil)
-	raw, _ := repo.New[codec.Entity](b.direct.Tables, b.name, nil)
+	raw := b.Raw
 	damage := map[string]func(rk string, chunks []codec.Entity) error{
 		"other revision": func(rk string, chunks []codec.Entity) error {
 			c := chunks[1]
 			c.Properties[wideentity.RevProperty] = "someone-else"
-			return raw.Upsert(b.ctx, &c, nil)
+			return raw.Upsert(b.Ctx, &c, nil)
 		},
 		"missing chunk": func(rk string, chunks []codec.Entity) error {
-			return raw.Delete(b.ctx, "P", chunks[0].RowKey, nil)
+			return raw.Delete(b.Ctx, "P", chunks[0].RowKey, nil)
 		},
 		"property twice": func(rk string, chunks []codec.Entity) error {
 			c := chunks[0]
@@ -326,18 +344,18 @@ func TestDamagedChunksAreReportedTorn(t *testing.T) {
 					break
 				}
 			}
-			return raw.Upsert(b.ctx, &c, nil)
+			return raw.Upsert(b.Ctx, &c, nil)
 		},
 	}
 	for name, f := range damage {
 		rk := strings.ReplaceAll(name, " ", "")
-		if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: rk, Properties: year(4)}); err != nil {
+		if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: rk, Properties: year(4)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := f(rk, chunksOf(t, b, "P", rk)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Get(b.ctx, "P", rk)
+		_, err := s.Get(b.Ctx, "P", rk)
 		if !errors.Is(err, wideentity.ErrTorn) || !errors.Is(err, retry.ErrTransient) {
 			t.Errorf("%s: %v, want ErrTorn after retries", name, err)
 		}
@@ -345,7 +363,7 @@ func TestDamagedChunksAreReportedTorn(t *testing.T) {
 		if name != "other revision" { // a damaged read cannot be the base of a write...
 			continue
 		}
-		if err := s.Delete(b.ctx, "P", rk); err != nil { // ...but Delete clears any chunks
+		if err := s.Delete(b.Ctx, "P", rk); err != nil { // ...but Delete clears any chunks
 			t.Fatal(err)
 		}
 		if got := chunksOf(t, b, "P", rk); len(got) != 0 {
@@ -367,7 +385,7 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				_, err := s.Update(b.ctx, "P", "E", func(e *wideentity.Entity) error {
+				_, err := s.Update(b.Ctx, "P", "E", func(e *wideentity.Entity) error {
 					total, _ := e.Properties["Total"].(int32)
 					mine, _ := e.Properties[fmt.Sprintf("W%d", w)].(int32)
 					e.Properties["Total"] = total + 1
@@ -385,7 +403,7 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 	for err := range errc {
 		t.Fatal(err)
 	}
-	got, err := s.Get(b.ctx, "P", "E")
+	got, err := s.Get(b.Ctx, "P", "E")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,39 +424,39 @@ func TestPutConcurrencyAndUpdateErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	s := store(t, b, nil)
-	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.Get(b.ctx, "P", "E")
+	e, err := s.Get(b.Ctx, "P", "E")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Someone changes one property of one chunk.
-	if err := s.SetProperty(b.ctx, "P", "E", "D010", int32(-1)); err != nil {
+	if err := s.SetProperty(b.Ctx, "P", "E", "D010", int32(-1)); err != nil {
 		t.Fatal(err)
 	}
 	e.Properties["Name"] = "stale write"
-	if err := s.Put(b.ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := s.Put(b.Ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("Put over a changed chunk: %v", err)
 	}
 	fresh := &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"Only": "this"}}
-	if err := s.Put(b.ctx, fresh); err != nil {
+	if err := s.Put(b.Ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := s.Get(b.ctx, "P", "E")
+	got, _ := s.Get(b.Ctx, "P", "E")
 	if !reflect.DeepEqual(got.Properties, map[string]any{"Only": "this"}) {
 		t.Fatalf("overwrite: %v", got.Properties)
 	}
 	boom := errors.New("boom")
-	if _, err := s.Update(b.ctx, "P", "E", func(e *wideentity.Entity) error { e.Properties["Only"] = "no"; return boom }); err != boom {
+	if _, err := s.Update(b.Ctx, "P", "E", func(e *wideentity.Entity) error { e.Properties["Only"] = "no"; return boom }); err != boom {
 		t.Fatalf("fn error: %v", err)
 	}
 	notFound := fmt.Errorf("lookup: %w", repo.ErrNotFound) // an fn error that looks retryable is not retried
 	calls := 0
-	if _, err := s.Update(b.ctx, "P", "E", func(*wideentity.Entity) error { calls++; return notFound }); err != notFound || calls != 1 {
+	if _, err := s.Update(b.Ctx, "P", "E", func(*wideentity.Entity) error { calls++; return notFound }); err != notFound || calls != 1 {
 		t.Fatalf("fn error %v after %d calls", err, calls)
 	}
-	if got, _ := s.Get(b.ctx, "P", "E"); got.Properties["Only"] != "this" {
+	if got, _ := s.Get(b.Ctx, "P", "E"); got.Properties["Only"] != "this" {
 		t.Fatal("a failed Update wrote")
 	}
 }
@@ -450,19 +468,19 @@ func TestLayoutChange(t *testing.T) {
 	b := setup(t, false)
 	two := store(t, b, nil)
 	three := store(t, b, &wideentity.Options{Chunks: 3})
-	if err := two.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(6)}); err != nil {
+	if err := two.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(6)}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := three.Get(b.ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, year(6)) {
+	if got, err := three.Get(b.Ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, year(6)) {
 		t.Fatalf("a 3-chunk store reads a 2-chunk entity: %v", err)
 	}
-	if err := three.SetProperty(b.ctx, "P", "E", "D001", int32(500)); err != nil {
+	if err := three.SetProperty(b.Ctx, "P", "E", "D001", int32(500)); err != nil {
 		t.Fatal(err)
 	}
 	checkWhole(t, b, "P", "E", 3)
 	want := year(6)
 	want["D001"] = int32(500)
-	if got, err := two.Get(b.ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, want) {
+	if got, err := two.Get(b.Ctx, "P", "E"); err != nil || !reflect.DeepEqual(got.Properties, want) {
 		t.Fatalf("after the re-layout: %v", err)
 	}
 }
@@ -473,24 +491,24 @@ func TestDelete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	s := store(t, b, nil)
-	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
 		t.Fatal(err)
 	}
-	crashing := store(t, b, &wideentity.Options{Table: repo.Options{Retry: retry.NoRetry}})
-	b.proxy.AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropBeforeForward()})
-	if err := crashing.Delete(b.ctx, "P", "E"); err == nil {
+	crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry}, nil)
+	b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropBeforeForward()})
+	if err := crashing.Delete(b.Ctx, "P", "E"); err == nil {
 		t.Fatal("the crashed delete reported success")
 	}
 	checkWhole(t, b, "P", "E", 2)
 	for range 2 {
-		if err := s.Delete(b.ctx, "P", "E"); err != nil {
+		if err := s.Delete(b.Ctx, "P", "E"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := len(chunksOf(t, b, "P", "E")); n != 0 {
 		t.Fatalf("%d chunks left", n)
 	}
-	if _, err := s.Get(b.ctx, "P", "E"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := s.Get(b.Ctx, "P", "E"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
 	}
 }
@@ -510,46 +528,57 @@ func TestLimitsRefusedWithoutRequest(t *testing.T) {
 	for i := range 20 {
 		big[fmt.Sprintf("Text%02d", i)] = strings.Repeat("x", 30000) // 60 KB each as UTF-16
 	}
-	mark := b.proxy.Count()
+	mark := b.Proxy().Count()
 	var ie *repo.InvalidInputError
-	err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: many})
+	err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: many})
 	if !errors.As(err, &ie) || !strings.HasPrefix(ie.Field, "chunk ") || ie.Limit != wideentity.PropertiesPerChunk {
 		t.Fatalf("600 properties in 2 chunks: %v", err)
 	}
 	calls := map[string]error{
-		"over 1 MiB in a chunk": single.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: big}),
-		"reserved name":         s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{wideentity.RevProperty: "x"}}),
-		"invalid name":          s.Put(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"a-b": "x"}}),
-		"bad value":             s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": struct{}{}}}),
-		"bad key":               s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P/1", RowKey: "E"}),
-		"empty partition":       s.SetProperty(b.ctx, "", "E", "X", "y"),
-		"long key":              s.SetProperty(b.ctx, "P", strings.Repeat("k", 510), "X", "y"),
-		"set reserved":          s.SetProperty(b.ctx, "P", "E", wideentity.ChunksProperty, int32(1)),
-		"set bad value":         s.SetProperty(b.ctx, "P", "E", "X", []int{1}),
-		"chunkOf out of range":  broken.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": "y"}}),
-		"nil entity":            s.Put(b.ctx, nil),
-		"delete bad key":        s.Delete(b.ctx, "P", "E#"),
+		"over 1 MiB in a chunk": single.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: big}),
+		"reserved name":         s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{wideentity.RevProperty: "x"}}),
+		"invalid name":          s.Put(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"a-b": "x"}}),
+		"bad value":             s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": struct{}{}}}),
+		"bad key":               s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P/1", RowKey: "E"}),
+		"empty partition":       s.SetProperty(b.Ctx, "", "E", "X", "y"),
+		"long key":              s.SetProperty(b.Ctx, "P", strings.Repeat("k", 510), "X", "y"),
+		"set reserved":          s.SetProperty(b.Ctx, "P", "E", wideentity.ChunksProperty, int32(1)),
+		"set bad value":         s.SetProperty(b.Ctx, "P", "E", "X", []int{1}),
+		"chunkOf out of range":  broken.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": "y"}}),
+		"nil entity":            s.Put(b.Ctx, nil),
+		"delete bad key":        s.Delete(b.Ctx, "P", "E#"),
 	}
-	_, calls["get bad key"] = s.Get(b.ctx, "P?", "E")
-	_, calls["update nil fn"] = s.Update(b.ctx, "P", "E", nil)
+	_, calls["get bad key"] = s.Get(b.Ctx, "P?", "E")
+	_, calls["update nil fn"] = s.Update(b.Ctx, "P", "E", nil)
 	for name, err := range calls {
 		if !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
-	if n := b.proxy.Count() - mark; n != 0 {
+	if n := b.Proxy().Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent for refused input", n)
 	}
 	// Spread over more chunks, the same data fits.
 	wide := store(t, b, &wideentity.Options{Chunks: 3})
 	p := maps.Clone(many)
-	if err := wide.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "many", Properties: p}); err != nil {
+	if err := wide.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "many", Properties: p}); err != nil {
 		t.Fatalf("600 properties in 3 chunks: %v", err)
 	}
+	mark = b.Proxy().Count()
+	tracked := testbed.NewTable[codec.Entity](b, &repo.Options{TrackWrites: true})
 	for _, o := range []*wideentity.Options{{Chunks: -1}, {Chunks: 101}, {TornRetry: retry.Policy{MaxRetries: -3}}} {
-		if _, err := wideentity.New(b.clients.Tables, b.name, o); !errors.Is(err, repo.ErrInvalidInput) {
+		if _, err := wideentity.New(tracked, o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("New(%+v): %v", o, err)
 		}
+	}
+	if _, err := wideentity.New(testbed.NewTable[codec.Entity](b, nil), nil); !errors.As(err, &ie) || !strings.Contains(ie.Field, "TrackWrites") {
+		t.Errorf("a table without TrackWrites: %v, want an *InvalidInputError naming the option", err)
+	}
+	if _, err := wideentity.New(nil, nil); !errors.As(err, &ie) {
+		t.Errorf("a nil table: %v, want an *InvalidInputError", err)
+	}
+	if n := b.Proxy().Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent by New", n)
 	}
 }
 
@@ -570,24 +599,24 @@ func TestLostResponseThenAnotherUpdateAppliesFnOnce(t *testing.T) {
 		// Between the lost response and the retry, another writer updates the entity.
 		if e.Message == "retrying" && !hooked {
 			hooked = true
-			if _, err := other.Update(b.ctx, "P", "E", inc); err != nil {
+			if _, err := other.Update(b.Ctx, "P", "E", inc); err != nil {
 				t.Error(err)
 			}
 		}
 		return nil
 	}))
-	s := store(t, b, &wideentity.Options{Table: repo.Options{Logger: logger}})
-	if err := s.Insert(b.ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"N": int32(0)}}); err != nil {
+	s := storeWith(t, b, &repo.Options{Logger: logger}, nil)
+	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"N": int32(0)}}); err != nil {
 		t.Fatal(err)
 	}
-	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	if _, err := s.Update(b.ctx, "P", "E", inc); err != nil {
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	if _, err := s.Update(b.Ctx, "P", "E", inc); err != nil {
 		t.Fatalf("update with a lost response: %v", err)
 	}
-	if !hooked || b.proxy.Fired("lost") != 1 {
+	if !hooked || b.Proxy().Fired("lost") != 1 {
 		t.Fatal("the lost response and the other writer did not happen")
 	}
-	got, err := s.Get(b.ctx, "P", "E")
+	got, err := s.Get(b.Ctx, "P", "E")
 	if err != nil {
 		t.Fatal(err)
 	}

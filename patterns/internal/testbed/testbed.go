@@ -174,6 +174,24 @@ func (b *Bed) Container(create bool) string {
 	return name
 }
 
+// BlobNames lists the names of every blob in the container, directly (bypassing the
+// proxies), in the service's order (by name). It fails the test on an error.
+func (b *Bed) BlobNames(container string) []string {
+	b.T.Helper()
+	var out []string
+	p := b.Direct.Blobs.ServiceClient().NewContainerClient(container).NewListBlobsFlatPager(nil)
+	for p.More() {
+		page, err := p.NextPage(b.Ctx)
+		if err != nil {
+			b.T.Fatal(err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			out = append(out, *it.Name)
+		}
+	}
+	return out
+}
+
 // WaitFor polls cond every few milliseconds until it holds, and fails the test if it does
 // not within 10 seconds. It is how tests wait for state: never a bare sleep.
 func WaitFor(t testing.TB, what string, cond func() bool) {

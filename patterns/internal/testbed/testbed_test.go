@@ -57,4 +57,12 @@ func TestBedQueueAndContainer(t *testing.T) {
 	if _, err := b.Direct.Blobs.ServiceClient().NewContainerClient(c).GetProperties(b.Ctx, nil); err != nil {
 		t.Fatalf("the container was not created: %v", err)
 	}
+	for _, name := range []string{"b/2", "a/1"} {
+		if _, err := b.Direct.Blobs.UploadBuffer(b.Ctx, c, name, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := b.BlobNames(c); len(got) != 2 || got[0] != "a/1" || got[1] != "b/2" {
+		t.Fatalf("BlobNames = %q", got)
+	}
 }

@@ -187,7 +187,7 @@ func run(ctx context.Context, out io.Writer, connStr string, cfg config) (keyspr
 		return runOp(ctx, tb, cfg, k, i)
 	}
 	fmt.Fprintf(out, "driving %s at partition %q with %d workers for up to %v or %d operations ...\n", cfg.Mix, cfg.Partition, cfg.Workers, cfg.Duration, cfg.Ops)
-	rep, err := keyspread.Stress(ctx, keyspread.StressConfig{Operation: op, Duration: cfg.Duration, MaxOps: cfg.Ops, Concurrency: cfg.Workers, Target: cfg.Target})
+	rep, err := keyspread.Stress(ctx, op, cfg.Duration, &keyspread.StressOptions{MaxOps: cfg.Ops, Concurrency: cfg.Workers, Target: cfg.Target})
 	if err != nil {
 		return rep, err
 	}

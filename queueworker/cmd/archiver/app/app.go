@@ -479,7 +479,7 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	tables, err := periodtable.New[codec.Entity](e.clients.Tables, scheme, &periodtable.Options{TimeProperty: "Timestamp"})
+	tables, err := periodtable.New[codec.Entity](e.clients.Tables, scheme, "Timestamp", nil)
 	if err != nil {
 		return err
 	}

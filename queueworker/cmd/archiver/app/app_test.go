@@ -185,7 +185,7 @@ func TestArchivePeriods(t *testing.T) {
 		At   time.Time `table:"At"`
 	}
 	scheme := periodtable.Scheme{Prefix: testenv.TableName(t) + "Day", Period: periodtable.Daily}
-	days, err := periodtable.New[SignIn](clients.Tables, scheme, &periodtable.Options{TimeProperty: "At"})
+	days, err := periodtable.New[SignIn](clients.Tables, scheme, "At", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestArchivePeriodsDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	scheme := periodtable.Scheme{Prefix: testenv.TableName(t) + "Dry", Period: periodtable.Daily}
-	days, err := periodtable.New[codec.Entity](clients.Tables, scheme, &periodtable.Options{TimeProperty: "At"})
+	days, err := periodtable.New[codec.Entity](clients.Tables, scheme, "At", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
