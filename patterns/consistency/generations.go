@@ -205,38 +205,49 @@ func (a *Archiver) tableFolders(ctx context.Context, cont, table string) ([]stri
 
 // manifestsIn lists the generations with a manifest in one folder ("" for the first
 // layout's single manifest).
-func (a *Archiver) manifestsIn(ctx context.Context, container, folder string) ([]string, error) {
+func (a *Archiver) manifestsIn(ctx context.Context, cont, folder string) ([]string, error) {
 	prefix := folder + "/"
 	var gens []string
-	pager := a.blobs().NewListBlobsFlatPager(container, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
+	err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem) {
+		rest := strings.TrimPrefix(*b.Name, prefix)
+		if rest == "manifest.json" {
+			gens = append(gens, "")
+			return
+		}
+		if g, ok := strings.CutSuffix(rest, "/manifest.json"); ok && validGeneration(g) {
+			gens = append(gens, g)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gens, nil
+}
+
+// eachBlob calls fn for every blob of container whose name starts with prefix, page by
+// page, each page's request retried under a.opts.Retry. Items without a name are skipped.
+func (a *Archiver) eachBlob(ctx context.Context, cont, prefix string, fn func(*container.BlobItem)) error {
+	pager := a.blobs().NewListBlobsFlatPager(cont, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
 	for pager.More() {
 		var page azblob.ListBlobsFlatResponse
-		err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: container}, func(ctx context.Context, _ int) error {
+		err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: cont}, func(ctx context.Context, _ int) error {
 			var err error
 			page, err = pager.NextPage(ctx)
-			return errs.Wrap(err, "list blobs", container, "", "")
+			return errs.Wrap(err, "list blobs", cont, "", "")
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if page.Segment == nil {
 			continue
 		}
 		for _, b := range page.Segment.BlobItems {
-			if b == nil || b.Name == nil {
-				continue
-			}
-			rest := strings.TrimPrefix(*b.Name, prefix)
-			if rest == "manifest.json" {
-				gens = append(gens, "")
-				continue
-			}
-			if g, ok := strings.CutSuffix(rest, "/manifest.json"); ok && validGeneration(g) {
-				gens = append(gens, g)
+			if b != nil && b.Name != nil {
+				fn(b)
 			}
 		}
 	}
-	return gens, nil
+	return nil
 }
 
 // readManifest reads one generation's manifest in the table's canonical folder.
@@ -308,37 +319,22 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 		prefix := f + "/"
 		data := map[string]time.Time{}
 		manifests := map[string]bool{}
-		pager := a.blobs().NewListBlobsFlatPager(cont, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
-		for pager.More() {
-			var page azblob.ListBlobsFlatResponse
-			err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: cont}, func(ctx context.Context, _ int) error {
-				var err error
-				page, err = pager.NextPage(ctx)
-				return errs.Wrap(err, "list blobs", cont, "", "")
-			})
-			if err != nil {
-				return nil, err
+		err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem) {
+			g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
+			if !ok || !validGeneration(g) {
+				return
 			}
-			if page.Segment == nil {
-				continue
-			}
-			for _, b := range page.Segment.BlobItems {
-				if b == nil || b.Name == nil {
-					continue
-				}
-				g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
-				if !ok || !validGeneration(g) {
-					continue
-				}
-				switch file {
-				case "manifest.json":
-					manifests[g] = true
-				case "entities.jsonl.gz":
-					if b.Properties != nil && b.Properties.LastModified != nil {
-						data[g] = *b.Properties.LastModified
-					}
+			switch file {
+			case "manifest.json":
+				manifests[g] = true
+			case "entities.jsonl.gz":
+				if b.Properties != nil && b.Properties.LastModified != nil {
+					data[g] = *b.Properties.LastModified
 				}
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 		// Last-Modified is the service's clock; olderThan (an hour or more) dwarfs the skew.
 		for g, modified := range data {
