@@ -5,11 +5,9 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/dataseries"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -25,12 +23,7 @@ type HourCount struct {
 func benchBed(b *testing.B) (*testbed.Bed, *benchcmp.Counter, *dataseries.Store[int64], *repo.Table[HourCount]) {
 	b.Helper()
 	bd := setup(b, false)
-	ctr := benchcmp.NewCounter()
-	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
-	if err != nil {
-		b.Fatal(err)
-	}
-	bd.Clients = clients
+	ctr := bd.CountRequests()
 	naive, err := repo.New[HourCount](bd.Clients.Tables, bd.Table, nil)
 	if err != nil {
 		b.Fatal(err)

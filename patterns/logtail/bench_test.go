@@ -11,7 +11,6 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/logtail"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
@@ -20,12 +19,7 @@ import (
 func benchBed(b *testing.B) (*testbed.Bed, *benchcmp.Counter, *logtail.Log[Claim], *repo.Table[Claim], *repo.Table[Claim]) {
 	b.Helper()
 	bd := setup(b, false)
-	ctr := benchcmp.NewCounter()
-	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
-	if err != nil {
-		b.Fatal(err)
-	}
-	bd.Clients = clients
+	ctr := bd.CountRequests()
 	tb := claims(b, bd)
 	// The naive layout in a table of its own, so that each query meets 10,000 entities
 	// (Azurite evaluates a filter against every entity of a table).

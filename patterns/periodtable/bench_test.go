@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // benchBed is setup's bed with clients whose requests are counted, and the two Tables
@@ -18,12 +16,8 @@ import (
 func benchBed(b *testing.B, now time.Time) (*bed, *benchcmp.Counter, *periodtable.Tables[SignIn], *periodtable.Tables[SignIn]) {
 	b.Helper()
 	bd := setup(b, false)
-	ctr := benchcmp.NewCounter()
-	clients, err := account.NewClients(testenv.ConnectionString(b), &account.ClientOptions{Transport: ctr})
-	if err != nil {
-		b.Fatal(err)
-	}
-	bd.clients = clients
+	ctr := bd.CountRequests()
+	bd.clients = bd.Clients
 	clock := func() time.Time { return now }
 	st := tables(b, bd, periodtable.Daily, &periodtable.Options{Retention: 24 * time.Hour, Clock: clock})
 	writer := tables(b, bd, periodtable.Daily, &periodtable.Options{Clock: clock})

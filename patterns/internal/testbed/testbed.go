@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -214,4 +215,21 @@ func Drain(t testing.TB, w *queueworker.Worker) {
 	if err := w.Drain(ctx); err != nil {
 		t.Fatalf("drain: %v", err)
 	}
+}
+
+// CountRequests points the bed's Clients at the server directly through a transport that
+// counts their requests, and returns the counter: for benchmarks that report requests per
+// operation (internal/benchcmp). The bed must not be proxied.
+func (b *Bed) CountRequests() *benchcmp.Counter {
+	b.T.Helper()
+	if b.Proxies != nil {
+		b.T.Fatal("testbed: CountRequests on a proxied bed")
+	}
+	ctr := benchcmp.NewCounter()
+	clients, err := account.NewClients(testenv.ConnectionString(b.T), &account.ClientOptions{Transport: ctr})
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	b.Clients = clients
+	return ctr
 }
