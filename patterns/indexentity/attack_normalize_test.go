@@ -1,6 +1,7 @@
 package indexentity
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -129,5 +130,31 @@ func TestAttackEventualLegacyAndNewKindsNormalizedAndForged(t *testing.T) {
 	got, err := ix.Lookup(b.Ctx, "Jones")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Lookup = %+v, %v", got, err)
+	}
+}
+
+// Attacks the Settle/2 protocol's "looks again later until the message was Settle old"
+// with a forged envelope (DESIGN "Untrusted data": a counter in an envelope): EnqueuedAt
+// is written by whoever enqueued, and one far in the future announcing a state that never
+// comes makes the message younger than Settle forever (snoozes do not count towards
+// MaxDequeueCount, so it is dequeued every second until its TTL). The service's
+// InsertionTime is in the message; even long after the queue stored it
+// (here: 100 x Settle later by the handler's clock), the handler must stop waiting.
+func TestAttackEventualForgedFutureEnqueuedAtNeverSettles(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	s := b.tableStore(0)
+	ix := b.eventual(s, b.queue())
+	stored := time.Now()
+	msg := &queueworker.Message[Change]{Payload: Change{PartitionKey: "Sales", RowKey: "000404", Value: "Ghost"},
+		EnqueuedAt: stored.Add(100 * 365 * 24 * time.Hour), InsertionTime: stored}
+	ix.now = func() time.Time { return stored.Add(100 * ix.settle.Settle()) }
+	err := ix.Handle(b.Ctx, msg)
+	var snooze *queueworker.SnoozeError
+	if errors.As(err, &snooze) {
+		t.Fatalf("a message stored %v ago (by the handler's clock) still snoozes %v: its forged EnqueuedAt keeps it young for a century", 100*ix.settle.Settle(), snooze.Duration)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
