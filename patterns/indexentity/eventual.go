@@ -470,7 +470,7 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 		return err
 	}
 	arrived := (c.Deleted && !now.found) || (!c.Deleted && now.found && now.value == c.Value)
-	if d := ix.settle.Wait(arrived, msg.EnqueuedAt, started); d > 0 {
+	if d := ix.settle.Wait(arrived, msg.EnqueuedAt, msg.InsertionTime, started); d > 0 {
 		return queueworker.Snooze(d)
 	}
 	return nil
