@@ -126,3 +126,38 @@ func TestInterVerifiedReadsSkipForgedRows(t *testing.T) {
 		t.Fatalf("Lookup = %+v, %v", v, err)
 	}
 }
+
+// The shape of the review's item 6 on Intra: an Update without an ETag whose transaction
+// lands, is reported unknown, and is overtaken by another writer's delete before the
+// fresh read. The next round finds the entity gone: "not found" would say "nothing
+// updated" of an update that landed, so the answer is the unknown outcome.
+func TestIntraUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	if err := x.Insert(b.Ctx, emp(851, "Ida", "Gone", "ida@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	first := true
+	secondaryindex.SetIntraAfterSubmit(x, func(err error) error {
+		if !first {
+			return err
+		}
+		first = false
+		if err != nil {
+			t.Errorf("the update transaction did not land: %v", err)
+		}
+		if err := x.Delete(b.Ctx, emp(851, "", "", "")); err != nil {
+			t.Errorf("concurrent delete: %v", err)
+		}
+		return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
+			&repo.Error{Op: "transaction", StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: repo.ErrPreconditionFailed})
+	})
+	err := x.Update(b.Ctx, emp(851, "Ida", "Gone", "ida2@contoso.com"))
+	if !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("Update whose transaction landed, then deleted = %v; want ErrOutcomeUnknown, not ErrNotFound", err)
+	}
+	if rows := b.rows(t, "Sales"); len(rows) != 0 {
+		t.Fatalf("rows %q after the delete", rows)
+	}
+}

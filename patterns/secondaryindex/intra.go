@@ -259,7 +259,8 @@ func (x *Intra[T]) insertPlan(v *T, pk string, ks []string) (*plan, error) {
 // primary copy's new ETag.
 //
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, *UniqueViolationError (nothing
-// written), errs.ErrInvalidInput (nothing sent), errs.ErrTransient (also when concurrent
+// written), errs.ErrInvalidInput (nothing sent), errs.ErrOutcomeUnknown (a transaction that
+// may have landed: see the package documentation), errs.ErrTransient (also when concurrent
 // writers kept winning until the retry policy gave up), *repo.Error.
 func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpdate)
@@ -324,9 +325,23 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 	}
 	missing := map[string]bool{} // copies found already gone: not deleted again
+	// unknown holds the error of an earlier round whose transaction may have landed (only
+	// a change without the caller's ETag starts over after one): a round that then finds
+	// the entity gone cannot tell "never updated" from "updated, then deleted by another
+	// writer", so an update answers the unknown error, never errs.ErrNotFound; a delete has
+	// what it asked for.
+	var unknown error
 	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0]}
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
+		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
+			switch o {
+			case opUpdate:
+				return unknown
+			case opDelete:
+				return nil
+			}
+		}
 		if errors.Is(err, repo.ErrNotFound) && o == opUpsert {
 			p, err := x.insertPlan(v, pk, ks)
 			if err != nil {
@@ -334,6 +349,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 			}
 			err = x.submit(ctx, p, o, v, pk, missing)
 			if errors.Is(err, repo.ErrOutcomeUnknown) {
+				unknown = err
 				return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
 			}
 			return err
@@ -355,6 +371,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 		err = x.submit(ctx, p, o, v, pk, missing)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
 			return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
 		}
 		return err
