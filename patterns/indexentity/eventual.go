@@ -509,7 +509,8 @@ func (ix *Eventual[T]) keys(ctx context.Context, value string) ([]Key, error) {
 // (one request), then the entities with point queries, at most Concurrency at once. Every
 // entity is checked against the value, so a stale entry of the list (an entity renamed or
 // deleted whose message the worker has not handled yet) is left out; an entity written
-// moments ago may be missing until the worker catches up.
+// moments ago may be missing until the worker catches up. An entry that names no possible
+// entity (stored data: possibly forged) is skipped.
 //
 // Errors: errs.ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
 func (ix *Eventual[T]) Lookup(ctx context.Context, value string) ([]T, error) {

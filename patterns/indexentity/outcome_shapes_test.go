@@ -3,6 +3,7 @@ package indexentity
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
@@ -73,5 +74,32 @@ func TestEventualUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
 	ps.Release()
 	if err := <-done; !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("Update whose write landed, then deleted = %v; want ErrOutcomeUnknown, not ErrNotFound", err)
+	}
+}
+
+// The shape of the review's item 4 (a forged row hides the entity from a lookup) in option
+// 2: the index entity of a value is stored data that anyone with write access can edit.
+// Entries that name no possible entity (a RowKey with a forbidden character, an empty one)
+// must be skipped by Lookup, not fail it for the real entity listed next to them.
+func TestSamePartitionLookupSkipsForgedEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ix := b.samePartition(nil)
+	e := emp("Sales", "000156", "Jones")
+	if err := ix.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	pages := b.indexPages(ix, "Sales")
+	if len(pages) != 1 {
+		t.Fatalf("%d index entities, want 1", len(pages))
+	}
+	p := pages[0]
+	p.Properties["IDs"] = strings.Join([]string{"", "0/forged", "000156", "\x01"}, entrySep)
+	if err := ix.pages.tbl.Upsert(b.Ctx, &p, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ix.Lookup(b.Ctx, "Sales", "Jones")
+	if err != nil || len(got) != 1 || got[0].EmployeeID != "000156" {
+		t.Fatalf("Lookup with forged entries = %+v, %v; want the real entity", got, err)
 	}
 }

@@ -499,7 +499,8 @@ func (ix *SamePartition[T]) ids(ctx context.Context, pk, value string) ([]string
 // (the design guide's option 2, "find all employees named Jones in Sales"): the index entities with
 // one range query, then the entities with point queries, at most Concurrency at once.
 // An entity deleted or renamed between the two steps is left out, so every entity
-// returned has the value.
+// returned has the value; so is an entry that names no possible entity (the index
+// entities are stored data: a forged entry cannot make the lookup fail).
 //
 // Errors: as IDs, and those of repo.Table.Get.
 func (ix *SamePartition[T]) Lookup(ctx context.Context, pk, value string) ([]T, error) {
