@@ -11,7 +11,9 @@
 // notes the clock before its reads (started), reconciles, and, when the state the message
 // announces is not visible yet, looks again later until the message was Settle old when
 // its reads started (Window.Wait): by then the write has landed, and the reads saw it, or
-// it never will. Settle must exceed the clock skew between writers and workers.
+// it never will. The age is measured from EnqueuedAt clamped to the queue's InsertionTime
+// (Sent), so that a forged envelope cannot keep a message young. Settle must exceed the
+// clock skew between writers, the queue service and workers.
 package settle
 
 import (
@@ -52,18 +54,35 @@ func (w Window) Write(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // Wait decides what a handler does once it reconciled: 0 (done) when the state its message
-// announces is visible (arrived) or when the message was Settle old, by its enqueuedAt,
-// when the reconciliation started reading (started, taken before the reads: read after
-// them, a slow reconciliation could judge settled a write that landed after its reads);
-// otherwise how long to wait before looking again, at least a second and never past the
-// end of the window.
-func (w Window) Wait(arrived bool, enqueuedAt, started time.Time) time.Duration {
+// announces is visible (arrived) or when the message was Settle old, by Sent(enqueuedAt,
+// insertedAt), when the reconciliation started reading (started, taken before the reads:
+// read after them, a slow reconciliation could judge settled a write that landed after its
+// reads); otherwise how long to wait before looking again, at least a second and never
+// past the end of the window. enqueuedAt is the envelope's stamp, insertedAt the queue
+// service's InsertionTime of the message (zero when the message did not come from a queue).
+func (w Window) Wait(arrived bool, enqueuedAt, insertedAt, started time.Time) time.Duration {
 	if arrived {
 		return 0
 	}
-	age := started.Sub(enqueuedAt)
+	age := started.Sub(Sent(enqueuedAt, insertedAt))
 	if age >= w.settle {
 		return 0
 	}
 	return min(w.settle-age, max(time.Second, age))
+}
+
+// Sent is the moment a message's age is measured from: its envelope's enqueuedAt (the
+// writer's clock, stamped after the write's deadline was taken), but never later than
+// insertedAt, when the queue stored the message (the service's clock). The envelope is
+// untrusted input (whoever can enqueue writes it): an enqueuedAt far in the future would
+// keep the message younger than Settle for good, snoozing forever (snoozes do not count
+// towards the worker's MaxDequeueCount). The service stores the message after the writer
+// built its envelope, so the clamp never makes an honest message younger; it makes it
+// older only by the clock skew between writer and service, which Settle must exceed
+// anyway. A zero insertedAt (a message not read from a queue) leaves enqueuedAt as is.
+func Sent(enqueuedAt, insertedAt time.Time) time.Time {
+	if !insertedAt.IsZero() && (enqueuedAt.IsZero() || enqueuedAt.After(insertedAt)) {
+		return insertedAt
+	}
+	return enqueuedAt
 }

@@ -50,8 +50,37 @@ func TestWait(t *testing.T) {
 		{"settled at the window", false, time.Minute, 0},
 		{"settled after", false, time.Hour, 0},
 	} {
-		if got := w.Wait(c.arrived, t0, t0.Add(c.age)); got != c.want {
+		if got := w.Wait(c.arrived, t0, time.Time{}, t0.Add(c.age)); got != c.want {
 			t.Errorf("%s: Wait = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A forged EnqueuedAt in the future is clamped to the queue's InsertionTime: the message
+// ages by the service's clock and settles once Settle passed since it was stored.
+func TestWaitClampsEnqueuedAtToInsertionTime(t *testing.T) {
+	w, _ := New(time.Minute, time.Minute, "x")
+	stored := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	forged := stored.Add(100 * 365 * 24 * time.Hour)
+	if got := w.Wait(false, forged, stored, stored.Add(time.Minute)); got != 0 {
+		t.Errorf("forged future EnqueuedAt, stored a Settle ago: Wait = %v, want 0", got)
+	}
+	if got := w.Wait(false, forged, stored, stored.Add(10*time.Second)); got != 10*time.Second {
+		t.Errorf("forged future EnqueuedAt, stored 10 s ago: Wait = %v, want 10s (aged from InsertionTime)", got)
+	}
+	// An honest EnqueuedAt precedes InsertionTime and is kept: the window starts before
+	// the queue stored the message, as the writer's deadline does.
+	honest := stored.Add(-5 * time.Second)
+	if got := w.Wait(false, honest, stored, honest.Add(time.Minute)); got != 0 {
+		t.Errorf("honest EnqueuedAt: Wait = %v, want 0 a Settle after it", got)
+	}
+	if got := Sent(honest, stored); !got.Equal(honest) {
+		t.Errorf("Sent(honest) = %v, want %v", got, honest)
+	}
+	if got := Sent(time.Time{}, stored); !got.Equal(stored) {
+		t.Errorf("Sent(zero EnqueuedAt) = %v, want InsertionTime", got)
+	}
+	if got := Sent(forged, time.Time{}); !got.Equal(forged) {
+		t.Errorf("Sent without InsertionTime = %v, want EnqueuedAt", got)
 	}
 }

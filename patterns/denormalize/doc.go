@@ -69,6 +69,9 @@
 // is built, bounding both: the handler waits for the write until the message is Settle
 // old by its EnqueuedAt, stamped after that moment, so a slow enqueue can never let the
 // write land after the handler gave up (TestAcrossWindowSlowEnqueueCannotOutliveSettle).
+// EnqueuedAt is untrusted (the envelope is whoever enqueued's): it is clamped to the
+// queue's InsertionTime, so a forged future stamp cannot keep a message snoozing
+// (TestHandlersClampForgedEnqueuedAt).
 // UpdateSource enqueues its message even for a source without copies. A queueworker
 // handler (Register) then
 // reconciles by re-reading: RefreshSource reads the source and its links and rewrites

@@ -345,11 +345,18 @@ func (r *Relation[S, D]) readLinks(ctx context.Context, src Key) (*linkRow, []li
 		case rows[i].RowKey == header:
 			h := rows[i] // copied: links reuses rows' array
 			hdr = &h
-		case rows[i].TargetPartitionKey != "":
+		case rows[i].TargetPartitionKey != "" && validTarget(targetOf(&rows[i])):
 			links = append(links, rows[i])
 		}
 	}
 	return hdr, links, nil
+}
+
+// validTarget reports whether a link's target is a key an entity can have. Links are
+// stored data that anyone with write access can forge: a link to a key no target can have
+// names nothing to copy into, and must not make every write and refresh of its source fail.
+func validTarget(k Key) bool {
+	return codec.ValidateKey("PartitionKey", k.PartitionKey) == nil && codec.ValidateKey("RowKey", k.RowKey) == nil
 }
 
 func targetOf(l *linkRow) Key { return Key{l.TargetPartitionKey, l.TargetRowKey} }

@@ -335,9 +335,10 @@ func (r *Relation[S, D]) refreshOne(ctx context.Context, k, src Key, s *S) error
 // settled decides what a handler returns once it reconciled: nil when the write its message
 // announced is visible or the message was Settle old when the reconciliation started
 // reading (started: so that a write landing within its deadline was seen by the reads),
-// else a snooze to look again.
-func (r *Relation[S, D]) settled(arrived bool, enqueuedAt, started time.Time) error {
-	if d := r.settle.Wait(arrived, enqueuedAt, started); d > 0 {
+// else a snooze to look again. The age runs from the envelope's EnqueuedAt clamped to the
+// queue's InsertionTime (settle.Sent): a forged future stamp cannot keep a message young.
+func (r *Relation[S, D]) settled(arrived bool, enqueuedAt, insertedAt, started time.Time) error {
+	if d := r.settle.Wait(arrived, enqueuedAt, insertedAt, started); d > 0 {
 		return queueworker.Snooze(d)
 	}
 	return nil
@@ -358,7 +359,7 @@ func (r *Relation[S, D]) HandleSource(ctx context.Context, msg *queueworker.Mess
 	if err != nil {
 		return err
 	}
-	return r.settled(found && fp == c.Fingerprint, msg.EnqueuedAt, started)
+	return r.settled(found && fp == c.Fingerprint, msg.EnqueuedAt, msg.InsertionTime, started)
 }
 
 // HandleTarget is the queueworker handler of TargetChange messages: ReconcileTarget with
@@ -390,5 +391,5 @@ func (r *Relation[S, D]) HandleTarget(ctx context.Context, msg *queueworker.Mess
 	default:
 		arrived = now.found && now.ok && now.ref == *c.Ref
 	}
-	return r.settled(arrived, msg.EnqueuedAt, started)
+	return r.settled(arrived, msg.EnqueuedAt, msg.InsertionTime, started)
 }

@@ -165,8 +165,10 @@ func (r *Relation[S, D]) unlinkActions(ctx context.Context, src, k Key) ([]repo.
 // message, the worker removing the link). With opts.ETag set the delete is conditional on
 // it; without, whatever is stored is deleted, retried on conflicts. After a delete whose
 // outcome repo cannot prove (errs.ErrOutcomeUnknown), the next attempt's read decides: the
-// target gone means success without opts.ETag, and an error wrapping
-// errs.ErrOutcomeUnknown with it (never errs.ErrNotFound for a delete that may have landed).
+// target gone means success without opts.ETag; with opts.ETag the delete starts over only
+// while the target still has that ETag, and otherwise (gone, or re-created by another
+// writer) an error wrapping errs.ErrOutcomeUnknown is returned (never errs.ErrNotFound or
+// errs.ErrPreconditionFailed for a delete that may have landed).
 //
 // Errors: errs.ErrInvalidInput (nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
 // errs.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; errs.ErrTransient,
@@ -213,6 +215,12 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 	}
 	etag := r.tcodec.ETag(&d)
 	if want != "" && etag != want {
+		if unknown != nil {
+			// Another version: the earlier attempt may have deleted the caller's and
+			// another writer re-created the target since. Never "your ETag is stale;
+			// nothing was deleted" for that.
+			return errors.Join(errors.New("denormalize: the target changed; an earlier attempt may have deleted the version asked for"), unknown)
+		}
 		return preconditionFailed("delete target", r.targets.Name(), k)
 	}
 	ref, ok := r.ref(&d)
@@ -263,7 +271,11 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 //
 // When s carries an ETag, the update is conditional on it; without one, it replaces what is
 // stored, retried on conflicts. Conflicts on copies and links are always retried. On
-// success s's ETag field holds the new ETag.
+// success s's ETag field holds the new ETag. A write whose outcome repo cannot prove
+// (errs.ErrOutcomeUnknown) is returned as is with an ETag; without one it is written
+// again from a fresh read, and if that read finds the source gone (the write may have
+// landed before another writer deleted it) the errs.ErrOutcomeUnknown error is returned,
+// never errs.ErrNotFound.
 //
 // Errors: errs.ErrInvalidInput before any request (s breaks a limit, its RowKey lies in
 // KeyRange); errs.ErrNotFound; errs.ErrPreconditionFailed; errs.ErrInvalidInput when the copies found no
@@ -277,8 +289,15 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 		return err
 	}
 	callerETag := r.scodec.ETag(s)
+	// unknown holds the error of an earlier attempt whose write may have landed: an
+	// attempt that then finds the source gone cannot tell "never updated" from "updated,
+	// then deleted by another writer", and answers it rather than errs.ErrNotFound.
+	var unknown error
 	err = r.loop(ctx, "update source", src, func(ctx context.Context) error {
 		cur, err := r.sources.Get(ctx, src.PartitionKey, src.RowKey)
+		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
+			return unknown
+		}
 		if err != nil {
 			return err
 		}
@@ -291,7 +310,11 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 			if err != nil {
 				return err
 			}
-			return r.updateInPartition(ctx, s, src, hdr, links, callerETag)
+			err = r.updateInPartition(ctx, s, src, hdr, links, callerETag)
+			if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
+				unknown = err
+			}
+			return err
 		}
 		// Always a message, even for a source without links: a ReconcileTarget may link a
 		// target and copy the old source between any read of the links and the write
@@ -306,6 +329,9 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 			return err
 		}
 		err = r.sources.Update(wctx, s, nil)
+		if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
+		}
 		if callerETag == "" && isConflict(err) {
 			return retry.Again(err)
 		}

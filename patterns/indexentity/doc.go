@@ -101,7 +101,10 @@
 // One deadline, Settle/2 from the moment before the Change is built, bounds both steps
 // (the Settle/2 protocol, shared with patterns/denormalize),
 // so the write lands before the message is Settle old by its EnqueuedAt however slow the
-// enqueue (TestEventualWindowSlowEnqueueCannotOutliveSettle).
+// enqueue (TestEventualWindowSlowEnqueueCannotOutliveSettle). EnqueuedAt is untrusted (the
+// envelope is whoever enqueued's): it is clamped to the queue's InsertionTime, so a forged
+// future stamp cannot keep a message snoozing
+// (TestAttackEventualForgedFutureEnqueuedAtNeverSettles).
 //
 // A queueworker handler (Eventual.Register) then reconciles: it reads the entity, lists
 // its key under its current value, removes it from the lists of the old values the

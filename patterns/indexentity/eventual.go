@@ -264,10 +264,15 @@ func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 // Change (naming the old value) first; an unchanged value needs no message. When v
 // carries an ETag the update is conditional on it; without one it is conditional on the
 // version Update read, retried when another writer got in between. On success v's ETag
-// field holds the new ETag.
+// field holds the new ETag. A write whose outcome repo cannot prove
+// (errs.ErrOutcomeUnknown) is returned as is with an ETag; without one it is written
+// again from a fresh read, and if that read finds the entity gone (the write may have
+// landed before another writer's delete) the errs.ErrOutcomeUnknown error is returned,
+// never errs.ErrNotFound.
 //
-// Errors: errs.ErrInvalidInput before any request; errs.ErrNotFound; errs.ErrPreconditionFailed; the
-// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput before any request; errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; errs.ErrTransient,
+// *repo.Error.
 func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 	k, err := ix.check(v)
 	if err != nil {
@@ -275,8 +280,15 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 	}
 	callerETag := ix.codec.ETag(v)
 	value := ix.value(v)
+	// unknown holds the error of an earlier round whose write may have landed: a round
+	// that then finds the entity gone cannot tell "never updated" from "updated, then
+	// deleted by another writer", and answers it rather than errs.ErrNotFound.
+	var unknown error
 	err = ix.loop(ctx, "update", k, func(ctx context.Context) error {
 		cur, err := ix.primary.Get(ctx, k.PartitionKey, k.RowKey)
+		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
+			return unknown
+		}
 		if err != nil {
 			return err
 		}
@@ -300,6 +312,7 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 		}
 		err = ix.primary.Update(wctx, v, nil)
 		if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
 			return retry.Again(err) // re-read and write v again: the same state either way
 		}
 		if callerETag == "" && errors.Is(err, repo.ErrPreconditionFailed) {
@@ -470,7 +483,7 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 		return err
 	}
 	arrived := (c.Deleted && !now.found) || (!c.Deleted && now.found && now.value == c.Value)
-	if d := ix.settle.Wait(arrived, msg.EnqueuedAt, started); d > 0 {
+	if d := ix.settle.Wait(arrived, msg.EnqueuedAt, msg.InsertionTime, started); d > 0 {
 		return queueworker.Snooze(d)
 	}
 	return nil
@@ -496,7 +509,8 @@ func (ix *Eventual[T]) keys(ctx context.Context, value string) ([]Key, error) {
 // (one request), then the entities with point queries, at most Concurrency at once. Every
 // entity is checked against the value, so a stale entry of the list (an entity renamed or
 // deleted whose message the worker has not handled yet) is left out; an entity written
-// moments ago may be missing until the worker catches up.
+// moments ago may be missing until the worker catches up. An entry that names no possible
+// entity (stored data: possibly forged) is skipped.
 //
 // Errors: errs.ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
 func (ix *Eventual[T]) Lookup(ctx context.Context, value string) ([]T, error) {

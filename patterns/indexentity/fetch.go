@@ -34,10 +34,16 @@ func actionConflict(err error, from int) bool {
 }
 
 // fetch reads the entities of ks with point queries, at most limit at once. Entities that no
-// longer exist are left out (a lookup raced with a delete). The result keeps the order of ks.
+// longer exist are left out (a lookup raced with a delete), and so are keys no entity can
+// have: ks come from index entities and blobs, untrusted input that anyone with write
+// access can forge, and one bad entry must not make the lookup of a value fail for every
+// real entity listed with it. The result keeps the order of ks.
 func fetch[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int) ([]T, error) {
 	got := make([]*T, len(ks))
 	err := fanout.Do(ctx, len(ks), limit, func(ctx context.Context, i int) error {
+		if checkKey(ks[i]) != nil {
+			return nil // names no entity: nothing to read
+		}
 		v, err := t.Get(ctx, ks[i].PartitionKey, ks[i].RowKey)
 		if errors.Is(err, repo.ErrNotFound) {
 			return nil

@@ -149,7 +149,9 @@
 // A transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown: a lost response,
 // then a retry that met a conflict) is decided again from fresh reads: a reconciliation
 // starts over (the ref says what is written); an Intra Update or Upsert without an ETag
-// reads and writes again, a Delete without one reports success once the entity is gone;
+// reads and writes again (an Update that then finds the entity gone returns the
+// errs.ErrOutcomeUnknown error, never errs.ErrNotFound: it may have landed before another
+// writer's delete), a Delete without one reports success once the entity is gone;
 // with an ETag, and for Insert, the error is returned, never errs.ErrPreconditionFailed or
 // a *UniqueViolationError ("nothing written") for a write that may have landed. Turn on
 // repo.Options.TrackWrites to have repo recognise its own write exactly.

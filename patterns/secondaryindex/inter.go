@@ -40,7 +40,8 @@ type InterOptions struct {
 	// invisible: if the process stops after the write and before the prompt message is
 	// enqueued, that first message still reconciles the entity after SafetyDelay. The
 	// primary write is bounded to half of it, so that the message can never run before the
-	// write ends. Defaults to 5 minutes; -1 turns the safety message off (one enqueue per
+	// write ends. At least 2 s (the queue counts whole seconds, and the write gets half).
+	// Defaults to 5 minutes; -1 turns the safety message off (one enqueue per
 	// write instead of two; a stop between the write and the enqueue then leaves the copies
 	// stale until the entity is written or Notify is called again).
 	SafetyDelay time.Duration
@@ -85,8 +86,8 @@ func (o *InterOptions) withDefaults(table string) InterOptions {
 }
 
 func (o InterOptions) validate() error {
-	if o.SafetyDelay < -1 {
-		return errs.Invalid("InterOptions.SafetyDelay", "must be positive, 0 (default) or -1 (off), got %v", o.SafetyDelay)
+	if o.SafetyDelay < -1 || (o.SafetyDelay > 0 && o.SafetyDelay < settle.Min) {
+		return errs.Invalid("InterOptions.SafetyDelay", "must be at least %v, 0 (default) or -1 (off), got %v", settle.Min, o.SafetyDelay)
 	}
 	if o.TombstoneAge < -1 || (o.TombstoneAge > 0 && o.TombstoneAge < 2*time.Second) {
 		return errs.Invalid("InterOptions.TombstoneAge", "must be at least 2 s, 0 (default) or -1 (keep forever), got %v", o.TombstoneAge)
@@ -352,15 +353,20 @@ func (x *Inter[T]) Insert(ctx context.Context, v *T) error {
 
 // Update replaces the primary entity by v and has its copies reconciled by the worker.
 // When v carries an ETag the update is conditional on it (errs.ErrPreconditionFailed if
-// the entity changed since it was read); without one it is last-writer-wins. On success
-// v's ETag field holds the new ETag.
+// the entity changed since it was read); without one it is last-writer-wins. A value read
+// without Verify through an index whose copies carry only some properties is refused, as
+// Intra refuses it (it would erase the others; see ReadOptions). On success v's ETag field
+// holds the new ETag.
 //
 // Errors: those of repo.Table.Update and queueworker.Enqueue; errs.ErrInvalidInput (nothing
-// sent) also for a value that cannot be indexed.
+// sent) also for a value that cannot be indexed or that was read from a partial copy.
 func (x *Inter[T]) Update(ctx context.Context, v *T) error {
 	pk, rk, err := x.check(v)
 	if err != nil {
 		return err
+	}
+	if name, ok := strings.CutPrefix(x.c.ETag(v), partialMark); ok {
+		return errs.Invalid(fmt.Sprintf("index %q", name), "the value was read from a copy that carries only some properties; read the whole entity with Get (or Find with Verify) before updating it")
 	}
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Update(ctx, v, nil) })
 }
@@ -379,8 +385,8 @@ func (x *Inter[T]) Upsert(ctx context.Context, v *T) error {
 }
 
 // Delete deletes the primary entity with v's keys and has its copies removed by the
-// worker. Only the keys of v are needed; if v also carries an ETag, the delete is
-// conditional on it.
+// worker. Only the keys of v are needed; if v also carries an ETag of the primary (not the
+// mark of a partial copy, see ReadOptions), the delete is conditional on it.
 //
 // Errors: errs.ErrInvalidInput (a nil v, bad keys, or a PartitionKey inside an index's key
 // space, see the package documentation; nothing sent), and those of repo.Table.Delete and
@@ -393,7 +399,11 @@ func (x *Inter[T]) Delete(ctx context.Context, v *T) error {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
-	opts := &repo.DeleteOptions{ETag: x.c.ETag(v)}
+	etag := x.c.ETag(v)
+	if strings.HasPrefix(etag, partialMark) {
+		etag = "" // an unverified copy carries no ETag of the primary: unconditional, as for any unverified hit
+	}
+	opts := &repo.DeleteOptions{ETag: etag}
 	return x.write(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
 }
 
@@ -759,9 +769,16 @@ type ReadOptions struct {
 	// is dropped (and a reconciliation of it enqueued), and the others are returned as
 	// the primary holds them, with every property and the primary's ETag. Without Verify a
 	// hit is the copy as the worker last wrote it: possibly stale, with only the index's
-	// properties, and no ETag.
+	// properties, and no ETag of the primary; a copy of an index with Properties carries
+	// in its ETag field a mark (not an ETag) that Update refuses, since writing it back
+	// would erase the properties the copy leaves out. (A T without an ETag field cannot
+	// carry the mark.)
 	Verify bool
 }
+
+// partialMark starts the ETag field of a hit read without Verify from an index whose copies
+// carry only some properties; the index's name follows. No service ETag has this form.
+const partialMark = "tablepatterns-partial-copy:"
 
 // hit is one copy found by a read, and what verifying it gave.
 type hit[T any] struct {
@@ -775,10 +792,16 @@ type hit[T any] struct {
 // Lookup returns the entity of partition pk whose value in index is value (normalized by
 // the index's Normalize), as the primary table holds it: the first hit of Find with
 // Verify (one range query over that value's copies, plus one point query per hit), so the
-// entity returned has the value now, with every property and its ETag.
+// entity returned has the value now, with every property and its ETag. Copies whose
+// primary is gone or no longer has the value are skipped, whatever their body holds.
 //
-// Errors: errs.ErrNotFound, and those of Find.
+// Errors: errs.ErrNotFound; errs.ErrInvalidInput (an index with duplicates, as Intra.Lookup
+// refuses it: use Find; nothing sent); and those of Find.
 func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
+	if ix := x.named[index]; ix != nil && ix.AllowDuplicates {
+		var zero T
+		return zero, errs.Invalid(fmt.Sprintf("index %q", index), "allows duplicates: use Find")
+	}
 	for v, err := range x.Find(ctx, pk, index, value, &ReadOptions{Verify: true}) {
 		return v, err
 	}
@@ -873,7 +896,7 @@ func (x *Inter[T]) scan(ctx context.Context, ix *interIndex[T], pk string, f fil
 			}
 			hits := make([]hit[T], 0, len(page.Items))
 			for i := range page.Items {
-				h, ok := x.decodeCopy(&page.Items[i], pk)
+				h, ok := x.decodeCopy(ix, &page.Items[i], pk)
 				if ok {
 					hits = append(hits, h)
 				}
@@ -894,8 +917,11 @@ func (x *Inter[T]) scan(ctx context.Context, ix *interIndex[T], pk string, f fil
 }
 
 // decodeCopy turns a copy back into a T with the primary's keys. Rows that are not copies
-// (none should be in a copy range) are skipped.
-func (x *Inter[T]) decodeCopy(e *codec.Entity, pk string) (hit[T], bool) {
+// (none should be in a copy range) are skipped. A copy of an index with Properties gets
+// partialMark and the index's name as its ETag, which Update refuses; other copies get
+// none. A copy whose body does not decode keeps the error: verify replaces it by the
+// primary, which needs only the copy's key.
+func (x *Inter[T]) decodeCopy(ix *interIndex[T], e *codec.Entity, pk string) (hit[T], bool) {
 	parts, err := keys.Split(e.RowKey)
 	if err != nil || len(parts) != 2 {
 		return hit[T]{}, false
@@ -905,6 +931,9 @@ func (x *Inter[T]) decodeCopy(e *codec.Entity, pk string) (hit[T], bool) {
 	body, err := codec.EncodeEntity(e)
 	if err == nil {
 		err = x.c.Decode(body, &h.v)
+	}
+	if ix.props != nil {
+		x.c.SetETag(&h.v, partialMark+ix.Name)
 	}
 	h.err = err
 	return h, true
@@ -917,7 +946,11 @@ func (x *Inter[T]) verify(ctx context.Context, ix *interIndex[T], pk string, hit
 	var wg sync.WaitGroup
 	for i := range hits {
 		h := &hits[i]
-		if h.err != nil {
+		// Only the copy's key is needed: a row whose body is forged or corrupt (h.err from
+		// decodeCopy) is judged by its primary like any other. A key no primary can have
+		// is no copy of any entity: dropped, with nothing to reconcile.
+		if codec.ValidateKey("RowKey", h.rk) != nil {
+			h.stale = true
 			continue
 		}
 		wg.Add(1)
@@ -934,7 +967,7 @@ func (x *Inter[T]) verify(ctx context.Context, ix *interIndex[T], pk string, hit
 			case ix.valueOf(&cur) != h.value:
 				h.stale = true
 			default:
-				h.v = cur
+				h.v, h.err = cur, nil
 			}
 			if h.stale {
 				// Read repair: the copy outlived its entity's state; have it reconciled.

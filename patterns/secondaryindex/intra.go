@@ -259,7 +259,8 @@ func (x *Intra[T]) insertPlan(v *T, pk string, ks []string) (*plan, error) {
 // primary copy's new ETag.
 //
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, *UniqueViolationError (nothing
-// written), errs.ErrInvalidInput (nothing sent), errs.ErrTransient (also when concurrent
+// written), errs.ErrInvalidInput (nothing sent), errs.ErrOutcomeUnknown (a transaction that
+// may have landed: see the package documentation), errs.ErrTransient (also when concurrent
 // writers kept winning until the retry policy gave up), *repo.Error.
 func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpdate)
@@ -324,9 +325,23 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 	}
 	missing := map[string]bool{} // copies found already gone: not deleted again
+	// unknown holds the error of an earlier round whose transaction may have landed (only
+	// a change without the caller's ETag starts over after one): a round that then finds
+	// the entity gone cannot tell "never updated" from "updated, then deleted by another
+	// writer", so an update answers the unknown error, never errs.ErrNotFound; a delete has
+	// what it asked for.
+	var unknown error
 	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0]}
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
+		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
+			switch o {
+			case opUpdate:
+				return unknown
+			case opDelete:
+				return nil
+			}
+		}
 		if errors.Is(err, repo.ErrNotFound) && o == opUpsert {
 			p, err := x.insertPlan(v, pk, ks)
 			if err != nil {
@@ -334,6 +349,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 			}
 			err = x.submit(ctx, p, o, v, pk, missing)
 			if errors.Is(err, repo.ErrOutcomeUnknown) {
+				unknown = err
 				return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
 			}
 			return err
@@ -355,6 +371,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 		err = x.submit(ctx, p, o, v, pk, missing)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			unknown = err
 			return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
 		}
 		return err
@@ -412,19 +429,15 @@ func (x *Intra[T]) guard(cur *T, o changeOp, pk string, old []string, guardRK, g
 			return i, nil
 		}
 	}
-	return 0, x.stale(o, pk, old[0], nil)
+	return 0, x.stale(o, pk, old[0])
 }
 
 // stale is the error of a write whose caller's ETag no longer matches the entity of
 // partition pk whose primary copy is rk: another writer changed (or deleted and wrote
-// again) the entity since it was read. err is the service's answer to the guarded action,
-// if there was one: a 412 is returned as it is; a 404 (the copy the caller read is gone)
-// and a mismatch found by this call's own read become one client-side precondition
-// failure naming the entity's real keys.
-func (x *Intra[T]) stale(o changeOp, pk, rk string, err error) error {
-	if errors.Is(err, repo.ErrPreconditionFailed) {
-		return err
-	}
+// again) the entity since it was read. Whatever showed it (the service's 412 or 404 on
+// the guarded action, which may be a copy's, or this call's own read), the caller gets
+// one precondition failure naming the entity's primary copy, not the copy that was read.
+func (x *Intra[T]) stale(o changeOp, pk, rk string) error {
 	return errs.Precondition(o.String(), x.Name(), pk, rk, "the entity's ETag changed since it was read: another writer changed it (read it again and redo the change)")
 }
 
@@ -502,7 +515,7 @@ func (x *Intra[T]) submit(ctx context.Context, p *plan, o changeOp, v *T, pk str
 	s := p.steps[ae.Index]
 	switch {
 	case s.guard && (errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)):
-		return x.stale(o, pk, p.steps[0].rk, err) // the caller's ETag is stale
+		return x.stale(o, pk, p.steps[0].rk) // the caller's ETag is stale
 	case errors.Is(err, repo.ErrPreconditionFailed):
 		return retry.Again(err) // our own read is stale
 	case errors.Is(err, repo.ErrAlreadyExists):
@@ -641,7 +654,7 @@ func (x *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Se
 	}
 	p := ix.norm(prefix)
 	if ix.AllowDuplicates {
-		p = keys.Join(prefix)
+		p = keys.Join(p) // the normalized prefix, escaped as the keys are
 	}
 	return x.rows.Query(ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, ix.Name+sep+p)})
 }
