@@ -298,7 +298,7 @@ func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 			t.Fatalf("no progress after %d runs; checkpoint %+v", runs, stored)
 		}
 		ctx, cancel := context.WithCancel(b.Ctx)
-		var left atomic.Int64 // hook calls until the kill; the reconciliations run in parallel
+		var left atomic.Int64                  // hook calls until the kill; the reconciliations run in parallel
 		left.Store(int64(1 + rng.IntN(n*2/3))) // 2 hook calls per entity
 		if kills >= 5 {
 			left.Store(-1) // let it finish
