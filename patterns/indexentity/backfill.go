@@ -255,6 +255,9 @@ func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyO
 	}
 	wrong, order := wrongValues(r)
 	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+		if ix.checkKeys(pk, rk) != nil {
+			return false, nil // an entry no entity can have (read from storage): left, and reported
+		}
 		return ix.relist(ctx, pk, rk, nil, wrong[rk])
 	})
 	return r, err
@@ -451,6 +454,9 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 	}
 	wrong, order := wrongValues(r)
 	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+		if ix.checkKey(Key{pk, rk}) != nil {
+			return false, nil // an entry no entity can have (read from storage): left, and reported
+		}
 		err := ix.Reconcile(ctx, Key{pk, rk}, wrong[rk]...)
 		return err == nil, err
 	})

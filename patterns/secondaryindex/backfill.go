@@ -303,9 +303,10 @@ const maintenanceConcurrency = 8
 // or deleted since v was read needs nothing: the write that changed it wrote every copy
 // (or removed them). A lost response is decided from a fresh read of the primary copy.
 func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
-	for {
+	var err error
+	for range maxRewrites {
 		p := *v
-		err := x.Update(ctx, &p)
+		err = x.Update(ctx, &p)
 		switch {
 		case err == nil:
 			return true, nil
@@ -330,4 +331,8 @@ func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
 		}
 		// Not applied: the same version is still there; write it again.
 	}
+	return false, err
 }
+
+// maxRewrites bounds the attempts of rewrite whose outcome stays unknown.
+const maxRewrites = 5

@@ -312,6 +312,17 @@ func sameValue(h, w any) bool {
 	case []byte:
 		hb, ok := h.([]byte)
 		return ok && bytes.Equal(hb, w)
+	case float64:
+		// A whole double may come back as an integer (Azurite stores it as Int32).
+		switch h := h.(type) {
+		case float64:
+			return h == w
+		case int32:
+			return float64(h) == w
+		case int64:
+			return float64(h) == w
+		}
+		return false
 	case int32:
 		// A whole number may come back as another integer type.
 		switch h := h.(type) {

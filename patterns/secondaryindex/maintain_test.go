@@ -472,3 +472,24 @@ func TestInterBackfillJobWithBadPayloadIsPoisoned(t *testing.T) {
 		t.Fatalf("a bad job wrote copies: %+v %v", r, err)
 	}
 }
+
+// Changing an index's Normalize changes its keys: Repair rebuilds the index (the copies
+// under the new keys written, those under the old keys deleted as orphans), as the
+// documentation of Index.Normalize says.
+func TestIntraRepairRebuildsAfterNormalizeChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	plain := secondaryindex.Index[Employee]{Name: "email", Value: func(e *Employee) string { return e.Email }}
+	if err := b.intra(t, plain).Insert(b.Ctx, emp(1, "Ann", "Lee", "Ann@Example.com")); err != nil {
+		t.Fatal(err)
+	}
+	x := b.intra(t, byEmailLower)
+	r, err := x.Repair(b.Ctx, "Sales", nil)
+	if err != nil || r.Missing != 1 || r.Orphan != 1 || r.Repaired != 2 {
+		t.Fatalf("repair: %+v %v", r, err)
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+	if got := b.rows(t, "Sales"); fmt.Sprint(got) != "[email_ann@example.com empid_000001]" {
+		t.Fatalf("rows %q", got)
+	}
+}
