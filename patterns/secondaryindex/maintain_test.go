@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -492,4 +493,53 @@ func TestIntraRepairRebuildsAfterNormalizeChange(t *testing.T) {
 	if got := b.rows(t, "Sales"); fmt.Sprint(got) != "[email_ann@example.com empid_000001]" {
 		t.Fatalf("rows %q", got)
 	}
+}
+
+// An Intra backfill whose transaction is held at the proxy while a live Update of the
+// same entity commits does not replace the copies that Update wrote: its transaction is
+// conditional on the ETag its page read, fails, and the backfill counts the entity as
+// done by the write that changed it.
+func TestIntraWindowBackfillCannotOverwriteALiveUpdate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	old := b.intra(t)
+	if err := old.Insert(b.Ctx, emp(1, "Ann", "Lee", "ann@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	x := b.intra(t, byEmail) // through the proxy
+	live, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, b.RepoOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("backfill transaction", faultproxy.IsBatch, 1)
+	type result struct {
+		cp  secondaryindex.Checkpoint
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cp, err := x.BackfillPartition(b.Ctx, "Sales", nil)
+		done <- result{cp, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	e, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Email, e.FirstName = "ann.lee@contoso.com", "Annie"
+	if err := live.Update(b.Ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	if res.err != nil || !res.cp.Done || res.cp.Scanned != 1 || res.cp.Written != 0 {
+		t.Fatalf("backfill: %+v %v", res.cp, res.err)
+	}
+	if got := b.rows(t, "Sales"); fmt.Sprint(got) != "[email_ann.lee@contoso.com empid_000001]" {
+		t.Fatalf("rows %q: the backfill wrote the old value", got)
+	}
+	if c := b.row(t, "Sales", "email_ann.lee@contoso.com"); c.Properties["FirstName"] != "Annie" {
+		t.Fatalf("copy %+v", c.Properties)
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
 }
