@@ -154,7 +154,9 @@
 // reads on any conflict, so the application may keep writing; options 1 and 3 run
 // Reconcile, the handler's own body (TestSamePartitionBackfillResumesVerifyRepairs:
 // a backfill cancelled before random transactions resumes and completes, then injected
-// drift is found and repaired; TestSamePartitionBackfillJobsDuplicatedReordered;
+// drift is found and repaired; TestSamePartitionWindowBackfillCannotListAnOldValue: a
+// backfill transaction held while a rename commits fails its condition and lists
+// nothing stale; TestSamePartitionBackfillJobsDuplicatedReordered;
 // TestEventualBackfillVerifyRepair). With a BlobStore, Verify reads only the lists of the
 // values the partition's entities have: an orphan under a value none of them has is not
 // seen (a TableStore's lists are all read).

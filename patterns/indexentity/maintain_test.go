@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -239,4 +241,47 @@ func TestMaintenanceRefusesBadInputWithoutRequest(t *testing.T) {
 	if n := b.Proxies.Queue.Count() - qmark; n != 0 {
 		t.Errorf("%d queue requests sent", n)
 	}
+}
+
+// Option 2: a backfill transaction held at the proxy while a live rename of the same
+// entity commits cannot list the entity under its old value: the transaction is
+// conditional on the entity's ETag its page read, fails, and the retry from fresh reads
+// finds the entity listed by the rename.
+func TestSamePartitionWindowBackfillCannotListAnOldValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
+	if err := direct.Insert(b.Ctx, emp("Sales", "000001", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	ix := b.samePartition(nil) // through the proxy
+	live := must(NewSamePartition(direct, "LastName", lastName, nil))
+	ps := b.tableProxy().PauseAt("backfill transaction", faultproxy.IsBatch, 1)
+	type result struct {
+		cp  Checkpoint
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+		done <- result{cp, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	e := must(direct.Get(b.Ctx, "Sales", "000001"))
+	e.LastName = "Smith"
+	if err := live.Update(b.Ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	if res.err != nil || !res.cp.Done || res.cp.Written != 0 {
+		t.Fatalf("backfill: %+v %v", res.cp, res.err)
+	}
+	if ids := must(ix.IDs(b.Ctx, "Sales", "Jones")); len(ids) != 0 {
+		t.Fatalf("listed under the old value: %v", ids)
+	}
+	if ids := must(ix.IDs(b.Ctx, "Sales", "Smith")); len(ids) != 1 {
+		t.Fatalf("Smith lists %v", ids)
+	}
+	b.clean(ix, "Sales", 1)
 }

@@ -218,7 +218,7 @@
 // Verify found drifted (a copy deleted or edited by hand is rewritten even though the ref
 // looks current) and deletes an orphan in it. Intra rewrites each entity with Update
 // conditional on the ETag its page read: an entity changed since was rewritten whole by
-// that write; Intra's Repair deletes an orphan conditional on its ETag, after reading
+// that write (TestIntraWindowBackfillCannotOverwriteALiveUpdate); Intra's Repair deletes an orphan conditional on its ETag, after reading
 // every primary again (TestIntraVerifyFindsAndRepairsDrift,
 // TestInterVerifyFindsAndRepairsDrift). Verify is read-only and reads the primaries and
 // the copies one after the other, not as one snapshot: an entity written meanwhile can
