@@ -216,7 +216,9 @@
 // reconciliation wrote (the attack holds the backfill after its reads while a live update
 // and its reconciliation commit). Repair forces the same transaction for the entities
 // Verify found drifted (a copy deleted or edited by hand is rewritten even though the ref
-// looks current) and deletes an orphan in it. Intra rewrites each entity with Update
+// looks current) and deletes an orphan in it; held while a live update and its
+// reconciliation commit, it fails its condition and starts over
+// (TestInterWindowRepairHeldWhileLiveUpdateCommits). Intra rewrites each entity with Update
 // conditional on the ETag its page read: an entity changed since was rewritten whole by
 // that write (TestIntraWindowBackfillCannotOverwriteALiveUpdate); Intra's Repair deletes an orphan conditional on its ETag, after reading
 // every primary again (TestIntraVerifyFindsAndRepairsDrift,

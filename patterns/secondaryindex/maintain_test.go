@@ -543,3 +543,61 @@ func TestIntraWindowBackfillCannotOverwriteALiveUpdate(t *testing.T) {
 	}
 	mustClean(t, b.Ctx, x, 1, "Sales")
 }
+
+// Inter's Repair forces the live path's transaction, conditional on the ref's ETag: held
+// at the proxy while a live update and its reconciliation commit, it fails its condition,
+// starts over from fresh reads, and leaves the copy of the newer value only.
+func TestInterWindowRepairHeldWhileLiveUpdateCommits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.Queue()
+	x := b.inter(t, q, -1, byEmail) // through the proxy
+	live, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail},
+		&secondaryindex.InterOptions{SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := iemp(1, "Ann", "Lee", "ann@contoso.com")
+	if err := live.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, "Sales", "000001"); err != nil {
+		t.Fatal(err)
+	}
+	c := b.row(t, "email_Sales", interKey("ann@contoso.com", "000001"))
+	c.Properties["FirstName"] = "Tampered"
+	if err := b.Raw.Upsert(b.Ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("forced repair transaction", faultproxy.IsBatch, 1)
+	type result struct {
+		r   *secondaryindex.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := x.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	cur, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Email = "ann.lee@contoso.com"
+	if err := live.Update(b.Ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, "Sales", "000001"); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	if res.err != nil || res.r.Stale != 1 || res.r.Repaired != 1 {
+		t.Fatalf("repair: %+v %v", res.r, res.err)
+	}
+	if got := b.rows(t, "email_Sales"); len(got) != 2 || got[1] != interKey("ann.lee@contoso.com", "000001") {
+		t.Fatalf("index partition %q: the repair wrote the old value", got)
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+}
