@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -601,3 +602,20 @@ func TestInterWindowRepairHeldWhileLiveUpdateCommits(t *testing.T) {
 	}
 	mustClean(t, b.Ctx, x, 1, "Sales")
 }
+
+// maintainer is the maintenance method set that Intra and Inter share (checked at compile
+// time, like the rest of their shape).
+type maintainer interface {
+	BackfillPartition(context.Context, string, *secondaryindex.BackfillOptions) (secondaryindex.Checkpoint, error)
+	Verify(context.Context, string, *secondaryindex.VerifyOptions) (*secondaryindex.Report, error)
+	Repair(context.Context, string, *secondaryindex.VerifyOptions) (*secondaryindex.Report, error)
+	Partitions(context.Context) iter.Seq2[string, error]
+	StartBackfill(context.Context, ...string) error
+	BackfillKind() string
+	Register(*queueworker.Registry) error
+}
+
+var (
+	_ maintainer = (*secondaryindex.Intra[Employee])(nil)
+	_ maintainer = (*secondaryindex.Inter[Employee])(nil)
+)
