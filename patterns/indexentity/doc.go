@@ -140,6 +140,36 @@
 // per value touched, a read of the list and a write when it changes (a blob or one page),
 // plus the queue's own dequeue and delete. Lookup 1 + n point queries.
 //
+// # Maintenance: backfill, verify, repair
+//
+// BackfillPartition lists the entities of one partition that already held data when the
+// index was added, page by page, resumable from the Checkpoint it returns (and hands
+// BackfillOptions.Checkpoint after each page); StartBackfill enqueues one job per
+// partition and Register handles them (a job does 1,000 entities and enqueues the rest
+// from its checkpoint; SamePartitionOptions.Queue carries the jobs of option 2). Verify
+// reports, read-only, the entities listed nowhere (missing), listed only under another
+// value (stale) and the entries of entities gone or listed twice (orphan), with counts and
+// samples; Repair fixes them, idempotently.
+//
+// Consistency: option 2 backfills and repairs an entity with the live path's
+// transaction, the entity rewritten conditional on its ETag together with its value's
+// index entity (and those of wrong values) conditional on theirs, retried from fresh
+// reads on any conflict, so the application may keep writing; options 1 and 3 run
+// Reconcile, the handler's own body (TestSamePartitionBackfillResumesVerifyRepairs:
+// a backfill cancelled before random transactions resumes and completes, then injected
+// drift is found and repaired; TestSamePartitionWindowBackfillCannotListAnOldValue: a
+// backfill transaction held while a rename commits fails its condition and lists
+// nothing stale; TestSamePartitionBackfillJobsDuplicatedReordered;
+// TestEventualBackfillVerifyRepair). With a BlobStore, Verify reads only the lists of the
+// values the partition's entities have: an orphan under a value none of them has is not
+// seen (a TableStore's lists are all read).
+//
+// Cost: option 2, per entity 1 range query of its value's index entities and, when it is
+// not listed, 1 transaction (the entity gets a new ETag); options 1 and 3, a Reconcile
+// per entity with a value. Verify: 1 query per 1,000 entities, plus 1 range query of the
+// index entities (option 2), a scan of the TableStore's partitions (option 3) or 1 list
+// read per distinct value (option 1).
+//
 // # Where the index entities live
 //
 // Option 2's index entities share their partition with the entities they index, as

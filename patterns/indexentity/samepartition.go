@@ -10,6 +10,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -33,6 +34,9 @@ type SamePartitionOptions struct {
 	// index entity first. Zero fields take retry.Conflict()'s values; its Logger defaults
 	// to the table's.
 	Conflict retry.Policy
+	// Queue carries the backfill jobs of StartBackfill and Register. Defaults to nil: no
+	// jobs (BackfillPartition, Verify and Repair run from code all the same).
+	Queue *queueworker.Client
 }
 
 // SamePartition is option 2 of the guide's index entities pattern: for each value of an
@@ -54,7 +58,8 @@ type SamePartition[T any] struct {
 	norm     func(string) string
 	conc     int
 	conflict retry.Policy
-	lo, hi   string // the RowKeys of this index's entities, in every partition
+	lo, hi   string              // the RowKeys of this index's entities, in every partition
+	queue    *queueworker.Client // SamePartitionOptions.Queue
 
 	// afterSubmit, set by tests, replaces the outcome of each transaction (to play the
 	// answers of a retried transaction whose first attempt landed).
@@ -117,7 +122,7 @@ func NewSamePartition[T any](table *repo.Table[T], name string, value func(v *T)
 		primary: primary, codec: primary.Codec(),
 		pages: pageStore{tbl: pagesTbl, prop: "IDs", capacity: pageBytes},
 		name:  name, value: normalized(value, o.Normalize), norm: normOf(o.Normalize),
-		conc: conc, conflict: conflict, lo: lo, hi: hi,
+		conc: conc, conflict: conflict, lo: lo, hi: hi, queue: o.Queue,
 	}, nil
 }
 

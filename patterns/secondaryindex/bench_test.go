@@ -7,6 +7,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -84,4 +85,82 @@ func BenchmarkFindByEmail(b *testing.B) {
 			}
 			return benchcmp.Check("hits", len(got), 1)
 		}})
+}
+
+// BenchmarkBackfill builds an index over a partition of 1,000 existing employees with
+// BackfillPartition and reports entities/s:
+//
+//   - impl=inter: an Inter email index (per entity a Reconcile: a ref read, a primary
+//     read, one transaction writing the copy and the ref);
+//   - impl=intra: an Intra email index over primary copies (per entity the Update of the
+//     live path: a read and one transaction).
+//
+// Each iteration backfills a fresh index (a new name) over the same employees.
+//
+// Run: go test -run '^$' -bench Backfill -benchtime 3x ./patterns/secondaryindex/
+func BenchmarkBackfill(b *testing.B) {
+	const n = 1000
+	ctx := b.Context()
+	clients, err := account.NewClients(testenv.ConnectionString(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	interT, intraT := testenv.TableName(b), testenv.TableName(b)
+	testenv.Table(b, interT)
+	testenv.Table(b, intraT)
+	raw, err := repo.New[Employee](clients.Tables, interT, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, items := make([]*Employee, n), make([]*Employee, n)
+	for i := range n {
+		rows[i] = iemp(i, "First", "Last", fmt.Sprintf("employee%05d@contoso.com", i))
+		items[i] = emp(i, "First", "Last", fmt.Sprintf("employee%05d@contoso.com", i))
+	}
+	if err := raw.BulkWrite(ctx, rows, nil); err != nil {
+		b.Fatal(err)
+	}
+	primaries, err := intraOn(clients.Tables, intraT, byID, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := primaries.Backfill(ctx, items); err != nil {
+		b.Fatal(err)
+	}
+	q, err := queueworker.NewClient(clients.Queues.NewQueueClient("unused"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, backfill func(ix secondaryindex.Index[Employee]) (secondaryindex.Checkpoint, error)) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			ix := byEmail
+			ix.Name = fmt.Sprintf("email%d", i)
+			cp, err := backfill(ix)
+			if err != nil || cp.Written != n {
+				b.Fatalf("backfill: %+v %v", cp, err)
+			}
+		}
+		b.ReportMetric(float64(n*i)/b.Elapsed().Seconds(), "entities/s")
+	}
+	b.Run("impl=inter", func(b *testing.B) {
+		run(b, func(ix secondaryindex.Index[Employee]) (secondaryindex.Checkpoint, error) {
+			x, err := secondaryindex.NewInter(clients.Tables, interT, q, []secondaryindex.Index[Employee]{ix}, &secondaryindex.InterOptions{SafetyDelay: -1})
+			if err != nil {
+				return secondaryindex.Checkpoint{}, err
+			}
+			return x.BackfillPartition(ctx, "Sales", nil)
+		})
+	})
+	b.Run("impl=intra", func(b *testing.B) {
+		run(b, func(ix secondaryindex.Index[Employee]) (secondaryindex.Checkpoint, error) {
+			x, err := intraOn(clients.Tables, intraT, byID, []secondaryindex.Index[Employee]{ix}, nil)
+			if err != nil {
+				return secondaryindex.Checkpoint{}, err
+			}
+			return x.BackfillPartition(ctx, "Sales", nil)
+		})
+	})
 }

@@ -190,6 +190,52 @@
 // Prefix 1 range query per 1,000 copies, plus 1 point query per hit with Verify;
 // CollectTombstones 1 range query per index and 1 delete per tombstone removed.
 //
+// # Maintenance: backfill, verify, repair
+//
+// An index added to a table that already holds data, or copies that drifted after writes
+// around this package, are brought in line partition by partition, from code or through
+// the worker:
+//
+//	cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: saved.After})
+//	err = x.StartBackfill(ctx)             // one job per partition; Register handles them
+//	r, err := x.Verify(ctx, "Sales", nil)  // r.Missing, r.Stale, r.Orphan, r.Samples
+//	r, err = x.Repair(ctx, "Sales", nil)
+//
+// BackfillPartition reads the partition's primaries page by page and returns (and hands
+// BackfillOptions.Checkpoint after each page) the last RowKey done, so a stopped backfill
+// resumes from there (TestInterBackfillResumesFromCheckpointAfterKills). A job backfills up
+// to 1,000 entities and enqueues the rest of its partition from its checkpoint, so the
+// partitions run in parallel on the worker's slots and a worker stopped anywhere leaves a
+// job that resumes; duplicated, reordered and stale jobs only repeat idempotent work
+// (TestInterBackfillDuplicatedReorderedJobsAndLiveWrites). A job whose payload is not a
+// valid checkpoint is poisoned (TestInterBackfillJobWithBadPayloadIsPoisoned).
+//
+// Consistency: backfill and repair write through the live path, so the application may
+// keep writing (TestInterBackfillWhileWritersWrite: 10,000 employees, 2,000 with -short,
+// backfilled by the worker while 4 writers insert and update, end with no drift). Inter
+// reconciles every entity whose ref does not record the version its page read with
+// Reconcile, whose conditional transaction on the ref never replaces a copy that a newer
+// reconciliation wrote (the attack holds the backfill after its reads while a live update
+// and its reconciliation commit). Repair forces the same transaction for the entities
+// Verify found drifted (a copy deleted or edited by hand is rewritten even though the ref
+// looks current) and deletes an orphan in it; held while a live update and its
+// reconciliation commit, it fails its condition and starts over
+// (TestInterWindowRepairHeldWhileLiveUpdateCommits). Intra rewrites each entity with Update
+// conditional on the ETag its page read: an entity changed since was rewritten whole by
+// that write (TestIntraWindowBackfillCannotOverwriteALiveUpdate); Intra's Repair deletes an orphan conditional on its ETag, after reading
+// every primary again (TestIntraVerifyFindsAndRepairsDrift,
+// TestInterVerifyFindsAndRepairsDrift). Verify is read-only and reads the primaries and
+// the copies one after the other, not as one snapshot: an entity written meanwhile can
+// show as drift; Repair decides again from fresh reads.
+//
+// Cost: a backfill pays about one write of every entity through the index (Inter:
+// Reconcile's 2 reads and 1 transaction per entity not up to date, plus 1 query of refs
+// per page; Intra: 1 read and 1 transaction per entity, and every backfilled entity gets
+// a new ETag); a rerun over an up-to-date Inter index only reads. Verify reads the
+// partition's primaries and its copies (1 query per 1,000); Repair adds per drifted
+// entity a reconciliation (Inter) or an Update (Intra), and per Intra orphan 1 read, 1
+// more query of the primaries and 1 delete. BenchmarkBackfill measures entities/s.
+//
 // # Issues and considerations
 //
 //   - Pad numbers (keys.Pad) so that ranges and order are numeric, as the guide says of

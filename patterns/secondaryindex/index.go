@@ -32,8 +32,8 @@ type Index[T any] struct {
 	// the bounds of Range and Prefix). strings.ToLower makes an email index that stores
 	// "ann@example.com" find the entity when asked for "Ann@Example.com". It must be a pure
 	// function. Keys are made of normalized values, so changing Normalize changes every
-	// key: rebuild the index after changing it (Intra: delete the index's copies and
-	// Backfill the entities; Inter: Reconcile every entity, whose ref names the old copy).
+	// key: rebuild the index after changing it (Repair each partition: it writes the
+	// copies under the new keys and deletes the old ones as orphans).
 	// nil keeps values as they are.
 	Normalize func(value string) string
 	// Properties lists the properties the index's copies carry (stored names or Go field

@@ -10,6 +10,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -31,6 +32,7 @@ type Intra[T any] struct {
 	all   []*index[T] // all[0] is the primary
 	named map[string]*index[T]
 	retry retry.Policy
+	queue *queueworker.Client // IntraOptions.Queue
 	// afterSubmit, set by tests, replaces the outcome of each transaction (to play the
 	// answers of a retried transaction whose first attempt landed).
 	afterSubmit func(error) error
@@ -52,6 +54,9 @@ type IntraOptions struct {
 	// concurrent writer moved the entity between its read and its transaction. Zero fields
 	// take retry.Conflict()'s values; its Logger defaults to the table's.
 	Conflict retry.Policy
+	// Queue carries the backfill jobs of StartBackfill and Register. Defaults to nil:
+	// no jobs (BackfillPartition, Verify and Repair run from code all the same).
+	Queue *queueworker.Client
 }
 
 // NewIntra returns the intra-partition indexes of T in table: primary identifies each
@@ -86,7 +91,7 @@ func NewIntra[T any](table *repo.Table[T], primary Index[T], secondary []Index[T
 	if n := 1 + 2*len(secondary); n > repo.MaxTransactionActions {
 		return nil, errs.TooLarge("secondary indexes", "an update may delete and insert one copy per index in one transaction", n, repo.MaxTransactionActions)
 	}
-	x := &Intra[T]{rows: table, dyn: dyn, c: table.Codec(), named: map[string]*index[T]{}, retry: conflict}
+	x := &Intra[T]{rows: table, dyn: dyn, c: table.Codec(), named: map[string]*index[T]{}, retry: conflict, queue: o.Queue}
 	seen := map[string]bool{}
 	for _, spec := range append([]Index[T]{primary}, secondary...) {
 		if spec.Table != "" {

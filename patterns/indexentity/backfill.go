@@ -1,0 +1,469 @@
+package indexentity
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strings"
+
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// BackfillKind returns the kind of this index's backfill jobs,
+// "indexentity.backfill.<name>".
+func (ix *SamePartition[T]) BackfillKind() string { return backfillKind(ix.name) }
+
+// Register registers the handler of this index's backfill jobs (BackfillKind) on r; the
+// jobs enqueue their continuations on SamePartitionOptions.Queue.
+//
+// Errors: errs.ErrInvalidInput (no SamePartitionOptions.Queue, or the kind is taken).
+func (ix *SamePartition[T]) Register(r *queueworker.Registry) error {
+	if ix.queue == nil {
+		return errs.Invalid("SamePartitionOptions.Queue", "is nil: backfill jobs need a queue")
+	}
+	return handleBackfill(r, ix.BackfillKind(), ix, ix.queue)
+}
+
+// Partitions lists the partitions of the table, one query per partition.
+//
+// Errors (yielded): errs.ErrTransient, *repo.Error.
+func (ix *SamePartition[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
+	return partitions(ctx, ix.pages.tbl, nil)
+}
+
+// StartBackfill enqueues one backfill job per partition (every partition when none is
+// given) on SamePartitionOptions.Queue, for the workers that Register set up: the
+// partitions are backfilled in parallel, each job resuming from its checkpoint.
+//
+// Errors: errs.ErrInvalidInput (no queue, a bad partition key; nothing sent), those of
+// Partitions and of queueworker.Enqueue.
+func (ix *SamePartition[T]) StartBackfill(ctx context.Context, partitions ...string) error {
+	if ix.queue == nil {
+		return errs.Invalid("SamePartitionOptions.Queue", "is nil: backfill jobs need a queue")
+	}
+	if len(partitions) == 0 {
+		for pk, err := range ix.Partitions(ctx) {
+			if err != nil {
+				return err
+			}
+			partitions = append(partitions, pk)
+		}
+	}
+	return startBackfill(ctx, ix.queue, ix.BackfillKind(), partitions)
+}
+
+// entities selects the entities of partition pk, leaving out the index's own entities.
+func (ix *SamePartition[T]) entities(pk string) filter.Expr {
+	outside := filter.Lt("RowKey", ix.lo)
+	if ix.hi != "" {
+		outside = filter.Or(outside, filter.Ge("RowKey", ix.hi))
+	}
+	return filter.And(filter.PartitionKey(pk), outside)
+}
+
+// BackfillPartition lists every entity of partition pk under its value, page by page in
+// RowKey order from opts.After: the way to build an index added to a table that already
+// holds data. Each entity not yet listed gets the live path's transaction: the entity
+// rewritten conditional on the ETag read, and its id added to its value's index entity
+// conditional on that entity's ETag, so a backfill never lists an entity under a value it
+// no longer has, and a concurrent write makes it read again. Listed entities are left
+// alone; a backfilled entity gets a new ETag. It is idempotent; resume from the returned
+// checkpoint.
+//
+// Cost: 1 query per page of entities; per entity with a value, 1 range query of its
+// value's index entities, and 1 transaction when it is not listed.
+//
+// Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
+// *repo.Error, ctx's error, the Checkpoint callback's error.
+func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error) {
+	o, err := opts.withDefaults()
+	if err == nil {
+		err = checkKey(Key{pk, ""})
+	}
+	if err != nil {
+		return Checkpoint{PartitionKey: pk, After: o.After}, err
+	}
+	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, error) {
+		return each(ctx, ix.conc, items, func(ctx context.Context, v T) (bool, error) {
+			_, rk := ix.codec.Keys(&v)
+			return ix.relist(ctx, pk, rk, &v, nil)
+		})
+	})
+}
+
+// relist makes the lists of partition pk agree with the entity rk in one transaction of
+// the live path's shape: the entity rewritten conditional on its ETag (so that its value
+// cannot change under the decision), its id added to its value's index entity, and
+// removed from those of the values in wrong, each conditional on its ETag; a gone entity
+// only has its id removed. cur, if set, is the entity as a page read it (the first
+// attempt uses it; a conflict reads it again). It reports whether it wrote.
+func (ix *SamePartition[T]) relist(ctx context.Context, pk, rk string, cur *T, wrong []string) (bool, error) {
+	wrote := false
+	err := ix.loop(ctx, "relist", pk, rk, func(ctx context.Context) error {
+		if cur == nil {
+			v, err := ix.primary.Get(ctx, pk, rk)
+			switch {
+			case errors.Is(err, repo.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				cur = &v
+			}
+		}
+		found := cur
+		cur = nil // a retry reads again
+		var actions []repo.Action
+		value := ""
+		if found != nil {
+			value = ix.value(found)
+			actions = append(actions, ix.primary.UpdateAction(found, nil))
+		}
+		changes := 0
+		if value != "" {
+			loc, err := ix.location(pk, value)
+			if err != nil {
+				return err
+			}
+			pages, err := ix.pages.read(ctx, loc)
+			if err != nil {
+				return err
+			}
+			a, ok, err := ix.pages.planAdd(loc, pages, rk)
+			if err != nil {
+				return err
+			}
+			if ok {
+				actions = append(actions, a)
+				changes++
+			}
+		}
+		for _, w := range wrong {
+			if w == value || w == "" {
+				continue
+			}
+			rm, err := ix.planRemove(ctx, pk, w, rk)
+			if err != nil {
+				return err
+			}
+			actions = append(actions, rm...)
+			changes += len(rm)
+		}
+		if changes == 0 {
+			return nil
+		}
+		err := ix.submit(ctx, "relist", actions)
+		if errors.Is(err, repo.ErrOutcomeUnknown) || actionConflict(err, 0) {
+			return retry.Again(err) // read again and decide again: every step has set semantics
+		}
+		if err == nil {
+			wrote = true
+		}
+		return err
+	})
+	return wrote, err
+}
+
+// listed returns, for partition pk, the values each RowKey is listed under: one range
+// query of the index's entities.
+func (ix *SamePartition[T]) listed(ctx context.Context, pk string) (map[string][]string, error) {
+	ents, err := ix.pages.tbl.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(pk, ix.lo, ix.hi)})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, e := range ents {
+		parts, err := keys.Split(e.RowKey)
+		if err != nil || len(parts) != 4 || parts[0] != tagIndex || parts[1] != ix.name {
+			continue // not one of this index's pages: nothing to trust
+		}
+		raw, _ := e.Properties[ix.pages.prop].(string)
+		if raw == "" {
+			continue
+		}
+		for _, id := range strings.Split(raw, entrySep) {
+			if !contains(out[id], parts[2]) {
+				out[id] = append(out[id], parts[2])
+			}
+		}
+	}
+	return out, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Verify compares the entities of partition pk with the index's entities there and
+// reports, read-only, the entities listed nowhere (Missing), listed under another value
+// only (Stale), and the entries of entities that are gone or listed under their own value
+// as well (Orphan), with counts and the first VerifyOptions.Samples. Writes are atomic, so
+// drift comes only from writes around the index or from data that predates it.
+//
+// Cost: 1 query per 1,000 entities and 1 range query of the index's entities.
+//
+// Errors: errs.ErrInvalidInput (bad key or options; nothing sent), errs.ErrTransient,
+// *repo.Error.
+func (ix *SamePartition[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	samples, err := opts.samples()
+	if err == nil {
+		err = checkKey(Key{pk, ""})
+	}
+	if err != nil {
+		return nil, err
+	}
+	ents, err := ix.primary.Collect(ctx, repo.Query{Filter: ix.entities(pk)})
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]string, len(ents))
+	for i := range ents {
+		_, rk := ix.codec.Keys(&ents[i])
+		values[rk] = ix.value(&ents[i])
+	}
+	listed, err := ix.listed(ctx, pk)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{PartitionKey: pk, Entities: len(ents)}
+	compare(r, values, listed, samples, pk)
+	return r, nil
+}
+
+// Repair runs Verify on partition pk and fixes each entity it found drifted with the
+// live path's transaction (see BackfillPartition): listed under its value, removed from
+// the others, conditional on every ETag read, retried from fresh reads on a conflict.
+// It is idempotent: a second Repair finds nothing.
+//
+// Cost: Verify's, plus per drifted entity 1 read, 1 range query per value involved and
+// 1 transaction.
+//
+// Errors: as Verify and Update.
+func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	r, err := ix.Verify(ctx, pk, opts)
+	if err != nil {
+		return nil, err
+	}
+	wrong, order := wrongValues(r)
+	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+		if ix.checkKeys(pk, rk) != nil {
+			return false, nil // an entry no entity can have (read from storage): left, and reported
+		}
+		return ix.relist(ctx, pk, rk, nil, wrong[rk])
+	})
+	return r, err
+}
+
+// wrongValues groups the drift of a report by entity: the values it is wrongly listed
+// under, and the RowKeys in the order found.
+func wrongValues(r *Report) (map[string][]string, []string) {
+	wrong := map[string][]string{}
+	var order []string
+	for _, s := range r.found {
+		if _, ok := wrong[s.Key.RowKey]; !ok {
+			order = append(order, s.Key.RowKey)
+			wrong[s.Key.RowKey] = nil
+		}
+		if s.Drift != Missing {
+			wrong[s.Key.RowKey] = append(wrong[s.Key.RowKey], s.Value)
+		}
+	}
+	return wrong, order
+}
+
+// BackfillKind returns the kind of this index's backfill jobs,
+// "indexentity.backfill.<name>".
+func (ix *Eventual[T]) BackfillKind() string { return backfillKind(ix.name) }
+
+// Partitions lists the partitions of the indexed table, one query per partition (the
+// partitions of a TableStore that shares the table are passed over).
+//
+// Errors (yielded): errs.ErrTransient, *repo.Error.
+func (ix *Eventual[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
+	return partitions(ctx, ix.primary, func(pk string) bool { return ix.checkKey(Key{pk, "x"}) != nil })
+}
+
+// StartBackfill enqueues one backfill job per partition (every partition when none is
+// given) on the index's queue, for the workers Register set up.
+//
+// Errors: errs.ErrInvalidInput (a bad partition key; nothing sent), those of Partitions
+// and of queueworker.Enqueue.
+func (ix *Eventual[T]) StartBackfill(ctx context.Context, partitions ...string) error {
+	if len(partitions) == 0 {
+		for pk, err := range ix.Partitions(ctx) {
+			if err != nil {
+				return err
+			}
+			partitions = append(partitions, pk)
+		}
+	}
+	for _, pk := range partitions {
+		if err := ix.checkKey(Key{pk, "x"}); err != nil {
+			return err
+		}
+	}
+	return startBackfill(ctx, ix.queue, ix.BackfillKind(), partitions)
+}
+
+// BackfillPartition lists every entity of partition pk under its value, page by page in
+// RowKey order from opts.After, through Reconcile (the live path: it reads the entity,
+// adds its key to its value's list, and reads it again, starting over when it changed;
+// the list entry of a value the entity lost meanwhile is removed by the message of the
+// write that changed it). It is idempotent; resume from the returned checkpoint.
+//
+// Cost: 1 query per page; per entity with a value, Reconcile's (2 reads of the entity, 1
+// read of the list, 1 write when the key is not listed).
+//
+// Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
+// *repo.Error, the Store's errors, ctx's error, the Checkpoint callback's error.
+func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error) {
+	o, err := opts.withDefaults()
+	if err == nil {
+		err = ix.checkKey(Key{pk, "x"})
+	}
+	if err != nil {
+		return Checkpoint{PartitionKey: pk, After: o.After}, err
+	}
+	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, error) {
+		return each(ctx, ix.conc, items, func(ctx context.Context, v T) (bool, error) {
+			if ix.value(&v) == "" {
+				return false, nil
+			}
+			_, rk := ix.codec.Keys(&v)
+			err := ix.Reconcile(ctx, Key{pk, rk})
+			return err == nil, err
+		})
+	})
+}
+
+// lister is a Store that can list every entry of every value (TableStore), for Verify's
+// orphans under values no entity has any more.
+type lister interface {
+	all(ctx context.Context) (map[Key][]string, error)
+}
+
+// all returns the values every key is listed under: a scan of the store's partitions.
+func (s *TableStore) all(ctx context.Context) (map[Key][]string, error) {
+	ents, err := s.pages.tbl.Collect(ctx, repo.Query{Filter: filter.PartitionPrefix(s.keyPrefix())})
+	if err != nil {
+		return nil, err
+	}
+	out := map[Key][]string{}
+	for _, e := range ents {
+		parts, err := keys.Split(e.PartitionKey)
+		if err != nil || len(parts) != 3 || parts[0] != tagIndex || parts[1] != s.name {
+			continue
+		}
+		raw, _ := e.Properties[s.pages.prop].(string)
+		if raw == "" {
+			continue
+		}
+		for _, entry := range strings.Split(raw, entrySep) {
+			if k, ok := keyOf(entry); ok && !contains(out[k], parts[2]) {
+				out[k] = append(out[k], parts[2])
+			}
+		}
+	}
+	return out, nil
+}
+
+// Verify compares the entities of partition pk with the lists and reports, read-only,
+// what Repair would fix (see SamePartition.Verify for the kinds). With a TableStore every
+// list is read, so an orphan under any value is found; with a BlobStore only the lists
+// of the values the partition's entities have are read (an orphan under a value no
+// entity of pk has is not seen). Entities written during the call, whose messages are
+// still queued, show as drift: run it when the queue is drained.
+//
+// Cost: 1 query per 1,000 entities; with a TableStore a scan of the store's partitions,
+// otherwise 1 list read per distinct value.
+//
+// Errors: errs.ErrInvalidInput (bad key or options; nothing sent), errs.ErrTransient,
+// *repo.Error, the Store's errors.
+func (ix *Eventual[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	samples, err := opts.samples()
+	if err == nil {
+		err = ix.checkKey(Key{pk, "x"})
+	}
+	if err != nil {
+		return nil, err
+	}
+	ents, err := ix.primary.Collect(ctx, repo.Query{Filter: filter.PartitionKey(pk)})
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]string, len(ents))
+	for i := range ents {
+		_, rk := ix.codec.Keys(&ents[i])
+		values[rk] = ix.value(&ents[i])
+	}
+	listed := map[string][]string{}
+	if l, ok := ix.store.(lister); ok {
+		all, err := l.all(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k, vs := range all {
+			if k.PartitionKey == pk {
+				listed[k.RowKey] = vs
+			}
+		}
+	} else {
+		seen := map[string]bool{}
+		for _, v := range values {
+			if v == "" || seen[v] {
+				continue
+			}
+			seen[v] = true
+			ks, err := ix.store.Keys(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range ks {
+				if k.PartitionKey == pk {
+					listed[k.RowKey] = append(listed[k.RowKey], v)
+				}
+			}
+		}
+	}
+	r := &Report{PartitionKey: pk, Entities: len(ents)}
+	compare(r, values, listed, samples, pk)
+	return r, nil
+}
+
+// Repair runs Verify on partition pk and fixes each drifted entity through Reconcile
+// with the values it is wrongly listed under as its old values: the live path's
+// reconciliation, which lists the entity under its current value and removes it from the
+// others, idempotent and safe concurrently with the worker.
+//
+// Cost: Verify's, plus a Reconcile per drifted entity.
+//
+// Errors: as Verify and Reconcile.
+func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	r, err := ix.Verify(ctx, pk, opts)
+	if err != nil {
+		return nil, err
+	}
+	wrong, order := wrongValues(r)
+	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+		if ix.checkKey(Key{pk, rk}) != nil {
+			return false, nil // an entry no entity can have (read from storage): left, and reported
+		}
+		err := ix.Reconcile(ctx, Key{pk, rk}, wrong[rk]...)
+		return err == nil, err
+	})
+	return r, err
+}
+
+// Register's companion for backfill jobs: see Register.
+func (ix *Eventual[T]) registerBackfill(r *queueworker.Registry) error {
+	return handleBackfill(r, ix.BackfillKind(), ix, ix.queue)
+}

@@ -1,0 +1,325 @@
+package indexentity
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"sync/atomic"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// BackfillOptions configures one call of BackfillPartition. nil means the zero value,
+// whose every field is its documented default.
+type BackfillOptions struct {
+	// After resumes a backfill after this RowKey: the Checkpoint.After of a run that
+	// stopped. Defaults to "": the partition from its start.
+	After string
+	// Limit is how many entities the call processes at most (it stops at the end of the
+	// page that reaches it). Defaults to 0: the rest of the partition.
+	Limit int
+	// PageSize is how many entities one page reads, and so how far apart the checkpoints
+	// are. Defaults to 1,000 (the service's page).
+	PageSize int
+	// Checkpoint, if set, is called after each page with the progress so far: store it
+	// where a rerun finds it. An error from it stops the backfill and is returned.
+	// Defaults to nil: the checkpoint is only returned.
+	Checkpoint func(ctx context.Context, cp Checkpoint) error
+}
+
+func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
+	var out BackfillOptions
+	if o != nil {
+		out = *o
+	}
+	if out.PageSize < 0 || out.PageSize > repo.MaxPageSize {
+		return out, errs.TooLarge("BackfillOptions.PageSize", "must be between 0 (default) and the service's page size", out.PageSize, repo.MaxPageSize)
+	}
+	if out.Limit < 0 {
+		return out, errs.Invalid("BackfillOptions.Limit", "must not be negative, got %d", out.Limit)
+	}
+	if out.After != "" {
+		if err := codec.ValidateKey("BackfillOptions.After", out.After); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Checkpoint is the progress of a backfill of one partition: every entity whose RowKey
+// is at most After is listed (as of when it was read).
+type Checkpoint struct {
+	// PartitionKey is the partition backfilled.
+	PartitionKey string `json:"pk"`
+	// After is the RowKey of the last entity done ("" for none).
+	After string `json:"after,omitempty"`
+	// Done reports that the partition's end was reached.
+	Done bool `json:"done,omitempty"`
+	// Scanned counts the entities read by this call, and Written those whose listing
+	// had to be written.
+	Scanned, Written int `json:"-"`
+}
+
+// validate checks a checkpoint read back from a queue message: it is untrusted input.
+func (cp Checkpoint) validate() error {
+	if cp.PartitionKey == "" {
+		return errs.Invalid("backfill job", "has no PartitionKey")
+	}
+	if err := codec.ValidateKey("PartitionKey", cp.PartitionKey); err != nil {
+		return err
+	}
+	if cp.After != "" {
+		return codec.ValidateKey("RowKey", cp.After)
+	}
+	return nil
+}
+
+// Drift names a kind of difference between the entities and the index's lists.
+type Drift string
+
+const (
+	// Missing: an entity has a value and is listed nowhere.
+	Missing Drift = "missing"
+	// Stale: an entity is listed under another value (an old one) and not under its own.
+	Stale Drift = "stale"
+	// Orphan: an entry for an entity that is gone, or that is listed under its own value
+	// too.
+	Orphan Drift = "orphan"
+)
+
+// Sample is one drifted entry found by Verify.
+type Sample struct {
+	// Drift is what is wrong.
+	Drift Drift
+	// Key is the entity's.
+	Key Key
+	// Value is the value the entity is listed under wrongly (Stale, Orphan), or the one
+	// it is missing from (Missing).
+	Value string
+}
+
+// Report is what Verify (and Repair) found in one partition.
+type Report struct {
+	// PartitionKey is the partition checked.
+	PartitionKey string
+	// Entities counts the entities read and Entries the list entries of them.
+	Entities, Entries int
+	// Missing, Stale and Orphan count the drift of each kind.
+	Missing, Stale, Orphan int
+	// Samples holds the first VerifyOptions.Samples drifts.
+	Samples []Sample
+	// Repaired counts the entities whose listing Repair wrote; 0 for Verify.
+	Repaired int
+	found    []Sample
+}
+
+// Drift returns Missing + Stale + Orphan: zero when the lists match the entities.
+func (r *Report) Drift() int { return r.Missing + r.Stale + r.Orphan }
+
+func (r *Report) add(s Sample, samples int) {
+	switch s.Drift {
+	case Missing:
+		r.Missing++
+	case Stale:
+		r.Stale++
+	case Orphan:
+		r.Orphan++
+	}
+	if len(r.Samples) < samples {
+		r.Samples = append(r.Samples, s)
+	}
+	r.found = append(r.found, s)
+}
+
+// VerifyOptions configures Verify and Repair. nil means the zero value.
+type VerifyOptions struct {
+	// Samples bounds Report.Samples. Defaults to 20; -1 keeps none.
+	Samples int
+}
+
+func (o *VerifyOptions) samples() (int, error) {
+	n := 0
+	if o != nil {
+		n = o.Samples
+	}
+	switch {
+	case n == 0:
+		return 20, nil
+	case n == -1:
+		return 0, nil
+	case n < 0:
+		return 0, errs.Invalid("VerifyOptions.Samples", "must be positive, 0 (default 20) or -1 (none), got %d", n)
+	}
+	return n, nil
+}
+
+// compare fills r from the entities of a partition (key -> value, "" for none) and the
+// values each is listed under.
+func compare(r *Report, values map[string]string, listed map[string][]string, samples int, pk string) {
+	for rk, v := range values {
+		under := listed[rk]
+		if v == "" {
+			continue
+		}
+		if !slices.Contains(under, v) {
+			if len(under) > 0 {
+				r.add(Sample{Drift: Stale, Key: Key{pk, rk}, Value: under[0]}, samples)
+			} else {
+				r.add(Sample{Drift: Missing, Key: Key{pk, rk}, Value: v}, samples)
+			}
+		}
+	}
+	for rk, under := range listed {
+		v, exists := values[rk]
+		for _, w := range under {
+			if w == v {
+				continue
+			}
+			if exists && v != "" && !slices.Contains(under, v) && w == under[0] {
+				continue // reported as Stale above
+			}
+			r.add(Sample{Drift: Orphan, Key: Key{pk, rk}, Value: w}, samples)
+		}
+		r.Entries += len(under)
+	}
+}
+
+// backfillKind is the kind of the backfill jobs of the index named name.
+func backfillKind(name string) string { return "indexentity.backfill." + name }
+
+// backfiller is what the backfill jobs need of SamePartition and Eventual.
+type backfiller interface {
+	BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error)
+}
+
+// backfillJobSize is how many entities one backfill message processes before it hands
+// the rest of its partition to a new message (its checkpoint).
+const backfillJobSize = 1000
+
+// handleBackfill registers the handler of the backfill jobs: it backfills up to
+// backfillJobSize entities after the message's checkpoint and enqueues the next
+// checkpoint before it returns, so a stop anywhere leaves a message that resumes.
+// Duplicated and reordered jobs are harmless: every write is conditional on what it read.
+func handleBackfill(r *queueworker.Registry, kind string, x backfiller, q *queueworker.Client) error {
+	return queueworker.Handle(r, kind, func(ctx context.Context, m *queueworker.Message[Checkpoint]) error {
+		cp := m.Payload
+		if err := cp.validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		next, err := x.BackfillPartition(ctx, cp.PartitionKey, &BackfillOptions{After: cp.After, Limit: backfillJobSize})
+		if errors.Is(err, repo.ErrInvalidInput) {
+			return queueworker.Cancel(err)
+		}
+		if err != nil || next.Done {
+			return err
+		}
+		_, err = queueworker.Enqueue(ctx, q, kind, "", Checkpoint{PartitionKey: cp.PartitionKey, After: next.After}, nil)
+		return err
+	})
+}
+
+// startBackfill enqueues one backfill job per partition.
+func startBackfill(ctx context.Context, q *queueworker.Client, kind string, parts []string) error {
+	if q == nil {
+		return errs.Invalid("queue", "is nil: backfill jobs need a queue")
+	}
+	for _, pk := range parts {
+		if err := (Checkpoint{PartitionKey: pk}).validate(); err != nil {
+			return err
+		}
+	}
+	for _, pk := range parts {
+		if _, err := queueworker.Enqueue(ctx, q, kind, "", Checkpoint{PartitionKey: pk}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partitions lists the distinct PartitionKeys of t, one query per partition, skipping
+// those skip refuses.
+func partitions[T any](ctx context.Context, t *repo.Table[T], skip func(string) bool) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		last := ""
+		for {
+			q := repo.Query{Top: 1, Select: []string{"PartitionKey"}}
+			if last != "" {
+				q.Filter = filter.Gt("PartitionKey", last)
+			}
+			got, err := t.Collect(ctx, q)
+			if err != nil || len(got) == 0 {
+				if err != nil {
+					yield("", err)
+				}
+				return
+			}
+			pk, _ := t.Codec().Keys(&got[0])
+			if pk <= last {
+				yield("", errs.Invalid("partition listing", "did not advance after %q", last))
+				return
+			}
+			last = pk
+			if skip != nil && skip(pk) {
+				continue
+			}
+			if !yield(pk, nil) {
+				return
+			}
+		}
+	}
+}
+
+// backfillPages runs one page at a time of the entities selected by f through fix (which
+// reports how many it wrote), with checkpoints.
+func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o BackfillOptions, f filter.Expr, fix func(ctx context.Context, items []T) (int, error)) (Checkpoint, error) {
+	cp := Checkpoint{PartitionKey: pk, After: o.After}
+	if o.After != "" {
+		f = filter.And(f, filter.Gt("RowKey", o.After))
+	}
+	pager := t.Pages(repo.Query{Filter: f, PageSize: o.PageSize})
+	for pager.More() {
+		page, err := pager.Next(ctx)
+		if err != nil {
+			return cp, err
+		}
+		n, err := fix(ctx, page.Items)
+		if err != nil {
+			return cp, err
+		}
+		cp.Scanned += len(page.Items)
+		cp.Written += n
+		if len(page.Items) > 0 {
+			_, cp.After = t.Codec().Keys(&page.Items[len(page.Items)-1])
+		}
+		cp.Done = !pager.More()
+		if o.Checkpoint != nil {
+			if err := o.Checkpoint(ctx, cp); err != nil {
+				return cp, err
+			}
+		}
+		if o.Limit > 0 && cp.Scanned >= o.Limit {
+			break
+		}
+	}
+	cp.Done = !pager.More()
+	return cp, nil
+}
+
+// each runs fn on every item, at most n at once, and counts the true results.
+func each[V any](ctx context.Context, n int, items []V, fn func(ctx context.Context, v V) (bool, error)) (int, error) {
+	var count atomic.Int64
+	err := fanout.Do(ctx, len(items), n, func(ctx context.Context, i int) error {
+		ok, err := fn(ctx, items[i])
+		if ok {
+			count.Add(1)
+		}
+		return err
+	})
+	return int(count.Load()), err
+}

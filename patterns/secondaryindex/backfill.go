@@ -1,0 +1,338 @@
+package secondaryindex
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync/atomic"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// BackfillKind returns the message kind of this index set's backfill jobs: Kind followed
+// by ".backfill" ("secondaryindex.reconcile.Employees.backfill" by default).
+func (x *Inter[T]) BackfillKind() string { return x.opts.Kind + ".backfill" }
+
+// Partitions lists the partitions of the primary table, in key order, with one query per
+// partition (index partitions kept in the primary's table are passed over). It is how
+// StartBackfill finds what to backfill when given no partitions.
+//
+// Errors (yielded): errs.ErrTransient, *repo.Error.
+func (x *Inter[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
+	return partitions(ctx, x.primary, x.c, func(pk string) bool { return x.checkRef(pk, "") != nil })
+}
+
+// StartBackfill enqueues one backfill job per partition (every partition of the primary
+// table when none is given; see Partitions) for the workers that Register set up: the
+// partitions are backfilled in parallel, as many at once as there are worker slots. Each
+// job backfills up to 1,000 entities and enqueues the rest of its partition as a new job
+// from its checkpoint, so a stopped worker resumes where the partition stood.
+//
+// Errors: errs.ErrInvalidInput (a bad partition key; nothing sent), those of Partitions
+// and of queueworker.Enqueue.
+func (x *Inter[T]) StartBackfill(ctx context.Context, partitions ...string) error {
+	if len(partitions) == 0 {
+		for pk, err := range x.Partitions(ctx) {
+			if err != nil {
+				return err
+			}
+			partitions = append(partitions, pk)
+		}
+	}
+	for _, pk := range partitions {
+		if err := x.checkRef(pk, ""); err != nil {
+			return err
+		}
+	}
+	return startBackfill(ctx, x.queue, x.BackfillKind(), partitions)
+}
+
+// BackfillPartition brings the index copies of the primary entities of partition pk in
+// line, page by page in RowKey order from opts.After: the way to build an index added to
+// a table that already holds data, or to catch up after writes made around this package.
+// It is safe while the application keeps writing: every entity whose refs do not record
+// the version the page read is reconciled by Reconcile, the live path, which never
+// replaces a newer copy (a concurrent write's own message reconciles what changes after
+// the page was read). It is idempotent: a rerun, a concurrent run, or a run from an older
+// checkpoint only reads what is done.
+//
+// It returns the checkpoint reached (Done at the partition's end), also when it stops on
+// an error: resume with BackfillOptions.After = Checkpoint.After.
+//
+// Cost: per page of up to 1,000 entities, 1 query of the primaries and 1 query of the
+// refs per index; per entity not up to date, a Reconcile (1 read per index, 1 read of
+// the primary, 1 transaction per index that changes).
+//
+// Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
+// *repo.Error, ctx's error, the Checkpoint callback's error.
+func (x *Inter[T]) BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error) {
+	o, err := opts.withDefaults()
+	cp := Checkpoint{PartitionKey: pk, After: o.After}
+	if err == nil {
+		err = x.checkRef(pk, o.After)
+	}
+	if err != nil {
+		return cp, err
+	}
+	f := filter.PartitionKey(pk)
+	if o.After != "" {
+		f = filter.And(f, filter.Gt("RowKey", o.After))
+	}
+	pager := x.primary.Pages(repo.Query{Filter: f, PageSize: o.PageSize})
+	for pager.More() {
+		page, err := pager.Next(ctx)
+		if err != nil {
+			return cp, err
+		}
+		todo, err := x.behind(ctx, pk, page.Items)
+		if err != nil {
+			return cp, err
+		}
+		err = forEach(ctx, x.opts.Table.Concurrency, todo, func(ctx context.Context, rk string) error {
+			err := x.Reconcile(ctx, pk, rk)
+			if errors.Is(err, repo.ErrInvalidInput) {
+				// A stored value no index can hold: reconciled as far as it goes (its
+				// other indexes are written); verify reports it. The backfill goes on.
+				x.opts.Table.Logger.Warn("secondaryindex: backfill met an entity that cannot be indexed")
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return cp, err
+		}
+		cp.Scanned += len(page.Items)
+		cp.Written += len(todo)
+		if n := len(page.Items); n > 0 {
+			_, cp.After = x.c.Keys(&page.Items[n-1])
+		}
+		cp.Done = !pager.More()
+		if o.Checkpoint != nil {
+			if err := o.Checkpoint(ctx, cp); err != nil {
+				return cp, err
+			}
+		}
+		if o.Limit > 0 && cp.Scanned >= o.Limit {
+			break
+		}
+	}
+	cp.Done = !pager.More()
+	return cp, nil
+}
+
+// behind returns the RowKeys of the entities of a page whose refs, in some index, do not
+// record the version read: one range query of refs per index.
+func (x *Inter[T]) behind(ctx context.Context, pk string, items []T) ([]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	_, first := x.c.Keys(&items[0])
+	_, last := x.c.Keys(&items[len(items)-1])
+	late := make(map[string]bool)
+	for _, ix := range x.idx {
+		part, err := ix.partition(pk)
+		if err != nil {
+			return nil, err
+		}
+		refs, err := ix.refs.Collect(ctx, repo.Query{Filter: filter.And(filter.PartitionKey(part),
+			filter.Ge("RowKey", refKey(first)), filter.Le("RowKey", refKey(last)))})
+		if err != nil {
+			return nil, err
+		}
+		byKey := make(map[string]*refRow, len(refs))
+		for i := range refs {
+			byKey[refs[i].RowKey] = &refs[i]
+		}
+		for i := range items {
+			v := &items[i]
+			_, rk := x.c.Keys(v)
+			ref := byKey[refKey(rk)]
+			if ref == nil || ref.SourceETag != x.c.ETag(v) || ref.Key != x.wantKey(ix, v, rk) {
+				late[rk] = true
+			}
+		}
+	}
+	var out []string
+	for i := range items {
+		_, rk := x.c.Keys(&items[i])
+		if late[rk] {
+			out = append(out, rk)
+		}
+	}
+	return out, nil
+}
+
+// wantKey is the RowKey of v's copy in ix, "" when v has none (or can have none).
+func (x *Inter[T]) wantKey(ix *interIndex[T], v *T, rk string) string {
+	val, err := ix.value(v)
+	if err != nil || val == "" {
+		return ""
+	}
+	k, err := ix.copyKey(val, rk)
+	if err != nil {
+		return ""
+	}
+	return k
+}
+
+// registerBackfill registers the backfill jobs' handler (see Register).
+func (x *Inter[T]) registerBackfill(r *queueworker.Registry) error {
+	return handleBackfill(r, x.BackfillKind(), x, func() *queueworker.Client { return x.queue })
+}
+
+// BackfillKind returns the message kind of this Intra's backfill jobs:
+// "secondaryindex.backfill." followed by the table's name.
+func (x *Intra[T]) BackfillKind() string { return backfillKind(x.rows.Name()) }
+
+// Partitions lists the partitions of the table, in key order, with one query per
+// partition. It is how StartBackfill finds what to backfill when given no partitions.
+//
+// Errors (yielded): errs.ErrTransient, *repo.Error.
+func (x *Intra[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
+	return partitions(ctx, x.dyn, x.dyn.Codec(), nil)
+}
+
+// StartBackfill enqueues one backfill job per partition (every partition of the table
+// when none is given; see Partitions) on IntraOptions.Queue, for the workers that
+// Register set up. See Inter.StartBackfill.
+//
+// Errors: errs.ErrInvalidInput (no IntraOptions.Queue, a bad partition key; nothing
+// sent), those of Partitions and of queueworker.Enqueue.
+func (x *Intra[T]) StartBackfill(ctx context.Context, partitions ...string) error {
+	if x.queue == nil {
+		return errs.Invalid("IntraOptions.Queue", "is nil: backfill jobs need a queue")
+	}
+	if len(partitions) == 0 {
+		for pk, err := range x.Partitions(ctx) {
+			if err != nil {
+				return err
+			}
+			partitions = append(partitions, pk)
+		}
+	}
+	return startBackfill(ctx, x.queue, x.BackfillKind(), partitions)
+}
+
+// Register registers the handler of this Intra's backfill jobs (BackfillKind) on r; the
+// jobs enqueue their continuations on IntraOptions.Queue.
+//
+// Errors: errs.ErrInvalidInput (no IntraOptions.Queue), those of queueworker.Handle.
+func (x *Intra[T]) Register(r *queueworker.Registry) error {
+	if x.queue == nil {
+		return errs.Invalid("IntraOptions.Queue", "is nil: backfill jobs need a queue")
+	}
+	return handleBackfill(r, x.BackfillKind(), x, func() *queueworker.Client { return x.queue })
+}
+
+// BackfillPartition writes the missing and stale copies of the entities of partition pk,
+// page by page in primary key order from opts.After: the way to build an index added to
+// a table that already holds data. Each entity is rewritten through Update with the ETag
+// its page read — the live path, one transaction conditional on the primary copy — so a
+// backfill never overwrites a newer write: an entity changed since its page was read
+// fails the condition, and the write that changed it has already written every copy.
+// Every backfilled entity gets a new ETag (a caller holding the old one must read again).
+// It is idempotent; rerun it, or resume from the returned checkpoint.
+//
+// Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read and 1
+// transaction.
+//
+// Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
+// *repo.Error, ctx's error, the Checkpoint callback's error.
+func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error) {
+	o, err := opts.withDefaults()
+	cp := Checkpoint{PartitionKey: pk, After: o.After}
+	if err != nil {
+		return cp, err
+	}
+	if pk == "" {
+		return cp, errs.Invalid("PartitionKey", "is empty")
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return cp, err
+	}
+	f := filter.RowKeyPrefix(pk, x.all[0].Name+sep)
+	if o.After != "" {
+		f = filter.And(f, filter.Gt("RowKey", o.After))
+	}
+	pager := x.rows.Pages(repo.Query{Filter: f, PageSize: o.PageSize})
+	for pager.More() {
+		page, err := pager.Next(ctx)
+		if err != nil {
+			return cp, err
+		}
+		var written atomic.Int64
+		err = forEach(ctx, maintenanceConcurrency, page.Items, func(ctx context.Context, v T) error {
+			w, err := x.rewrite(ctx, &v)
+			if w {
+				written.Add(1)
+			}
+			return err
+		})
+		if err != nil {
+			return cp, err
+		}
+		cp.Scanned += len(page.Items)
+		cp.Written += int(written.Load())
+		if n := len(page.Items); n > 0 {
+			_, cp.After = x.c.Keys(&page.Items[n-1])
+		}
+		cp.Done = !pager.More()
+		if o.Checkpoint != nil {
+			if err := o.Checkpoint(ctx, cp); err != nil {
+				return cp, err
+			}
+		}
+		if o.Limit > 0 && cp.Scanned >= o.Limit {
+			break
+		}
+	}
+	cp.Done = !pager.More()
+	return cp, nil
+}
+
+// maintenanceConcurrency bounds the entities an Intra backfill or repair writes at once.
+const maintenanceConcurrency = 8
+
+// rewrite writes every copy of v (a primary copy as a page read it, with its ETag)
+// through Update, conditional on that ETag. It reports whether it wrote. An entity changed
+// or deleted since v was read needs nothing: the write that changed it wrote every copy
+// (or removed them). A lost response is decided from a fresh read of the primary copy.
+func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
+	var err error
+	for range maxRewrites {
+		p := *v
+		err = x.Update(ctx, &p)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound):
+			return false, nil
+		case errors.Is(err, repo.ErrInvalidInput):
+			// A stored value that cannot be indexed: verify reports its copies.
+			x.rows.Logger().Warn("secondaryindex: backfill met an entity that cannot be indexed")
+			return false, nil
+		case !errors.Is(err, repo.ErrOutcomeUnknown):
+			return false, err
+		}
+		pk, rk := x.c.Keys(v)
+		cur, gerr := x.rows.Get(ctx, pk, rk)
+		switch {
+		case errors.Is(gerr, repo.ErrNotFound):
+			return false, nil
+		case gerr != nil:
+			return false, errors.Join(err, gerr)
+		case x.c.ETag(&cur) != x.c.ETag(v):
+			return true, nil // written: by this call or by a write that wrote every copy
+		}
+		// Not applied: the same version is still there; write it again.
+	}
+	return false, err
+}
+
+// maxRewrites bounds the attempts of rewrite whose outcome stays unknown.
+const maxRewrites = 5

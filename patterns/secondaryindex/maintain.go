@@ -1,0 +1,337 @@
+package secondaryindex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// BackfillOptions configures one call of BackfillPartition. nil means the zero value,
+// whose every field is its documented default.
+type BackfillOptions struct {
+	// After resumes a backfill after this primary RowKey: the Checkpoint.After of a run
+	// that stopped. Defaults to "": the partition from its start.
+	After string
+	// Limit is how many primary entities the call processes at most (it stops at the end
+	// of the page that reaches it). Defaults to 0: the rest of the partition.
+	Limit int
+	// PageSize is how many primary entities one page reads, and so how far apart the
+	// checkpoints are. Defaults to 1,000 (the service's page).
+	PageSize int
+	// Checkpoint, if set, is called after each page with the progress so far: store it
+	// where a rerun finds it (its After is the place to resume). An error from it stops
+	// the backfill and is returned. Defaults to nil: the checkpoint is only returned.
+	Checkpoint func(ctx context.Context, cp Checkpoint) error
+}
+
+// Checkpoint is the progress of a backfill of one partition: every primary entity whose
+// RowKey is at most After has been brought in line (as of when it was read).
+type Checkpoint struct {
+	// PartitionKey is the partition backfilled.
+	PartitionKey string `json:"pk"`
+	// After is the RowKey of the last primary entity done ("" for none).
+	After string `json:"after,omitempty"`
+	// Done reports that the partition's end was reached.
+	Done bool `json:"done,omitempty"`
+	// Scanned counts the primary entities read by this call, and Written those whose
+	// copies had to be written.
+	Scanned, Written int `json:"-"`
+}
+
+// validate checks a checkpoint read back from a queue message: it is untrusted input.
+func (cp Checkpoint) validate() error {
+	if cp.PartitionKey == "" {
+		return errs.Invalid("backfill job", "has no PartitionKey")
+	}
+	if err := codec.ValidateKey("PartitionKey", cp.PartitionKey); err != nil {
+		return err
+	}
+	if cp.After != "" {
+		if err := codec.ValidateKey("RowKey", cp.After); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Drift names a kind of difference between the primary entities and their copies.
+type Drift string
+
+const (
+	// Missing: an entity has a value in an index and no copy under it.
+	Missing Drift = "missing"
+	// Stale: the copy exists but does not hold what the entity holds (Inter: or its
+	// bookkeeping does not record the entity's current version).
+	Stale Drift = "stale"
+	// Orphan: a copy that no entity has (the entity is gone, or has another value).
+	Orphan Drift = "orphan"
+)
+
+// Sample is one drifted copy found by Verify.
+type Sample struct {
+	// Drift is what is wrong with it.
+	Drift Drift
+	// Index names the index.
+	Index string
+	// PartitionKey and RowKey are the primary entity's (Intra: its primary copy's RowKey;
+	// for an orphan, the entity the copy claims, "" when it names none).
+	PartitionKey, RowKey string
+	// CopyKey is the RowKey of the copy (for Missing, of the copy that should exist).
+	CopyKey string
+}
+
+// Report is what Verify (and Repair) found in one partition.
+type Report struct {
+	// PartitionKey is the partition checked.
+	PartitionKey string
+	// Entities counts the primary entities and Copies the index copies read.
+	Entities, Copies int
+	// Missing, Stale and Orphan count the copies of each kind of drift.
+	Missing, Stale, Orphan int
+	// Samples holds the first VerifyOptions.Samples drifted copies.
+	Samples []Sample
+	// Repaired counts the entities (Intra, Inter) and orphans (Intra) that Repair wrote;
+	// 0 for Verify.
+	Repaired int
+	// found is every drift, for Repair.
+	found []Sample
+}
+
+// Drift returns Missing + Stale + Orphan: zero when the indexes match the entities.
+func (r *Report) Drift() int { return r.Missing + r.Stale + r.Orphan }
+
+func (r *Report) add(s Sample, samples int) {
+	switch s.Drift {
+	case Missing:
+		r.Missing++
+	case Stale:
+		r.Stale++
+	case Orphan:
+		r.Orphan++
+	}
+	if len(r.Samples) < samples {
+		r.Samples = append(r.Samples, s)
+	}
+	r.found = append(r.found, s)
+}
+
+// VerifyOptions configures Verify and Repair. nil means the zero value.
+type VerifyOptions struct {
+	// Samples bounds Report.Samples. Defaults to 20; -1 keeps none.
+	Samples int
+}
+
+func (o *VerifyOptions) samples() (int, error) {
+	n := 0
+	if o != nil {
+		n = o.Samples
+	}
+	switch {
+	case n == 0:
+		return 20, nil
+	case n == -1:
+		return 0, nil
+	case n < 0:
+		return 0, errs.Invalid("VerifyOptions.Samples", "must be positive, 0 (default 20) or -1 (none), got %d", n)
+	}
+	return n, nil
+}
+
+func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
+	var out BackfillOptions
+	if o != nil {
+		out = *o
+	}
+	if out.PageSize < 0 || out.PageSize > repo.MaxPageSize {
+		return out, errs.TooLarge("BackfillOptions.PageSize", "must be between 0 (default) and the service's page size", out.PageSize, repo.MaxPageSize)
+	}
+	if out.Limit < 0 {
+		return out, errs.Invalid("BackfillOptions.Limit", "must not be negative, got %d", out.Limit)
+	}
+	if out.After != "" {
+		if err := codec.ValidateKey("BackfillOptions.After", out.After); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// backfillJobSize is how many primary entities one backfill message processes before it
+// hands the rest of its partition to a new message (its checkpoint).
+const backfillJobSize = 1000
+
+// backfillKind is the message kind of the backfill jobs of the indexes of table.
+func backfillKind(table string) string { return "secondaryindex.backfill." + table }
+
+// backfiller is what the backfill jobs need of Intra and Inter.
+type backfiller interface {
+	BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error)
+}
+
+// handleBackfill is the handler of a backfill job: it backfills up to backfillJobSize
+// entities of the partition after the message's checkpoint, and enqueues the next
+// checkpoint before it returns, so that a stop anywhere leaves a message that resumes
+// (this one, redelivered, or the next). Duplicated and reordered jobs are harmless: every
+// entity is reconciled through the live path, which never replaces a newer copy.
+func handleBackfill(r *queueworker.Registry, kind string, x backfiller, q func() *queueworker.Client) error {
+	return queueworker.Handle(r, kind, func(ctx context.Context, m *queueworker.Message[Checkpoint]) error {
+		cp := m.Payload
+		if err := cp.validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		next, err := x.BackfillPartition(ctx, cp.PartitionKey, &BackfillOptions{After: cp.After, Limit: backfillJobSize})
+		if errors.Is(err, repo.ErrInvalidInput) {
+			return queueworker.Cancel(err)
+		}
+		if err != nil {
+			return err
+		}
+		if next.Done {
+			return nil
+		}
+		_, err = queueworker.Enqueue(ctx, q(), kind, "", Checkpoint{PartitionKey: cp.PartitionKey, After: next.After}, nil)
+		return err
+	})
+}
+
+// startBackfill enqueues one backfill job per partition.
+func startBackfill(ctx context.Context, q *queueworker.Client, kind string, parts []string) error {
+	for _, pk := range parts {
+		cp := Checkpoint{PartitionKey: pk}
+		if err := cp.validate(); err != nil {
+			return err
+		}
+	}
+	for _, pk := range parts {
+		if _, err := queueworker.Enqueue(ctx, q, kind, "", Checkpoint{PartitionKey: pk}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partitions lists the distinct PartitionKeys of t with one request per partition (a
+// query for the first entity after the last partition found), skipping those skip
+// refuses.
+func partitions[T any](ctx context.Context, t *repo.Table[T], c *codec.Codec[T], skip func(pk string) bool) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		last := ""
+		for {
+			q := repo.Query{Top: 1, Select: []string{"PartitionKey"}}
+			if last != "" {
+				q.Filter = filter.Gt("PartitionKey", last)
+			}
+			got, err := t.Collect(ctx, q)
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if len(got) == 0 {
+				return
+			}
+			pk, _ := c.Keys(&got[0])
+			if pk == "" || pk <= last {
+				yield("", fmt.Errorf("secondaryindex: partition listing of %s did not advance after %q", t.Name(), last))
+				return
+			}
+			last = pk
+			if skip != nil && skip(pk) {
+				continue
+			}
+			if !yield(pk, nil) {
+				return
+			}
+		}
+	}
+}
+
+// forEach runs fn for every item of items with at most n at once, and returns the first
+// error (the others still finish).
+func forEach[V any](ctx context.Context, n int, items []V, fn func(ctx context.Context, v V) error) error {
+	if n < 1 {
+		n = 1
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, v := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(ctx, v); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// sameProperties reports whether a stored copy holds exactly the properties of want.
+func sameProperties(have, want map[string]any) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for name, w := range want {
+		h, ok := have[name]
+		if !ok || !sameValue(h, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameValue(h, w any) bool {
+	switch w := w.(type) {
+	case time.Time:
+		ht, ok := h.(time.Time)
+		return ok && ht.Equal(w)
+	case []byte:
+		hb, ok := h.([]byte)
+		return ok && bytes.Equal(hb, w)
+	case float64:
+		// A whole double may come back as an integer (Azurite stores it as Int32).
+		switch h := h.(type) {
+		case float64:
+			return h == w
+		case int32:
+			return float64(h) == w
+		case int64:
+			return float64(h) == w
+		}
+		return false
+	case int32:
+		// A whole number may come back as another integer type.
+		switch h := h.(type) {
+		case int32:
+			return h == w
+		case int64:
+			return h == int64(w)
+		}
+		return false
+	}
+	return h == w
+}

@@ -1,0 +1,439 @@
+package secondaryindex
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// Verify compares the primary entities of partition pk with their index copies and
+// reports, read-only, the missing copies (an entity with a value and no copy), the stale
+// ones (a copy that does not hold what the entity holds, or whose ref does not record the
+// entity's current version) and the orphans (a copy of an entity that is gone or has
+// another value), with counts and the first VerifyOptions.Samples of them.
+//
+// It reads the primaries and then each index partition, not one snapshot: copies of
+// entities written during the call (whose reconciliation is still queued) show as
+// drift. Run it when the queue is drained, or read drift as "repair would look at these".
+//
+// Copies of an entity type with encrypted fields are compared by key and ref only: their
+// ciphertext differs at every encoding.
+//
+// Cost: 1 query per 1,000 primaries, 1 query per 1,000 copies and refs per index.
+//
+// Errors: errs.ErrInvalidInput (bad key or options; nothing sent), errs.ErrTransient,
+// *repo.Error.
+func (x *Inter[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	samples, err := opts.samples()
+	if err == nil {
+		err = x.checkRef(pk, "")
+	}
+	if err != nil {
+		return nil, err
+	}
+	prim, err := x.primary.Collect(ctx, repo.Query{Filter: filter.PartitionKey(pk)})
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{PartitionKey: pk, Entities: len(prim)}
+	byRK := make(map[string]*T, len(prim))
+	for i := range prim {
+		_, rk := x.c.Keys(&prim[i])
+		byRK[rk] = &prim[i]
+	}
+	for _, ix := range x.idx {
+		part, err := ix.partition(pk)
+		if err != nil {
+			continue // this index holds no copy of pk (Reconcile reports it)
+		}
+		rows, err := ix.copies.Collect(ctx, repo.Query{Filter: filter.PartitionKey(part)})
+		if err != nil {
+			return nil, err
+		}
+		refs := map[string]*codec.Entity{}
+		copies := map[string]*codec.Entity{}
+		for i := range rows {
+			e := &rows[i]
+			if e.RowKey < lowestCopy {
+				refs[e.RowKey] = e
+			} else {
+				copies[e.RowKey] = e
+				r.Copies++
+			}
+		}
+		for rk, v := range byRK {
+			want := x.wantKey(ix, v, rk)
+			ref := refs[refKey(rk)]
+			refOK := ref != nil && str(ref, "Key") == want && str(ref, "SourceETag") == x.c.ETag(v)
+			if want == "" {
+				continue // an orphan copy of it, if any, is found below
+			}
+			s := Sample{Index: ix.Name, PartitionKey: pk, RowKey: rk, CopyKey: want}
+			have := copies[want]
+			if have == nil {
+				s.Drift = Missing
+				r.add(s, samples)
+				continue
+			}
+			wantE, err := project(x.c, v, part, want, ix.props)
+			if err != nil {
+				return nil, err
+			}
+			if !refOK || (!x.c.Encrypted() && !sameProperties(have.Properties, wantE.Properties)) {
+				s.Drift = Stale
+				r.add(s, samples)
+			}
+		}
+		for key := range copies {
+			parts, err := keys.Split(key)
+			owner := ""
+			if err == nil && len(parts) == 2 {
+				owner = parts[1]
+			}
+			if v := byRK[owner]; v != nil && owner != "" && x.wantKey(ix, v, owner) == key {
+				continue
+			}
+			r.add(Sample{Drift: Orphan, Index: ix.Name, PartitionKey: pk, RowKey: owner, CopyKey: key}, samples)
+		}
+	}
+	return r, nil
+}
+
+// str returns e's string property name, "" when it is absent or not a string.
+func str(e *codec.Entity, name string) string {
+	s, _ := e.Properties[name].(string)
+	return s
+}
+
+// Repair runs Verify on partition pk and fixes what it found, through the live path's
+// reconciliation: for each entity with drift, a Reconcile (which writes its refs if it
+// has none) and then, per drifted index, the same transaction forced (the copy rewritten
+// from a fresh read of the primary, the orphan deleted, the ref updated, all conditional
+// on the ref's ETag), so a repair never replaces a newer copy and a concurrent write or
+// reconciliation makes it start over. An orphan whose copy names no entity is left and
+// reported (nothing this package wrote). It is idempotent: a second Repair finds nothing.
+// The report is Verify's, with Repaired set to the entities repaired.
+//
+// Cost: Verify's, plus per drifted entity a Reconcile and 1 transaction per drifted
+// index.
+//
+// Errors: as Verify and Reconcile.
+func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	r, err := x.Verify(ctx, pk, opts)
+	if err != nil {
+		return nil, err
+	}
+	type fix struct {
+		drifted map[string]bool   // index names
+		orphans map[string]string // index name -> orphan copy key
+	}
+	fixes := map[string]*fix{}
+	var order []string
+	for _, s := range r.found {
+		if s.RowKey == "" {
+			continue
+		}
+		f := fixes[s.RowKey]
+		if f == nil {
+			f = &fix{drifted: map[string]bool{}, orphans: map[string]string{}}
+			fixes[s.RowKey] = f
+			order = append(order, s.RowKey)
+		}
+		f.drifted[s.Index] = true
+		if s.Drift == Orphan {
+			f.orphans[s.Index] = s.CopyKey
+		}
+	}
+	var repaired atomic.Int64
+	err = forEach(ctx, x.opts.Table.Concurrency, order, func(ctx context.Context, rk string) error {
+		f := fixes[rk]
+		if err := x.repairEntity(ctx, pk, rk, f.drifted, f.orphans); err != nil {
+			return err
+		}
+		repaired.Add(1)
+		return nil
+	})
+	r.Repaired = int(repaired.Load())
+	return r, err
+}
+
+// repairEntity reconciles the entity rk, forcing the indexes in drifted: their copy is
+// rewritten even when the ref says it is up to date (a copy changed or deleted by hand),
+// and orphans[index], a copy the ref does not know, is deleted in the same transaction.
+func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string]string) error {
+	if x.checkRef(pk, rk) != nil {
+		return nil // a key read from a copy that no entity can have: left, and reported
+	}
+	// The live path first: it writes a ref where there is none, so every decision below
+	// is conditional on a ref's ETag.
+	if err := x.Reconcile(ctx, pk, rk); err != nil && !errors.Is(err, repo.ErrInvalidInput) {
+		return err
+	}
+	op := retry.Op{Name: "repair index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
+	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
+		parts := make([]string, len(x.idx))
+		refs := make([]*refRow, len(x.idx))
+		for i, ix := range x.idx {
+			if !drifted[ix.Name] {
+				continue
+			}
+			p, err := ix.partition(pk)
+			if err != nil {
+				continue
+			}
+			parts[i] = p
+			// As in Reconcile: the ref before the primary.
+			ref, err := ix.refs.Get(ctx, p, refKey(rk))
+			switch {
+			case errors.Is(err, repo.ErrNotFound):
+				return retry.Again(err) // collected meanwhile: Reconcile writes it again
+			case err != nil:
+				return err
+			}
+			refs[i] = &ref
+		}
+		cur, err := x.primary.Get(ctx, pk, rk)
+		var curp *T
+		switch {
+		case errors.Is(err, repo.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			curp = &cur
+		}
+		for i, ix := range x.idx {
+			if refs[i] == nil {
+				continue
+			}
+			forced := *refs[i]
+			// Never the ETag of a primary: the ref reads as out of date, so the copy is
+			// rewritten (the ref's own ETag, kept, makes the transaction conditional).
+			forced.SourceETag = "repair:" + forced.SourceETag
+			if k := orphans[ix.Name]; k != "" && (forced.Key == "" || forced.Key == x.wantOf(ix, curp, rk)) {
+				// The ref's copy, if any, is the one to keep: name the orphan as the copy
+				// to delete instead.
+				forced.Key = k
+			}
+			err := x.reconcileIndex(ctx, ix, parts[i], rk, curp, &forced)
+			if errors.Is(err, repo.ErrInvalidInput) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
+	if v == nil {
+		return ""
+	}
+	return x.wantKey(ix, v, rk)
+}
+
+// Verify compares the primary copies of partition pk with their index copies and
+// reports, read-only, the missing copies (an entity with a value and no copy), the stale
+// ones (a copy that does not hold what the primary copy holds) and the orphans (a copy
+// no primary copy wants), with counts and the first VerifyOptions.Samples of them.
+//
+// Writes are atomic, so drift comes only from writes around this package (or from the
+// primaries of a table that held data before an index was added). The call reads the
+// primaries and then each index's copies: an entity written in between can show as drift
+// that is not there; Repair re-checks before it writes.
+//
+// Copies of an entity type with encrypted fields are compared by key only: their
+// ciphertext differs at every encoding.
+//
+// Cost: 1 query per 1,000 primaries, 1 query per 1,000 copies per index.
+//
+// Errors: errs.ErrInvalidInput (bad key or options; nothing sent), errs.ErrTransient,
+// *repo.Error.
+func (x *Intra[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	r, _, err := x.verify(ctx, pk, opts)
+	return r, err
+}
+
+func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (*Report, map[string]*T, error) {
+	samples, err := opts.samples()
+	if err == nil && pk == "" {
+		err = errs.Invalid("PartitionKey", "is empty")
+	}
+	if err == nil {
+		err = codec.ValidateKey("PartitionKey", pk)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	prim, err := x.rows.Collect(ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, x.all[0].Name+sep)})
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &Report{PartitionKey: pk, Entities: len(prim)}
+	byRK := make(map[string]*T, len(prim))
+	wanted := make([]map[string]bool, len(x.all))
+	for i := range wanted {
+		wanted[i] = map[string]bool{}
+	}
+	type want struct {
+		v  *T
+		rk string
+		ks []string
+	}
+	var wants []want
+	for i := range prim {
+		v := &prim[i]
+		_, rk := x.c.Keys(v)
+		byRK[rk] = v
+		_, ks, err := x.keysOf(v)
+		if err != nil {
+			continue // a stored value no key can hold: it can have no copy
+		}
+		for n, k := range ks {
+			if k != "" {
+				wanted[n][k] = true
+			}
+		}
+		wants = append(wants, want{v, rk, ks})
+	}
+	for n := 1; n < len(x.all); n++ {
+		ix := x.all[n]
+		rows, err := x.dyn.Collect(ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, ix.Name+sep)})
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Copies += len(rows)
+		copies := make(map[string]*codec.Entity, len(rows))
+		for i := range rows {
+			copies[rows[i].RowKey] = &rows[i]
+		}
+		for _, w := range wants {
+			k := w.ks[n]
+			if k == "" {
+				continue
+			}
+			s := Sample{Index: ix.Name, PartitionKey: pk, RowKey: w.rk, CopyKey: k}
+			have := copies[k]
+			if have == nil {
+				s.Drift = Missing
+				r.add(s, samples)
+				continue
+			}
+			e, err := x.copyOf(w.v, pk, n, k)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !x.c.Encrypted() && !sameProperties(have.Properties, e.Properties) {
+				s.Drift = Stale
+				r.add(s, samples)
+			}
+		}
+		for k := range copies {
+			if !wanted[n][k] {
+				r.add(Sample{Drift: Orphan, Index: ix.Name, PartitionKey: pk, CopyKey: k}, samples)
+			}
+		}
+	}
+	return r, byRK, nil
+}
+
+// Repair runs Verify on partition pk and fixes what it found. An entity with a missing or
+// stale copy is rewritten through Update with the ETag Verify read (the live path: one
+// transaction conditional on the primary copy, rewriting every copy); one changed since
+// needs nothing, since the write that changed it wrote every copy. An orphan is read
+// again, the primaries are read again after it, and the orphan is deleted conditional
+// on the ETag read only if no primary wants it: a write that makes it wanted rewrites it
+// first, and the delete fails its condition. It is idempotent: a second Repair finds
+// nothing. The report is Verify's, with Repaired set to the entities and orphans written.
+//
+// Cost: Verify's, plus per drifted entity 1 read and 1 transaction; when there are
+// orphans, 1 read each, one more query of the primaries, and 1 delete each.
+//
+// Errors: as Verify and Update.
+func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
+	r, byRK, err := x.verify(ctx, pk, opts)
+	if err != nil {
+		return nil, err
+	}
+	var entities []*T
+	seen := map[string]bool{}
+	var orphans []Sample
+	for _, s := range r.found {
+		if s.Drift == Orphan {
+			orphans = append(orphans, s)
+			continue
+		}
+		if !seen[s.RowKey] {
+			seen[s.RowKey] = true
+			entities = append(entities, byRK[s.RowKey])
+		}
+	}
+	var repaired atomic.Int64
+	err = forEach(ctx, maintenanceConcurrency, entities, func(ctx context.Context, v *T) error {
+		w, err := x.rewrite(ctx, v)
+		if w {
+			repaired.Add(1)
+		}
+		return err
+	})
+	if err == nil && len(orphans) > 0 {
+		var n int
+		n, err = x.dropOrphans(ctx, pk, orphans)
+		repaired.Add(int64(n))
+	}
+	r.Repaired = int(repaired.Load())
+	return r, err
+}
+
+// dropOrphans deletes the copies of orphans that are still orphans: each is read (its
+// ETag), then every primary is read, and a copy no primary wants is deleted conditional on
+// the ETag read.
+func (x *Intra[T]) dropOrphans(ctx context.Context, pk string, orphans []Sample) (int, error) {
+	etags := make([]string, len(orphans))
+	for i, s := range orphans {
+		e, err := x.dyn.Get(ctx, pk, s.CopyKey)
+		switch {
+		case errors.Is(err, repo.ErrNotFound):
+			continue
+		case err != nil:
+			return 0, err
+		}
+		etags[i] = e.ETag
+	}
+	prim, err := x.rows.Collect(ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, x.all[0].Name+sep)})
+	if err != nil {
+		return 0, err
+	}
+	wanted := map[string]bool{}
+	for i := range prim {
+		if _, ks, err := x.keysOf(&prim[i]); err == nil {
+			for _, k := range ks {
+				wanted[k] = true
+			}
+		}
+	}
+	n := 0
+	for i, s := range orphans {
+		if etags[i] == "" || wanted[s.CopyKey] {
+			continue
+		}
+		err := x.dyn.Delete(ctx, pk, s.CopyKey, &repo.DeleteOptions{ETag: etags[i]})
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrOutcomeUnknown):
+			// Rewritten or removed meanwhile (or by this call): the next Verify tells.
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
