@@ -119,14 +119,14 @@ func intra(ctx context.Context, out io.Writer, clients *account.Clients, table s
 	}
 	fmt.Fprintf(out, "point query RowKey eq 'email_jonesj@contoso.com': %s %s, employee %s (copy %s)\n", e.FirstName, e.LastName, e.EmployeeID, e.RowKey)
 	fmt.Fprint(out, "employee ids 000100 to 000199:")
-	for e, err := range x.Range(ctx, "Sales", "empid", "000100", "000200") {
+	for e, err := range x.Range(ctx, "Sales", "empid", "000100", "000200", nil) {
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, " %s", e.EmployeeID)
 	}
 	fmt.Fprint(out, "\nemails starting with 'a', in email order:")
-	for e, err := range x.Prefix(ctx, "Sales", "email", "a") {
+	for e, err := range x.Prefix(ctx, "Sales", "email", "a", nil) {
 		if err != nil {
 			return err
 		}

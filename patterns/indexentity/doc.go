@@ -38,6 +38,11 @@
 // Its messages have the kind "indexentity.change.<name>"; Register also accepts the kind of
 // earlier releases, "indexentity/<name>".
 //
+// The two kinds of index share their method names; Lookup differs by one argument, on
+// purpose: SamePartition.Lookup(ctx, pk, value) answers within one partition (option 2
+// keeps one list per partition and value), Eventual.Lookup(ctx, value) across the table
+// (options 1 and 3 keep one list per value).
+//
 // An index may normalize its values (SamePartitionOptions.Normalize,
 // EventualOptions.Normalize): with strings.ToLower, "Jones" and "JONES" share one list, and
 // a lookup of "jOnes" finds them both (TestSamePartitionNormalizeAppliesOnWriteAndLookup,

@@ -27,15 +27,15 @@ func TestAttackIntraPrefixWithDuplicatesNormalizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, asked := range []string{"Lee", "LEE", "lee"} {
-		if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", asked))); n != 1 {
+		if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", asked, nil))); n != 1 {
 			t.Errorf("Find(%q) found %d, want 1", asked, n)
 		}
 	}
-	if n := len(collect(t, x.Range(b.Ctx, "Sales", "last", "LA", "LF"))); n != 1 {
+	if n := len(collect(t, x.Range(b.Ctx, "Sales", "last", "LA", "LF", nil))); n != 1 {
 		t.Errorf("Range(LA, LF) found %d, want 1", n)
 	}
 	for _, asked := range []string{"le", "LE", "Le"} {
-		if n := len(collect(t, x.Prefix(b.Ctx, "Sales", "last", asked))); n != 1 {
+		if n := len(collect(t, x.Prefix(b.Ctx, "Sales", "last", asked, nil))); n != 1 {
 			t.Errorf("Prefix(%q) found %d, want 1 (rows %q)", asked, n, b.rows(t, "Sales"))
 		}
 	}
@@ -119,10 +119,10 @@ func TestAttackNormalizeNotIdempotent(t *testing.T) {
 	if got, err := x.Lookup(b.Ctx, "Sales", "email", "a@x.com"); err != nil || got.EmployeeID != "000001" {
 		t.Fatalf("Lookup = %+v, %v", got, err)
 	}
-	if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", "Lee"))); n != 1 {
+	if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", "Lee", nil))); n != 1 {
 		t.Errorf("Find(last, Lee) found %d", n)
 	}
-	if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", "a@x.com"))); n != 1 {
+	if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", "a@x.com", nil))); n != 1 {
 		t.Errorf("Find(email) found %d", n)
 	}
 	e.Age = 77

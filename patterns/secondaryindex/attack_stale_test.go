@@ -23,7 +23,7 @@ func TestAttackIntraStaleETagViaUnmovedCopyNamesTheEntity(t *testing.T) {
 	if err := x.Insert(b.Ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok"))
+	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok", nil))
 	if len(viaLast) != 1 {
 		t.Fatalf("Find found %d", len(viaLast))
 	}
@@ -66,7 +66,7 @@ func TestAttackInterUpdateFromPartialCopyErasesProperties(t *testing.T) {
 	if err := xa.Insert(b.Ctx, emp(8, "Pia", "Part", "pia@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	pa := collect(t, xa.Find(b.Ctx, "Sales", "email", "pia@contoso.com"))
+	pa := collect(t, xa.Find(b.Ctx, "Sales", "email", "pia@contoso.com", nil))
 	pa[0].FirstName = "Pia-Maria"
 	if err := xa.Update(b.Ctx, &pa[0]); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("Intra update from a partial copy: %v, want ErrInvalidInput", err)

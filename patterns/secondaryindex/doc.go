@@ -26,16 +26,20 @@
 //	x, _ := secondaryindex.NewIntra(employees, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 //	err := x.Insert(ctx, &e)                                        // both copies, one transaction
 //	e, err := x.Lookup(ctx, "Sales", "email", "jonesj@contoso.com") // one point query
-//	for e, err := range x.Range(ctx, "Sales", "empid", "000100", "000200") { ... }
+//	for e, err := range x.Range(ctx, "Sales", "empid", "000100", "000200", nil) { ... }
 //
 // Inter, which may own several tables (Index.Table), takes the service client, the
 // primary table's name and the queue of its reconciliation messages:
 //
 //	x, _ := secondaryindex.NewInter(clients.Tables, "Employees", queue, []secondaryindex.Index[Employee]{byEmail}, nil)
 //
-// Both variants have the same method set for the same operations — Get, Lookup, Insert,
-// Update, Upsert, Delete, CreateIfNotExists, DeleteTable, Table — with the same
-// signatures, so code written against one reads the same against the other. Update and
+// Both variants have the same method set for the same operations — Get, Lookup, Find,
+// Range, Prefix, Insert, Update, Upsert, Delete, CreateIfNotExists, DeleteTable, Table,
+// Name, and the maintenance methods — with the same signatures, so code written against
+// one reads the same against the other. The reads take a *ReadOptions: for Inter, Verify
+// checks each hit against the primary; for Intra, whose copies are written in the
+// primary's transaction, it is already kept and costs nothing, and it is refused on an
+// index with Properties, whose copies cannot be checked (TestIntraReadOptions). Update and
 // Delete take the value read (its ETag makes them conditional); Get takes the entity's
 // identity (Intra: the primary value; Inter: the RowKey).
 //

@@ -766,7 +766,15 @@ func (x *Inter[T]) CollectTombstones(ctx context.Context, pk string) (int, error
 	return removed, bad
 }
 
-// ReadOptions configures the reads of an Inter. nil means the zero value.
+// ReadOptions configures the reads (Find, Range, Prefix) of an Inter or an Intra. nil
+// means the zero value: no verification.
+//
+// For an Intra, Verify is a promise already kept and costs nothing: every copy is written
+// in the same entity group transaction as its primary, so a hit always has the value and
+// holds every property (with the ETag of the copy read, which Update accepts). The one
+// exception is an index with Properties, whose copies carry only some properties and
+// need not carry the primary's value: Intra cannot check them against the primary, and
+// Verify on such an index is refused with errs.ErrInvalidInput before anything is sent.
 type ReadOptions struct {
 	// Verify checks every hit against the primary (one point query per hit, at most
 	// Options.Concurrency at once): a copy whose entity is gone or no longer has the value

@@ -598,12 +598,13 @@ func (x *Intra[T]) lookup(ctx context.Context, pk string, ix *index[T], value st
 
 // Find returns the entities of partition pk whose value in index is value: one point
 // query for a unique index, one range query for an index with duplicates (in primary
-// value order).
+// value order). opts is accepted as Inter's is; see ReadOptions for what it means here.
 //
 // Errors (yielded): as Lookup, except that no match yields nothing rather than
-// errs.ErrNotFound.
-func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[T, error] {
-	ix, err := x.index(index)
+// errs.ErrNotFound; errs.ErrInvalidInput for ReadOptions.Verify on an index with
+// Properties (nothing sent).
+func (x *Intra[T]) Find(ctx context.Context, pk, index, value string, opts *ReadOptions) iter.Seq2[T, error] {
+	ix, err := x.readIndex(index, opts)
 	if err == nil {
 		value = ix.norm(value)
 	}
@@ -636,10 +637,12 @@ func (x *Intra[T]) Find(ctx context.Context, pk, index, value string) iter.Seq2[
 // the index's order, with one range query (one request per 1,000 entities). An empty from
 // or to leaves that end open. Pad numbers (keys.Pad) so that their order is numeric.
 //
-// Errors (yielded): errs.ErrInvalidInput (unknown index; nothing sent), errs.ErrTransient,
-// *repo.Error.
-func (x *Intra[T]) Range(ctx context.Context, pk, index, from, to string) iter.Seq2[T, error] {
-	ix, err := x.index(index)
+// opts is accepted as Inter's is; see ReadOptions for what it means here.
+//
+// Errors (yielded): errs.ErrInvalidInput (unknown index, ReadOptions.Verify on an index
+// with Properties; nothing sent), errs.ErrTransient, *repo.Error.
+func (x *Intra[T]) Range(ctx context.Context, pk, index, from, to string, opts *ReadOptions) iter.Seq2[T, error] {
+	ix, err := x.readIndex(index, opts)
 	if err != nil {
 		return fail[T](err)
 	}
@@ -651,9 +654,11 @@ func (x *Intra[T]) Range(ctx context.Context, pk, index, from, to string) iter.S
 // in the index's order, with one range query (the guide's "email addresses starting with
 // 'a'"). An empty prefix returns every entity that has a value in the index.
 //
+// opts is accepted as Inter's is; see ReadOptions for what it means here.
+//
 // Errors (yielded): as Range.
-func (x *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Seq2[T, error] {
-	ix, err := x.index(index)
+func (x *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string, opts *ReadOptions) iter.Seq2[T, error] {
+	ix, err := x.readIndex(index, opts)
 	if err != nil {
 		return fail[T](err)
 	}
@@ -662,6 +667,22 @@ func (x *Intra[T]) Prefix(ctx context.Context, pk, index, prefix string) iter.Se
 		p = keys.Join(p) // the normalized prefix, escaped as the keys are
 	}
 	return x.rows.Query(ctx, repo.Query{Filter: filter.RowKeyPrefix(pk, ix.Name+sep+p)})
+}
+
+// readIndex is index for a read with opts: Intra's copies are written in the same
+// transaction as their primary, so a copy with every property already is what Verify
+// would return; a copy with some properties only cannot be verified (it need not carry
+// the primary's value), and Verify on it is refused rather than ignored.
+func (x *Intra[T]) readIndex(name string, opts *ReadOptions) (*index[T], error) {
+	ix, err := x.index(name)
+	if err != nil {
+		return nil, err
+	}
+	if opts != nil && opts.Verify && ix.props != nil {
+		return nil, errs.Invalid("ReadOptions.Verify", "index %q carries some properties only (Index.Properties): "+
+			"an Intra copy cannot be checked against its primary; read without Verify, or Get the entity", name)
+	}
+	return ix, nil
 }
 
 func (x *Intra[T]) index(name string) (*index[T], error) {

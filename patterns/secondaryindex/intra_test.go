@@ -174,7 +174,7 @@ func TestIntraOptimisticConcurrency(t *testing.T) {
 	if err := x.Insert(b.Ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok"))
+	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok", nil))
 	viaID, err := x.Get(b.Ctx, "Sales", "000007")
 	if err != nil || len(viaLast) != 1 {
 		t.Fatal(len(viaLast), err)
@@ -286,16 +286,16 @@ func TestIntraRangeAndPrefixInIndexOrder(t *testing.T) {
 		}
 	}
 	// The guide's "employee ids 000100 to 000199".
-	check("empid range", collect(t, x.Range(b.Ctx, "Sales", "empid", "000100", "000200")), "000100,000150,000199")
+	check("empid range", collect(t, x.Range(b.Ctx, "Sales", "empid", "000100", "000200", nil)), "000100,000150,000199")
 	// The guide's "emails starting with a": in email order.
-	check("email prefix a", collect(t, x.Prefix(b.Ctx, "Sales", "email", "a")), "000200,000150,000042")
-	check("email from b", collect(t, x.Range(b.Ctx, "Sales", "email", "b", "")), "000199,000100")
+	check("email prefix a", collect(t, x.Prefix(b.Ctx, "Sales", "email", "a", nil)), "000200,000150,000042")
+	check("email from b", collect(t, x.Range(b.Ctx, "Sales", "email", "b", "", nil)), "000199,000100")
 	// An index with duplicates: all of one value, in id order, and "Jones_Smith" is not a Jones.
-	check("find Jones", collect(t, x.Find(b.Ctx, "Sales", "last", "Jones")), "000100,000199")
-	check("last names in order", collect(t, x.Range(b.Ctx, "Sales", "last", "", "")), "000200,000100,000199,000042,000150")
-	check("last prefix Jones", collect(t, x.Prefix(b.Ctx, "Sales", "last", "Jones")), "000100,000199,000042")
-	check("find unique", collect(t, x.Find(b.Ctx, "Sales", "email", "bob@contoso.com")), "000199")
-	check("find unique absent", collect(t, x.Find(b.Ctx, "Sales", "email", "x@contoso.com")), "")
+	check("find Jones", collect(t, x.Find(b.Ctx, "Sales", "last", "Jones", nil)), "000100,000199")
+	check("last names in order", collect(t, x.Range(b.Ctx, "Sales", "last", "", "", nil)), "000200,000100,000199,000042,000150")
+	check("last prefix Jones", collect(t, x.Prefix(b.Ctx, "Sales", "last", "Jones", nil)), "000100,000199,000042")
+	check("find unique", collect(t, x.Find(b.Ctx, "Sales", "email", "bob@contoso.com", nil)), "000199")
+	check("find unique absent", collect(t, x.Find(b.Ctx, "Sales", "email", "x@contoso.com", nil)), "")
 }
 
 // Input that no index can hold is refused before any request.
@@ -325,13 +325,13 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 			return err
 		},
 		"find empty value": func() error {
-			for _, err := range x.Find(b.Ctx, "Sales", "last", "") {
+			for _, err := range x.Find(b.Ctx, "Sales", "last", "", nil) {
 				return err
 			}
 			return nil
 		},
 		"range of an unknown index": func() error {
-			for _, err := range x.Range(b.Ctx, "Sales", "phone", "", "") {
+			for _, err := range x.Range(b.Ctx, "Sales", "phone", "", "", nil) {
 				return err
 			}
 			return nil
@@ -460,7 +460,7 @@ func TestIntraBackfill(t *testing.T) {
 	if err != nil || got.EmployeeID != "000123" {
 		t.Fatalf("%+v %v", got, err)
 	}
-	if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", "L3"))); n != 36 {
+	if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", "L3", nil))); n != 36 {
 		t.Fatalf("%d employees named L3, want 36", n)
 	}
 	// The loaded entity can be updated with its ETag from Backfill.

@@ -3,9 +3,11 @@ package secondaryindex_test
 import (
 	"context"
 	"errors"
+	"iter"
 	"strings"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -34,14 +36,14 @@ func TestIntraNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 		if err != nil || got.EmployeeID != "000001" || got.Email != "Ann@Example.com" {
 			t.Errorf("Lookup(%q) = %+v, %v", asked, got, err)
 		}
-		if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", asked))); n != 1 {
+		if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", asked, nil))); n != 1 {
 			t.Errorf("Find(%q) found %d", asked, n)
 		}
 	}
-	if n := len(collect(t, x.Prefix(b.Ctx, "Sales", "email", "AN"))); n != 1 {
+	if n := len(collect(t, x.Prefix(b.Ctx, "Sales", "email", "AN", nil))); n != 1 {
 		t.Errorf("Prefix(AN) found %d", n)
 	}
-	if n := len(collect(t, x.Range(b.Ctx, "Sales", "email", "AM", "AO"))); n != 1 {
+	if n := len(collect(t, x.Range(b.Ctx, "Sales", "email", "AM", "AO", nil))); n != 1 {
 		t.Errorf("Range(AM, AO) found %d", n)
 	}
 	// A change of case only keeps the copy's key: the entity does not collide with itself.
@@ -106,7 +108,7 @@ func TestIntraStaleETagErrorNamesTheEntity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok"))
+	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok", nil))
 	other := viaID
 	other.LastName = "Kwoh" // moves the "last" copy the second reader read through
 	if err := x.Update(b.Ctx, &other); err != nil {
@@ -188,6 +190,9 @@ func TestInterLookupNeverReturnsAStaleCopy(t *testing.T) {
 type index[T any] interface {
 	Get(ctx context.Context, pk, id string) (T, error)
 	Lookup(ctx context.Context, pk, index, value string) (T, error)
+	Find(ctx context.Context, pk, index, value string, opts *secondaryindex.ReadOptions) iter.Seq2[T, error]
+	Range(ctx context.Context, pk, index, from, to string, opts *secondaryindex.ReadOptions) iter.Seq2[T, error]
+	Prefix(ctx context.Context, pk, index, prefix string, opts *secondaryindex.ReadOptions) iter.Seq2[T, error]
 	Insert(ctx context.Context, v *T) error
 	Update(ctx context.Context, v *T) error
 	Upsert(ctx context.Context, v *T) error
@@ -202,3 +207,61 @@ var (
 	_ index[Employee] = (*secondaryindex.Intra[Employee])(nil)
 	_ index[Employee] = (*secondaryindex.Inter[Employee])(nil)
 )
+
+// Issue 16: Intra's reads take Inter's *ReadOptions. Verify is already kept by Intra's
+// transactions: it adds no request and returns what a read without it returns. On an index
+// with Properties it cannot be kept and is refused before anything is sent.
+func TestIntraReadOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byEmail, byLast)
+	if err := x.Insert(b.Ctx, emp(41, "Ada", "Lind", "ada@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	verify := &secondaryindex.ReadOptions{Verify: true}
+	for name, read := range map[string]func(*secondaryindex.ReadOptions) iter.Seq2[Employee, error]{
+		"Find": func(o *secondaryindex.ReadOptions) iter.Seq2[Employee, error] {
+			return x.Find(b.Ctx, "Sales", "last", "Lind", o)
+		},
+		"Range": func(o *secondaryindex.ReadOptions) iter.Seq2[Employee, error] {
+			return x.Range(b.Ctx, "Sales", "last", "L", "M", o)
+		},
+		"Prefix": func(o *secondaryindex.ReadOptions) iter.Seq2[Employee, error] {
+			return x.Prefix(b.Ctx, "Sales", "last", "Li", o)
+		},
+	} {
+		mark := b.Proxies.Table.Count()
+		plain := collect(t, read(nil))
+		plainRequests := requestsTo(b.Proxies.Table, mark)
+		mark = b.Proxies.Table.Count()
+		verified := collect(t, read(verify))
+		if n := requestsTo(b.Proxies.Table, mark); n != plainRequests {
+			t.Errorf("%s with Verify sent %d requests, without %d: Verify must cost nothing on Intra", name, n, plainRequests)
+		}
+		if len(plain) != 1 || len(verified) != 1 || plain[0] != verified[0] || verified[0].Email != "ada@contoso.com" || verified[0].Age == 0 {
+			t.Errorf("%s: without Verify %+v, with %+v; want the same full entity", name, plain, verified)
+		}
+	}
+	for name, read := range map[string]iter.Seq2[Employee, error]{
+		"Find":   x.Find(b.Ctx, "Sales", "email", "ada@contoso.com", verify),
+		"Range":  x.Range(b.Ctx, "Sales", "email", "a", "b", verify),
+		"Prefix": x.Prefix(b.Ctx, "Sales", "email", "a", verify),
+	} {
+		mark := b.Proxies.Table.Count()
+		var got error
+		for _, err := range read {
+			got = err
+			break
+		}
+		if !errors.Is(got, errs.ErrInvalidInput) || !strings.Contains(got.Error(), "Verify") {
+			t.Errorf("%s with Verify on an index with Properties: %v, want ErrInvalidInput naming Verify", name, got)
+		}
+		if n := requestsTo(b.Proxies.Table, mark); n != 0 {
+			t.Errorf("%s: %d requests sent before the refusal", name, n)
+		}
+	}
+	// Without Verify the partial index still reads.
+	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "ada@contoso.com", nil)); len(got) != 1 {
+		t.Fatalf("Find without Verify found %d", len(got))
+	}
+}
