@@ -76,7 +76,7 @@ func TestOneRetryLayer(t *testing.T) {
 	}
 
 	b.proxy.AddRule(faultproxy.Rule{Name: "busy-always", Match: faultproxy.IsInsertEntity, Action: faultproxy.Respond(503, "ServerBusy")})
-	once := table[Employee](t, b, &repo.Options{Retry: retry.NoRetry})
+	once := table[Employee](t, b, &repo.Options{Retry: retry.NoRetry()})
 	mark = b.proxy.Count()
 	err := once.Insert(ctx, employee("Ops", "2"))
 	if !errors.Is(err, repo.ErrTransient) {

@@ -37,7 +37,7 @@ func TestThrottledAnswerIsServerBusy(t *testing.T) {
 	if _, err := b.proxy.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 1, PartitionBurst: 1, AccountRate: -1}); err != nil {
 		t.Fatal(err)
 	}
-	emps := table[Employee](t, b, &repo.Options{Retry: retry.NoRetry})
+	emps := table[Employee](t, b, &repo.Options{Retry: retry.NoRetry()})
 	if err := emps.Insert(b.ctx, employee("Sales", "1")); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestBackOffMaxRetriesAndReset(t *testing.T) {
 		}
 		b.Reset()
 	}
-	if d := NoRetry.NewBackOff().NextBackOff(); d != backoff.Stop {
+	if d := NoRetry().NewBackOff().NextBackOff(); d != backoff.Stop {
 		t.Errorf("NoRetry NextBackOff = %v, want Stop", d)
 	}
 }
@@ -167,7 +167,7 @@ func TestPolicyDefaultsAndValidate(t *testing.T) {
 	if got := (Policy{MaxRetries: Off, MaxElapsed: Off}).WithDefaults(); got.MaxRetries != Off || got.MaxElapsed != Off {
 		t.Errorf("WithDefaults changed Off values: %+v", got)
 	}
-	valid := []Policy{{}, BatchPolicy, NoRetry, {Delay: Off, MinDelay: Off, MaxDelay: Off, MaxRetries: Off, MaxElapsed: Off}, {MaxDelay: time.Millisecond}}
+	valid := []Policy{{}, BatchPolicy(), NoRetry(), {Delay: Off, MinDelay: Off, MaxDelay: Off, MaxRetries: Off, MaxElapsed: Off}, {MaxDelay: time.Millisecond}}
 	for _, p := range valid {
 		if err := p.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", p, err)
@@ -194,5 +194,27 @@ func TestOrFillsOnlyZeroFields(t *testing.T) {
 	}
 	if err := Conflict().Validate(); err != nil {
 		t.Fatalf("Conflict() is invalid: %v", err)
+	}
+}
+
+// Issue 16: the presets are functions that return a fresh copy; changing what one call
+// returned changes nothing for the next caller.
+func TestPresetsAreFreshCopies(t *testing.T) {
+	for name, preset := range map[string]func() Policy{"BatchPolicy": BatchPolicy, "NoRetry": NoRetry, "Conflict": Conflict} {
+		want := preset()
+		if err := want.Validate(); err != nil {
+			t.Fatalf("%s() is invalid: %v", name, err)
+		}
+		changed := preset()
+		changed.MaxRetries, changed.Delay = 99, time.Hour
+		if got := preset(); got != want {
+			t.Errorf("%s() after a caller changed its copy = %+v, want %+v", name, got, want)
+		}
+	}
+	if b := BatchPolicy(); b.Delay != 30*time.Second || b.MinDelay != 3*time.Second || b.MaxDelay != 90*time.Second || b.MaxRetries != 5 || b.MaxElapsed != 10*time.Minute {
+		t.Errorf("BatchPolicy() = %+v, want the partitioning article's sample", b)
+	}
+	if NoRetry().MaxRetries != Off {
+		t.Errorf("NoRetry() = %+v, want MaxRetries Off", NoRetry())
 	}
 }

@@ -130,7 +130,7 @@ func TestDoExhausted(t *testing.T) {
 	}
 
 	calls = 0
-	err = Do(context.Background(), NoRetry, testOp, func(ctx context.Context, attempt int) error {
+	err = Do(context.Background(), NoRetry(), testOp, func(ctx context.Context, attempt int) error {
 		calls++
 		return responseError(t, http.StatusServiceUnavailable, "ServerBusy")
 	})

@@ -25,7 +25,7 @@
 // balancing without holding a user for minutes. azcore's own default is 3 retries from
 // 0.8 s; we retry more often and sooner, with the same order of total time.
 //
-// BatchPolicy holds the values of the partitioning article's code sample (defaultBackoff 30 s,
+// BatchPolicy returns the values of the partitioning article's code sample (defaultBackoff 30 s,
 // backoffMin 3 s, backoffMax 90 s, retryCount 5) for batch jobs and queue workers.
 //
 // # Optimistic concurrency

@@ -67,16 +67,19 @@ type Policy struct {
 	MeterProvider metric.MeterProvider
 }
 
-// BatchPolicy is the policy of the partitioning article's code sample, for batch jobs and queue workers
-// that can afford to wait: z = 30 s (defaultBackoff), zmin = 3 s (backoffMin),
-// zmax = 90 s (backoffMax), 5 retries (the sample's retryCount), and at most 10 minutes
-// in all. The waits are about 27-39 s, then 75-90 s, then 90 s.
-var BatchPolicy = Policy{
-	Delay:      30 * time.Second,
-	MinDelay:   3 * time.Second,
-	MaxDelay:   90 * time.Second,
-	MaxRetries: 5,
-	MaxElapsed: 10 * time.Minute,
+// BatchPolicy returns the policy of the partitioning article's code sample, for batch jobs
+// and queue workers that can afford to wait: z = 30 s (defaultBackoff), zmin = 3 s
+// (backoffMin), zmax = 90 s (backoffMax), 5 retries (the sample's retryCount), and at most
+// 10 minutes in all. The waits are about 27-39 s, then 75-90 s, then 90 s. Each call
+// returns a fresh copy, as Conflict does: there is no shared default to change by accident.
+func BatchPolicy() Policy {
+	return Policy{
+		Delay:      30 * time.Second,
+		MinDelay:   3 * time.Second,
+		MaxDelay:   90 * time.Second,
+		MaxRetries: 5,
+		MaxElapsed: 10 * time.Minute,
+	}
 }
 
 // Conflict returns the policy of optimistic-concurrency loops (see Optimistic): read,
@@ -125,9 +128,9 @@ func (p Policy) Or(d Policy) Policy {
 	return p
 }
 
-// NoRetry calls an operation once: Do returns its error as it is, or an *ExhaustedError
-// when the error was retryable.
-var NoRetry = Policy{MaxRetries: Off}
+// NoRetry returns a policy that calls an operation once: Do returns its error as it is, or
+// an *ExhaustedError when the error was retryable. Each call returns a fresh copy.
+func NoRetry() Policy { return Policy{MaxRetries: Off} }
 
 // WithDefaults returns p with every zero field replaced by its default. Off (-1) and
 // invalid values are kept as they are.

@@ -11,7 +11,7 @@ import (
 // Compound joins several values into one key and splits them again (the Azure Table storage design guide, compound key
 // pattern; Tablestore's primary key design guide, concatenated keys). There are two encodings:
 //
-//   - The zero value (also named Escaped, used by the package functions Join and Split)
+//   - The zero value (also returned by Escaped, used by the package functions Join and Split)
 //     accepts any parts. It separates them with '!' and escapes every character that is
 //     forbidden in keys or that would break the order, so that any parts round-trip and
 //     for parts lists a < b (compared part by part, a shorter list first when it is a
@@ -51,9 +51,10 @@ type Compound struct {
 	Sep string
 }
 
-// Escaped is the order-preserving escaped encoding, the zero value of Compound. Join and
-// Split use it.
-var Escaped Compound
+// Escaped returns the order-preserving escaped encoding, the zero value of Compound, which
+// Join and Split use. It is a function, not a variable, so that no caller can change the
+// encoding that other packages' keys depend on.
+func Escaped() Compound { return Compound{} }
 
 // escapedSep separates parts in the escaped encoding.
 const escapedSep = '!'

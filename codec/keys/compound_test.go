@@ -44,8 +44,8 @@ func TestJoinSplit(t *testing.T) {
 		if err != nil || !slices.Equal(back, tt.parts) {
 			t.Errorf("Split(%q) = %q, %v, want %q", got, back, err, tt.parts)
 		}
-		if c, _ := Escaped.Join(tt.parts...); c != got {
-			t.Errorf("Escaped.Join(%q) = %q, want %q", tt.parts, c, got)
+		if c, _ := Escaped().Join(tt.parts...); c != got {
+			t.Errorf("Escaped().Join(%q) = %q, want %q", tt.parts, c, got)
 		}
 	}
 	if got := Join(); got != "" {
@@ -120,8 +120,8 @@ func TestCompoundPlain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c != (Compound{Sep: "_"}) || c.separator() != "_" || Escaped.separator() != "!" {
-		t.Fatalf("New(_) = %+v, Escaped separator %q", c, Escaped.separator())
+	if c != (Compound{Sep: "_"}) || c.separator() != "_" || Escaped().separator() != "!" {
+		t.Fatalf("New(_) = %+v, Escaped separator %q", c, Escaped().separator())
 	}
 	for _, bad := range []Compound{{Sep: "__"}, {Sep: "/"}} {
 		if _, err := bad.Join("a"); !errors.Is(err, errs.ErrInvalidInput) {
@@ -187,7 +187,7 @@ func TestNewRefuses(t *testing.T) {
 
 func TestEscapedRange(t *testing.T) {
 	t.Parallel()
-	lo, hi, err := Escaped.Range("Sales", "a.b")
+	lo, hi, err := Escaped().Range("Sales", "a.b")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,7 +294,7 @@ func TestAddCrashAndRerun(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
 			// No transient retries: the first call fails like a process that stops there.
-			once := hoursWith(t, b, &repo.Options{Retry: retry.NoRetry}, &dataseries.Options{Conflict: retry.NoRetry})
+			once := hoursWith(t, b, &repo.Options{Retry: retry.NoRetry()}, &dataseries.Options{Conflict: retry.NoRetry()})
 			s := hours(t, b, nil)
 			if err := s.Set(b.Ctx, "E", "D", 4, 10); err != nil {
 				t.Fatal(err)

@@ -228,7 +228,7 @@ func newRelation[S, D any](sources *repo.Table[S], targets *repo.Table[D], name 
 			return nil, err
 		}
 	}
-	if r.lo, r.hi, err = keys.Escaped.Range(tagLink, name); err != nil {
+	if r.lo, r.hi, err = keys.Escaped().Range(tagLink, name); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -333,7 +333,7 @@ func (r *Relation[S, D]) linkKey(src, target Key) (string, error) {
 // query of the source's partition.
 func (r *Relation[S, D]) readLinks(ctx context.Context, src Key) (*linkRow, []linkRow, error) {
 	header := r.headerKey(src)
-	_, hi, _ := keys.Escaped.Range(tagLink, r.name, src.RowKey)
+	_, hi, _ := keys.Escaped().Range(tagLink, r.name, src.RowKey)
 	rows, err := r.links.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(src.PartitionKey, header, hi)})
 	if err != nil {
 		return nil, nil, err

@@ -114,7 +114,7 @@ func NewSamePartition[T any](table *repo.Table[T], name string, value func(v *T)
 	if err != nil {
 		return nil, err
 	}
-	lo, hi, err := keys.Escaped.Range(tagIndex, name)
+	lo, hi, err := keys.Escaped().Range(tagIndex, name)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (ix *SamePartition[T]) location(pk, value string) (location, error) {
 	if n := utf16Bytes(longest); n > codec.MaxKeyBytes {
 		return location{}, errs.TooLarge("value", fmt.Sprintf("index %q: the index entity's RowKey (escaped \"idx!%s!<value>!<page>\") would exceed the key limit (UTF-16 bytes)", ix.name, ix.name), n, codec.MaxKeyBytes)
 	}
-	lo, hi, _ := keys.Escaped.Range(tagIndex, ix.name, value)
+	lo, hi, _ := keys.Escaped().Range(tagIndex, ix.name, value)
 	return location{pk: pk, lo: lo, hi: hi, rowKey: func(n int) string {
 		return keys.Join(tagIndex, ix.name, value, pageNumber(n))
 	}}, nil

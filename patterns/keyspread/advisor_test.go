@@ -148,7 +148,7 @@ func TestStress(t *testing.T) {
 	// Bounded by time, with the service shedding a share of the load.
 	proxy.SetSeed(7)
 	proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsInsertEntity, Probability: 0.3, Action: faultproxy.Respond(503, "ServerBusy")})
-	noRetry, err := repo.New[Access](clients.Tables, tb.Name(), &repo.Options{Retry: retry.NoRetry})
+	noRetry, err := repo.New[Access](clients.Tables, tb.Name(), &repo.Options{Retry: retry.NoRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}

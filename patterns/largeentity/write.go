@@ -135,7 +135,7 @@ func (w *write[T]) run(ctx context.Context) error {
 	}
 	pol := w.s.opts.Conflict
 	if w.kind == kindUpdate {
-		pol = retry.NoRetry
+		pol = retry.NoRetry()
 	}
 	// Upsert: a lost race (the entity changed between our read and our conditional write)
 	// is retried from the read; the new blobs are kept and reused.

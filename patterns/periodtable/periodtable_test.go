@@ -526,7 +526,7 @@ func TestFirstWriteStoppedBetweenStepsThenRerun(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, true)
-			crashing := tables(t, b, periodtable.Daily, &periodtable.Options{Table: repo.Options{Retry: retry.NoRetry}})
+			crashing := tables(t, b, periodtable.Daily, &periodtable.Options{Table: repo.Options{Retry: retry.NoRetry()}})
 			st := tables(t, b, periodtable.Daily, nil)
 			s := signIn("u", day0.Add(time.Hour), false)
 			c.rule.Name = "stop"

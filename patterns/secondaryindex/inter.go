@@ -840,7 +840,7 @@ func (x *Inter[T]) Find(ctx context.Context, pk, index, value string, opts *Read
 	if err != nil {
 		return fail[T](err)
 	}
-	lo, hi, _ := keys.Escaped.Range(value)
+	lo, hi, _ := keys.Escaped().Range(value)
 	return x.scan(ctx, ix, pk, filter.RowKeyRange(part, lo, hi), opts)
 }
 

@@ -628,7 +628,7 @@ func (x *Intra[T]) Find(ctx context.Context, pk, index, value string, opts *Read
 			yield(v, err)
 		}
 	}
-	lo, hi, _ := keys.Escaped.Range(value)
+	lo, hi, _ := keys.Escaped().Range(value)
 	prefix := ix.Name + sep
 	return x.rows.Query(ctx, repo.Query{Filter: filter.RowKeyRange(pk, prefix+lo, prefix+hi)})
 }

@@ -193,7 +193,7 @@ func TestCrashDuringWriteLeavesOneWholeVersion(t *testing.T) {
 			if err := old.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
 				t.Fatal(err)
 			}
-			crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry}, &wideentity.Options{Chunks: c.chunksAfter}) // one attempt: the process "dies" with the request
+			crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry()}, &wideentity.Options{Chunks: c.chunksAfter}) // one attempt: the process "dies" with the request
 			b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: c.action})
 			if err := crashing.Put(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(2)}); err == nil {
 				t.Fatal("the crashed write reported success")
@@ -494,7 +494,7 @@ func TestDelete(t *testing.T) {
 	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
 		t.Fatal(err)
 	}
-	crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry}, nil)
+	crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry()}, nil)
 	b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropBeforeForward()})
 	if err := crashing.Delete(b.Ctx, "P", "E"); err == nil {
 		t.Fatal("the crashed delete reported success")

@@ -153,7 +153,7 @@ func run(ctx context.Context, out io.Writer, connStr string, cfg config) (keyspr
 	}
 	// No retries: every throttling answer shows up as an error in the report.
 	name := fmt.Sprintf("PartitionStress%d", time.Now().UnixNano()%1e9)
-	tb, err := repo.New[Entity](clients.Tables, name, &repo.Options{Retry: retry.NoRetry, Concurrency: 8})
+	tb, err := repo.New[Entity](clients.Tables, name, &repo.Options{Retry: retry.NoRetry(), Concurrency: 8})
 	if err != nil {
 		return none, err
 	}
