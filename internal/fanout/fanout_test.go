@@ -3,31 +3,48 @@ package fanout
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// The first calls are held at a barrier until limit of them run at once (with a deadline,
+// so a fan-out that never reaches its limit fails instead of hanging): the peak must then
+// be exactly the limit, never above it, and every call must run.
 func TestBoundAndAllCalls(t *testing.T) {
+	const n, limit = 50, 4
 	var running, peak, calls atomic.Int64
-	err := Do(t.Context(), 50, 4, func(ctx context.Context, i int) error {
-		n := running.Add(1)
+	full := make(chan struct{}) // closed once limit calls run at once
+	var once sync.Once
+	barrier, stop := context.WithTimeout(t.Context(), 5*time.Second)
+	defer stop()
+	err := Do(t.Context(), n, limit, func(ctx context.Context, i int) error {
+		r := running.Add(1)
+		defer running.Add(-1)
 		for {
 			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
+			if r <= p || peak.CompareAndSwap(p, r) {
 				break
 			}
 		}
-		time.Sleep(time.Millisecond) // hold the slot so that calls overlap
-		running.Add(-1)
+		if r >= limit {
+			once.Do(func() { close(full) })
+		}
+		select {
+		case <-full:
+		case <-barrier.Done():
+			return fmt.Errorf("call %d: %d calls never ran at once (peak %d)", i, limit, peak.Load())
+		}
 		calls.Add(1)
 		return nil
 	})
-	if err != nil || calls.Load() != 50 {
+	if err != nil || calls.Load() != n {
 		t.Fatalf("err %v, %d calls", err, calls.Load())
 	}
-	if p := peak.Load(); p > 4 || p < 2 {
-		t.Fatalf("peak concurrency %d, want 2..4", p)
+	if p := peak.Load(); p != limit {
+		t.Fatalf("peak concurrency %d, want %d", p, limit)
 	}
 }
 
