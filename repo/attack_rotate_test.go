@@ -98,6 +98,7 @@ func TestAttackReencryptCrashWhileTransactionInFlight(t *testing.T) {
 	both := &codec.Encryption{Key: next, Resolver: keyring(t, old, next)}
 	rotator := table[SecretEmployee](t, b, &repo.Options{Encryption: both})
 	ps := b.proxy.PauseAt("crash", faultproxy.IsBatch, 1)
+	ps.Detach() // the service goes on with the transaction after the client gave up
 	t.Cleanup(ps.Release)
 	ctx, cancel := context.WithCancel(b.ctx)
 	done := make(chan error, 1)
@@ -112,15 +113,20 @@ func TestAttackReencryptCrashWhileTransactionInFlight(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled rotation reported success")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.proxy.Fired("crash") == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Wait, with a deadline, until the proxy has forwarded the transaction and its answer
+	// came back (to nobody): it has landed after the client gave up.
+	idle, stop := context.WithTimeout(b.ctx, 10*time.Second)
+	defer stop()
+	if err := b.proxy.WaitIdle(idle); err != nil || b.proxy.Fired("crash") != 1 {
+		t.Fatalf("the held transaction was not forwarded: %v (fired %d)", err, b.proxy.Fired("crash"))
 	}
-	time.Sleep(200 * time.Millisecond) // let the forwarded transaction land
+	if ids := keyIDs(t, b); ids["kek-fresh"] != 5 {
+		t.Fatalf("key ids after the forwarded transaction: %v, want it landed on all 5", ids)
+	}
 	readAll(t, b, both, 5)
 	res, err := rotator.RotateKeys(b.ctx, &repo.RotateOptions{Reencrypt: true})
-	if err != nil || res.Reencrypted+res.Current != 5 {
-		t.Fatalf("rerun: %+v, %v", res, err)
+	if err != nil || res.Reencrypted != 0 || res.Current != 5 {
+		t.Fatalf("rerun: %+v, %v; want the 5 landed ones found current", res, err)
 	}
 	if ids := keyIDs(t, b); ids["kek-fresh"] != 5 {
 		t.Fatalf("key ids: %v", ids)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // Pause holds one chosen request at the proxy, before it is forwarded, until the test
@@ -23,7 +24,9 @@ import (
 // A Pause is a Rule (added by Proxy.PauseAt) whose matcher counts the requests that match
 // and blocks on the nth one until Release, or until the client gives up on the request
 // (its context ends, the proxy closes). It then fires with the zero Action: the request is
-// forwarded untouched and recorded with Fired set to the pause's name. Other requests pass
+// forwarded untouched and recorded with Fired set to the pause's name; a request whose
+// client gave up is forwarded with that client's ended context and so does not reach the
+// service, unless the test called Detach. Other requests pass
 // by, held or not, so the rest of the system keeps running while one request waits.
 //
 // Mind the order of rules: a request that an earlier rule fires on never reaches the pause
@@ -40,6 +43,21 @@ type Pause struct {
 	reached chan struct{}
 	release chan struct{}
 	once    sync.Once
+	// detach, set by Detach, forwards the held request even after its client gave up.
+	detach atomic.Bool
+}
+
+// Detach makes the proxy forward the held request to the service even when its client
+// gave up on it while it was held, as a real service goes on with a request whose client
+// went away: the write lands after the client saw its failure. Without it the forward
+// carries the client's ended context and does not reach the service. Wait for the
+// forward to finish with Proxy.WaitIdle. Call it before the client gives up.
+func (ps *Pause) Detach() { ps.detach.Store(true) }
+
+// detached reports whether r, held by this pause, must be forwarded although its client
+// gave up.
+func (ps *Pause) detached(r *http.Request) bool {
+	return ps.detach.Load() && r.Context().Err() != nil
 }
 
 // PauseAt adds a rule named name, after the existing rules, that holds the nth request
@@ -51,7 +69,7 @@ func (p *Proxy) PauseAt(name string, match func(*http.Request) bool, nth int) *P
 		nth = 1
 	}
 	ps := &Pause{name: name, match: match, nth: nth, reached: make(chan struct{}), release: make(chan struct{})}
-	ps.remove = p.AddRule(Rule{Name: name, Match: ps.hold})
+	ps.remove = p.AddRule(Rule{Name: name, Match: ps.hold, pause: ps})
 	return ps
 }
 

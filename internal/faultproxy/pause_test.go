@@ -109,3 +109,35 @@ func TestPauseEndsWithTheClient(t *testing.T) {
 		t.Fatal("Wait returned nil although nothing was held")
 	}
 }
+
+// TestPauseDetachLandsAfterTheClientGaveUp: a detached pause forwards the held insert even
+// though its client gave up, and WaitIdle returns once it has reached the service.
+func TestPauseDetachLandsAfterTheClientGaveUp(t *testing.T) {
+	t.Parallel()
+	p, tc, direct := proxiedTable(t)
+	ps := p.PauseAt("held", faultproxy.MethodIs(http.MethodPost), 1)
+	ps.Detach()
+	t.Cleanup(ps.Release)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := tc.AddEntity(ctx, entity(t, "p", "late"), nil)
+		done <- err
+	}()
+	if err := ps.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled held insert returned nil")
+	}
+	idle, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	if err := p.WaitIdle(idle); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
+	}
+	if _, err := direct.GetEntity(t.Context(), "p", "late", nil); err != nil {
+		t.Fatalf("the detached insert did not land after its client gave up: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,24 @@ type Proxy struct {
 	emptyPage bool                 // EmulatePaging empty first page
 
 	throttle atomic.Pointer[Throttle] // EmulateThrottling model (throttle.go); nil = off
+	inflight atomic.Int64             // requests in ServeHTTP (WaitIdle)
+}
+
+// WaitIdle blocks until no request is being handled by the proxy (held, delayed,
+// forwarded or answered), or ctx ends (then it returns ctx.Err()): the way to know that a
+// request forwarded after its client gave up (Pause.Detach) has reached the service and
+// come back. It polls every millisecond.
+func (p *Proxy) WaitIdle(ctx context.Context) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for p.inflight.Load() != 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // RequestInfo records one request that reached the proxy.
@@ -181,6 +200,8 @@ func (p *Proxy) EmulatePaging(maxPerPage int, emptyFirst bool) {
 // ServeHTTP implements http.Handler: it records the request, applies the first rule that
 // fires, and otherwise forwards it (through the emulations) to the target.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.inflight.Add(1)
+	defer p.inflight.Add(-1)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		// The client went away mid-body; there is no one to answer.
@@ -188,6 +209,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = r.Body.Close()
 	rule := p.pickRule(r, body)
+	if rule != nil && rule.pause != nil && rule.pause.detached(r) {
+		r = r.WithContext(context.WithoutCancel(r.Context()))
+	}
 	var busy *refusal // the throughput model's answer (throttle.go), for forwarded requests
 	if rule == nil || rule.Action.kind == actDelay || rule.Action.kind == actForward {
 		busy = p.throttled(r, body)

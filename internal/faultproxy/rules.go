@@ -28,6 +28,8 @@ type Rule struct {
 	Times int
 	// Action is what happens when the rule fires.
 	Action Action
+	// pause is the Pause whose rule this is (PauseAt), nil for other rules.
+	pause *Pause
 }
 
 type actionKind int
