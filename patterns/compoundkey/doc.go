@@ -54,4 +54,10 @@
 //   - The partition now holds the employee and all its reviews: if reviews are read
 //     rarely and the employee often, the guide suggests separate entities anyway.
 //   - Choose a separator that makes keys easy to parse and keep the parts' widths fixed.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package compoundkey

@@ -68,4 +68,10 @@
 //     of different writers are ordered as their clocks say, not as they happened; within
 //     one Log the order of Append calls is kept even if the clock stands still or goes
 //     back.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package logtail
