@@ -52,7 +52,7 @@ func holdExportAtManifest(t *testing.T, b *bed, job ArchiveTableJob) (resume cha
 	select {
 	case <-reached:
 	case err := <-done:
-		t.Fatalf("export ended before its manifest: %v", err)
+		t.Fatalf("export ended before its manifest: %+v %v", *rep, err)
 	}
 	return resume, done, rep
 }
