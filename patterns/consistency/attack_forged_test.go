@@ -22,6 +22,12 @@ import (
 // and whose data holds the table's keys with forged content (versions empty: a manifest
 // that matches nothing).
 func forgeGeneration(t *testing.T, b *bed, container, name, checkedAt string, matchVersions bool) Manifest {
+	return forgeWithVersions(t, b, container, name, checkedAt, matchVersions, "")
+}
+
+// forgeWithVersions is forgeGeneration with the Versions copied from elsewhere (an
+// earlier, genuine manifest in the same container) when versions is not empty.
+func forgeWithVersions(t *testing.T, b *bed, container, name, checkedAt string, matchVersions bool, versions string) Manifest {
 	t.Helper()
 	tb, err := repo.New[codec.Entity](b.clients.Tables, name, nil)
 	if err != nil {
@@ -53,9 +59,12 @@ func forgeGeneration(t *testing.T, b *bed, container, name, checkedAt string, ma
 	sum := sha256.Sum256(lines.Bytes())
 	m.SHA256 = hex.EncodeToString(sum[:])
 	m.DataBlob = DataBlobName(name, m.Generation)
-	if matchVersions {
+	switch {
+	case versions != "":
+		m.Versions = versions
+	case matchVersions:
 		m.Versions = hex.EncodeToString(vh.Sum(nil))
-	} else {
+	default:
 		m.Versions = hex.EncodeToString(make([]byte, 32))
 	}
 	now := time.Now().UTC()
@@ -132,5 +141,38 @@ func TestAttackCheckedAtAtTopOfRangeMakesOwnManifestUnreadable(t *testing.T) {
 	}
 	if err != nil || gens[len(gens)-1] != rep.Manifest.Generation {
 		t.Fatalf("generations %v %v, want %s last", gens, err, rep.Manifest.Generation)
+	}
+}
+
+// The same with write access to the container only: the Versions are copied from the
+// genuine manifest of an earlier export of the unchanged table (kept: KeepTable), so no
+// access to the table is needed. The next job deletes the table on the strength of the
+// forged generation.
+func TestAttackForgedGenerationFromGenuineManifestDeletesTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	container := testenv.ContainerName(t)
+	name := b.current.Name()
+	fillTable(t, b, name, 20, "a")
+	first, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: name, Container: container, Sealed: true, KeepTable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := forgeWithVersions(t, b, container, name, "8999-01-01T00:00:00Z", false, first.Manifest.Versions)
+	rep, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: name, Container: container, Sealed: true})
+	t.Logf("archive: %s generation %s, %v", rep.Outcome, rep.Manifest.Generation, err)
+	if ok, _ := b.current.Exists(b.ctx); ok {
+		return
+	}
+	back := b.newTable(t, "Back")
+	if _, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: name, Container: container, Target: back.Name(), Generation: GenerationAll}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := back.Get(b.ctx, "user00", "a00000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Properties["Tag"] != "a" {
+		t.Fatalf("table deleted after forged generation %s: restore of all generations gives Tag %v, want a", forged.Generation, e.Properties["Tag"])
 	}
 }
