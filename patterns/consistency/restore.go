@@ -12,6 +12,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -185,23 +186,37 @@ func (a *Archiver) dropSnapshots(container string, gens []generation, snaps []st
 
 // readLines streams the data blob of m (its snapshot when snapshot is set), checks it
 // against m, and calls fn for each entity (fn may be nil to only verify). A blob that
-// does not match m is ErrArchiveCorrupt.
+// does not match m, or is missing, is ErrArchiveCorrupt.
 func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) error {
+	_, err := a.readData(ctx, container, m, snapshot, fn)
+	return err
+}
+
+// readData is readLines that also returns the ETag of the blob it read (one download:
+// the content checked is the content of that ETag).
+func (a *Archiver) readData(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) (azcore.ETag, error) {
 	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(m.DataBlob)
 	if snapshot != "" {
 		var err error
 		if bc, err = bc.WithSnapshot(snapshot); err != nil {
-			return err
+			return "", err
 		}
 	}
 	resp, err := bc.DownloadStream(ctx, nil)
-	if err != nil {
-		return errs.Wrap(err, "download table export", container, "", "")
+	if err = errs.Wrap(err, "download table export", container, "", ""); errors.Is(err, errs.ErrNotFound) {
+		// A manifest without its data: the archive is broken, not a passing failure.
+		return "", fmt.Errorf("%w: %s/%s is missing: %w", ErrArchiveCorrupt, container, m.DataBlob, err)
+	} else if err != nil {
+		return "", err
+	}
+	var etag azcore.ETag
+	if resp.ETag != nil {
+		etag = *resp.ETag
 	}
 	defer resp.Body.Close()
 	zr, err := gzip.NewReader(resp.Body)
 	if err != nil {
-		return fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
+		return "", fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
 	}
 	var sum hash.Hash = sha256.New()
 	sc := bufio.NewScanner(io.TeeReader(zr, sum))
@@ -218,28 +233,33 @@ func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, 
 		}
 		e, err := codec.DecodeEntity(sc.Bytes())
 		if err != nil {
-			return fmt.Errorf("%w: export %s/%s line %d: %v", ErrArchiveCorrupt, container, m.DataBlob, n, err)
+			return "", fmt.Errorf("%w: export %s/%s line %d: %v", ErrArchiveCorrupt, container, m.DataBlob, n, err)
 		}
 		if err := fn(e); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return "", ctx.Err()
 		}
-		return fmt.Errorf("%w: reading export %s/%s: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
+		return "", fmt.Errorf("%w: reading export %s/%s: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
 	}
 	if got := hex.EncodeToString(sum.Sum(nil)); n != m.Entities || size != m.Bytes || got != m.SHA256 {
-		return fmt.Errorf("%w: export %s/%s: %d entities, %d bytes, sha256 %s; the manifest says %d, %d, %s",
+		return "", fmt.Errorf("%w: export %s/%s: %d entities, %d bytes, sha256 %s; the manifest says %d, %d, %s",
 			ErrArchiveCorrupt, container, m.DataBlob, n, size, got, m.Entities, m.Bytes, m.SHA256)
 	}
-	return nil
+	return etag, nil
 }
 
 // verifyData reads m's data blob whole and checks it against m.
 func (a *Archiver) verifyData(ctx context.Context, container string, m Manifest) error {
 	return a.readLines(ctx, container, m, "", nil)
+}
+
+// verifyDataETag is verifyData that returns the ETag of the content it checked.
+func (a *Archiver) verifyDataETag(ctx context.Context, container string, m Manifest) (azcore.ETag, error) {
+	return a.readData(ctx, container, m, "", nil)
 }
 
 // dropAbortedData deletes the data blob of an export that failed before its manifest
