@@ -115,7 +115,9 @@ type Manifest struct {
 	// the table held exactly this export, by the archiver's clock, raised above the
 	// CheckedAt of every generation of the table listed just before that check (so a
 	// slower clock still orders after what it saw). Manifests without it (earlier
-	// versions) order by their generation name's time.
+	// versions) order by their generation name's time. A generation ordered after the
+	// reader's clock + ClockSkew is ignored by every listing (forged, or a clock far
+	// ahead), and no CheckedAt is written beyond that bound.
 	CheckedAt  string `json:"checkedAt,omitempty"`
 	ExportedAt string `json:"exportedAt"`
 	// Sealed says why the table was archivable: "period" or "operator".
@@ -288,8 +290,10 @@ func (j RestoreTableJob) Validate() error {
 //  2. if the table is gone: OutcomeAlreadyArchived when a generation exists, else
 //     OutcomeMissing;
 //  3. if the latest generation already holds the table exactly as it is (a run that
-//     stopped after its manifest: the versions of the table hash to its Versions) and
-//     its data matches its manifest, go to 6;
+//     stopped after its manifest: a scan of every property of the table hashes to its
+//     Versions and to its SHA256, size and count: the container is untrusted, and
+//     Versions alone can be copied from a genuine manifest) and its data matches its
+//     manifest, go to 6;
 //  4. stream every entity into a data blob under a new generation's name, hashing the
 //     (PartitionKey, RowKey, ETag) of each and keeping the versions of the entities
 //     whose Timestamp is at or after the export's start minus ClockSkew; read the blob
@@ -297,13 +301,17 @@ func (j RestoreTableJob) Validate() error {
 //  5. list the generations; scan the table's keys and ETags again: the same hash (any
 //     insert, update or delete since the export read it changes it); create the
 //     manifest with If-None-Match: *, its CheckedAt the start of that scan (raised above
-//     every CheckedAt listed, see Manifest.CheckedAt);
+//     every CheckedAt listed, see Manifest.CheckedAt), after setting the data blob's
+//     metadata If-Match the ETag it verified (a sweep that listed it earlier can no
+//     longer delete it: see SweepAbortedExports);
 //  6. immediately before DeleteTable, query the entities with a Timestamp at or after
 //     the export's start (on a rerun: the start of the scan of 3) minus ClockSkew: each
 //     must be one the export holds, with the same ETag; then list the generations again:
-//     the one the table is deleted after must be the latest. If another one has become
-//     the latest (a concurrent duplicate, or another worker's clock), go back to 3
-//     (at most twice; then an error that lets the job run again later).
+//     the one the table is deleted after must be the latest; then set the data blob's
+//     metadata If-Match the ETag checked in 3 or 5: a blob gone keeps the table (an
+//     error: the rerun exports again), one changed goes back to 3. If another generation
+//     has become the latest (a concurrent duplicate, or another worker's clock), go back
+//     to 3 (at most twice; then an error that lets the job run again later).
 //
 // For a period table (not Sealed), every entity's Timestamp must also be at or before
 // the claimed period's end + SealGrace + ClockSkew: a later one proves that writers
@@ -350,7 +358,7 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 		if err != nil || done {
 			return rep, err
 		}
-		a.opts.Logger.Info("a later generation appeared before the delete: checking it", zap.String("table", job.Table), zap.Int("round", round+1))
+		a.opts.Logger.Info("a later generation appeared, or the data blob changed, before the delete: checking again", zap.String("table", job.Table), zap.Int("round", round+1))
 	}
 	// Concurrent duplicates kept adding generations (or deleting the table under this
 	// run): not a proof of a writer. A redelivery finds the table deleted by one of
