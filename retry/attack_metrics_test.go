@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -133,3 +135,26 @@ type uncomparable struct {
 }
 
 type metricMP = metric.MeterProvider
+
+// NaN is not a fraction or a factor: NewGate must refuse it as it refuses 0 < Cut < 1
+// violations. Accepted, a NaN Cut makes the limit NaN once the service throttles: the Gate
+// then limits nothing (or never lifts), whatever the throttling.
+func TestAttackGateNaNOptions(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	for name, o := range map[string]GateOptions{"Cut": {Cut: nan}, "Raise": {Raise: nan}, "Threshold": {Threshold: nan}} {
+		g, err := NewGate(&o)
+		if err != nil {
+			continue
+		}
+		c := &fakeClock{t: time.Unix(1_000_000, 0)}
+		g.now = c.now
+		var waits time.Duration
+		for range 50 {
+			waits += max(g.reserve(), 0)
+			g.Observe(true)
+			c.add(10 * time.Millisecond)
+		}
+		t.Errorf("NewGate accepted %s NaN; after 50 throttled answers: rate %v, total wait %v", name, g.Rate(), waits)
+	}
+}
