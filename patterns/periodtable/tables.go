@@ -50,6 +50,9 @@ type Options struct {
 	Clock func() time.Time
 	// Table configures each period table (retry policy, logger, ...): Tables owns many
 	// tables, so it builds them itself, and its logger is Table.Logger (none by default).
+	// Table.Encryption, if set, is bound to each period table's own name
+	// (codec.Encryption.Table): leave its Table empty (New refuses one), and read a period
+	// table's entities elsewhere with an Encryption bound to that period table's name.
 	// Its CreateWait is ignored: a period table found being deleted is never waited for
 	// and re-created (CreateWait is -1 in the tables Table returns).
 	Table repo.Options
@@ -147,6 +150,20 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string,
 	}, nil
 }
 
+// optionsOf returns the options of the period table name: the Tables' own, with
+// encryption bound to that table (codec.Encryption.Table), so that an entity of one period
+// copied into another period's table fails to read there (codec.ErrTampered) instead of
+// passing as genuine data of that period.
+func (p *Tables[T]) optionsOf(name string) *repo.Options {
+	o := p.topts
+	if o.Encryption != nil {
+		e := *o.Encryption
+		e.Table = name
+		o.Encryption = &e
+	}
+	return &o
+}
+
 // Scheme returns the naming scheme of the tables.
 func (p *Tables[T]) Scheme() Scheme { return p.scheme }
 
@@ -157,7 +174,7 @@ func (p *Tables[T]) repoTable(name string) *repo.Table[T] {
 	t, ok := p.tables[name]
 	if !ok {
 		// The name comes from the scheme and the options were checked by New: no error.
-		t, _ = repo.New[T](p.svc, name, &p.topts)
+		t, _ = repo.New[T](p.svc, name, p.optionsOf(name))
 		p.tables[name] = t
 	}
 	return t
