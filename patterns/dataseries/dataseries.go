@@ -24,9 +24,11 @@ type Number interface {
 }
 
 // MaxPoints is the longest series one entity holds: the service's 252 custom properties,
-// less the one that records applied operations (OpsProperty). A longer series does not fit
-// one entity by design: store it as a wide entity (patterns/wideentity) or in a blob.
-const MaxPoints = codec.MaxProperties - 1
+// less the one that records applied operations (OpsProperty) and the one that holds the
+// table's write history (repo.Options.TrackWrites, which New requires). A longer series
+// does not fit one entity by design: store it as a wide entity (patterns/wideentity) or in
+// a blob.
+const MaxPoints = codec.MaxProperties - 2
 
 // OpsProperty is the property where a series records the ids of the last operations it
 // applied (see AddOptions.OpID). It never collides with a point, whose name ends with
@@ -108,7 +110,7 @@ func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options
 		return nil, errs.Invalid("Layout.Points", "must be at least 1, got %d", layout.Points)
 	}
 	if layout.Points > MaxPoints {
-		return nil, errs.TooLarge("Layout.Points", "a series this long does not fit one entity (252 properties, one of them for the applied operations): store it as a wide entity (patterns/wideentity) or in a blob", layout.Points, MaxPoints)
+		return nil, errs.TooLarge("Layout.Points", "a series this long does not fit one entity (252 properties, two of them for the applied operations and the write history): store it as a wide entity (patterns/wideentity) or in a blob", layout.Points, MaxPoints)
 	}
 	if layout.Prefix == "" {
 		layout.Prefix = "P"
