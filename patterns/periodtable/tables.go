@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -66,10 +67,13 @@ type Tables[T any] struct {
 	svc      *aztables.ServiceClient
 	scheme   Scheme
 	timeProp string
-	codec    *codec.Codec[T]
-	opts     Options
-	topts    repo.Options
-	log      *zap.Logger
+	// timeIndex is the index path of the time field of a type with encrypted fields
+	// (see timeOf); nil otherwise.
+	timeIndex []int
+	codec     *codec.Codec[T]
+	opts      Options
+	topts     repo.Options
+	log       *zap.Logger
 
 	mu     sync.Mutex
 	tables map[string]*repo.Table[T]
@@ -137,6 +141,20 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string,
 	if !ok {
 		return nil, errs.Invalid("timeProperty", "%T has no property %q", *new(T), timeProperty)
 	}
+	// A type with encrypted fields cannot be encoded in part (codec refuses a merge of it),
+	// so the time is read from its field directly.
+	var timeIndex []int
+	if _, dynamic := any(new(T)).(*codec.Entity); !dynamic && c.Encrypted() {
+		info, _ := c.Property(prop)
+		sf, found := reflect.TypeFor[T]().FieldByName(info.GoName)
+		switch {
+		case info.Encrypted:
+			return nil, errs.Invalid("timeProperty", "%q is encrypted: the time property routes each entity to its table and filters queries, so it must be stored in clear", prop)
+		case !found || (sf.Type != reflect.TypeFor[time.Time]() && sf.Type != reflect.TypeFor[*time.Time]()):
+			return nil, errs.Invalid("timeProperty", "%q must be a time.Time field of %T", prop, *new(T))
+		}
+		timeIndex = sf.Index
+	}
 	topts := o.Table
 	topts.CreateWait = -1
 	topts.Logger = logx.OrNop(topts.Logger)
@@ -145,7 +163,7 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string,
 		return nil, err
 	}
 	return &Tables[T]{
-		svc: svc, scheme: scheme, timeProp: prop, codec: c, opts: o, topts: topts, log: topts.Logger,
+		svc: svc, scheme: scheme, timeProp: prop, timeIndex: timeIndex, codec: c, opts: o, topts: topts, log: topts.Logger,
 		tables: map[string]*repo.Table[T]{},
 	}, nil
 }
@@ -221,6 +239,20 @@ func (p *Tables[T]) writable(at time.Time) (Table, error) {
 func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 	if v == nil {
 		return time.Time{}, errs.Invalid("entity", "is nil")
+	}
+	if p.timeIndex != nil {
+		f, err := reflect.ValueOf(v).Elem().FieldByIndexErr(p.timeIndex)
+		if err == nil {
+			switch at := f.Interface().(type) {
+			case time.Time:
+				return at, nil
+			case *time.Time:
+				if at != nil {
+					return *at, nil
+				}
+			}
+		}
+		return time.Time{}, errs.Invalid(p.timeProp, "must hold a time.Time to route the entity to its period")
 	}
 	body, err := p.codec.EncodeProperties(v, p.timeProp)
 	if err != nil {
