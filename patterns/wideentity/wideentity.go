@@ -34,8 +34,8 @@ const (
 	// group transaction of at most 100 actions.
 	MaxChunks = repo.MaxTransactionActions
 	// PropertiesPerChunk is how many of the entity's properties one chunk holds at most: the
-	// service's 252, less RevProperty, ChunksProperty and repo's write-tracking property
-	// (repo.DefaultWriteIDProperty).
+	// service's 252, less RevProperty, ChunksProperty and the table's write-tracking
+	// property (repo.Table.WriteIDProperty).
 	PropertiesPerChunk = codec.MaxProperties - 3
 	// DefaultChunks is the number of chunks when Options.Chunks is 0: the guide's two
 	// entities for 365 daily counts.
