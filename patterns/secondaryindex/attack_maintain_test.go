@@ -1,0 +1,215 @@
+package secondaryindex_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+)
+
+// Attack on Inter.Repair "idempotent: a second Repair finds nothing": one entity with two
+// orphan copies in the same index (two old values written around the package). Repair
+// must remove both; a Verify right after must find no drift.
+func TestAttackInterRepairTwoOrphansOfOneEntity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	w := b.worker(t, queue, x)
+	if err := x.Insert(b.Ctx, iemp(1, "F", "L", "e1@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	mustClean(t, b.Ctx, x, 1, "Sales")
+	for _, k := range []string{interKey("old1@contoso.com", "000001"), interKey("old2@contoso.com", "000001")} {
+		o := &codec.Entity{PartitionKey: "email_Sales", RowKey: k, Properties: map[string]any{"FirstName": "Old"}}
+		if err := b.Raw.Insert(b.Ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil || r.Orphan != 2 {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+	r, err = x.Repair(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Drift() != 0 {
+		t.Fatalf("after one Repair (%+v): %d orphans left, samples %+v; rows %q", r, after.Orphan, after.Samples, b.rows(t, "email_Sales"))
+	}
+}
+
+// Attack on Intra.Repair's orphan delete: "a write that makes it wanted rewrites it first,
+// and the delete fails its condition". The orphan delete is held at the proxy while a
+// live Update moves an entity's email to the orphan's value. Whatever the live write
+// returns, the final state must have no drift: if it succeeded, its copy must survive.
+func TestAttackIntraRepairOrphanDeleteHeldWhileLiveUpdateClaimsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byEmail) // through the proxy
+	live, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, b.RepoOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Insert(b.Ctx, emp(1, "Ann", "Lee", "ann@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	orphan := &codec.Entity{PartitionKey: "Sales", RowKey: "email_ghost@contoso.com", Properties: map[string]any{"EmployeeId": "000099"}}
+	if err := b.Raw.Insert(b.Ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("orphan delete", faultproxy.MethodIs("DELETE"), 1)
+	type result struct {
+		r   *secondaryindex.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := x.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	e, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Email = "ghost@contoso.com"
+	uerr := live.Update(b.Ctx, &e)
+	ps.Release()
+	res := <-done
+	t.Logf("live update: %v; repair: %+v %v", uerr, res.r, res.err)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if uerr == nil {
+		if c := b.row(t, "Sales", "email_ghost@contoso.com"); c == nil || c.Properties["EmployeeId"] != "000001" {
+			t.Fatalf("the live copy was deleted by the repair: %+v (rows %q)", c, b.rows(t, "Sales"))
+		}
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+	_ = fmt.Sprint
+}
+
+// The same window on an index with duplicates, where the orphan's key is exactly the key
+// the entity's next value gives it (the key holds the primary value): the live Update can
+// claim the orphan's key while the repair's conditional delete is held.
+func TestAttackIntraRepairOrphanDeleteHeldWhileLiveUpdateClaimsDuplicateKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byLast) // through the proxy
+	live, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byLast}, b.RepoOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Insert(b.Ctx, emp(1, "Ann", "Smith", "ann@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for _, rk := range b.rows(t, "Sales") {
+		if rk != "empid_000001" {
+			key = rk
+		}
+	}
+	old := b.row(t, "Sales", key)
+	e, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.LastName = "Lee"
+	if err := live.Update(b.Ctx, &e); err != nil {
+		t.Fatal(err)
+	}
+	old.ETag = ""
+	if err := b.Raw.Insert(b.Ctx, old); err != nil { // the orphan: an old copy put back by hand
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("orphan delete", faultproxy.MethodIs("DELETE"), 1)
+	type result struct {
+		r   *secondaryindex.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := x.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	e, err = live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.LastName = "Smith"
+	uerr := live.Update(b.Ctx, &e)
+	ps.Release()
+	res := <-done
+	t.Logf("live update: %v; repair: %+v %v; rows %q", uerr, res.r, res.err, b.rows(t, "Sales"))
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if uerr == nil && b.row(t, "Sales", key) == nil {
+		t.Fatalf("the live copy %q was deleted by the repair (rows %q)", key, b.rows(t, "Sales"))
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+}
+
+// Attack on Inter.Repair "a concurrent write or reconciliation makes it start over": the
+// forced transaction of a stale copy is held while the entity is deleted and the delete
+// reconciled. Released, the repair must not bring the copy back, and must not fail.
+func TestAttackInterRepairHeldWhileLiveDeleteCommits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.Queue()
+	x := b.inter(t, q, -1, byEmail) // through the proxy
+	live := b.directInter(t, byEmail)
+	e := iemp(1, "Ann", "Lee", "ann@contoso.com")
+	if err := live.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, "Sales", "000001"); err != nil {
+		t.Fatal(err)
+	}
+	c := b.row(t, "email_Sales", interKey("ann@contoso.com", "000001"))
+	c.Properties["FirstName"] = "Tampered"
+	if err := b.Raw.Upsert(b.Ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("forced repair transaction", faultproxy.IsBatch, 1)
+	type result struct {
+		r   *secondaryindex.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := x.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	cur, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Delete(b.Ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, "Sales", "000001"); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	t.Logf("repair: %+v %v; index rows %q", res.r, res.err, b.rows(t, "email_Sales"))
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if b.row(t, "email_Sales", interKey("ann@contoso.com", "000001")) != nil {
+		t.Fatal("the repair brought back the copy of a deleted entity")
+	}
+	mustClean(t, b.Ctx, x, 0, "Sales")
+}
