@@ -1,0 +1,102 @@
+package indexentity
+
+import (
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Attack on SamePartition.Repair (option 2): an orphan entry (its entity deleted around
+// the index) whose removal is held at the proxy while a live Insert re-creates the entity
+// under the same value. The live insert finds the id listed already; when the held
+// removal lands, the entity must not be left unlisted.
+func TestAttackSamePartitionRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
+	live := must(NewSamePartition(direct, "LastName", lastName, nil))
+	for _, id := range []string{"000001", "000002"} {
+		if err := live.Insert(b.Ctx, emp("Sales", id, "Jones")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := direct.Delete(b.Ctx, "Sales", "000002", nil); err != nil { // around the index
+		t.Fatal(err)
+	}
+	ix := b.samePartition(nil) // through the proxy
+	ps := b.tableProxy().PauseAt("orphan removal", faultproxy.IsBatch, 1)
+	type result struct {
+		r   *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := ix.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	if err := live.Insert(b.Ctx, emp("Sales", "000002", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	t.Logf("repair: %+v %v", res.r, res.err)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if ids := must(ix.IDs(b.Ctx, "Sales", "Jones")); len(ids) != 2 {
+		t.Fatalf("Jones lists %v: the repair unlisted a live entity", ids)
+	}
+	b.clean(ix, "Sales", 2)
+}
+
+// The same window for Eventual (TableStore): the removal of an orphan key is held while
+// the entity is re-created under the orphan's value and its reconciliation completes.
+func TestAttackEventualRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	storeTable := b.NewTableName()
+	q := b.queue()
+	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
+	dstore := must(NewTableStore(must(repo.New[codec.Entity](b.Direct.Tables, storeTable, &repo.Options{Retry: fast})), "LastName", nil))
+	live := must(NewEventual(direct, "LastName", lastName, dstore, q, nil))
+	pstore := must(NewTableStore(must(repo.New[codec.Entity](b.Clients.Tables, storeTable, &repo.Options{Retry: fast})), "LastName", nil))
+	ix := b.eventual(pstore, q) // through the proxy
+	if err := direct.Insert(b.Ctx, emp("Sales", "000001", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	if err := dstore.Add(b.Ctx, "Jones", k("Sales", "000001")); err != nil {
+		t.Fatal(err)
+	}
+	if err := dstore.Add(b.Ctx, "Jones", k("Sales", "000002")); err != nil { // orphan
+		t.Fatal(err)
+	}
+	ps := b.tableProxy().PauseAt("orphan removal", faultproxy.IsBatch, 1)
+	type result struct {
+		r   *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := ix.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	if err := direct.Insert(b.Ctx, emp("Sales", "000002", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, k("Sales", "000002")); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	t.Logf("repair: %+v %v", res.r, res.err)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	b.checkKeys(dstore, "Jones", k("Sales", "000001"), k("Sales", "000002"))
+	b.clean(ix, "Sales", 2)
+}
