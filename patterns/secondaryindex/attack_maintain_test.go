@@ -290,3 +290,53 @@ func TestAttackIntraBackfillUniqueDuplicateInOldData(t *testing.T) {
 		t.Fatalf("second Repair wrote again (%d): Repair hands the unique copy back and forth (%v -> %v -> %v)", r2.Repaired, before, mid, owner())
 	}
 }
+
+// Attack on Inter.Repair's orphan delete: an old copy of employee 1 ("b@", written by
+// hand) is an orphan; the forced repair transaction that deletes it is held while a live
+// Update moves the employee's email to b@ and its reconciliation commits: the orphan's
+// key is now the real copy. Released, the repair must leave the copy of b@ in place.
+func TestAttackInterRepairOrphanBecomesRealCopyInWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.Queue()
+	x := b.inter(t, q, -1, byEmail) // through the proxy
+	live := b.directInter(t, byEmail)
+	if err := live.Insert(b.Ctx, iemp(1, "Ann", "Lee", "a@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, "Sales", "000001"); err != nil {
+		t.Fatal(err)
+	}
+	o := &codec.Entity{PartitionKey: "email_Sales", RowKey: interKey("b@contoso.com", "000001"), Properties: map[string]any{"FirstName": "Old"}}
+	if err := b.Raw.Insert(b.Ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("forced repair transaction", faultproxy.IsBatch, 1)
+	type result struct {
+		r   *secondaryindex.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := x.Repair(b.Ctx, "Sales", nil)
+		done <- result{r, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	cur, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Email = "b@contoso.com"
+	uerr := live.Update(b.Ctx, &cur)
+	rerr := live.Reconcile(b.Ctx, "Sales", "000001")
+	ps.Release()
+	res := <-done
+	t.Logf("live update %v, reconcile %v; repair %+v %v; index rows %q", uerr, rerr, res.r, res.err, b.rows(t, "email_Sales"))
+	if uerr != nil || rerr != nil || res.err != nil {
+		t.Fatal("an operation failed")
+	}
+	if e, err := x.Lookup(b.Ctx, "Sales", "email", "b@contoso.com"); err != nil || e.EmployeeID != "000001" {
+		t.Fatalf("the repair deleted the real copy: %+v %v (rows %q)", e, err, b.rows(t, "email_Sales"))
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+}
