@@ -100,3 +100,27 @@ func TestAttackEventualRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *testing
 	b.checkKeys(dstore, "Jones", k("Sales", "000001"), k("Sales", "000002"))
 	b.clean(ix, "Sales", 2)
 }
+
+// Attack on SamePartition.BackfillPartition "the way to build an index added to a table
+// that already holds data": the entities were written by another application and carry a
+// property Employee does not declare. The backfill rewrites each entity (the live path's
+// conditional update) and must not erase that property.
+func TestAttackSamePartitionBackfillKeepsUndeclaredProperties(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	raw := must(repo.New[codec.Entity](b.Clients.Tables, b.Table, &repo.Options{Retry: fast}))
+	e := &codec.Entity{PartitionKey: "Sales", RowKey: "000001", Properties: map[string]any{
+		"FirstName": "Jun", "LastName": "Jones", "Age": int32(34), "Email": "j@contoso.com", "Legacy": "keep me"}}
+	if err := raw.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	ix := b.samePartition(nil)
+	cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+	if err != nil || cp.Written != 1 {
+		t.Fatalf("backfill: %+v %v", cp, err)
+	}
+	got := must(raw.Get(b.Ctx, "Sales", "000001"))
+	if got.Properties["Legacy"] != "keep me" {
+		t.Fatalf("the backfill erased a property the type does not declare: %+v", got.Properties)
+	}
+}

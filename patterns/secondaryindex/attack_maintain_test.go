@@ -340,3 +340,26 @@ func TestAttackInterRepairOrphanBecomesRealCopyInWindow(t *testing.T) {
 	}
 	mustClean(t, b.Ctx, x, 1, "Sales")
 }
+
+// The same for Intra: a primary copy carrying a property Employee does not declare
+// (written by another application) loses it when BackfillPartition rewrites the entity.
+func TestAttackIntraBackfillKeepsUndeclaredProperties(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	old := b.intra(t)
+	if err := old.Insert(b.Ctx, emp(1, "Ann", "Lee", "ann@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	p := b.row(t, "Sales", "empid_000001")
+	p.Properties["Legacy"] = "keep me"
+	if err := b.Raw.Upsert(b.Ctx, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	x := b.intra(t, byEmail)
+	if cp, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil || cp.Written != 1 {
+		t.Fatalf("backfill: %+v %v", cp, err)
+	}
+	if got := b.row(t, "Sales", "empid_000001"); got.Properties["Legacy"] != "keep me" {
+		t.Fatalf("the backfill erased a property the type does not declare: %+v", got.Properties)
+	}
+}
