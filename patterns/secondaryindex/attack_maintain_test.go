@@ -363,3 +363,53 @@ func TestAttackIntraBackfillKeepsUndeclaredProperties(t *testing.T) {
 		t.Fatalf("the backfill erased a property the type does not declare: %+v", got.Properties)
 	}
 }
+
+// Attack on Intra's backfill "a lost response is decided from a fresh read": the
+// response of the first backfill transaction is lost after it landed, and the response of
+// the second one is lost too; the backfill must finish, count both as written, and leave
+// no drift. Then an untrusted orphan key naming no possible entity is reported by Inter's
+// Repair and left.
+func TestAttackIntraBackfillLostResponses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	old := b.intra(t)
+	for i := 1; i <= 3; i++ {
+		if err := old.Insert(b.Ctx, emp(i, "F", "L", fmt.Sprintf("e%d@contoso.com", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := b.intra(t, byEmail)
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 2, Action: faultproxy.DropAfterForward()})
+	cp, err := x.BackfillPartition(b.Ctx, "Sales", nil)
+	if err != nil || !cp.Done || cp.Written != 3 {
+		t.Fatalf("backfill: %+v %v", cp, err)
+	}
+	mustClean(t, b.Ctx, x, 3, "Sales")
+}
+
+// Inter: an orphan copy whose key names a RowKey no entity can have ('/' once unescaped)
+// is reported by Verify and left by Repair, which must not fail.
+func TestAttackInterRepairForgedOwnerKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	if err := x.Insert(b.Ctx, iemp(1, "F", "L", "e1@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Reconcile(b.Ctx, "Sales", "000001"); err != nil {
+		t.Fatal(err)
+	}
+	forged := interKey("x@contoso.com", "a/b")
+	o := &codec.Entity{PartitionKey: "email_Sales", RowKey: forged, Properties: map[string]any{"FirstName": "Forged"}}
+	if err := b.Raw.Insert(b.Ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	r, err := x.Repair(b.Ctx, "Sales", nil)
+	if err != nil || r.Orphan != 1 {
+		t.Fatalf("repair: %+v %v", r, err)
+	}
+	if b.row(t, "email_Sales", forged) == nil {
+		t.Fatal("a copy naming no possible entity was acted on")
+	}
+}
