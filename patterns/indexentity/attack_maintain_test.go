@@ -124,3 +124,20 @@ func TestAttackSamePartitionBackfillKeepsUndeclaredProperties(t *testing.T) {
 		t.Fatalf("the backfill erased a property the type does not declare: %+v", got.Properties)
 	}
 }
+
+// Checkpoint.Written is documented as "those whose listing had to be written": a second
+// Eventual backfill over a complete index writes nothing and must report 0.
+func TestAttackEventualBackfillRerunReportsNothingWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.seed("Sales", 5)
+	ix := b.eventual(b.tableStore(0), b.queue())
+	if cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil); err != nil || cp.Written != 5 {
+		t.Fatalf("first backfill: %+v %v", cp, err)
+	}
+	cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+	if err != nil || cp.Scanned != 5 || cp.Written != 0 {
+		t.Fatalf("rerun over a complete index: %+v %v (Written should count the listings written)", cp, err)
+	}
+	b.clean(ix, "Sales", 5)
+}
