@@ -413,3 +413,49 @@ func TestAttackInterRepairForgedOwnerKey(t *testing.T) {
 		t.Fatal("a copy naming no possible entity was acted on")
 	}
 }
+
+// Attack on Inter.BackfillPartition "never replaces a newer copy": the backfill's
+// reconciliation transaction for an employee (seeded without copies) is held while a
+// live Update changes the email and its reconciliation commits. Released, the backfill
+// must not list the old email.
+func TestAttackInterBackfillHeldWhileLiveUpdateCommits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	b.seedEmployees(t, 1, "Sales")
+	q, _ := b.Queue()
+	x := b.inter(t, q, -1, byEmail) // through the proxy
+	live := b.directInter(t, byEmail)
+	ps := b.Proxies.Table.PauseAt("backfill reconciliation", faultproxy.IsBatch, 1)
+	type result struct {
+		cp  secondaryindex.Checkpoint
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cp, err := x.BackfillPartition(b.Ctx, "Sales", nil)
+		done <- result{cp, err}
+	}()
+	testbed.WaitHeld(t, ps)
+	cur, err := live.Get(b.Ctx, "Sales", "000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldEmail := cur.Email
+	cur.Email = "new@contoso.com"
+	if err := live.Update(b.Ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Reconcile(b.Ctx, "Sales", "000000"); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	res := <-done
+	t.Logf("backfill %+v %v; rows %q", res.cp, res.err, b.rows(t, "email_Sales"))
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if b.row(t, "email_Sales", interKey(oldEmail, "000000")) != nil {
+		t.Fatal("the backfill listed the old email")
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+}
