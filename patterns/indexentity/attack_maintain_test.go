@@ -1,6 +1,7 @@
 package indexentity
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -140,4 +141,48 @@ func TestAttackEventualBackfillRerunReportsNothingWritten(t *testing.T) {
 		t.Fatalf("rerun over a complete index: %+v %v (Written should count the listings written)", cp, err)
 	}
 	b.clean(ix, "Sales", 5)
+}
+
+// Attack on SamePartition.BackfillPartition over data that predates the index: one entity
+// (written around the index) has a value no index key can hold (over the 1 KiB key
+// limit). The backfill must not stop there (a job that returns ErrInvalidInput is
+// cancelled, so the rest of the partition would never be listed): the entities after it
+// must be listed, as secondaryindex does (it logs and goes on).
+func TestAttackSamePartitionBackfillUnindexableValueStopsPartition(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	long := strings.Repeat("L", 1100)
+	for _, e := range []*Employee{emp("Sales", "000001", "Jones"), emp("Sales", "000002", long), emp("Sales", "000003", "Smith")} {
+		if err := b.emps.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := b.samePartition(nil)
+	cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+	ids, _ := ix.IDs(b.Ctx, "Sales", "Smith")
+	t.Logf("backfill %+v %v; Smith lists %v", cp, err, ids)
+	if len(ids) != 1 {
+		t.Fatalf("the entity after the unindexable one was never listed (backfill: %+v %v)", cp, err)
+	}
+}
+
+// The same for Eventual (TableStore): one unindexable value stops the partition's backfill
+// with ErrInvalidInput, which the backfill job's handler turns into a cancel.
+func TestAttackEventualBackfillUnindexableValueStopsPartition(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	long := strings.Repeat("L", 1100)
+	for _, e := range []*Employee{emp("Sales", "000001", "Jones"), emp("Sales", "000002", long), emp("Sales", "000003", "Smith")} {
+		if err := b.emps.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := b.tableStore(0)
+	ix := b.eventual(s, b.queue())
+	cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+	ks, _ := s.Keys(b.Ctx, "Smith")
+	t.Logf("backfill %+v %v; Smith lists %v", cp, err, ks)
+	if len(ks) != 1 || err != nil {
+		t.Fatalf("one unindexable value stopped the partition's backfill: %+v %v (Smith lists %v)", cp, err, ks)
+	}
 }
