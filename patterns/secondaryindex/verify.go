@@ -131,8 +131,8 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		return nil, err
 	}
 	type fix struct {
-		drifted map[string]bool   // index names
-		orphans map[string]string // index name -> orphan copy key
+		drifted map[string]bool     // index names
+		orphans map[string][]string // index name -> orphan copy keys (an entity can leave several)
 	}
 	fixes := map[string]*fix{}
 	var order []string
@@ -142,13 +142,13 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		}
 		f := fixes[s.RowKey]
 		if f == nil {
-			f = &fix{drifted: map[string]bool{}, orphans: map[string]string{}}
+			f = &fix{drifted: map[string]bool{}, orphans: map[string][]string{}}
 			fixes[s.RowKey] = f
 			order = append(order, s.RowKey)
 		}
 		f.drifted[s.Index] = true
 		if s.Drift == Orphan {
-			f.orphans[s.Index] = s.CopyKey
+			f.orphans[s.Index] = append(f.orphans[s.Index], s.CopyKey)
 		}
 	}
 	var repaired atomic.Int64
@@ -166,8 +166,9 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 
 // repairEntity reconciles the entity rk, forcing the indexes in drifted: their copy is
 // rewritten even when the ref says it is up to date (a copy changed or deleted by hand),
-// and orphans[index], a copy the ref does not know, is deleted in the same transaction.
-func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string]string) error {
+// and each of orphans[index], copies the ref does not know, is deleted by a forced
+// transaction of its own, each conditional on the ref's ETag read just before it.
+func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string][]string) error {
 	if x.checkRef(pk, rk) != nil {
 		return nil // a key read from a copy that no entity can have: left, and reported
 	}
@@ -176,6 +177,33 @@ func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[
 	if err := x.Reconcile(ctx, pk, rk); err != nil && !errors.Is(err, repo.ErrInvalidInput) {
 		return err
 	}
+	// Round i deletes the i-th orphan of each index (round 0 also rewrites every drifted
+	// index): a transaction names one old copy per index, and each round reads the refs
+	// again, so every delete stays conditional on the ref version it decided from.
+	for i := 0; ; i++ {
+		round := map[string]string{}
+		forced := drifted
+		if i > 0 {
+			forced = map[string]bool{}
+		}
+		for name, ks := range orphans {
+			if i < len(ks) {
+				round[name] = ks[i]
+				forced[name] = true
+			}
+		}
+		if i > 0 && len(round) == 0 {
+			return nil
+		}
+		if err := x.forceIndexes(ctx, pk, rk, forced, round); err != nil {
+			return err
+		}
+	}
+}
+
+// forceIndexes runs one forced reconciliation of the indexes in drifted of the entity rk,
+// naming orphans[index] as the old copy to delete where the ref's copy is the one to keep.
+func (x *Inter[T]) forceIndexes(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string]string) error {
 	op := retry.Op{Name: "repair index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		parts := make([]string, len(x.idx))
@@ -327,6 +355,15 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 				r.add(s, samples)
 				continue
 			}
+			if !ix.AllowDuplicates {
+				if owner := x.ownerOf(have); owner != "" && owner != x.all[0].valueOf(w.v) {
+					// Another entity's copy: not this entity's to rewrite (Repair would hand
+					// it back and forth between the two).
+					s.Drift = Conflict
+					r.add(s, samples)
+					continue
+				}
+			}
 			e, err := x.copyOf(w.v, pk, n, k)
 			if err != nil {
 				return nil, nil, err
@@ -370,6 +407,9 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		if s.Drift == Orphan {
 			orphans = append(orphans, s)
 			continue
+		}
+		if s.Drift == Conflict {
+			continue // another entity's copy: reported, never taken over
 		}
 		if !seen[s.RowKey] {
 			seen[s.RowKey] = true
