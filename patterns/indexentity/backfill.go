@@ -88,8 +88,8 @@ func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, op
 	if err != nil {
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
-	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, error) {
-		return each(ctx, ix.conc, items, func(ctx context.Context, v T) (bool, error) {
+	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, int, error) {
+		return backfillEach(ctx, ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
 			_, rk := ix.codec.Keys(&v)
 			return ix.relist(ctx, pk, rk, &v, nil)
 		})
@@ -121,7 +121,9 @@ func (ix *SamePartition[T]) relist(ctx context.Context, pk, rk string, cur *T, w
 		value := ""
 		if found != nil {
 			value = ix.value(found)
-			actions = append(actions, ix.primary.UpdateAction(found, nil))
+			// Merged, not replaced: the rewrite exists only to carry the If-Match condition,
+			// so properties T does not declare stay.
+			actions = append(actions, ix.primary.UpdateAction(found, &repo.UpdateOptions{Mode: repo.Merge}))
 		}
 		changes := 0
 		if value != "" {
@@ -254,7 +256,8 @@ func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyO
 		return nil, err
 	}
 	wrong, order := wrongValues(r)
-	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+	// An entity whose value cannot be indexed is logged and left (Verify reports it).
+	r.Repaired, _, err = backfillEach(ctx, ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKeys(pk, rk) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
@@ -333,14 +336,14 @@ func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *B
 	if err != nil {
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
-	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, error) {
-		return each(ctx, ix.conc, items, func(ctx context.Context, v T) (bool, error) {
+	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, int, error) {
+		return backfillEach(ctx, ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
 			if ix.value(&v) == "" {
 				return false, nil
 			}
 			_, rk := ix.codec.Keys(&v)
-			err := ix.Reconcile(ctx, Key{pk, rk})
-			return err == nil, err
+			_, wrote, err := ix.reconcile(ctx, Key{pk, rk}, nil)
+			return wrote, err
 		})
 	})
 }
@@ -453,7 +456,8 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 		return nil, err
 	}
 	wrong, order := wrongValues(r)
-	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+	// An entity whose value cannot be indexed is logged and left (Verify reports it).
+	r.Repaired, _, err = backfillEach(ctx, ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKey(Key{pk, rk}) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
