@@ -232,15 +232,18 @@ func (x *Intra[T]) Register(r *queueworker.Registry) error {
 
 // BackfillPartition writes the missing and stale copies of the entities of partition pk,
 // page by page in primary key order from opts.After: the way to build an index added to
-// a table that already holds data. Each entity is rewritten through Update with the ETag
-// its page read — the live path, one transaction conditional on the primary copy — so a
-// backfill never overwrites a newer write: an entity changed since its page was read
-// fails the condition, and the write that changed it has already written every copy.
-// Every backfilled entity gets a new ETag (a caller holding the old one must read again).
-// It is idempotent; rerun it, or resume from the returned checkpoint.
+// a table that already holds data. Each entity is rewritten in one transaction
+// conditional on the ETag its page read (the primary copy merged, so properties T does
+// not declare stay), so a backfill never overwrites a newer write: an entity changed
+// since its page was read fails the condition, and the write that changed it has already
+// written every copy. A unique copy held by another entity (two entities sharing a value
+// in data older than the index) is left to it and logged; Verify reports it as a
+// Conflict. An entity whose value cannot be indexed is logged and passed over. Every
+// backfilled entity gets a new ETag (a caller holding the old one must read again). It is
+// idempotent; rerun it, or resume from the returned checkpoint.
 //
-// Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read and 1
-// transaction.
+// Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read per unique
+// index where it has a value and 1 transaction.
 //
 // Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
 // *repo.Error, ctx's error, the Checkpoint callback's error.

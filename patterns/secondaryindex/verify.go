@@ -3,6 +3,7 @@ package secondaryindex
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -151,6 +152,11 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 			f.orphans[s.Index] = append(f.orphans[s.Index], s.CopyKey)
 		}
 	}
+	for _, f := range fixes {
+		for _, ks := range f.orphans {
+			slices.Sort(ks) // in key order: a rerun deletes in the same order
+		}
+	}
 	var repaired atomic.Int64
 	err = forEach(ctx, x.opts.Table.Concurrency, order, func(ctx context.Context, rk string) error {
 		f := fixes[rk]
@@ -270,8 +276,9 @@ func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
 
 // Verify compares the primary copies of partition pk with their index copies and
 // reports, read-only, the missing copies (an entity with a value and no copy), the stale
-// ones (a copy that does not hold what the primary copy holds) and the orphans (a copy
-// no primary copy wants), with counts and the first VerifyOptions.Samples of them.
+// ones (a copy that does not hold what the primary copy holds), the orphans (a copy
+// no primary copy wants) and the conflicts (an entity whose value in a unique index is
+// held by the copy of another entity), with counts and the first VerifyOptions.Samples.
 //
 // Writes are atomic, so drift comes only from writes around this package (or from the
 // primaries of a table that held data before an index was added). The call reads the
@@ -383,9 +390,10 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 }
 
 // Repair runs Verify on partition pk and fixes what it found. An entity with a missing or
-// stale copy is rewritten through Update with the ETag Verify read (the live path: one
-// transaction conditional on the primary copy, rewriting every copy); one changed since
-// needs nothing, since the write that changed it wrote every copy. An orphan is read
+// stale copy is rewritten as BackfillPartition does, conditional on the ETag Verify read
+// (one transaction rewriting every copy it can have); one changed since needs nothing,
+// since the write that changed it wrote every copy. A Conflict is reported and left:
+// Repair never takes a unique copy over from another entity. An orphan is read
 // again, the primaries are read again after it, and the orphan is deleted conditional
 // on the ETag read only if no primary wants it: a write that makes it wanted rewrites it
 // first, and the delete fails its condition. It is idempotent: a second Repair finds
