@@ -69,11 +69,13 @@ func (ix *SamePartition[T]) entities(pk string) filter.Expr {
 // BackfillPartition lists every entity of partition pk under its value, page by page in
 // RowKey order from opts.After: the way to build an index added to a table that already
 // holds data. Each entity not yet listed gets the live path's transaction: the entity
-// rewritten conditional on the ETag read, and its id added to its value's index entity
+// rewritten conditional on the ETag read (merged, so properties T does not declare
+// stay), and its id added to its value's index entity
 // conditional on that entity's ETag, so a backfill never lists an entity under a value it
 // no longer has, and a concurrent write makes it read again. Listed entities are left
-// alone; a backfilled entity gets a new ETag. It is idempotent; resume from the returned
-// checkpoint.
+// alone; a backfilled entity gets a new ETag. An entity whose value cannot be indexed is
+// logged and counted in Checkpoint.Skipped, and the backfill goes on (Verify reports it).
+// It is idempotent; resume from the returned checkpoint.
 //
 // Cost: 1 query per page of entities; per entity with a value, 1 range query of its
 // value's index entities, and 1 transaction when it is not listed.
@@ -321,7 +323,10 @@ func (ix *Eventual[T]) StartBackfill(ctx context.Context, partitions ...string) 
 // RowKey order from opts.After, through Reconcile (the live path: it reads the entity,
 // adds its key to its value's list, and reads it again, starting over when it changed;
 // the list entry of a value the entity lost meanwhile is removed by the message of the
-// write that changed it). It is idempotent; resume from the returned checkpoint.
+// write that changed it). Checkpoint.Written counts the entities whose reconciliation
+// wrote to the store; an entity whose value the store cannot index is logged and counted
+// in Checkpoint.Skipped, and the backfill goes on. It is idempotent; resume from the
+// returned checkpoint.
 //
 // Cost: 1 query per page; per entity with a value, Reconcile's (2 reads of the entity, 1
 // read of the list, 1 write when the key is not listed).
@@ -426,6 +431,9 @@ func (ix *Eventual[T]) Verify(ctx context.Context, pk string, opts *VerifyOption
 				continue
 			}
 			seen[v] = true
+			if ix.store.Check(v) != nil {
+				continue // no list can hold it: its entities are reported missing
+			}
 			ks, err := ix.store.Keys(ctx, v)
 			if err != nil {
 				return nil, err
