@@ -399,7 +399,8 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 // first, and the delete fails its condition. It is idempotent: a second Repair finds
 // nothing. The report is Verify's, with Repaired set to the entities and orphans written.
 //
-// Cost: Verify's, plus per drifted entity 1 read and 1 transaction; when there are
+// Cost: Verify's, plus per drifted entity 1 read per unique index with a value and 1
+// transaction; when there are
 // orphans, 1 read each, one more query of the primaries, and 1 delete each.
 //
 // Errors: as Verify and Update.
