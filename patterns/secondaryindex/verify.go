@@ -400,8 +400,8 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 // nothing. The report is Verify's, with Repaired set to the entities and orphans written.
 //
 // Cost: Verify's, plus per drifted entity 1 read per unique index with a value and 1
-// transaction; when there are
-// orphans, 1 read each, one more query of the primaries, and 1 delete each.
+// transaction; when there are orphans, 1 read each, one more query of the primaries,
+// and 1 delete each.
 //
 // Errors: as Verify and Update.
 func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
