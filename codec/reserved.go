@@ -88,3 +88,58 @@ func CountProperties(data []byte) (int, error) {
 		}
 	}
 }
+
+// WithoutProperties returns one entity JSON object without the top-level members named in
+// names and their "@odata.type" annotations, and whether any was removed; data itself is
+// returned, unchanged, when none was. Names are compared after JSON unescaping, so an
+// escaped spelling of a name is removed too. It is how a layer hides a property it reserves
+// (repo's write tracking) from decoders that would otherwise capture it.
+//
+// Errors: a *DecodeError for malformed JSON.
+func WithoutProperties(data []byte, names ...string) ([]byte, bool, error) {
+	s := scanner{d: data}
+	if err := s.begin(); err != nil {
+		return nil, false, &DecodeError{Offset: err.off, Reason: err.reason}
+	}
+	var out []byte // nil until a member is removed
+	kept := 0      // members kept so far
+	var nameBuf [64]byte
+	for first := true; ; first = false {
+		start := s.i
+		nameTok, _, ok, serr := s.next(first)
+		if serr != nil {
+			return nil, false, &DecodeError{Offset: serr.off, Reason: serr.reason}
+		}
+		if !ok {
+			break
+		}
+		name := nameTok.text(nameBuf[:0])
+		drop := false
+		for _, n := range names {
+			if string(name) == n || (bytes.HasSuffix(name, []byte(annotationSuffix)) && string(name[:len(name)-len(annotationSuffix)]) == n) {
+				drop = true
+				break
+			}
+		}
+		switch {
+		case drop && out == nil:
+			// The first removal: copy the members kept so far (data up to this member).
+			out = append(make([]byte, 0, len(data)), data[:start]...)
+			if kept == 0 {
+				out = append(out[:0], '{')
+			}
+		case !drop && out != nil:
+			if kept > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, data[nameTok.off:s.i]...)
+		}
+		if !drop {
+			kept++
+		}
+	}
+	if out == nil {
+		return data, false, nil
+	}
+	return append(out, '}'), true, nil
+}

@@ -20,8 +20,13 @@ import (
 	ierrs "github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
-// The sentinels. Every error the SDK returns for one of these conditions wraps exactly one
-// of them.
+// The sentinels. Every error the SDK returns for one of these conditions wraps the
+// sentinel of its condition. One kind of error wraps two: a retry loop that gave up
+// (*retry.ExhaustedError) wraps ErrTransient and the error of its last attempt, with that
+// error's sentinel if it has one; so a read-modify-write that kept losing races (the
+// conflict loop of retry.Optimistic, dataseries, wideentity, largeentity, indexentity...)
+// wraps both ErrTransient and ErrPreconditionFailed. Test for the specific condition
+// before ErrTransient when both matter.
 var (
 	// ErrNotFound: the entity, table, queue message or blob does not exist.
 	ErrNotFound = ierrs.ErrNotFound

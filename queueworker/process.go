@@ -64,12 +64,13 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 	// The handler's span continues the producer's trace when the message carries one, and
 	// starts a new trace otherwise (never a child of whatever span started the worker).
 	ctx := telemetry.Extract(trace.ContextWithSpanContext(r.workCtx, trace.SpanContext{}), env.Trace)
+	kind := w.kindAttr(env.Kind)
 	ctx, span := telemetry.Tracer().Start(ctx, "queueworker.process", trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(telemetry.KeyQueue.String(w.queueName), telemetry.KeyKind.String(env.Kind),
+		trace.WithAttributes(telemetry.KeyQueue.String(w.queueName), telemetry.KeyKind.String(kind),
 			telemetry.KeyMessageID.String(env.ID), telemetry.KeyDeliveries.Int64(count)))
 	started := time.Now()
 	herr := w.runHandler(ctx, r, ls, log, env, m)
-	w.metrics.recordHandler(ctx, w.queueName, env.Kind, time.Since(started), herr)
+	w.metrics.recordHandler(ctx, w.queueName, kind, time.Since(started), herr)
 	var snooze *SnoozeError
 	if errors.As(herr, &snooze) {
 		telemetry.End(span, nil) // not a failure
@@ -82,6 +83,23 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 		return
 	}
 	w.settle(r, ls, log, env, enc, attempts, count, herr)
+}
+
+// UnregisteredKind is the tablepatterns.message.kind attribute (metrics and spans) of a
+// delivery whose kind has no handler. The envelope is untrusted: its kind is whatever
+// the writer of the message chose, so only registered kinds become attribute values
+// (a forged kind would otherwise add a metric series for the life of the process and
+// carry its control characters into every export). Logs keep the raw kind, escaped by
+// the encoder.
+const UnregisteredKind = "unregistered"
+
+// kindAttr is kind as a telemetry attribute: kind when it has a handler, else
+// UnregisteredKind.
+func (w *Worker) kindAttr(kind string) string {
+	if _, ok := w.handlers[kind]; ok {
+		return kind
+	}
+	return UnregisteredKind
 }
 
 // runHandler runs the kind's handler with panic recovery while a goroutine renews the lock.

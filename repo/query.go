@@ -266,12 +266,16 @@ func pages[V any](ctx context.Context, p *Pager[V]) iter.Seq2[V, error] {
 // QueryFunc runs q on t's table like Query, but decodes each entity with decode instead of
 // T's codec: for a table that holds entities of several types (decode is then
 // codec.Registry.Decode). Paging, Top and tokens work as in Query; decode receives one
-// entity's JSON as the service returns it.
+// entity's JSON as the service returns it, without the write-tracking property of a
+// tracked table (see GetFunc).
 //
 // Errors: as Pager.Next, and decode's.
 func QueryFunc[V, T any](ctx context.Context, t *Table[T], q Query, decode func(data []byte) (V, error)) iter.Seq2[V, error] {
 	return pages(ctx, newPager(t, q, func(_ context.Context, data []byte, v *V) error {
-		var err error
+		data, err := t.hideHistory(data)
+		if err != nil {
+			return err
+		}
 		*v, err = decode(data)
 		return err
 	}))

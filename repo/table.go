@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -52,7 +53,9 @@ type Options struct {
 	// per ambiguous retry. Defaults to false.
 	TrackWrites bool
 	// WriteIDProperty names the tracking property. Defaults to DefaultWriteIDProperty
-	// ("TpWriteIDs"). It must be a valid property name that T does not map.
+	// ("TpWriteIDs"). It must be a valid property name that T does not map; a tracked
+	// table refuses to write an entity that carries it (an extra map, a dynamic entity)
+	// with ErrInvalidInput, before any request.
 	WriteIDProperty string
 	// WriteHistory is how many write ids each tracked entity keeps (at least 2). A retry
 	// recognises its write as long as fewer than WriteHistory writes landed after it.
@@ -123,9 +126,10 @@ type Table[T any] struct {
 // once and checks the table name and options; it sends nothing (the table need not exist
 // yet: see CreateIfNotExists).
 //
-// Errors: ErrInvalidInput (an *InvalidInputError) for a bad table name, options, or a type
-// T that codec cannot map (no PartitionKey/RowKey field, unsupported field types), or a T
-// with encrypted fields and no Options.Encryption.
+// Errors: ErrInvalidInput (an *InvalidInputError) for a bad table name, options, an
+// Options.Encryption bound to another table (Encryption.Table, compared without case), a
+// type T that codec cannot map (no PartitionKey/RowKey field, unsupported field types), or
+// a T with encrypted fields and no Options.Encryption.
 func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table[T], error) {
 	if svc == nil {
 		return nil, errs.Invalid("service client", "is nil")
@@ -137,6 +141,9 @@ func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkBinding(o.Encryption, name); err != nil {
+		return nil, err
+	}
 	c, err := codecFor[T](o)
 	if err != nil {
 		return nil, err
@@ -146,6 +153,16 @@ func New[T any](svc *aztables.ServiceClient, name string, opts *Options) (*Table
 		t.track = newTracker(o.WriteIDProperty, o.WriteHistory)
 	}
 	return t, nil
+}
+
+// checkBinding refuses an Encryption bound to another table than name (compared without
+// case, like the service): every entity the table wrote would be bound to that other table,
+// and read as genuine once copied there, the very move binding exists to detect.
+func checkBinding(e *codec.Encryption, name string) error {
+	if e == nil || e.Table == "" || strings.EqualFold(e.Table, name) {
+		return nil
+	}
+	return errs.Invalid("Options.Encryption.Table", "binds entities to table %q, not to this table %q: leave it empty (not bound) or set it to the table's own name", e.Table, name)
 }
 
 // codecFor returns T's codec for a table with options o: encrypting with o.Encryption if

@@ -224,3 +224,26 @@ func withHistory(body []byte, prop, hist string) ([]byte, error) {
 // TracksWrites reports whether the table was built with Options.TrackWrites: the patterns
 // whose exactness depends on it (dataseries, wideentity) check it at construction.
 func (t *Table[T]) TracksWrites() bool { return t.track != nil }
+
+// WriteIDProperty returns the name of the property that holds the write history of a
+// tracked table (Options.WriteIDProperty, DefaultWriteIDProperty unless set), or "" when
+// the table does not track writes. The table refuses to write an entity that carries this
+// property (ErrInvalidInput, nothing sent), and its reads never show it: a pattern that
+// adds properties of its own checks that they do not collide with it.
+func (t *Table[T]) WriteIDProperty() string {
+	if t.track == nil {
+		return ""
+	}
+	return t.track.prop
+}
+
+// hideHistory removes the write-tracking property from one entity read from the service,
+// before a caller's decoder sees it (GetFunc, QueryFunc): the typed paths hide it through
+// the codec (codec.Codec.WithReserved).
+func (t *Table[T]) hideHistory(data []byte) ([]byte, error) {
+	if t.track == nil {
+		return data, nil
+	}
+	out, _, err := codec.WithoutProperties(data, t.track.prop)
+	return out, err
+}

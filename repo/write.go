@@ -284,9 +284,20 @@ func (w *writeAction) setResult(etag string) {
 	}
 }
 
-// attach adds the tracking property to a prepared insert, update or upsert.
+// attach adds the tracking property to a prepared insert, update or upsert. An entity
+// that carries the property itself (an extra map, a dynamic entity) is refused, whatever
+// the kind of write: the body would hold the name twice (the service keeps one of them,
+// and reads hide it), or an untracked write would store a history of its own making.
 func (tr *tracker) attach(w *writeAction) error {
 	w.track = tr
+	if w.kind != kindDelete {
+		if _, found, err := codec.WithoutProperties(w.body, tr.prop); err != nil {
+			return err
+		} else if found {
+			return &InvalidInputError{Field: tr.prop, Reason: "is the table's write-tracking property (Options.WriteIDProperty), " +
+				"reserved for the write history that the table stores itself: remove it from the entity"}
+		}
+	}
 	switch w.kind {
 	case kindDelete, kindUpsertReplace, kindUpsertMerge:
 		// Idempotent, or nothing to track: an unconditional merge leaves the stored

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -80,7 +81,7 @@ type GateOptions struct {
 // NewGate returns a Gate with opts (nil: the defaults).
 //
 // Errors: an *InvalidInputError (ErrInvalidInput) for a Cut outside (0, 1), a Raise below
-// 1, or a negative duration.
+// 1 or infinite, a Threshold outside [0, 1), NaN in any of them, or a negative duration.
 func NewGate(opts *GateOptions) (*Gate, error) {
 	var o GateOptions
 	if opts != nil {
@@ -101,14 +102,17 @@ func NewGate(opts *GateOptions) (*Gate, error) {
 	if o.Threshold == 0 {
 		o.Threshold = 0.2
 	}
+	// Each check is written as the negation of what is valid, so that NaN (for which
+	// every comparison is false) is refused too: a NaN Cut would make the limit NaN and
+	// the Gate limit nothing under throttling.
 	switch {
-	case o.Cut <= 0 || o.Cut >= 1:
+	case !(o.Cut > 0 && o.Cut < 1):
 		return nil, invalidGate("Cut", "must be between 0 and 1")
-	case o.Raise < 1:
-		return nil, invalidGate("Raise", "must be at least 1")
-	case o.Threshold < 0 || o.Threshold >= 1:
+	case !(o.Raise >= 1 && o.Raise <= math.MaxFloat64):
+		return nil, invalidGate("Raise", "must be at least 1 and finite")
+	case !(o.Threshold >= 0 && o.Threshold < 1):
 		return nil, invalidGate("Threshold", "must be between 0 and 1")
-	case o.CutInterval < 0 || o.Quiet < 0:
+	case !(o.CutInterval >= 0 && o.Quiet >= 0):
 		return nil, invalidGate("CutInterval/Quiet", "must not be negative")
 	}
 	return &Gate{cut: o.Cut, raise: o.Raise, threshold: o.Threshold, cutInterval: o.CutInterval, quiet: o.Quiet, now: time.Now,

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -109,7 +110,9 @@ func TestGateWaitEndsWithTheContext(t *testing.T) {
 }
 
 func TestGateOptionsValidated(t *testing.T) {
-	for _, o := range []GateOptions{{Cut: 1}, {Cut: -0.5}, {Raise: 0.9}, {Quiet: -1}} {
+	inf := math.Inf(1)
+	for _, o := range []GateOptions{{Cut: 1}, {Cut: -0.5}, {Cut: inf}, {Raise: 0.9}, {Raise: inf}, {Raise: -inf},
+		{Threshold: 1}, {Threshold: -0.1}, {Threshold: inf}, {Quiet: -1}, {CutInterval: -1}} {
 		if _, err := NewGate(&o); !errors.Is(err, errs.ErrInvalidInput) {
 			t.Errorf("%+v: %v", o, err)
 		}

@@ -15,8 +15,10 @@ import (
 	"strings"
 )
 
-// The sentinels. Every error the SDK returns for one of these conditions wraps exactly one
-// of them, so that callers test with errors.Is and never parse messages.
+// The sentinels. Every error the SDK returns for one of these conditions wraps the sentinel
+// of its condition, so that callers test with errors.Is and never parse messages. A retry
+// loop that gave up (retry's ExhaustedError) wraps ErrTransient and its last attempt's
+// error, so an exhausted conflict loop wraps ErrTransient and ErrPreconditionFailed.
 var (
 	// ErrNotFound: the entity, table, queue message or blob does not exist.
 	ErrNotFound = errors.New("tablepatterns: not found")

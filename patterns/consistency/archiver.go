@@ -97,6 +97,9 @@ type Archiver struct {
 	clock func() time.Time
 	// recentLimit, when set (by tests), replaces MaxRecentWrites.
 	recentLimit int
+	// serviceAhead, when set (by tests), is added to the storage service's time as the
+	// sweep reads it: time passing at the service (an export that ran for hours).
+	serviceAhead time.Duration
 }
 
 // New returns an Archiver over clients (from account.NewClients). It sends nothing.

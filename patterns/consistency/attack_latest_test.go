@@ -153,6 +153,7 @@ func TestAbortedExportsLeaveNoData(t *testing.T) {
 	}
 	later := b.another(t)
 	later.clock = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	later.serviceAhead = 2 * time.Hour // the sweep ages by the service's clock
 	if swept, err := later.SweepAbortedExports(b.ctx, container, name, time.Hour, true); err != nil || len(swept) != 1 || swept[0] != orphan {
 		t.Fatalf("dry run: %v %v, want [%s]", swept, err, orphan)
 	}

@@ -84,16 +84,39 @@
 // once. RestoreTable restores the
 // latest generation, a chosen one, or all of them merged in that order; it snapshots and
 // verifies every chosen export whole against its manifest before it writes anything
-// (ErrArchiveCorrupt is permanent), and writes from the snapshots it verified. Exports
+// (ErrArchiveCorrupt is permanent), and writes from the snapshots it verified; its
+// snapshots carry a per-restore id in their metadata, and every snapshot with that id
+// is deleted at the end (one taken by a retry after a lost response too). Exports
 // written by earlier versions (the job's spelling of the table as folder, entity blobs
 // with path-escaped keys) are still found. An export that fails before its manifest
 // deletes its data blob; SweepAbortedExports removes what a killed process leaves.
+//
+// The data a manifest refers to is never deleted by the sweep, and no table is deleted
+// after a generation whose data is gone: SweepAbortedExports counts only a 404 on the
+// manifest as "no manifest", deletes If-Match the ETag its listing saw, and ages blobs by
+// the service's clock; the exporter sets its data blob's metadata (a new ETag) If-Match
+// the ETag it verified just before it creates the manifest and again just before
+// DeleteTable, and deletes the table only when that succeeded. A sweep that listed the
+// blob earlier then meets 412; one whose delete came first makes the export stop
+// before its manifest, or keep the table (the rerun exports a new generation).
 //
 // Manifests, recorded versions, generation names and messages are read back as untrusted
 // input: a manifest must name the data blob this package gives its generation, and the
 // jobs are checked against the archiver's allowlists (Options.AllowedTablePrefixes,
 // Options.AllowedContainers): whoever can write to the jobs queue can otherwise make the
 // worker move or delete any table its key reaches.
+//
+// What write access to the archive container allows (without access to the table): it
+// can delete or replace archives, and add generations, which a restore of all
+// generations (or of the latest, when it orders last) then writes. It cannot make
+// ArchiveTable delete a table on the strength of a generation it forged: before a rerun
+// deletes a table after an existing generation, the table itself is scanned with every
+// property and must hash to that manifest's Versions and to its SHA256, size and count
+// (so the data blob, checked against the manifest, holds exactly the table's content);
+// a generation ordered after the archiver's clock + ClockSkew is ignored by every
+// listing (logged), so a far-future forged CheckedAt neither becomes the latest nor
+// pushes a real one out of range. A manifest that is not one this package writes still
+// makes the listing fail (ErrArchiveCorrupt) until it is removed.
 //
 // # Consistency and cost
 //
@@ -105,10 +128,12 @@
 // SourceTimestampProperty (blob metadata for a blob copy), so a source entity with more
 // than 250 custom properties cannot be archived to a table. A table export reads the table
 // once to export it and twice more (a keys-only scan, and a Timestamp query), writes two
-// blobs, reads the data blob back to verify it, lists the table's generations three
-// times (two top-level listings, one listing per folder and one read per manifest each),
-// and deletes the table with one request. A restore adds one snapshot per generation
-// and its deletion.
+// blobs, reads the data blob back to verify it, sets its metadata twice, lists the
+// table's generations three times (two top-level listings, one listing per folder and
+// one read per manifest each), and deletes the table with one request. A rerun that
+// finds the table already exported reads the whole table (every property) and the whole
+// data blob instead of exporting again. A restore adds one snapshot per generation, one
+// listing of its snapshots and their deletion.
 //
 // # Data fidelity
 //

@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -33,7 +36,10 @@ type generation struct {
 // job's spelling), ordered by the time in their generation name, and the single export of
 // the first layout (generation ""), which comes first. Blob names that are not ones this
 // package writes are ignored; a manifest under a generation's name that is not one this
-// package writes is ErrArchiveCorrupt.
+// package writes is ErrArchiveCorrupt. A generation ordered later than the archiver's
+// clock + ClockSkew is ignored (logged): no clock this package trusts wrote it, and a
+// forged one must neither become the latest nor push the CheckedAt of later exports out
+// of range.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error
 // (ErrNotFound when the container does not exist).
@@ -101,6 +107,12 @@ func (a *Archiver) listGenerations(ctx context.Context, container, table string)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, manifestBlobIn(f, g), err)
 			}
+			if limit := a.keyLimit(); key.After(limit) {
+				a.opts.Logger.Warn("ignoring a generation ordered in the future (forged, or written by a clock far ahead)",
+					zap.String("container", container), zap.String("table", table), zap.String("generation", g),
+					zap.Time("orderedAt", key), zap.Time("limit", limit))
+				continue
+			}
 			gens = append(gens, generation{folder: f, m: m, key: key})
 		}
 	}
@@ -127,7 +139,7 @@ func (a *Archiver) listGenerations(ctx context.Context, container, table string)
 func orderKey(m Manifest) (time.Time, error) {
 	if m.CheckedAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, m.CheckedAt)
-		if err != nil || t.Year() < 2000 || t.Year() > 9000 {
+		if err != nil || t.Year() < 2000 {
 			return time.Time{}, fmt.Errorf("checkedAt %q is not a time this package writes", m.CheckedAt)
 		}
 		return t.UTC(), nil
@@ -137,6 +149,12 @@ func orderKey(m Manifest) (time.Time, error) {
 	}
 	ts, _, _ := strings.Cut(m.Generation, "-")
 	return time.Parse(generationLayout, ts) // validGeneration checked it
+}
+
+// keyLimit is the latest order key a listing accepts: the archiver's clock + ClockSkew
+// (+ one second, the granularity of the clocks compared). nextKey never goes beyond it.
+func (a *Archiver) keyLimit() time.Time {
+	return a.now().UTC().Add(a.opts.ClockSkew + time.Second)
 }
 
 // nextKey is the CheckedAt of a new generation whose last check began at checked: that
@@ -208,7 +226,7 @@ func (a *Archiver) tableFolders(ctx context.Context, cont, table string) ([]stri
 func (a *Archiver) manifestsIn(ctx context.Context, cont, folder string) ([]string, error) {
 	prefix := folder + "/"
 	var gens []string
-	err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem) {
+	err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, _ time.Time) {
 		rest := strings.TrimPrefix(*b.Name, prefix)
 		if rest == "manifest.json" {
 			gens = append(gens, "")
@@ -225,8 +243,9 @@ func (a *Archiver) manifestsIn(ctx context.Context, cont, folder string) ([]stri
 }
 
 // eachBlob calls fn for every blob of container whose name starts with prefix, page by
-// page, each page's request retried under a.opts.Retry. Items without a name are skipped.
-func (a *Archiver) eachBlob(ctx context.Context, cont, prefix string, fn func(*container.BlobItem)) error {
+// page, each page's request retried under a.opts.Retry, with the service's time of the
+// page's response (its Date header; zero when absent). Items without a name are skipped.
+func (a *Archiver) eachBlob(ctx context.Context, cont, prefix string, fn func(b *container.BlobItem, date time.Time)) error {
 	pager := a.blobs().NewListBlobsFlatPager(cont, &azblob.ListBlobsFlatOptions{Prefix: &prefix})
 	for pager.More() {
 		var page azblob.ListBlobsFlatResponse
@@ -241,9 +260,13 @@ func (a *Archiver) eachBlob(ctx context.Context, cont, prefix string, fn func(*c
 		if page.Segment == nil {
 			continue
 		}
+		var date time.Time
+		if page.Date != nil {
+			date = *page.Date
+		}
 		for _, b := range page.Segment.BlobItems {
 			if b != nil && b.Name != nil {
-				fn(b)
+				fn(b, date)
 			}
 		}
 	}
@@ -288,12 +311,23 @@ func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table,
 }
 
 // SweepAbortedExports deletes the data blobs of table's exports in container that have
-// no manifest and were last modified more than olderThan ago (by the storage service's
-// clock), and returns their names. An export writes its data blob first and its manifest
-// last; one that fails in between deletes its data blob itself, but a process killed
-// there leaves it. Such a blob is referenced by nothing (a restore reads only generations
-// with a manifest). olderThan must exceed the longest export (a running export's data
-// blob has no manifest yet either): at least an hour. With dryRun it only lists them.
+// no manifest and were last modified more than olderThan ago, and returns their names.
+// Age is measured by the storage service's clock (the listing's Date header against the
+// blob's Last-Modified), never by this host's. An export writes its data blob first and
+// its manifest last; one that fails in between deletes its data blob itself, but a
+// process killed there leaves it. Such a blob is referenced by nothing (a restore reads
+// only generations with a manifest). olderThan must exceed the longest export (a running
+// export's data blob has no manifest yet either): at least an hour. With dryRun it only
+// lists them.
+//
+// The sweep never deletes data a manifest refers to, even racing a running export: only
+// a 404 on the manifest, read again just before the delete, counts as "no manifest" (any
+// other failure stops the sweep with its error), and the delete is conditional on the
+// ETag the listing saw (If-Match). An export sets its data blob's metadata (a new ETag and
+// Last-Modified) just before it creates its manifest and again just before it deletes
+// the table, and deletes the table only when that succeeded: a sweep that listed the
+// blob before either meets 412 and keeps it, one whose delete landed first makes the
+// export keep the table. A blob that changed since the listing is kept.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when
 // the container does not exist).
@@ -314,12 +348,16 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 	if err != nil {
 		return nil, err
 	}
+	type listed struct {
+		age  time.Duration // by the service's clock
+		etag azcore.ETag
+	}
 	var swept []string
 	for _, f := range folders {
 		prefix := f + "/"
-		data := map[string]time.Time{}
+		data := map[string]listed{}
 		manifests := map[string]bool{}
-		err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem) {
+		err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, date time.Time) {
 			g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
 			if !ok || !validGeneration(g) {
 				return
@@ -328,28 +366,29 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 			case "manifest.json":
 				manifests[g] = true
 			case "entities.jsonl.gz":
-				if b.Properties != nil && b.Properties.LastModified != nil {
-					data[g] = *b.Properties.LastModified
+				// Without the service's time, a Last-Modified or an ETag, the blob's age
+				// is unknown: it is kept.
+				p := b.Properties
+				if p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
+					data[g] = listed{age: date.Add(a.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
 				}
 			}
 		})
 		if err != nil {
 			return nil, err
 		}
-		// Last-Modified is the service's clock; olderThan (an hour or more) dwarfs the skew.
-		for g, modified := range data {
-			if manifests[g] || a.now().Sub(modified) < olderThan {
+		for g, l := range data {
+			if manifests[g] || l.age < olderThan {
 				continue
 			}
 			name := dataBlobIn(f, g)
 			if !dryRun {
-				// If the manifest appeared since the listing, the export finished: keep it.
-				if _, err := a.readManifestIn(ctx, cont, f, table, g); err == nil {
-					continue
-				}
-				_, err := a.blobs().DeleteBlob(ctx, cont, name, nil)
-				if err = errs.Wrap(err, "delete aborted export", cont, "", ""); err != nil && !errors.Is(err, errs.ErrNotFound) {
+				deleted, err := a.sweepOne(ctx, cont, f, table, g, l.etag)
+				if err != nil {
 					return swept, err
+				}
+				if !deleted {
+					continue
 				}
 			}
 			swept = append(swept, name)
@@ -357,4 +396,35 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 	}
 	slices.Sort(swept)
 	return swept, nil
+}
+
+// sweepOne deletes one aborted export's data blob if its manifest is still absent (a
+// 404: any other failure is returned, nothing deleted) and the blob still has the ETag
+// the listing saw. It reports whether the blob is gone.
+func (a *Archiver) sweepOne(ctx context.Context, cont, folder, table, gen string, etag azcore.ETag) (bool, error) {
+	_, err := a.readManifestIn(ctx, cont, folder, table, gen)
+	switch {
+	case err == nil:
+		return false, nil // the export finished since the listing: keep it
+	case errors.Is(err, ErrArchiveCorrupt):
+		// Something is there, if not a manifest this package reads: not an absence.
+		a.opts.Logger.Warn("sweep: keeping a data blob whose manifest is unreadable", zap.String("container", cont),
+			zap.String("blob", dataBlobIn(folder, gen)), errs.LogField(err))
+		return false, nil
+	case !errors.Is(err, errs.ErrNotFound):
+		return false, err
+	}
+	name := dataBlobIn(folder, gen)
+	_, err = a.blobs().DeleteBlob(ctx, cont, name, &blob.DeleteOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
+	})
+	err = errs.Wrap(err, "delete aborted export", cont, "", "")
+	switch {
+	case err == nil, errors.Is(err, errs.ErrNotFound):
+		return true, nil
+	case errors.Is(err, errs.ErrPreconditionFailed):
+		// Changed since the listing: an export touched it on its way to its manifest.
+		return false, nil
+	}
+	return false, err
 }

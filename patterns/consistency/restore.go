@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -74,9 +79,10 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 		gens = chosen
 	}
 	snaps := make([]string, len(gens))
-	defer a.dropSnapshots(job.Container, gens, snaps)
+	restoreID := newRestoreID()
+	defer a.dropSnapshots(job.Container, gens, snaps, restoreID)
 	for i, g := range gens {
-		if snaps[i], err = a.snapshot(ctx, job.Container, g.m.DataBlob); err != nil {
+		if snaps[i], err = a.snapshot(ctx, job.Container, g.m.DataBlob, restoreID); err != nil {
 			return TableReport{}, err
 		}
 		if err := a.readLines(ctx, job.Container, g.m, snaps[i], nil); err != nil {
@@ -141,12 +147,25 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 	return err
 }
 
-// snapshot takes a snapshot of a data blob and returns its id.
-func (a *Archiver) snapshot(ctx context.Context, container, name string) (string, error) {
+// snapshotTag is the metadata name that marks a snapshot with the restore that took it.
+const snapshotTag = "tablepatternsrestore"
+
+// newRestoreID names one run of RestoreTable (random, 128 bits).
+func newRestoreID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// snapshot takes a snapshot of a data blob, tagged with restoreID in its metadata, and
+// returns its id. A retry after a lost response takes a second one: dropSnapshots finds
+// both by their tag.
+func (a *Archiver) snapshot(ctx context.Context, container, name, restoreID string) (string, error) {
 	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(name)
 	var id string
+	opts := &blob.CreateSnapshotOptions{Metadata: map[string]*string{snapshotTag: &restoreID}}
 	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "snapshot blob", Resource: container}, func(ctx context.Context, _ int) error {
-		resp, err := bc.CreateSnapshot(ctx, nil)
+		resp, err := bc.CreateSnapshot(ctx, opts)
 		if err != nil {
 			return errs.Wrap(err, "snapshot blob", container, "", "")
 		}
@@ -164,44 +183,90 @@ func (a *Archiver) snapshot(ctx context.Context, container, name string) (string
 }
 
 // dropSnapshots deletes the snapshots a restore took (best effort, with its own short
-// deadline: the restore's context may be over).
-func (a *Archiver) dropSnapshots(container string, gens []generation, snaps []string) {
+// deadline: the restore's context may be over): every snapshot of the chosen data blobs
+// tagged with restoreID (also those whose response was lost, so that the restore never
+// learned their ids), and the ids it knows.
+func (a *Archiver) dropSnapshots(cont string, gens []generation, snaps []string, restoreID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i, s := range snaps {
-		if s == "" {
-			continue
+	cc := a.blobs().ServiceClient().NewContainerClient(cont)
+	for i, g := range gens {
+		ids := map[string]bool{}
+		if snaps[i] != "" {
+			ids[snaps[i]] = true
 		}
-		bc, err := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(gens[i].m.DataBlob).WithSnapshot(s)
-		if err == nil {
-			_, err = bc.Delete(ctx, nil)
+		name := g.m.DataBlob
+		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &name, Include: container.ListBlobsInclude{Snapshots: true, Metadata: true}})
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				a.opts.Logger.Warn("restore: snapshots not listed (the ones whose response was lost stay; read-only copies, safe to delete)",
+					zap.String("container", cont), zap.String("blob", name), errs.LogField(errs.Wrap(err, "list snapshots", cont, "", "")))
+				break
+			}
+			if page.Segment == nil {
+				continue
+			}
+			for _, it := range page.Segment.BlobItems {
+				if it == nil || it.Name == nil || *it.Name != name || it.Snapshot == nil || *it.Snapshot == "" {
+					continue
+				}
+				for k, v := range it.Metadata {
+					if strings.EqualFold(k, snapshotTag) && v != nil && *v == restoreID {
+						ids[*it.Snapshot] = true
+					}
+				}
+			}
 		}
-		if err != nil {
-			a.opts.Logger.Warn("restore: snapshot not deleted (a read-only copy, safe to delete)", zap.String("container", container),
-				zap.String("blob", gens[i].m.DataBlob), zap.String("snapshot", s), errs.LogField(err))
+		for s := range ids {
+			bc, err := cc.NewBlobClient(name).WithSnapshot(s)
+			if err == nil {
+				_, err = bc.Delete(ctx, nil)
+				if err = errs.Wrap(err, "delete snapshot", cont, "", ""); errors.Is(err, errs.ErrNotFound) {
+					err = nil
+				}
+			}
+			if err != nil {
+				a.opts.Logger.Warn("restore: snapshot not deleted (a read-only copy, safe to delete)", zap.String("container", cont),
+					zap.String("blob", name), zap.String("snapshot", s), errs.LogField(err))
+			}
 		}
 	}
 }
 
 // readLines streams the data blob of m (its snapshot when snapshot is set), checks it
 // against m, and calls fn for each entity (fn may be nil to only verify). A blob that
-// does not match m is ErrArchiveCorrupt.
+// does not match m, or is missing, is ErrArchiveCorrupt.
 func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) error {
+	_, err := a.readData(ctx, container, m, snapshot, fn)
+	return err
+}
+
+// readData is readLines that also returns the ETag of the blob it read (one download:
+// the content checked is the content of that ETag).
+func (a *Archiver) readData(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) (azcore.ETag, error) {
 	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(m.DataBlob)
 	if snapshot != "" {
 		var err error
 		if bc, err = bc.WithSnapshot(snapshot); err != nil {
-			return err
+			return "", err
 		}
 	}
 	resp, err := bc.DownloadStream(ctx, nil)
-	if err != nil {
-		return errs.Wrap(err, "download table export", container, "", "")
+	if err = errs.Wrap(err, "download table export", container, "", ""); errors.Is(err, errs.ErrNotFound) {
+		// A manifest without its data: the archive is broken, not a passing failure.
+		return "", fmt.Errorf("%w: %s/%s is missing: %w", ErrArchiveCorrupt, container, m.DataBlob, err)
+	} else if err != nil {
+		return "", err
+	}
+	var etag azcore.ETag
+	if resp.ETag != nil {
+		etag = *resp.ETag
 	}
 	defer resp.Body.Close()
 	zr, err := gzip.NewReader(resp.Body)
 	if err != nil {
-		return fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
+		return "", fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
 	}
 	var sum hash.Hash = sha256.New()
 	sc := bufio.NewScanner(io.TeeReader(zr, sum))
@@ -218,28 +283,33 @@ func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, 
 		}
 		e, err := codec.DecodeEntity(sc.Bytes())
 		if err != nil {
-			return fmt.Errorf("%w: export %s/%s line %d: %v", ErrArchiveCorrupt, container, m.DataBlob, n, err)
+			return "", fmt.Errorf("%w: export %s/%s line %d: %v", ErrArchiveCorrupt, container, m.DataBlob, n, err)
 		}
 		if err := fn(e); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return "", ctx.Err()
 		}
-		return fmt.Errorf("%w: reading export %s/%s: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
+		return "", fmt.Errorf("%w: reading export %s/%s: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
 	}
 	if got := hex.EncodeToString(sum.Sum(nil)); n != m.Entities || size != m.Bytes || got != m.SHA256 {
-		return fmt.Errorf("%w: export %s/%s: %d entities, %d bytes, sha256 %s; the manifest says %d, %d, %s",
+		return "", fmt.Errorf("%w: export %s/%s: %d entities, %d bytes, sha256 %s; the manifest says %d, %d, %s",
 			ErrArchiveCorrupt, container, m.DataBlob, n, size, got, m.Entities, m.Bytes, m.SHA256)
 	}
-	return nil
+	return etag, nil
 }
 
 // verifyData reads m's data blob whole and checks it against m.
 func (a *Archiver) verifyData(ctx context.Context, container string, m Manifest) error {
 	return a.readLines(ctx, container, m, "", nil)
+}
+
+// verifyDataETag is verifyData that returns the ETag of the content it checked.
+func (a *Archiver) verifyDataETag(ctx context.Context, container string, m Manifest) (azcore.ETag, error) {
+	return a.readData(ctx, container, m, "", nil)
 }
 
 // dropAbortedData deletes the data blob of an export that failed before its manifest

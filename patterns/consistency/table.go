@@ -115,7 +115,9 @@ type Manifest struct {
 	// the table held exactly this export, by the archiver's clock, raised above the
 	// CheckedAt of every generation of the table listed just before that check (so a
 	// slower clock still orders after what it saw). Manifests without it (earlier
-	// versions) order by their generation name's time.
+	// versions) order by their generation name's time. A generation ordered after the
+	// reader's clock + ClockSkew is ignored by every listing (forged, or a clock far
+	// ahead), and no CheckedAt is written beyond that bound.
 	CheckedAt  string `json:"checkedAt,omitempty"`
 	ExportedAt string `json:"exportedAt"`
 	// Sealed says why the table was archivable: "period" or "operator".
@@ -288,8 +290,10 @@ func (j RestoreTableJob) Validate() error {
 //  2. if the table is gone: OutcomeAlreadyArchived when a generation exists, else
 //     OutcomeMissing;
 //  3. if the latest generation already holds the table exactly as it is (a run that
-//     stopped after its manifest: the versions of the table hash to its Versions) and
-//     its data matches its manifest, go to 6;
+//     stopped after its manifest: a scan of every property of the table hashes to its
+//     Versions and to its SHA256, size and count: the container is untrusted, and
+//     Versions alone can be copied from a genuine manifest) and its data matches its
+//     manifest, go to 6;
 //  4. stream every entity into a data blob under a new generation's name, hashing the
 //     (PartitionKey, RowKey, ETag) of each and keeping the versions of the entities
 //     whose Timestamp is at or after the export's start minus ClockSkew; read the blob
@@ -297,13 +301,17 @@ func (j RestoreTableJob) Validate() error {
 //  5. list the generations; scan the table's keys and ETags again: the same hash (any
 //     insert, update or delete since the export read it changes it); create the
 //     manifest with If-None-Match: *, its CheckedAt the start of that scan (raised above
-//     every CheckedAt listed, see Manifest.CheckedAt);
+//     every CheckedAt listed, see Manifest.CheckedAt), after setting the data blob's
+//     metadata If-Match the ETag it verified (a sweep that listed it earlier can no
+//     longer delete it: see SweepAbortedExports);
 //  6. immediately before DeleteTable, query the entities with a Timestamp at or after
 //     the export's start (on a rerun: the start of the scan of 3) minus ClockSkew: each
 //     must be one the export holds, with the same ETag; then list the generations again:
-//     the one the table is deleted after must be the latest. If another one has become
-//     the latest (a concurrent duplicate, or another worker's clock), go back to 3
-//     (at most twice; then an error that lets the job run again later).
+//     the one the table is deleted after must be the latest; then set the data blob's
+//     metadata If-Match the ETag checked in 3 or 5: a blob gone keeps the table (an
+//     error: the rerun exports again), one changed goes back to 3. If another generation
+//     has become the latest (a concurrent duplicate, or another worker's clock), go back
+//     to 3 (at most twice; then an error that lets the job run again later).
 //
 // For a period table (not Sealed), every entity's Timestamp must also be at or before
 // the claimed period's end + SealGrace + ClockSkew: a later one proves that writers
@@ -350,7 +358,7 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 		if err != nil || done {
 			return rep, err
 		}
-		a.opts.Logger.Info("a later generation appeared before the delete: checking it", zap.String("table", job.Table), zap.Int("round", round+1))
+		a.opts.Logger.Info("a later generation appeared, or the data blob changed, before the delete: checking again", zap.String("table", job.Table), zap.Int("round", round+1))
 	}
 	// Concurrent duplicates kept adding generations (or deleting the table under this
 	// run): not a proof of a writer. A redelivery finds the table deleted by one of
@@ -386,33 +394,35 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	var m Manifest
 	var recent recentSet
 	var checkFrom time.Time
+	var dataETag azcore.ETag // of the data blob's content this run checked
 	fresh, held := false, false
 	if latest != nil && latest.m.Versions != "" {
 		m = latest.m
 		checkFrom = a.now().UTC()
 		recent = recentSet{}
-		err := a.checkVersions(ctx, t, m, seal, checkFrom.Add(-a.opts.ClockSkew), recent)
-		if err != nil && !errors.Is(err, ErrTableChanged) {
+		// The table is deleted on the strength of that export, which another process
+		// wrote in a container that is not this run's to trust (write access to it is
+		// enough to forge a self-consistent generation): the table's own content must
+		// hash to the manifest's, and the data blob to the manifest.
+		if held, err = a.holds(ctx, t, m, seal, checkFrom.Add(-a.opts.ClockSkew), recent); err != nil {
 			return TableReport{}, true, err
 		}
-		if err == nil {
-			// The table is deleted on the strength of that export: read it (another
-			// process wrote it, and the container is not this run's to trust).
-			err = a.verifyData(ctx, job.Container, m)
+		if held {
+			dataETag, err = a.verifyDataETag(ctx, job.Container, m)
 			if errors.Is(err, ErrArchiveCorrupt) {
 				a.opts.Logger.Warn("the latest generation does not match its manifest: exporting the table again",
 					zap.String("table", job.Table), zap.String("generation", m.Generation), errs.LogField(err))
 			} else if err != nil {
 				return TableReport{}, true, err
 			}
+			held = err == nil
 		}
-		held = err == nil
 	}
 	if !held {
 		if err := a.createContainer(ctx, job.Container); err != nil {
 			return TableReport{}, true, err
 		}
-		if m, recent, err = a.exportGeneration(ctx, t, job, seal); err != nil {
+		if m, recent, dataETag, err = a.exportGeneration(ctx, t, job, seal); err != nil {
 			return TableReport{}, true, err
 		}
 		checkFrom, _ = time.Parse(time.RFC3339Nano, m.ExportStarted)
@@ -439,6 +449,17 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	if len(gens) == 0 || gens[len(gens)-1].m != m {
 		return TableReport{}, false, nil
 	}
+	// The data must still be there, unchanged since it was checked: touching it (If-Match)
+	// also defeats a sweep that listed it earlier (its delete is If-Match what it listed).
+	if _, err := a.touchData(ctx, job.Container, m.DataBlob, dataETag); errors.Is(err, errs.ErrNotFound) {
+		return TableReport{}, true, fmt.Errorf("consistency: table %s: the data blob of generation %s is gone after its check: table not deleted (a rerun exports it again): %w",
+			job.Table, m.Generation, err)
+	} else if errors.Is(err, errs.ErrPreconditionFailed) {
+		a.opts.Logger.Warn("the data blob changed after its check: checking again", zap.String("table", job.Table), zap.String("generation", m.Generation))
+		return TableReport{}, false, nil
+	} else if err != nil {
+		return TableReport{}, true, err
+	}
 	if err := t.DeleteTable(ctx); err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return TableReport{}, true, err
 	}
@@ -447,17 +468,18 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	return TableReport{Outcome: OutcomeMoved, Manifest: m}, true, nil
 }
 
-// exportGeneration runs steps 4 and 5 of ArchiveTable. It returns the manifest and the
-// versions of the entities written since the export's start minus ClockSkew. A data
-// blob left by an export that fails after its upload is deleted (best effort; see
-// SweepAbortedExports for the ones a crash leaves).
-func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, seal sealState) (Manifest, recentSet, error) {
+// exportGeneration runs steps 4 and 5 of ArchiveTable. It returns the manifest, the
+// versions of the entities written since the export's start minus ClockSkew, and the
+// data blob's ETag after its last touch. A data blob left by an export that fails after
+// its upload is deleted (best effort; see SweepAbortedExports for the ones a crash
+// leaves).
+func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, seal sealState) (Manifest, recentSet, azcore.ETag, error) {
 	started := a.now().UTC()
 	gen := newGeneration(started)
 	x := exportState{since: started.Add(-a.opts.ClockSkew), recent: recentSet{}, seal: seal}
-	m, err := a.export(ctx, t, job, gen, &x)
+	m, uploaded, err := a.export(ctx, t, job, gen, &x)
 	if err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
 	m.ExportStarted = started.Format(time.RFC3339Nano)
 	m.Sealed = seal.why
@@ -468,35 +490,49 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 		}
 	}()
 	if err := a.after("archive-table", "exported"); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
-	if err := a.verifyData(ctx, job.Container, m); err != nil {
-		return Manifest{}, nil, err
+	etag, err := a.verifyDataETag(ctx, job.Container, m)
+	if err != nil {
+		return Manifest{}, nil, "", err
+	}
+	if uploaded != "" && etag != uploaded {
+		return Manifest{}, nil, "", fmt.Errorf("%w: %s/%s changed between its upload and its check", ErrArchiveCorrupt, job.Container, m.DataBlob)
 	}
 	// Order after every generation that exists before the check begins (one a
 	// concurrent duplicate wrote while this export ran, or one made by a clock that runs
 	// ahead): their checks came first. A manifest written later may hold newer data.
 	gens, err := a.listGenerations(ctx, job.Container, job.Table)
 	if err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
 	checked := a.now().UTC()
 	if err := a.checkVersions(ctx, t, m, seal, time.Time{}, nil); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
 	if err := a.after("archive-table", "checked"); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
-	m.CheckedAt = nextKey(checked, gens).Format(time.RFC3339Nano)
+	key := nextKey(checked, gens)
+	if key.After(a.keyLimit()) {
+		return Manifest{}, nil, "", fmt.Errorf("consistency: table %s: CheckedAt %s would be later than the clock allows: not written", job.Table, key.Format(time.RFC3339Nano))
+	}
+	m.CheckedAt = key.Format(time.RFC3339Nano)
+	// A new ETag and Last-Modified just before the manifest: a sweep that listed the
+	// blob earlier cannot delete it any more (its delete is If-Match what it listed),
+	// and one whose delete came first makes this fail: no manifest without data.
+	if etag, err = a.touchData(ctx, job.Container, m.DataBlob, etag); err != nil {
+		return Manifest{}, nil, "", err
+	}
 	written = true // from the first attempt on the manifest may exist: its data stays
 	if err := a.writeManifest(ctx, job.Container, m); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
 	if err := a.after("archive-table", "manifest"); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, "", err
 	}
 	a.opts.Logger.Info("table exported", zap.String("table", job.Table), zap.String("generation", gen), zap.Int64("entities", m.Entities))
-	return m, x.recent, nil
+	return m, x.recent, etag, nil
 }
 
 // MaxRecentWrites bounds how many entities written within ClockSkew of a table export's
@@ -569,32 +605,126 @@ func addVersion(h hash.Hash, pk, rk, etag string) {
 	_, _ = h.Write([]byte{'\n'})
 }
 
-// checkVersions scans t's keys and ETags and compares them with m.Versions; every
-// Timestamp must fit the period claim of seal. With recent non-nil it also records the
-// versions of the entities whose Timestamp is at or after since, for checkNoNewWrites.
-func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, seal sealState, since time.Time, recent recentSet) error {
-	h := sha256.New()
-	var n int64
-	for e, err := range t.Query(ctx, repo.Query{Select: []string{"PartitionKey", "RowKey", "Timestamp"}}) {
+// tableDigest is what one scan of a table proves about it.
+type tableDigest struct {
+	versions string // as Manifest.Versions
+	// sha256 and bytes are those of the table's export lines (content scans only), as
+	// Manifest.SHA256 and Manifest.Bytes.
+	sha256          string
+	entities, bytes int64
+}
+
+// scanTable scans t: keys and ETags, or every property with content. Every Timestamp
+// must fit the period claim of seal. With recent non-nil it also records the versions
+// of the entities whose Timestamp is at or after since, for checkNoNewWrites.
+func (a *Archiver) scanTable(ctx context.Context, t *repo.Table[codec.Entity], seal sealState, since time.Time, recent recentSet, content bool) (tableDigest, error) {
+	q := repo.Query{Select: []string{"PartitionKey", "RowKey", "Timestamp"}}
+	if content {
+		q = repo.Query{FullMetadata: true} // as the export reads it
+	}
+	vh, ch := sha256.New(), sha256.New()
+	var d tableDigest
+	for e, err := range t.Query(ctx, q) {
 		if err != nil {
-			return err
+			return tableDigest{}, err
 		}
 		if err := seal.checkClaim(t.Name(), &e); err != nil {
-			return err
+			return tableDigest{}, err
 		}
-		addVersion(h, e.PartitionKey, e.RowKey, e.ETag)
+		addVersion(vh, e.PartitionKey, e.RowKey, e.ETag)
 		if recent != nil && !e.Timestamp.Before(since) {
 			if err := recent.add(a.maxRecent(), t.Name(), e.PartitionKey, e.RowKey, e.ETag); err != nil {
-				return err
+				return tableDigest{}, err
 			}
 		}
-		n++
+		if content {
+			line, err := exportLine(&e)
+			if err != nil {
+				return tableDigest{}, err
+			}
+			_, _ = ch.Write(line)
+			d.bytes += int64(len(line))
+		}
+		d.entities++
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != m.Versions {
+	d.versions = hex.EncodeToString(vh.Sum(nil))
+	if content {
+		d.sha256 = hex.EncodeToString(ch.Sum(nil))
+	}
+	return d, nil
+}
+
+// checkVersions scans t's keys and ETags and compares them with m.Versions (see
+// scanTable).
+func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, seal sealState, since time.Time, recent recentSet) error {
+	d, err := a.scanTable(ctx, t, seal, since, recent, false)
+	if err != nil {
+		return err
+	}
+	if d.versions != m.Versions {
 		return fmt.Errorf("%w: table %s (%d entities) is not the version its export %s read (%d entities): not deleted, and not retried: something writes this table although it was declared sealed",
-			ErrTableChanged, m.Table, n, m.Generation, m.Entities)
+			ErrTableChanged, m.Table, d.entities, m.Generation, m.Entities)
 	}
 	return nil
+}
+
+// holds reports whether the table is exactly what m describes: the same versions (keys
+// and ETags) and the same export content (the SHA-256, size and count of the JSON lines
+// an export of it now writes). m comes from the container and is untrusted: Versions
+// alone can be copied from a genuine manifest; content a manifest did not read from
+// this table does not hash to its SHA256. One scan of every property (see scanTable).
+func (a *Archiver) holds(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, seal sealState, since time.Time, recent recentSet) (bool, error) {
+	d, err := a.scanTable(ctx, t, seal, since, recent, true)
+	if err != nil {
+		return false, err
+	}
+	if d.versions != m.Versions {
+		return false, nil // changed since that export: a new generation
+	}
+	if d.sha256 != m.SHA256 || d.bytes != m.Bytes || d.entities != m.Entities {
+		a.opts.Logger.Warn("the latest generation's manifest does not describe the table's content (forged, or written by another encoding): exporting the table again",
+			zap.String("table", t.Name()), zap.String("generation", m.Generation), zap.Int64("entities", d.entities), zap.Int64("manifestEntities", m.Entities))
+		return false, nil
+	}
+	return true, nil
+}
+
+// exportLine is the line of one entity in an export: its JSON (keys and properties, no
+// ETag or Timestamp) and a newline.
+func exportLine(e *codec.Entity) ([]byte, error) {
+	e.ETag = ""
+	line, err := codec.EncodeEntity(e)
+	if err != nil {
+		return nil, err
+	}
+	return append(line, '\n'), nil
+}
+
+// touchData sets the metadata of a data blob, If-Match etag, and returns its new ETag:
+// the new ETag and Last-Modified prove it still holds what was checked, and defeat a
+// sweep that listed it earlier (SweepAbortedExports deletes If-Match what it listed).
+// Errors: ErrNotFound (gone), ErrPreconditionFailed (changed since etag; after a lost
+// response, possibly by this touch), ErrTransient, *repo.Error.
+func (a *Archiver) touchData(ctx context.Context, cont, name string, etag azcore.ETag) (azcore.ETag, error) {
+	if etag == "" {
+		return "", fmt.Errorf("%w: %s/%s: no ETag recorded for its check", errs.ErrPreconditionFailed, cont, name)
+	}
+	bc := a.blobs().ServiceClient().NewContainerClient(cont).NewBlobClient(name)
+	var out azcore.ETag
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "touch table export", Resource: cont}, func(ctx context.Context, _ int) error {
+		resp, err := bc.SetMetadata(ctx, map[string]*string{"checked": ptrTo(a.now().UTC().Format(time.RFC3339Nano))}, &blob.SetMetadataOptions{
+			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
+		})
+		if err != nil {
+			return errs.Wrap(err, "touch table export", cont, "", "")
+		}
+		if resp.ETag == nil || *resp.ETag == "" {
+			return fmt.Errorf("consistency: touch of %s/%s: no ETag in the response", cont, name)
+		}
+		out = *resp.ETag
+		return nil
+	})
+	return out, err
 }
 
 // checkNoNewWrites queries the entities with a Timestamp at or after started - ClockSkew:
@@ -619,7 +749,7 @@ func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Ent
 
 // export streams every entity of t into the data blob of generation gen and returns the
 // manifest. The blob is created with If-None-Match: *, so nothing is ever overwritten.
-func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, gen string, x *exportState) (Manifest, error) {
+func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, gen string, x *exportState) (Manifest, azcore.ETag, error) {
 	m := Manifest{Format: ManifestFormat, Table: job.Table, Generation: gen, DataBlob: DataBlobName(job.Table, gen)}
 	x.versions = sha256.New()
 	pr, pw := io.Pipe()
@@ -629,21 +759,25 @@ func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job 
 		pw.CloseWithError(err)
 		written <- err
 	}()
-	_, err := a.blobs().UploadStream(ctx, job.Container, m.DataBlob, pr, &azblob.UploadStreamOptions{
+	resp, err := a.blobs().UploadStream(ctx, job.Container, m.DataBlob, pr, &azblob.UploadStreamOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptrTo(azcore.ETagAny)}},
 	})
 	if err != nil {
 		pr.CloseWithError(err) // unblocks the writer if the upload stopped early
 	}
 	if werr := <-written; werr != nil {
-		return Manifest{}, werr
+		return Manifest{}, "", werr
 	}
 	if err != nil {
-		return Manifest{}, errs.Wrap(err, "upload table export", job.Container, "", "")
+		return Manifest{}, "", errs.Wrap(err, "upload table export", job.Container, "", "")
 	}
 	m.ExportedAt = a.now().UTC().Format("2006-01-02T15:04:05.0000000Z")
 	m.Versions = hex.EncodeToString(x.versions.Sum(nil))
-	return m, nil
+	var etag azcore.ETag
+	if resp.ETag != nil {
+		etag = *resp.ETag
+	}
+	return m, etag, nil
 }
 
 // writeLines writes t's entities as gzip JSON lines to w, filling m's counts and checksum.
@@ -670,12 +804,10 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 				return err
 			}
 		}
-		e.ETag = ""
-		line, err := codec.EncodeEntity(&e)
+		line, err := exportLine(&e)
 		if err != nil {
 			return err
 		}
-		line = append(line, '\n')
 		if _, err := out.Write(line); err != nil {
 			return err
 		}

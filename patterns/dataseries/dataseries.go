@@ -24,9 +24,11 @@ type Number interface {
 }
 
 // MaxPoints is the longest series one entity holds: the service's 252 custom properties,
-// less the one that records applied operations (OpsProperty). A longer series does not fit
-// one entity by design: store it as a wide entity (patterns/wideentity) or in a blob.
-const MaxPoints = codec.MaxProperties - 1
+// less the one that records applied operations (OpsProperty) and the one that holds the
+// table's write history (repo.Options.TrackWrites, which New requires). A longer series
+// does not fit one entity by design: store it as a wide entity (patterns/wideentity) or in
+// a blob.
+const MaxPoints = codec.MaxProperties - 2
 
 // OpsProperty is the property where a series records the ids of the last operations it
 // applied (see AddOptions.OpID). It never collides with a point, whose name ends with
@@ -89,7 +91,8 @@ type Store[V Number] struct {
 // (create the table with Table().CreateIfNotExists).
 //
 // Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, a table
-// without TrackWrites, invalid options, a Prefix that does not make valid property names,
+// without TrackWrites or tracking writes in OpsProperty or a point's property
+// (repo.Options.WriteIDProperty), invalid options, a Prefix that does not make valid property names,
 // or a layout of more than MaxPoints points — such a series does not fit one entity: use
 // patterns/wideentity or a blob.
 func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options) (*Store[V], error) {
@@ -107,7 +110,7 @@ func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options
 		return nil, errs.Invalid("Layout.Points", "must be at least 1, got %d", layout.Points)
 	}
 	if layout.Points > MaxPoints {
-		return nil, errs.TooLarge("Layout.Points", "a series this long does not fit one entity (252 properties, one of them for the applied operations): store it as a wide entity (patterns/wideentity) or in a blob", layout.Points, MaxPoints)
+		return nil, errs.TooLarge("Layout.Points", "a series this long does not fit one entity (252 properties, two of them for the applied operations and the write history): store it as a wide entity (patterns/wideentity) or in a blob", layout.Points, MaxPoints)
 	}
 	if layout.Prefix == "" {
 		layout.Prefix = "P"
@@ -121,6 +124,14 @@ func New[V Number](table *repo.Table[codec.Entity], layout Layout, opts *Options
 	}
 	if err := codec.ValidatePropertyName(names[len(names)-1]); err != nil {
 		return nil, errs.Invalid("Layout.Prefix", "%q does not make valid property names: %v", layout.Prefix, err)
+	}
+	// The write history is appended to every write of a series: it must not be one of
+	// the series' own properties, or each write would carry that name twice (and the
+	// table's reads hide it: the operation ids or the point would be lost).
+	if tp := table.WriteIDProperty(); tp == OpsProperty {
+		return nil, errs.Invalid("repo.Options.WriteIDProperty", "%q is where a series records its applied operations (OpsProperty): choose another name", tp)
+	} else if _, isPoint := index[tp]; isPoint {
+		return nil, errs.Invalid("repo.Options.WriteIDProperty", "%q is the name of a point of the layout: choose another name, or another Layout.Prefix", tp)
 	}
 	if o.OpHistory == 0 {
 		o.OpHistory = DefaultOpHistory

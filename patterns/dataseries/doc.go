@@ -49,8 +49,8 @@
 //
 // # Issues and considerations
 //
-//   - A series must fit in one entity: at most 252 properties (MaxPoints, 251, leaves one
-//     for the applied operations) and 1 MiB. A longer series is refused by New with an
+//   - A series must fit in one entity: at most 252 properties (MaxPoints, 250, leaves one
+//     for the applied operations and one for the table's write history) and 1 MiB. A longer series is refused by New with an
 //     errs.ErrInvalidInput that says so, by design rather than by accident: store it as a wide
 //     entity (patterns/wideentity: several entities of one partition, written in one
 //     transaction) or in a blob (the Azure Table storage design guide "large entities"; an eventually consistent

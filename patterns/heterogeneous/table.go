@@ -7,6 +7,7 @@ import (
 	"iter"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -49,7 +50,13 @@ type Table struct {
 // its retry policy, logger and write tracking are the Table's. Register the types with
 // Register before use. It sends nothing.
 //
-// Errors: errs.ErrInvalidInput for a nil table or invalid options.
+// Reads never show the table's write-tracking property (repo.GetFunc and repo.QueryFunc
+// remove it before decoding), so a type with an extra map does not capture the history
+// and write it back as its own.
+//
+// Errors: errs.ErrInvalidInput for a nil table or invalid options: among them a
+// discriminator property named like the table's write-tracking property, or a
+// Registry.Encryption bound to another table.
 func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 	var o Options
 	if opts != nil {
@@ -69,6 +76,14 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 	if ro.Separator == "" {
 		ro.Separator = "_"
 	}
+	// The table's write history is appended to every tracked write: the discriminator
+	// must not share its name, or each write would carry that name twice.
+	if tp := table.WriteIDProperty(); tp != "" && ro.Discriminator == codec.ByProperty && ro.Property == tp {
+		return nil, errs.Invalid("Options.Registry.Property", "%q is the table's write-tracking property (repo.Options.WriteIDProperty): choose another discriminator name", tp)
+	}
+	if e := ro.Encryption; e != nil && e.Table != "" && !strings.EqualFold(e.Table, table.Name()) {
+		return nil, errs.Invalid("Options.Registry.Encryption.Table", "binds entities to table %q, not to this table %q", e.Table, table.Name())
+	}
 	conflict := o.Conflict.Or(retry.Policy{Logger: table.Logger()}.Or(retry.Conflict()))
 	if err := conflict.Validate(); err != nil {
 		return nil, err
@@ -82,8 +97,18 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 // written (older names are read into the current type).
 //
 // Errors: errs.ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
-// cannot appear in a key, or T has a field stored under the discriminator property).
+// cannot appear in a key, or T has a field stored under the discriminator property or
+// under the table's write-tracking property).
 func Register[T any](t *Table, name string) error {
+	if tp := t.dyn.WriteIDProperty(); tp != "" {
+		c, err := codec.For[T]()
+		if err != nil {
+			return err
+		}
+		if _, maps := c.Property(tp); maps {
+			return errs.Invalid(typeName[T](), "stores a field as %q, the table's write-tracking property (repo.Options.WriteIDProperty), which the table writes itself", tp)
+		}
+	}
 	if err := codec.Register[T](t.reg, name); err != nil {
 		return err
 	}

@@ -69,11 +69,13 @@ func (ix *SamePartition[T]) entities(pk string) filter.Expr {
 // BackfillPartition lists every entity of partition pk under its value, page by page in
 // RowKey order from opts.After: the way to build an index added to a table that already
 // holds data. Each entity not yet listed gets the live path's transaction: the entity
-// rewritten conditional on the ETag read, and its id added to its value's index entity
+// rewritten conditional on the ETag read (merged, so properties T does not declare
+// stay), and its id added to its value's index entity
 // conditional on that entity's ETag, so a backfill never lists an entity under a value it
 // no longer has, and a concurrent write makes it read again. Listed entities are left
-// alone; a backfilled entity gets a new ETag. It is idempotent; resume from the returned
-// checkpoint.
+// alone; a backfilled entity gets a new ETag. An entity whose value cannot be indexed is
+// logged and counted in Checkpoint.Skipped, and the backfill goes on (Verify reports it).
+// It is idempotent; resume from the returned checkpoint.
 //
 // Cost: 1 query per page of entities; per entity with a value, 1 range query of its
 // value's index entities, and 1 transaction when it is not listed.
@@ -88,8 +90,8 @@ func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, op
 	if err != nil {
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
-	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, error) {
-		return each(ctx, ix.conc, items, func(ctx context.Context, v T) (bool, error) {
+	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, int, error) {
+		return backfillEach(ctx, ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
 			_, rk := ix.codec.Keys(&v)
 			return ix.relist(ctx, pk, rk, &v, nil)
 		})
@@ -121,7 +123,9 @@ func (ix *SamePartition[T]) relist(ctx context.Context, pk, rk string, cur *T, w
 		value := ""
 		if found != nil {
 			value = ix.value(found)
-			actions = append(actions, ix.primary.UpdateAction(found, nil))
+			// Merged, not replaced: the rewrite exists only to carry the If-Match condition,
+			// so properties T does not declare stay.
+			actions = append(actions, ix.primary.UpdateAction(found, &repo.UpdateOptions{Mode: repo.Merge}))
 		}
 		changes := 0
 		if value != "" {
@@ -254,7 +258,8 @@ func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyO
 		return nil, err
 	}
 	wrong, order := wrongValues(r)
-	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+	// An entity whose value cannot be indexed is logged and left (Verify reports it).
+	r.Repaired, _, err = backfillEach(ctx, ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKeys(pk, rk) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
@@ -318,7 +323,10 @@ func (ix *Eventual[T]) StartBackfill(ctx context.Context, partitions ...string) 
 // RowKey order from opts.After, through Reconcile (the live path: it reads the entity,
 // adds its key to its value's list, and reads it again, starting over when it changed;
 // the list entry of a value the entity lost meanwhile is removed by the message of the
-// write that changed it). It is idempotent; resume from the returned checkpoint.
+// write that changed it). Checkpoint.Written counts the entities whose reconciliation
+// wrote to the store; an entity whose value the store cannot index is logged and counted
+// in Checkpoint.Skipped, and the backfill goes on. It is idempotent; resume from the
+// returned checkpoint.
 //
 // Cost: 1 query per page; per entity with a value, Reconcile's (2 reads of the entity, 1
 // read of the list, 1 write when the key is not listed).
@@ -333,14 +341,14 @@ func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *B
 	if err != nil {
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
-	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, error) {
-		return each(ctx, ix.conc, items, func(ctx context.Context, v T) (bool, error) {
+	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, int, error) {
+		return backfillEach(ctx, ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
 			if ix.value(&v) == "" {
 				return false, nil
 			}
 			_, rk := ix.codec.Keys(&v)
-			err := ix.Reconcile(ctx, Key{pk, rk})
-			return err == nil, err
+			_, wrote, err := ix.reconcile(ctx, Key{pk, rk}, nil)
+			return wrote, err
 		})
 	})
 }
@@ -423,6 +431,9 @@ func (ix *Eventual[T]) Verify(ctx context.Context, pk string, opts *VerifyOption
 				continue
 			}
 			seen[v] = true
+			if ix.store.Check(v) != nil {
+				continue // no list can hold it: its entities are reported missing
+			}
 			ks, err := ix.store.Keys(ctx, v)
 			if err != nil {
 				return nil, err
@@ -453,7 +464,8 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 		return nil, err
 	}
 	wrong, order := wrongValues(r)
-	r.Repaired, err = each(ctx, ix.conc, order, func(ctx context.Context, rk string) (bool, error) {
+	// An entity whose value cannot be indexed is logged and left (Verify reports it).
+	r.Repaired, _, err = backfillEach(ctx, ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKey(Key{pk, rk}) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}

@@ -178,7 +178,17 @@ func (s *BlobStore) Keys(ctx context.Context, value string) ([]Key, error) {
 // errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
 // policy), *repo.Error.
 func (s *BlobStore) Add(ctx context.Context, value string, k Key) error {
-	return s.change(ctx, "index blob add", value, k, true)
+	_, err := s.apply(ctx, value, k, true)
+	return err
+}
+
+// apply implements reporter: Add (add) or Remove, reporting whether a write was sent
+// that changed, or may have changed, the list.
+func (s *BlobStore) apply(ctx context.Context, value string, k Key, add bool) (bool, error) {
+	if add {
+		return s.change(ctx, "index blob add", value, k, true)
+	}
+	return s.change(ctx, "index blob remove", value, k, false)
 }
 
 // Remove implements Store: it removes k from value's blob (deleting the blob with its last
@@ -186,20 +196,22 @@ func (s *BlobStore) Add(ctx context.Context, value string, k Key) error {
 //
 // Errors: as Add.
 func (s *BlobStore) Remove(ctx context.Context, value string, k Key) error {
-	return s.change(ctx, "index blob remove", value, k, false)
+	_, err := s.apply(ctx, value, k, false)
+	return err
 }
 
-func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add bool) error {
+func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add bool) (bool, error) {
 	name, err := s.BlobName(value)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := checkKey(k); err != nil {
-		return err
+		return false, err
 	}
 	entry := entryOf(k)
+	wrote := false
 	op := retry.Op{Name: opName, Resource: s.container + "/" + name, PartitionKey: k.PartitionKey, RowKey: k.RowKey}
-	return retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	err = retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		entries, etag, err := s.read(ctx, name)
 		if err != nil {
 			return err
@@ -218,11 +230,15 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 		} else {
 			err = s.write(ctx, name, etag, entries)
 		}
+		if err == nil || retry.MayHaveApplied(err) {
+			wrote = true // this call changed the list, or may have
+		}
 		if isConflict(err) {
 			return retry.Again(err)
 		}
 		return err
 	})
+	return wrote, err
 }
 
 // read returns the sorted entries of a blob and its ETag ("" and no entries when it does

@@ -154,10 +154,16 @@
 // from its checkpoint; SamePartitionOptions.Queue carries the jobs of option 2). Verify
 // reports, read-only, the entities listed nowhere (missing), listed only under another
 // value (stale) and the entries of entities gone or listed twice (orphan), with counts and
-// samples; Repair fixes them, idempotently.
+// samples; Repair fixes them, idempotently. An entity whose stored value no index key can
+// hold (over the key limit, written around the index) is logged and skipped
+// (Checkpoint.Skipped) rather than stopping its partition; Verify reports it as missing
+// and Repair leaves it (TestBackfillSkipsUnindexableEntityVerifyReportsIt).
+// Checkpoint.Written counts only the entities whose listing was written: a rerun over a
+// complete index reports 0 (TestAttackEventualBackfillRerunReportsNothingWritten).
 //
 // Consistency: option 2 backfills and repairs an entity with the live path's
-// transaction, the entity rewritten conditional on its ETag together with its value's
+// transaction, the entity rewritten conditional on its ETag (merged, so properties T does
+// not declare stay: TestAttackSamePartitionBackfillKeepsUndeclaredProperties) together with its value's
 // index entity (and those of wrong values) conditional on theirs, retried from fresh
 // reads on any conflict, so the application may keep writing; options 1 and 3 run
 // Reconcile, the handler's own body (TestSamePartitionBackfillResumesVerifyRepairs:

@@ -411,26 +411,55 @@ func (ix *Eventual[T]) observe(ctx context.Context, k Key) (observed, error) {
 // the errors of repo.Table.Get and of the Store; an error when the entity changed more
 // than 8 times during the call.
 func (ix *Eventual[T]) Reconcile(ctx context.Context, k Key, old ...string) error {
-	_, err := ix.reconcile(ctx, k, old)
+	_, _, err := ix.reconcile(ctx, k, old)
 	return err
 }
 
-func (ix *Eventual[T]) reconcile(ctx context.Context, k Key, old []string) (observed, error) {
-	if err := ix.checkKey(k); err != nil {
-		return observed{}, err
+// reporter is a Store that tells whether an Add or Remove wrote (TableStore, BlobStore).
+type reporter interface {
+	apply(ctx context.Context, value string, k Key, add bool) (bool, error)
+}
+
+// apply runs the store's Add (add) or Remove and reports whether it wrote (or may have).
+// A Store that cannot tell is asked for the list first: one more read.
+func (ix *Eventual[T]) apply(ctx context.Context, value string, k Key, add bool) (bool, error) {
+	if r, ok := ix.store.(reporter); ok {
+		return r.apply(ctx, value, k, add)
 	}
+	ks, err := ix.store.Keys(ctx, value)
+	if err != nil {
+		return false, err
+	}
+	if slices.Contains(ks, k) == add {
+		return false, nil // already as asked
+	}
+	if add {
+		return true, ix.store.Add(ctx, value, k)
+	}
+	return true, ix.store.Remove(ctx, value, k)
+}
+
+// reconcile is Reconcile; it also returns the entity as last observed and whether it
+// wrote to the store.
+func (ix *Eventual[T]) reconcile(ctx context.Context, k Key, old []string) (observed, bool, error) {
+	if err := ix.checkKey(k); err != nil {
+		return observed{}, false, err
+	}
+	wrote := false
 	stale := slices.Clone(old)
 	for range maxRounds {
 		now, err := ix.observe(ctx, k)
 		if err != nil {
-			return observed{}, err
+			return observed{}, wrote, err
 		}
 		if now.value != "" {
 			if err := ix.step(ctx, "add"); err != nil {
-				return observed{}, err
+				return observed{}, wrote, err
 			}
-			if err := ix.store.Add(ctx, now.value, k); err != nil {
-				return observed{}, err
+			w, err := ix.apply(ctx, now.value, k, true)
+			wrote = wrote || w
+			if err != nil {
+				return observed{}, wrote, err
 			}
 		}
 		slices.Sort(stale)
@@ -440,10 +469,12 @@ func (ix *Eventual[T]) reconcile(ctx context.Context, k Key, old []string) (obse
 				continue
 			}
 			if err := ix.step(ctx, "remove"); err != nil {
-				return observed{}, err
+				return observed{}, wrote, err
 			}
-			if err := ix.store.Remove(ctx, u, k); err != nil {
-				return observed{}, err
+			w, err := ix.apply(ctx, u, k, false)
+			wrote = wrote || w
+			if err != nil {
+				return observed{}, wrote, err
 			}
 		}
 		if now.value != "" {
@@ -451,13 +482,13 @@ func (ix *Eventual[T]) reconcile(ctx context.Context, k Key, old []string) (obse
 		}
 		again, err := ix.observe(ctx, k)
 		if err != nil {
-			return observed{}, err
+			return observed{}, wrote, err
 		}
 		if again == now {
-			return now, nil
+			return now, wrote, nil
 		}
 	}
-	return observed{}, fmt.Errorf("indexentity: %s (PartitionKey=%q, RowKey=%q) changed %d times during reconciliation; retry later", ix.primary.Name(), k.PartitionKey, k.RowKey, maxRounds)
+	return observed{}, wrote, fmt.Errorf("indexentity: %s (PartitionKey=%q, RowKey=%q) changed %d times during reconciliation; retry later", ix.primary.Name(), k.PartitionKey, k.RowKey, maxRounds)
 }
 
 // Handle is the queueworker handler of the index's messages: Reconcile with the message's
@@ -479,7 +510,7 @@ func (ix *Eventual[T]) Handle(ctx context.Context, msg *queueworker.Message[Chan
 	// landed at all. Read afterwards, a slow reconciliation could judge settled a write
 	// that landed after its read.
 	started := ix.now()
-	now, err := ix.reconcile(ctx, Key{c.PartitionKey, c.RowKey}, old)
+	now, _, err := ix.reconcile(ctx, Key{c.PartitionKey, c.RowKey}, old)
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return queueworker.Cancel(err)
 	}

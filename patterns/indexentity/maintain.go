@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"go.uber.org/zap"
 )
 
 // BackfillOptions configures one call of BackfillPartition. nil means the zero value,
@@ -64,6 +65,10 @@ type Checkpoint struct {
 	// Scanned counts the entities read by this call, and Written those whose listing
 	// had to be written.
 	Scanned, Written int `json:"-"`
+	// Skipped counts the entities passed over because their stored value cannot be
+	// indexed (a key over the service's limit: data written around the index). Each is
+	// logged and the backfill goes on; Verify reports them as Missing.
+	Skipped int `json:"-"`
 }
 
 // validate checks a checkpoint read back from a queue message: it is untrusted input.
@@ -277,7 +282,7 @@ func partitions[T any](ctx context.Context, t *repo.Table[T], skip func(string) 
 
 // backfillPages runs one page at a time of the entities selected by f through fix (which
 // reports how many it wrote), with checkpoints.
-func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o BackfillOptions, f filter.Expr, fix func(ctx context.Context, items []T) (int, error)) (Checkpoint, error) {
+func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o BackfillOptions, f filter.Expr, fix func(ctx context.Context, items []T) (written, skipped int, err error)) (Checkpoint, error) {
 	cp := Checkpoint{PartitionKey: pk, After: o.After}
 	if o.After != "" {
 		f = filter.And(f, filter.Gt("RowKey", o.After))
@@ -288,12 +293,13 @@ func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o Ba
 		if err != nil {
 			return cp, err
 		}
-		n, err := fix(ctx, page.Items)
+		n, skipped, err := fix(ctx, page.Items)
 		if err != nil {
 			return cp, err
 		}
 		cp.Scanned += len(page.Items)
 		cp.Written += n
+		cp.Skipped += skipped
 		if len(page.Items) > 0 {
 			_, cp.After = t.Codec().Keys(&page.Items[len(page.Items)-1])
 		}
@@ -322,4 +328,22 @@ func each[V any](ctx context.Context, n int, items []V, fn func(ctx context.Cont
 		return err
 	})
 	return int(count.Load()), err
+}
+
+// backfillEach runs fix on every entity of a page, at most n at once, and counts those it
+// wrote and those it skipped: an entity whose stored value cannot be indexed
+// (errs.ErrInvalidInput) is logged and passed over, so that one bad entity neither stops
+// its partition nor gets the backfill job cancelled.
+func backfillEach[T any](ctx context.Context, n int, log *zap.Logger, items []T, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
+	var s atomic.Int64
+	written, err = each(ctx, n, items, func(ctx context.Context, v T) (bool, error) {
+		w, err := fix(ctx, v)
+		if errors.Is(err, errs.ErrInvalidInput) {
+			log.Warn("indexentity: backfill skipped an entity whose value cannot be indexed (Verify reports it)", errs.LogField(err))
+			s.Add(1)
+			return false, nil
+		}
+		return w, err
+	})
+	return written, int(s.Load()), err
 }

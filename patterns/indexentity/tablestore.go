@@ -130,6 +130,18 @@ func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 // errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
 // policy), *repo.Error.
 func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
+	_, err := s.apply(ctx, value, k, true)
+	return err
+}
+
+// apply implements reporter: Add (add) or Remove, reporting whether a write was sent
+// that changed, or may have changed, the list.
+func (s *TableStore) apply(ctx context.Context, value string, k Key, add bool) (bool, error) {
+	if !add {
+		return s.change(ctx, "index remove", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
+			return s.pages.planRemove(l, pages, entry), nil
+		})
+	}
 	return s.change(ctx, "index add", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
 		a, ok, err := s.pages.planAdd(l, pages, entry)
 		if err != nil || !ok {
@@ -145,25 +157,25 @@ func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
 //
 // Errors: as Add.
 func (s *TableStore) Remove(ctx context.Context, value string, k Key) error {
-	return s.change(ctx, "index remove", value, k, func(l location, pages []*page, entry string) ([]repo.Action, error) {
-		return s.pages.planRemove(l, pages, entry), nil
-	})
+	_, err := s.apply(ctx, value, k, false)
+	return err
 }
 
-func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan func(location, []*page, string) ([]repo.Action, error)) error {
+func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan func(location, []*page, string) ([]repo.Action, error)) (bool, error) {
 	l, err := s.location(value)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := checkKey(k); err != nil {
-		return err
+		return false, err
 	}
 	entry := entryOf(k)
 	if err := s.pages.fits(entry); err != nil {
-		return err
+		return false, err
 	}
+	wrote := false
 	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk}
-	return retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
+	err = retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		pages, err := s.pages.read(ctx, l)
 		if err != nil {
 			return err
@@ -173,6 +185,9 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 			return err
 		}
 		_, err = repo.Submit(ctx, actions...)
+		if err == nil || errors.Is(err, repo.ErrOutcomeUnknown) {
+			wrote = true // this call changed the list, or may have
+		}
 		// errs.ErrOutcomeUnknown (a retried transaction that may have landed) is re-decided
 		// like a conflict: Add and Remove have set semantics, so a fresh read of the pages
 		// shows whether there is anything left to do.
@@ -181,4 +196,5 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 		}
 		return err
 	})
+	return wrote, err
 }

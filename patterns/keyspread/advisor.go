@@ -253,14 +253,17 @@ func adviseDefaults(opts *AdviseOptions) (AdviseOptions, error) {
 	if o.Top == 0 {
 		o.Top = 5
 	}
+	// Each check negates the valid range, so that NaN (false in every comparison) is
+	// refused: a NaN share would make every comparison with it false and report a hot
+	// partition as spread.
 	switch {
-	case o.Target < 0 || math.IsNaN(o.Target) || math.IsInf(o.Target, 0):
+	case !(o.Target > 0 && o.Target <= math.MaxFloat64):
 		return o, errs.Invalid("AdviseOptions.Target", "must be a positive rate, got %v", o.Target)
-	case o.Window < 0:
+	case !(o.Window > 0):
 		return o, errs.Invalid("AdviseOptions.Window", "must be positive, got %v", o.Window)
-	case o.MonotonicShare <= 0 || o.MonotonicShare > 1:
+	case !(o.MonotonicShare > 0 && o.MonotonicShare <= 1):
 		return o, errs.Invalid("AdviseOptions.MonotonicShare", "must be in (0, 1], got %v", o.MonotonicShare)
-	case o.HotShare <= 0 || o.HotShare > 1:
+	case !(o.HotShare > 0 && o.HotShare <= 1):
 		return o, errs.Invalid("AdviseOptions.HotShare", "must be in (0, 1], got %v", o.HotShare)
 	case o.Top < 1:
 		return o, errs.Invalid("AdviseOptions.Top", "must be at least 1, got %d", o.Top)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -67,8 +68,12 @@ func TestAdviseShapes(t *testing.T) {
 	if _, err := keyspread.AdviseKeys(nil, nil); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("empty sample: %v", err)
 	}
-	if _, err := keyspread.AdviseKeys(hot, &keyspread.AdviseOptions{HotShare: 2}); !errors.Is(err, repo.ErrInvalidInput) {
-		t.Fatalf("bad option: %v", err)
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, o := range []keyspread.AdviseOptions{{HotShare: 2}, {HotShare: -0.5}, {HotShare: inf}, {HotShare: nan}, {MonotonicShare: 1.5},
+		{MonotonicShare: nan}, {Target: nan}, {Target: inf}, {Target: -1}, {Window: -time.Second}, {Top: -1}} {
+		if _, err := keyspread.AdviseKeys(hot, &o); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("bad option %+v: %v", o, err)
+		}
 	}
 }
 
@@ -183,6 +188,9 @@ func TestStress(t *testing.T) {
 		"no duration":  {insert, 0, nil},
 		"too long":     {insert, keyspread.MaxStressDuration + 1, nil},
 		"workers":      {insert, time.Second, &keyspread.StressOptions{Concurrency: keyspread.MaxStressConcurrency + 1}},
+		"NaN target":   {insert, time.Second, &keyspread.StressOptions{Target: math.NaN()}},
+		"Inf target":   {insert, time.Second, &keyspread.StressOptions{Target: math.Inf(1)}},
+		"below zero":   {insert, time.Second, &keyspread.StressOptions{Target: -1}},
 	} {
 		if _, err := keyspread.Stress(t.Context(), c.op, c.d, c.opts); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)

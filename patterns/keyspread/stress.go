@@ -113,7 +113,7 @@ func Stress(ctx context.Context, op Operation, duration time.Duration, opts *Str
 		return StressReport{}, errs.Invalid("StressOptions.MaxOps", "must not be negative, got %d", cfg.MaxOps)
 	case cfg.Concurrency < 1 || cfg.Concurrency > MaxStressConcurrency:
 		return StressReport{}, errs.Invalid("StressOptions.Concurrency", "must be 1 to %d, got %d", MaxStressConcurrency, cfg.Concurrency)
-	case cfg.Target < 0 || math.IsNaN(cfg.Target) || math.IsInf(cfg.Target, 0):
+	case !(cfg.Target > 0 && cfg.Target <= math.MaxFloat64): // NaN and ±Inf too
 		return StressReport{}, errs.Invalid("StressOptions.Target", "must be a positive rate, got %v", cfg.Target)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, duration)

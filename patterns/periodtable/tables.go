@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type Options struct {
 	Clock func() time.Time
 	// Table configures each period table (retry policy, logger, ...): Tables owns many
 	// tables, so it builds them itself, and its logger is Table.Logger (none by default).
+	// Table.Encryption, if set, is bound to each period table's own name
+	// (codec.Encryption.Table): leave its Table empty (New refuses one), and read a period
+	// table's entities elsewhere with an Encryption bound to that period table's name.
 	// Its CreateWait is ignored: a period table found being deleted is never waited for
 	// and re-created (CreateWait is -1 in the tables Table returns).
 	Table repo.Options
@@ -63,10 +67,13 @@ type Tables[T any] struct {
 	svc      *aztables.ServiceClient
 	scheme   Scheme
 	timeProp string
-	codec    *codec.Codec[T]
-	opts     Options
-	topts    repo.Options
-	log      *zap.Logger
+	// timeIndex is the index path of the time field of a type with encrypted fields
+	// (see timeOf); nil otherwise.
+	timeIndex []int
+	codec     *codec.Codec[T]
+	opts      Options
+	topts     repo.Options
+	log       *zap.Logger
 
 	mu     sync.Mutex
 	tables map[string]*repo.Table[T]
@@ -134,6 +141,20 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string,
 	if !ok {
 		return nil, errs.Invalid("timeProperty", "%T has no property %q", *new(T), timeProperty)
 	}
+	// A type with encrypted fields cannot be encoded in part (codec refuses a merge of it),
+	// so the time is read from its field directly.
+	var timeIndex []int
+	if _, dynamic := any(new(T)).(*codec.Entity); !dynamic && c.Encrypted() {
+		info, _ := c.Property(prop)
+		sf, found := reflect.TypeFor[T]().FieldByName(info.GoName)
+		switch {
+		case info.Encrypted:
+			return nil, errs.Invalid("timeProperty", "%q is encrypted: the time property routes each entity to its table and filters queries, so it must be stored in clear", prop)
+		case !found || (sf.Type != reflect.TypeFor[time.Time]() && sf.Type != reflect.TypeFor[*time.Time]()):
+			return nil, errs.Invalid("timeProperty", "%q must be a time.Time field of %T", prop, *new(T))
+		}
+		timeIndex = sf.Index
+	}
 	topts := o.Table
 	topts.CreateWait = -1
 	topts.Logger = logx.OrNop(topts.Logger)
@@ -142,9 +163,23 @@ func New[T any](svc *aztables.ServiceClient, scheme Scheme, timeProperty string,
 		return nil, err
 	}
 	return &Tables[T]{
-		svc: svc, scheme: scheme, timeProp: prop, codec: c, opts: o, topts: topts, log: topts.Logger,
+		svc: svc, scheme: scheme, timeProp: prop, timeIndex: timeIndex, codec: c, opts: o, topts: topts, log: topts.Logger,
 		tables: map[string]*repo.Table[T]{},
 	}, nil
+}
+
+// optionsOf returns the options of the period table name: the Tables' own, with
+// encryption bound to that table (codec.Encryption.Table), so that an entity of one period
+// copied into another period's table fails to read there (codec.ErrTampered) instead of
+// passing as genuine data of that period.
+func (p *Tables[T]) optionsOf(name string) *repo.Options {
+	o := p.topts
+	if o.Encryption != nil {
+		e := *o.Encryption
+		e.Table = name
+		o.Encryption = &e
+	}
+	return &o
 }
 
 // Scheme returns the naming scheme of the tables.
@@ -157,7 +192,7 @@ func (p *Tables[T]) repoTable(name string) *repo.Table[T] {
 	t, ok := p.tables[name]
 	if !ok {
 		// The name comes from the scheme and the options were checked by New: no error.
-		t, _ = repo.New[T](p.svc, name, &p.topts)
+		t, _ = repo.New[T](p.svc, name, p.optionsOf(name))
 		p.tables[name] = t
 	}
 	return t
@@ -204,6 +239,20 @@ func (p *Tables[T]) writable(at time.Time) (Table, error) {
 func (p *Tables[T]) timeOf(v *T) (time.Time, error) {
 	if v == nil {
 		return time.Time{}, errs.Invalid("entity", "is nil")
+	}
+	if p.timeIndex != nil {
+		f, err := reflect.ValueOf(v).Elem().FieldByIndexErr(p.timeIndex)
+		if err == nil {
+			switch at := f.Interface().(type) {
+			case time.Time:
+				return at, nil
+			case *time.Time:
+				if at != nil {
+					return *at, nil
+				}
+			}
+		}
+		return time.Time{}, errs.Invalid(p.timeProp, "must hold a time.Time to route the entity to its period")
 	}
 	body, err := p.codec.EncodeProperties(v, p.timeProp)
 	if err != nil {

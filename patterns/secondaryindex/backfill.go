@@ -12,6 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"go.uber.org/zap"
 )
 
 // BackfillKind returns the message kind of this index set's backfill jobs: Kind followed
@@ -231,15 +232,18 @@ func (x *Intra[T]) Register(r *queueworker.Registry) error {
 
 // BackfillPartition writes the missing and stale copies of the entities of partition pk,
 // page by page in primary key order from opts.After: the way to build an index added to
-// a table that already holds data. Each entity is rewritten through Update with the ETag
-// its page read — the live path, one transaction conditional on the primary copy — so a
-// backfill never overwrites a newer write: an entity changed since its page was read
-// fails the condition, and the write that changed it has already written every copy.
-// Every backfilled entity gets a new ETag (a caller holding the old one must read again).
-// It is idempotent; rerun it, or resume from the returned checkpoint.
+// a table that already holds data. Each entity is rewritten in one transaction
+// conditional on the ETag its page read (the primary copy merged, so properties T does
+// not declare stay), so a backfill never overwrites a newer write: an entity changed
+// since its page was read fails the condition, and the write that changed it has already
+// written every copy. A unique copy held by another entity (two entities sharing a value
+// in data older than the index) is left to it and logged; Verify reports it as a
+// Conflict. An entity whose value cannot be indexed is logged and passed over. Every
+// backfilled entity gets a new ETag (a caller holding the old one must read again). It is
+// idempotent; rerun it, or resume from the returned checkpoint.
 //
-// Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read and 1
-// transaction.
+// Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read per unique
+// index where it has a value and 1 transaction.
 //
 // Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
 // *repo.Error, ctx's error, the Checkpoint callback's error.
@@ -298,40 +302,118 @@ func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 // maintenanceConcurrency bounds the entities an Intra backfill or repair writes at once.
 const maintenanceConcurrency = 8
 
-// rewrite writes every copy of v (a primary copy as a page read it, with its ETag)
-// through Update, conditional on that ETag. It reports whether it wrote. An entity changed
-// or deleted since v was read needs nothing: the write that changed it wrote every copy
-// (or removed them). A lost response is decided from a fresh read of the primary copy.
+// rewrite writes every copy of v (a primary copy as a page read it, with its ETag) in one
+// transaction conditional on that ETag, and reports whether it wrote. The primary copy is
+// merged, not replaced: the rewrite exists only to carry the condition, so properties T
+// does not declare stay. A copy in a unique index is read first: one held by another
+// entity (a value two entities share in data older than the index) is never taken over
+// (reported by Verify as a Conflict), an existing copy of v is replaced conditional on the
+// ETag read, and a missing one is inserted, so a copy claimed meanwhile fails the
+// transaction and the round starts over. An entity changed or deleted since v was read
+// needs nothing: the write that changed it wrote every copy (or removed them). A lost
+// response is decided from a fresh read of the primary copy.
 func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
-	var err error
+	pk, ks, err := x.keysOf(v)
+	if err != nil {
+		// A stored value that cannot be indexed: verify reports its copies.
+		x.rows.Logger().Warn("secondaryindex: backfill met an entity that cannot be indexed")
+		return false, nil
+	}
 	for range maxRewrites {
-		p := *v
-		err = x.Update(ctx, &p)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound):
-			return false, nil
-		case errors.Is(err, repo.ErrInvalidInput):
-			// A stored value that cannot be indexed: verify reports its copies.
-			x.rows.Logger().Warn("secondaryindex: backfill met an entity that cannot be indexed")
-			return false, nil
-		case !errors.Is(err, repo.ErrOutcomeUnknown):
-			return false, err
+		var w, again bool
+		w, again, err = x.rewriteOnce(ctx, v, pk, ks)
+		if !again {
+			return w, err
 		}
-		pk, rk := x.c.Keys(v)
+	}
+	return false, err
+}
+
+// rewriteOnce is one round of rewrite; again reports a round to run (err says why).
+func (x *Intra[T]) rewriteOnce(ctx context.Context, v *T, pk string, ks []string) (wrote, again bool, err error) {
+	primary := x.all[0].valueOf(v)
+	e, err := x.copyOf(v, pk, 0, ks[0])
+	if err != nil {
+		return false, false, err
+	}
+	e.ETag = x.c.ETag(v)
+	p := &plan{}
+	p.add(x.dyn.UpdateAction(e, &repo.UpdateOptions{Mode: repo.Merge}), step{kind: stepPrimary, rk: ks[0]})
+	for i := 1; i < len(x.all); i++ {
+		k := ks[i]
+		if k == "" {
+			continue
+		}
+		c, err := x.copyOf(v, pk, i, k)
+		if err != nil {
+			return false, false, err
+		}
+		if x.all[i].AllowDuplicates {
+			// The key holds the primary value: no other entity can own it.
+			p.add(x.dyn.UpsertAction(c, nil), step{ix: i, kind: stepKeep, rk: k})
+			continue
+		}
+		have, err := x.dyn.Get(ctx, pk, k)
+		switch {
+		case errors.Is(err, repo.ErrNotFound):
+			p.add(x.dyn.InsertAction(c), step{ix: i, kind: stepPut, rk: k})
+			continue
+		case err != nil:
+			return false, false, err
+		}
+		if owner := x.ownerOf(&have); owner != "" && owner != primary {
+			x.rows.Logger().Warn("secondaryindex: backfill left a unique copy held by another entity (Verify reports it as a conflict)",
+				zap.String("index", x.all[i].Name))
+			continue
+		}
+		c.ETag = have.ETag
+		p.add(x.dyn.UpdateAction(c, nil), step{ix: i, kind: stepKeep, rk: k})
+	}
+	if len(p.acts) == 1 {
+		return false, false, nil // no copy this entity can have: nothing to write
+	}
+	_, err = x.submitted(ctx, p)
+	if err == nil {
+		return true, false, nil
+	}
+	var ae *repo.ActionError
+	switch {
+	case errors.Is(err, repo.ErrOutcomeUnknown):
+		rk := ks[0]
 		cur, gerr := x.rows.Get(ctx, pk, rk)
 		switch {
 		case errors.Is(gerr, repo.ErrNotFound):
-			return false, nil
+			return false, false, nil
 		case gerr != nil:
-			return false, errors.Join(err, gerr)
+			return false, false, errors.Join(err, gerr)
 		case x.c.ETag(&cur) != x.c.ETag(v):
-			return true, nil // written: by this call or by a write that wrote every copy
+			return true, false, nil // written: by this call or by a write that wrote every copy
 		}
-		// Not applied: the same version is still there; write it again.
+		return false, true, err // not applied: the same version is still there
+	case errors.As(err, &ae) && ae.Index == 0 && (errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)):
+		return false, false, nil // changed or deleted since read: that write did the copies
+	case errors.As(err, &ae) && ae.Index > 0 && (errors.Is(err, repo.ErrPreconditionFailed) ||
+		errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrAlreadyExists)):
+		return false, true, err // a copy changed since read: read it again and decide again
 	}
-	return false, err
+	return false, false, err
+}
+
+// ownerOf returns the primary value that the copy e names, "" when it names none (a copy
+// whose index carries only some properties, or one that cannot be decoded).
+func (x *Intra[T]) ownerOf(e *codec.Entity) string {
+	if x.c.Encrypted() {
+		return "" // compared by key only
+	}
+	body, err := codec.EncodeEntity(e)
+	if err != nil {
+		return ""
+	}
+	var v T
+	if err := x.c.Decode(body, &v); err != nil {
+		return ""
+	}
+	return x.all[0].valueOf(&v)
 }
 
 // maxRewrites bounds the attempts of rewrite whose outcome stays unknown.

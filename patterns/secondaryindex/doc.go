@@ -202,7 +202,7 @@
 //
 //	cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: saved.After})
 //	err = x.StartBackfill(ctx)             // one job per partition; Register handles them
-//	r, err := x.Verify(ctx, "Sales", nil)  // r.Missing, r.Stale, r.Orphan, r.Samples
+//	r, err := x.Verify(ctx, "Sales", nil)  // r.Missing, r.Stale, r.Orphan, r.Conflict, r.Samples
 //	r, err = x.Repair(ctx, "Sales", nil)
 //
 // BackfillPartition reads the partition's primaries page by page and returns (and hands
@@ -222,20 +222,30 @@
 // reconciliation wrote (the attack holds the backfill after its reads while a live update
 // and its reconciliation commit). Repair forces the same transaction for the entities
 // Verify found drifted (a copy deleted or edited by hand is rewritten even though the ref
-// looks current) and deletes an orphan in it; held while a live update and its
+// looks current) and deletes the orphans, one forced transaction per orphan, each
+// conditional on the ref read just before it; held while a live update and its
 // reconciliation commit, it fails its condition and starts over
-// (TestInterWindowRepairHeldWhileLiveUpdateCommits). Intra rewrites each entity with Update
-// conditional on the ETag its page read: an entity changed since was rewritten whole by
-// that write (TestIntraWindowBackfillCannotOverwriteALiveUpdate); Intra's Repair deletes an orphan conditional on its ETag, after reading
-// every primary again (TestIntraVerifyFindsAndRepairsDrift,
+// (TestInterWindowRepairHeldWhileLiveUpdateCommits, TestAttackInterRepairTwoOrphansOfOneEntity,
+// TestAttackInterRepairSecondOrphanBecomesRealCopyInWindow). Intra rewrites each entity in
+// one transaction conditional on the ETag its page read (the primary copy merged, so
+// properties T does not declare stay: TestAttackIntraBackfillKeepsUndeclaredProperties):
+// an entity changed since was rewritten whole by that write
+// (TestIntraWindowBackfillCannotOverwriteALiveUpdate). A unique copy is read first and
+// never taken over from another entity: data older than the index where two entities
+// share a value keeps the copy with the first, and Verify reports the other as a Conflict
+// that Repair leaves (TestAttackIntraBackfillUniqueDuplicateInOldData,
+// TestIntraVerifyReportsUniqueConflictRepairLeavesIt); a missing one is inserted, so a live
+// write that claims the value meanwhile keeps it
+// (TestAttackIntraBackfillHeldWhileLiveInsertClaimsTheValue). Intra's Repair deletes an
+// orphan conditional on its ETag, after reading every primary again (TestIntraVerifyFindsAndRepairsDrift,
 // TestInterVerifyFindsAndRepairsDrift). Verify is read-only and reads the primaries and
 // the copies one after the other, not as one snapshot: an entity written meanwhile can
 // show as drift; Repair decides again from fresh reads.
 //
 // Cost: a backfill pays about one write of every entity through the index (Inter:
 // Reconcile's 2 reads and 1 transaction per entity not up to date, plus 1 query of refs
-// per page; Intra: 1 read and 1 transaction per entity, and every backfilled entity gets
-// a new ETag); a rerun over an up-to-date Inter index only reads. Verify reads the
+// per page; Intra: per entity 1 read per unique index with a value and 1 transaction,
+// and every backfilled entity gets a new ETag); a rerun over an up-to-date Inter index only reads. Verify reads the
 // partition's primaries and its copies (1 query per 1,000); Repair adds per drifted
 // entity a reconciliation (Inter) or an Update (Intra), and per Intra orphan 1 read, 1
 // more query of the primaries and 1 delete. BenchmarkBackfill measures entities/s.

@@ -75,6 +75,11 @@ const (
 	Stale Drift = "stale"
 	// Orphan: a copy that no entity has (the entity is gone, or has another value).
 	Orphan Drift = "orphan"
+	// Conflict (Intra): an entity's value in a unique index is held by the copy of another
+	// entity (data written around this package, or stored before the index was added,
+	// where two entities share a value). Backfill and Repair never take such a copy over:
+	// change one entity's value to resolve it.
+	Conflict Drift = "conflict"
 )
 
 // Sample is one drifted copy found by Verify.
@@ -98,6 +103,10 @@ type Report struct {
 	Entities, Copies int
 	// Missing, Stale and Orphan count the copies of each kind of drift.
 	Missing, Stale, Orphan int
+	// Conflict counts the entities whose value in a unique index is held by another
+	// entity's copy (Intra). Repair cannot fix them and writes nothing for them, so they
+	// are not counted in Drift; they are in Samples.
+	Conflict int
 	// Samples holds the first VerifyOptions.Samples drifted copies.
 	Samples []Sample
 	// Repaired counts the entities (Intra, Inter) and orphans (Intra) that Repair wrote;
@@ -107,7 +116,8 @@ type Report struct {
 	found []Sample
 }
 
-// Drift returns Missing + Stale + Orphan: zero when the indexes match the entities.
+// Drift returns Missing + Stale + Orphan: zero when the indexes match the entities (as far
+// as Repair can make them; see Conflict).
 func (r *Report) Drift() int { return r.Missing + r.Stale + r.Orphan }
 
 func (r *Report) add(s Sample, samples int) {
@@ -118,6 +128,8 @@ func (r *Report) add(s Sample, samples int) {
 		r.Stale++
 	case Orphan:
 		r.Orphan++
+	case Conflict:
+		r.Conflict++
 	}
 	if len(r.Samples) < samples {
 		r.Samples = append(r.Samples, s)

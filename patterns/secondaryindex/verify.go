@@ -3,6 +3,7 @@ package secondaryindex
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -131,8 +132,8 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		return nil, err
 	}
 	type fix struct {
-		drifted map[string]bool   // index names
-		orphans map[string]string // index name -> orphan copy key
+		drifted map[string]bool     // index names
+		orphans map[string][]string // index name -> orphan copy keys (an entity can leave several)
 	}
 	fixes := map[string]*fix{}
 	var order []string
@@ -142,13 +143,18 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		}
 		f := fixes[s.RowKey]
 		if f == nil {
-			f = &fix{drifted: map[string]bool{}, orphans: map[string]string{}}
+			f = &fix{drifted: map[string]bool{}, orphans: map[string][]string{}}
 			fixes[s.RowKey] = f
 			order = append(order, s.RowKey)
 		}
 		f.drifted[s.Index] = true
 		if s.Drift == Orphan {
-			f.orphans[s.Index] = s.CopyKey
+			f.orphans[s.Index] = append(f.orphans[s.Index], s.CopyKey)
+		}
+	}
+	for _, f := range fixes {
+		for _, ks := range f.orphans {
+			slices.Sort(ks) // in key order: a rerun deletes in the same order
 		}
 	}
 	var repaired atomic.Int64
@@ -166,8 +172,9 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 
 // repairEntity reconciles the entity rk, forcing the indexes in drifted: their copy is
 // rewritten even when the ref says it is up to date (a copy changed or deleted by hand),
-// and orphans[index], a copy the ref does not know, is deleted in the same transaction.
-func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string]string) error {
+// and each of orphans[index], copies the ref does not know, is deleted by a forced
+// transaction of its own, each conditional on the ref's ETag read just before it.
+func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string][]string) error {
 	if x.checkRef(pk, rk) != nil {
 		return nil // a key read from a copy that no entity can have: left, and reported
 	}
@@ -176,6 +183,33 @@ func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[
 	if err := x.Reconcile(ctx, pk, rk); err != nil && !errors.Is(err, repo.ErrInvalidInput) {
 		return err
 	}
+	// Round i deletes the i-th orphan of each index (round 0 also rewrites every drifted
+	// index): a transaction names one old copy per index, and each round reads the refs
+	// again, so every delete stays conditional on the ref version it decided from.
+	for i := 0; ; i++ {
+		round := map[string]string{}
+		forced := drifted
+		if i > 0 {
+			forced = map[string]bool{}
+		}
+		for name, ks := range orphans {
+			if i < len(ks) {
+				round[name] = ks[i]
+				forced[name] = true
+			}
+		}
+		if i > 0 && len(round) == 0 {
+			return nil
+		}
+		if err := x.forceIndexes(ctx, pk, rk, forced, round); err != nil {
+			return err
+		}
+	}
+}
+
+// forceIndexes runs one forced reconciliation of the indexes in drifted of the entity rk,
+// naming orphans[index] as the old copy to delete where the ref's copy is the one to keep.
+func (x *Inter[T]) forceIndexes(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string]string) error {
 	op := retry.Op{Name: "repair index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		parts := make([]string, len(x.idx))
@@ -242,8 +276,9 @@ func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
 
 // Verify compares the primary copies of partition pk with their index copies and
 // reports, read-only, the missing copies (an entity with a value and no copy), the stale
-// ones (a copy that does not hold what the primary copy holds) and the orphans (a copy
-// no primary copy wants), with counts and the first VerifyOptions.Samples of them.
+// ones (a copy that does not hold what the primary copy holds), the orphans (a copy
+// no primary copy wants) and the conflicts (an entity whose value in a unique index is
+// held by the copy of another entity), with counts and the first VerifyOptions.Samples.
 //
 // Writes are atomic, so drift comes only from writes around this package (or from the
 // primaries of a table that held data before an index was added). The call reads the
@@ -327,6 +362,15 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 				r.add(s, samples)
 				continue
 			}
+			if !ix.AllowDuplicates {
+				if owner := x.ownerOf(have); owner != "" && owner != x.all[0].valueOf(w.v) {
+					// Another entity's copy: not this entity's to rewrite (Repair would hand
+					// it back and forth between the two).
+					s.Drift = Conflict
+					r.add(s, samples)
+					continue
+				}
+			}
 			e, err := x.copyOf(w.v, pk, n, k)
 			if err != nil {
 				return nil, nil, err
@@ -346,16 +390,18 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 }
 
 // Repair runs Verify on partition pk and fixes what it found. An entity with a missing or
-// stale copy is rewritten through Update with the ETag Verify read (the live path: one
-// transaction conditional on the primary copy, rewriting every copy); one changed since
-// needs nothing, since the write that changed it wrote every copy. An orphan is read
+// stale copy is rewritten as BackfillPartition does, conditional on the ETag Verify read
+// (one transaction rewriting every copy it can have); one changed since needs nothing,
+// since the write that changed it wrote every copy. A Conflict is reported and left:
+// Repair never takes a unique copy over from another entity. An orphan is read
 // again, the primaries are read again after it, and the orphan is deleted conditional
 // on the ETag read only if no primary wants it: a write that makes it wanted rewrites it
 // first, and the delete fails its condition. It is idempotent: a second Repair finds
 // nothing. The report is Verify's, with Repaired set to the entities and orphans written.
 //
-// Cost: Verify's, plus per drifted entity 1 read and 1 transaction; when there are
-// orphans, 1 read each, one more query of the primaries, and 1 delete each.
+// Cost: Verify's, plus per drifted entity 1 read per unique index with a value and 1
+// transaction; when there are orphans, 1 read each, one more query of the primaries,
+// and 1 delete each.
 //
 // Errors: as Verify and Update.
 func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
@@ -370,6 +416,9 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		if s.Drift == Orphan {
 			orphans = append(orphans, s)
 			continue
+		}
+		if s.Drift == Conflict {
+			continue // another entity's copy: reported, never taken over
 		}
 		if !seen[s.RowKey] {
 			seen[s.RowKey] = true

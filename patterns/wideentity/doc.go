@@ -47,7 +47,12 @@
 // transaction whose response was lost is recognised by its write id even after another
 // writer built on it, so Update never applies fn twice
 // (TestLostResponseThenAnotherUpdateAppliesFnOnce); only when the history cannot tell does
-// it return errs.ErrOutcomeUnknown. SetProperty is the guide's single merge: atomic for its
+// it return errs.ErrOutcomeUnknown. The tracking property (repo.Table.WriteIDProperty) is
+// the table's, never the entity's: New refuses one named like RevProperty or
+// ChunksProperty, writes refuse an entity property of that name or of
+// repo.DefaultWriteIDProperty, and reads ignore both names, so that chunks written while
+// the table tracked under the default name read the same after it is reopened with
+// another. SetProperty is the guide's single merge: atomic for its
 // one property and never in conflict with writes to other properties, but two properties
 // set by two SetProperty calls are two writes (use Update to change them together).
 //

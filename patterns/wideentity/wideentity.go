@@ -34,8 +34,8 @@ const (
 	// group transaction of at most 100 actions.
 	MaxChunks = repo.MaxTransactionActions
 	// PropertiesPerChunk is how many of the entity's properties one chunk holds at most: the
-	// service's 252, less RevProperty, ChunksProperty and repo's write-tracking property
-	// (repo.DefaultWriteIDProperty).
+	// service's 252, less RevProperty, ChunksProperty and the table's write-tracking
+	// property (repo.Table.WriteIDProperty).
 	PropertiesPerChunk = codec.MaxProperties - 3
 	// DefaultChunks is the number of chunks when Options.Chunks is 0: the guide's two
 	// entities for 365 daily counts.
@@ -99,7 +99,9 @@ type chunkRef struct {
 // Store reads and writes wide entities in one table (the Azure Table storage design guide, "wide entities pattern").
 // A Store is safe for concurrent use.
 type Store struct {
-	table    *repo.Table[codec.Entity]
+	table *repo.Table[codec.Entity]
+	// track is the table's write-tracking property (repo.Table.WriteIDProperty).
+	track    string
 	chunks   int
 	chunkOf  func(string, int) int
 	torn     retry.Policy
@@ -129,6 +131,11 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Store, error) {
 	if !table.TracksWrites() {
 		return nil, errs.Invalid("repo.Options.TrackWrites", "must be on for the table of wide entities: without it a write whose response was lost cannot be recognised")
 	}
+	// The write history is appended to every chunk: it must not be one of the chunk's own
+	// properties, or every chunk write would carry that name twice.
+	if tp := table.WriteIDProperty(); tp == RevProperty || tp == ChunksProperty {
+		return nil, errs.Invalid("repo.Options.WriteIDProperty", "%q is a property of every chunk (wideentity reserves %s and %s): choose another name", tp, RevProperty, ChunksProperty)
+	}
 	if o.Chunks == 0 {
 		o.Chunks = DefaultChunks
 	}
@@ -149,7 +156,7 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	return &Store{table: table, chunks: o.Chunks, chunkOf: o.ChunkOf, torn: o.TornRetry, conflict: o.Conflict}, nil
+	return &Store{table: table, track: table.WriteIDProperty(), chunks: o.Chunks, chunkOf: o.ChunkOf, torn: o.TornRetry, conflict: o.Conflict}, nil
 }
 
 // Table returns the underlying table of physical chunks.
@@ -195,9 +202,17 @@ func (s *Store) checkKeys(pk, rk string) error {
 	return codec.ValidateKey("RowKey", chunkKey(rk, MaxChunks, MaxChunks-1))
 }
 
-func checkName(name string) error {
-	if name == RevProperty || name == ChunksProperty || name == repo.DefaultWriteIDProperty {
-		return errs.Invalid(name, "is reserved by wideentity")
+// reserved reports a property name that is not the entity's own: wideentity's, the
+// table's write-tracking property, and the default one (repo.DefaultWriteIDProperty), which
+// chunks written through a table tracking under the default name still carry after the
+// table is reopened with another: read ignores both.
+func (s *Store) reserved(name string) bool {
+	return name == RevProperty || name == ChunksProperty || name == repo.DefaultWriteIDProperty || name == s.track
+}
+
+func (s *Store) checkName(name string) error {
+	if s.reserved(name) {
+		return errs.Invalid(name, "is reserved by wideentity (its own properties and the table's write-tracking property)")
 	}
 	return codec.ValidatePropertyName(name)
 }
@@ -228,7 +243,7 @@ func (s *Store) layout(e *Entity, rev string) ([]*codec.Entity, error) {
 		}}
 	}
 	for name, v := range e.Properties {
-		if err := checkName(name); err != nil {
+		if err := s.checkName(name); err != nil {
 			return nil, err
 		}
 		i, err := s.chunkIndex(name, n)
@@ -308,8 +323,8 @@ func (s *Store) read(ctx context.Context, pk, rk string) (*Entity, error) {
 		seen[i] = true
 		e.chunks = append(e.chunks, chunkRef{rk: c.RowKey, etag: c.ETag})
 		for name, v := range c.Properties {
-			if name == RevProperty || name == ChunksProperty {
-				continue
+			if s.reserved(name) {
+				continue // wideentity's own, or a write history (never the entity's)
 			}
 			if _, dup := e.Properties[name]; dup {
 				return nil, torn("property %q is in two chunks", name)
@@ -529,7 +544,7 @@ func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any)
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	if err := checkName(name); err != nil {
+	if err := s.checkName(name); err != nil {
 		return err
 	}
 	i, err := s.chunkIndex(name, s.chunks)

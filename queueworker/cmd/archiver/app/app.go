@@ -8,8 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"go.uber.org/zap"
@@ -554,11 +557,14 @@ func poison(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 			if m.Kind == "" {
 				// Not an envelope (malformed, or forged): show its text as it was, quoted.
 				fmt.Fprintf(stdout, "- (malformed) poisoned=%s deliveries=%d\n  text: %q\n  error: %s\n",
-					m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount, m.Original, m.Error)
+					m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount, m.Original, terminalSafe(m.Error))
 				continue
 			}
+			// Kind, id, payload and error are whoever-wrote-the-queue's text: no control
+			// character of theirs reaches the operator's terminal.
 			fmt.Fprintf(stdout, "- %s id=%s poisoned=%s deliveries=%d\n  payload: %s\n  error: %s\n",
-				m.Kind, m.ID, m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount, m.Payload, m.Error)
+				terminalSafe(m.Kind), terminalSafe(m.ID), m.PoisonedAt.Format(time.RFC3339), m.OriginalDequeueCount,
+				terminalSafe(string(m.Payload)), terminalSafe(m.Error))
 		}
 		return nil
 	}
@@ -572,4 +578,27 @@ func poison(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 	}
 	fmt.Fprintf(stdout, "requeued %d message(s) to %s\n", moved, e.queue)
 	return err
+}
+
+// terminalSafe escapes, as Go does in a quoted string, every control character of s and
+// every Unicode format character (bidirectional overrides): text read from a queue is
+// untrusted and must not steer the terminal that prints it. Printable text is kept.
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r)
 }

@@ -26,7 +26,9 @@ Telemetry and progress (run):
                               ...; default http://localhost:4318); OTEL_SERVICE_NAME and
                               OTEL_RESOURCE_ATTRIBUTES name the process (default archiver)
   -metrics-addr HOST:PORT     serve the metrics for Prometheus at http://HOST:PORT/metrics
-                              (no authentication: bind to a private address)
+                              (no authentication: bind to a private address, e.g.
+                              127.0.0.1:9464; the host is required: 0.0.0.0 or [::]
+                              for every interface)
   -progress auto|off|DURATION how often long archive-table and restore-table jobs report
                               progress: a line on a terminal, a log entry otherwise
                               (default auto: every 2s on a terminal, 30s otherwise)
@@ -96,9 +98,14 @@ func (f *observeFlags) validate() error {
 		return usagef("-otel %q: want otlp or none", f.exporter)
 	}
 	if f.metricsAddr != "" {
-		_, port, err := net.SplitHostPort(f.metricsAddr)
+		host, port, err := net.SplitHostPort(f.metricsAddr)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
-			return usagef("-metrics-addr %q: want HOST:PORT (127.0.0.1:9464, :9464)", f.metricsAddr)
+			return usagef("-metrics-addr %q: want HOST:PORT (127.0.0.1:9464)", f.metricsAddr)
+		}
+		// The page has no authentication: an address without a host (":9464") would
+		// listen on every interface. Every interface must be asked for by name.
+		if host == "" {
+			return usagef("-metrics-addr %q names no host, which would listen on every interface (the page has no authentication): want 127.0.0.1:%s, or 0.0.0.0:%s to mean every interface", f.metricsAddr, port, port)
 		}
 	}
 	cfg := TelemetryConfig{Exporter: f.exporter, MetricsAddr: f.metricsAddr}

@@ -45,6 +45,7 @@ func TestTelemetryFlagsRefusedBeforeAnyRequest(t *testing.T) {
 		{[]string{"-otel", "jaeger"}, `-otel "jaeger": want otlp or none`},
 		{[]string{"-metrics-addr", "9464"}, `-metrics-addr "9464": want HOST:PORT`},
 		{[]string{"-metrics-addr", "localhost:http"}, `want HOST:PORT`},
+		{[]string{"-metrics-addr", ":9464"}, `-metrics-addr ":9464" names no host, which would listen on every interface`},
 		{[]string{"-progress", "never"}, `-progress`},
 		{[]string{"-progress", "-5s"}, `-progress`},
 		{[]string{"-otel", "otlp"}, "built without telemetry exporters"},
