@@ -142,4 +142,10 @@
 // Edm.Double (3.0) cannot be told from an Edm.Int32 (Azurite annotates no doubles, and
 // aztables rewrites 3.0 as 3), so it is restored as Edm.Int32; the real service annotates
 // doubles under full metadata and keeps them.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package consistency

@@ -60,4 +60,10 @@
 //     that writes once per batch.
 //   - Merge, not replace: a point written by Set is never erased by a concurrent Set of
 //     another point (the Azure Table storage design guide, "merge or replace").
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package dataseries

@@ -84,4 +84,10 @@
 // and one transaction; Remove: two reads and one transaction; each more when another
 // writer wins the race. Recount: one read, one query of the children's keys, and one
 // update if the count was wrong.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package heterogeneous

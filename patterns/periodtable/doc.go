@@ -94,4 +94,10 @@
 //     a table is dropped only when its whole period has expired.
 //   - Table names are case-insensitive on the service; a Scheme writes and parses one
 //     spelling. Do not use two schemes whose prefixes differ only in case.
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package periodtable

@@ -72,4 +72,10 @@
 // transaction's limit): checked before any request, the error naming the chunk. Beyond
 // that, store the large values in blobs (the Azure Table storage design guide, "large entities pattern";
 // patterns/largeentity).
+//
+// # Errors
+//
+// The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
+// errs.ErrInvalidInput, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
 package wideentity
