@@ -65,7 +65,7 @@
 //   - SetProperty: one request (a merge).
 //   - Delete: two (read the chunk keys, a transaction).
 //
-// # Limits
+// # Issues and considerations
 //
 // A logical entity has at most MaxChunks (100) chunks (one transaction), each with at
 // most PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
