@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -33,7 +34,7 @@ func (ix *SamePartition[T]) Register(r *queueworker.Registry) error {
 //
 // Errors (yielded): errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
-	return partitions(ctx, ix.pages.tbl, nil)
+	return maintain.Partitions(ctx, ix.pages.tbl, nil)
 }
 
 // StartBackfill enqueues one backfill job per partition (every partition when none is
@@ -294,7 +295,7 @@ func (ix *Eventual[T]) BackfillKind() string { return backfillKind(ix.name) }
 //
 // Errors (yielded): errs.ErrTransient, *repo.Error.
 func (ix *Eventual[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
-	return partitions(ctx, ix.primary, func(pk string) bool { return ix.checkKey(Key{pk, "x"}) != nil })
+	return maintain.Partitions(ctx, ix.primary, func(pk string) bool { return ix.checkKey(Key{pk, "x"}) != nil })
 }
 
 // StartBackfill enqueues one backfill job per partition (every partition when none is

@@ -3,13 +3,13 @@ package indexentity
 import (
 	"context"
 	"errors"
-	"iter"
 	"slices"
 	"sync/atomic"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -149,19 +149,10 @@ type VerifyOptions struct {
 }
 
 func (o *VerifyOptions) samples() (int, error) {
-	n := 0
-	if o != nil {
-		n = o.Samples
+	if o == nil {
+		return maintain.Samples(0)
 	}
-	switch {
-	case n == 0:
-		return 20, nil
-	case n == -1:
-		return 0, nil
-	case n < 0:
-		return 0, errs.Invalid("VerifyOptions.Samples", "must be positive, 0 (default 20) or -1 (none), got %d", n)
-	}
-	return n, nil
+	return maintain.Samples(o.Samples)
 }
 
 // compare fills r from the entities of a partition (key -> value, "" for none) and the
@@ -245,39 +236,6 @@ func startBackfill(ctx context.Context, q *queueworker.Client, kind string, part
 		}
 	}
 	return nil
-}
-
-// partitions lists the distinct PartitionKeys of t, one query per partition, skipping
-// those skip refuses.
-func partitions[T any](ctx context.Context, t *repo.Table[T], skip func(string) bool) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		last := ""
-		for {
-			q := repo.Query{Top: 1, Select: []string{"PartitionKey"}}
-			if last != "" {
-				q.Filter = filter.Gt("PartitionKey", last)
-			}
-			got, err := t.Collect(ctx, q)
-			if err != nil || len(got) == 0 {
-				if err != nil {
-					yield("", err)
-				}
-				return
-			}
-			pk, _ := t.Codec().Keys(&got[0])
-			if pk <= last {
-				yield("", errs.Invalid("partition listing", "did not advance after %q", last))
-				return
-			}
-			last = pk
-			if skip != nil && skip(pk) {
-				continue
-			}
-			if !yield(pk, nil) {
-				return
-			}
-		}
-	}
 }
 
 // backfillPages runs one page at a time of the entities selected by f through fix (which

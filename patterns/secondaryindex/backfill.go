@@ -9,6 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -25,7 +26,7 @@ func (x *Inter[T]) BackfillKind() string { return x.opts.Kind + ".backfill" }
 //
 // Errors (yielded): errs.ErrTransient, *repo.Error.
 func (x *Inter[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
-	return partitions(ctx, x.primary, x.c, func(pk string) bool { return x.checkRef(pk, "") != nil })
+	return maintain.Partitions(ctx, x.primary, func(pk string) bool { return x.checkRef(pk, "") != nil })
 }
 
 // StartBackfill enqueues one backfill job per partition (every partition of the primary
@@ -195,7 +196,7 @@ func (x *Intra[T]) BackfillKind() string { return backfillKind(x.rows.Name()) }
 //
 // Errors (yielded): errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
-	return partitions(ctx, x.dyn, x.dyn.Codec(), nil)
+	return maintain.Partitions(ctx, x.dyn, nil)
 }
 
 // StartBackfill enqueues one backfill job per partition (every partition of the table

@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"iter"
 	"sync"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // BackfillOptions configures one call of BackfillPartition. nil means the zero value,
@@ -144,19 +142,10 @@ type VerifyOptions struct {
 }
 
 func (o *VerifyOptions) samples() (int, error) {
-	n := 0
-	if o != nil {
-		n = o.Samples
+	if o == nil {
+		return maintain.Samples(0)
 	}
-	switch {
-	case n == 0:
-		return 20, nil
-	case n == -1:
-		return 0, nil
-	case n < 0:
-		return 0, errs.Invalid("VerifyOptions.Samples", "must be positive, 0 (default 20) or -1 (none), got %d", n)
-	}
-	return n, nil
+	return maintain.Samples(o.Samples)
 }
 
 func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
@@ -230,41 +219,6 @@ func startBackfill(ctx context.Context, q *queueworker.Client, kind string, part
 		}
 	}
 	return nil
-}
-
-// partitions lists the distinct PartitionKeys of t with one request per partition (a
-// query for the first entity after the last partition found), skipping those skip
-// refuses.
-func partitions[T any](ctx context.Context, t *repo.Table[T], c *codec.Codec[T], skip func(pk string) bool) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		last := ""
-		for {
-			q := repo.Query{Top: 1, Select: []string{"PartitionKey"}}
-			if last != "" {
-				q.Filter = filter.Gt("PartitionKey", last)
-			}
-			got, err := t.Collect(ctx, q)
-			if err != nil {
-				yield("", err)
-				return
-			}
-			if len(got) == 0 {
-				return
-			}
-			pk, _ := c.Keys(&got[0])
-			if pk == "" || pk <= last {
-				yield("", fmt.Errorf("secondaryindex: partition listing of %s did not advance after %q", t.Name(), last))
-				return
-			}
-			last = pk
-			if skip != nil && skip(pk) {
-				continue
-			}
-			if !yield(pk, nil) {
-				return
-			}
-		}
-	}
 }
 
 // forEach runs fn for every item of items with at most n at once, and returns the first
