@@ -72,6 +72,11 @@ type Options struct {
 	// chunk restored, from the job's goroutines, concurrently for concurrent jobs. It
 	// must return quickly. Defaults to nil: no reports.
 	Progress func(Progress)
+	// Companions are, by source table name (case-insensitive), the patterns that keep
+	// copies of that table's entities (see Companion): every archive move out of the
+	// table removes the copies with the entity. Defaults to none: a move takes the entity
+	// alone, and the copies of an indexed entity stay behind.
+	Companions map[string][]Companion
 }
 
 // Defaults of Options.
@@ -100,6 +105,8 @@ type Archiver struct {
 	// serviceAhead, when set (by tests), is added to the storage service's time as the
 	// sweep reads it: time passing at the service (an export that ran for hours).
 	serviceAhead time.Duration
+	// companionsByTable is Options.Companions keyed by lower-case table name.
+	companionsByTable map[string][]Companion
 }
 
 // New returns an Archiver over clients (from account.NewClients). It sends nothing.
@@ -147,7 +154,11 @@ func New(clients *account.Clients, opts *Options) (*Archiver, error) {
 	if err := o.Retry.Validate(); err != nil {
 		return nil, err
 	}
-	return &Archiver{clients: clients, opts: o, topts: &repo.Options{Retry: o.Retry, Logger: o.Logger}}, nil
+	comp, err := indexCompanions(o.Companions)
+	if err != nil {
+		return nil, err
+	}
+	return &Archiver{clients: clients, opts: o, topts: &repo.Options{Retry: o.Retry, Logger: o.Logger}, companionsByTable: comp}, nil
 }
 
 // allowed checks tables and a container against the allowlists ("" is skipped).

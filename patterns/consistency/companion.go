@@ -1,0 +1,67 @@
+package consistency
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Companion is a pattern that keeps copies of a table's entities: an index (the index
+// rows of package secondaryindex, the index entities of package indexentity) or any other
+// pattern whose copies must not outlive an entity that the archive moves away. It is the
+// one relation between the archive and the other patterns: an archive move (single or
+// batched) asks every Companion of the source table (Options.Companions) what removing an
+// entity means to it, so that a new pattern plugs in by implementing Companion, without a
+// change to this package.
+type Companion interface {
+	// Removal is asked, for entity e as the archive read it from the source table (its
+	// ETag set), just before the archive deletes e, what to do with the copies of e. It
+	// reads what it needs and sends no write. It may be asked again for the same entity
+	// (a restarted move, a redelivered job); each answer must stand on its own.
+	Removal(ctx context.Context, e *codec.Entity) (Removal, error)
+}
+
+// Removal is what a Companion needs done when an entity leaves its table.
+type Removal struct {
+	// Actions are writes in e's partition of the source table: deletes or updates of the
+	// companion's copies, each conditional on the ETag the companion read. They commit in
+	// one entity group transaction with the conditional delete of e: both land or neither
+	// does, and a copy that changed after the read fails the transaction, which makes the
+	// move start over. They count against repo.MaxTransactionActions together with the
+	// delete of e (and, in a batched move, with the other entities of the batch).
+	Actions []repo.Action
+	// Before, if set, runs before the delete of e is sent: the durable first step for
+	// copies that live in other partitions or tables (an enqueue of the reconciliation
+	// that removes them once e is gone). It must be idempotent, and harmless when the
+	// delete does not follow (a reconciliation that still finds e keeps its copies).
+	Before func(ctx context.Context) error
+}
+
+// companions returns the companions of table (case-insensitive, as table names are).
+func (a *Archiver) companions(table string) []Companion {
+	return a.companionsByTable[strings.ToLower(table)]
+}
+
+// indexCompanions checks Options.Companions and keys it by lower-case table name.
+func indexCompanions(in map[string][]Companion) (map[string][]Companion, error) {
+	out := make(map[string][]Companion, len(in))
+	for table, cs := range in {
+		if err := codec.ValidateTableName(table); err != nil {
+			return nil, err
+		}
+		key := strings.ToLower(table)
+		if _, dup := out[key]; dup {
+			return nil, errs.Invalid("Options.Companions", "names table %s twice (table names are case-insensitive)", table)
+		}
+		for _, c := range cs {
+			if c == nil {
+				return nil, errs.Invalid("Options.Companions", "holds a nil companion for table %s", table)
+			}
+		}
+		out[key] = append([]Companion(nil), cs...)
+	}
+	return out, nil
+}
