@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -77,6 +78,10 @@ type Options struct {
 	// table removes the copies with the entity. Defaults to none: a move takes the entity
 	// alone, and the copies of an indexed entity stay behind.
 	Companions map[string][]Companion
+	// Queue is the jobs queue the worker runs this archiver's jobs from: an archive-range
+	// job moves one page per delivery and enqueues its continuation there. Defaults to
+	// nil: an archive-range delivery runs its whole range.
+	Queue *queueworker.Client
 }
 
 // Defaults of Options.

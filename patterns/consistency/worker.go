@@ -18,7 +18,8 @@ const (
 	KindRestoreTable  = "restore-table"
 )
 
-// Register adds the handlers of the three archive job kinds to r. A job that finds
+// Register adds the handlers of the archive job kinds to r (archive-entity,
+// archive-table, restore-table, archive-range). A job that finds
 // nothing to do because the data is already where it should be succeeds. A job that can
 // never succeed is cancelled into the poison queue at once: one that finds nothing at all
 // (OutcomeMissing), an invalid or not allowed job, a table that is not sealed or changed
@@ -42,6 +43,14 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		}
 		rep, err := a.tracedArchiveTable(ctx, msg.Payload)
 		return outcomeError(rep.Outcome, err, "table "+msg.Payload.Table)
+	}); err != nil {
+		return err
+	}
+	if err := queueworker.Handle(r, KindArchiveRange, func(ctx context.Context, msg *queueworker.Message[ArchiveRangeJob]) error {
+		if err := msg.Payload.Validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		return a.handleRange(ctx, msg.Payload)
 	}); err != nil {
 		return err
 	}

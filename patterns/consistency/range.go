@@ -1,0 +1,344 @@
+package consistency
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// KindArchiveRange is the message kind of the archive-range job.
+const KindArchiveRange = "archive-range"
+
+// RangeJobSize is how many source entities one delivery of an archive-range job scans
+// (one keys-only page) and moves before it hands the rest of the range to its
+// continuation message.
+const RangeJobSize = repo.MaxPageSize
+
+// MaxRangeConditions is the most Where conditions an archive-range job may carry: the
+// service accepts 15 comparisons per filter, and the key bounds and the checkpoint take
+// up to 7 of them.
+const MaxRangeConditions = filter.MaxComparisons - 7
+
+// ArchiveRangeJob is the payload of an archive-range message: move every entity of the
+// Source table that the selection holds to the TargetTable, or to blobs in
+// TargetContainer (exactly one of them), as ArchiveEntity moves one.
+//
+// The selection is one partition (PartitionKey, optionally with RowKeyFrom/RowKeyTo), or
+// a range of partitions (PartitionKeyFrom/PartitionKeyTo), and/or Where conditions; at
+// least one of them must be set (a whole table is archived by archive-table). Lower
+// bounds are inclusive, upper bounds exclusive, "" leaves an end open. Keys compare as
+// strings.
+type ArchiveRangeJob struct {
+	Source           string      `json:"source"`
+	PartitionKey     string      `json:"pk,omitempty"`
+	RowKeyFrom       string      `json:"rkFrom,omitempty"`
+	RowKeyTo         string      `json:"rkTo,omitempty"`
+	PartitionKeyFrom string      `json:"pkFrom,omitempty"`
+	PartitionKeyTo   string      `json:"pkTo,omitempty"`
+	Where            []Condition `json:"where,omitempty"`
+	TargetTable      string      `json:"targetTable,omitempty"`
+	TargetContainer  string      `json:"targetContainer,omitempty"`
+	// After is the job's checkpoint: the keys of the last entity an earlier delivery
+	// scanned. The job moves only entities after it. nil starts at the beginning.
+	After *RangeKey `json:"after,omitempty"`
+}
+
+// RangeKey is the position of an entity in a table: its PartitionKey and RowKey.
+type RangeKey struct {
+	PartitionKey string `json:"pk"`
+	RowKey       string `json:"rk"`
+}
+
+// Condition is one comparison of an archive-range job's Where: Property Op Value, the
+// value of the EDM Type given. It is data, never filter text: the filter is built from it
+// by package repo/filter, so a message can choose values but never the structure of the
+// query.
+type Condition struct {
+	// Property is the property name (an identifier; not PartitionKey or RowKey: use the
+	// job's key bounds).
+	Property string `json:"property"`
+	// Op is eq, ne, gt, ge, lt or le.
+	Op string `json:"op"`
+	// Type is the EDM type of Value: Edm.String (the default, ""), Edm.Int32, Edm.Int64,
+	// Edm.Double, Edm.Boolean, Edm.DateTime (RFC 3339) or Edm.Guid. A comparison only
+	// matches a property stored with that type.
+	Type string `json:"type,omitempty"`
+	// Value is the value as text.
+	Value string `json:"value"`
+}
+
+// expr builds the comparison; field names it in errors.
+func (c Condition) expr(field string) (filter.Expr, error) {
+	if strings.EqualFold(c.Property, "PartitionKey") || strings.EqualFold(c.Property, "RowKey") {
+		return filter.Expr{}, errs.Invalid(field+".property", "%s: select keys with the job's key bounds", c.Property)
+	}
+	var v any
+	var err error
+	switch c.Type {
+	case "", "Edm.String":
+		v = c.Value
+	case "Edm.Int32":
+		var n int64
+		n, err = strconv.ParseInt(c.Value, 10, 32)
+		v = int32(n)
+	case "Edm.Int64":
+		v, err = strconv.ParseInt(c.Value, 10, 64)
+	case "Edm.Double":
+		var f float64
+		f, err = strconv.ParseFloat(c.Value, 64)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			err = fmt.Errorf("not a finite number")
+		}
+		v = f
+	case "Edm.Boolean":
+		v, err = strconv.ParseBool(c.Value)
+	case "Edm.DateTime":
+		v, err = time.Parse(time.RFC3339Nano, c.Value)
+	case "Edm.Guid":
+		v = filter.GUID(c.Value)
+	default:
+		return filter.Expr{}, errs.Invalid(field+".type", "%.40q is not one of Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid", c.Type)
+	}
+	if err != nil {
+		return filter.Expr{}, errs.Invalid(field+".value", "%.64q is not an %s: %v", c.Value, c.Type, err)
+	}
+	var e filter.Expr
+	switch c.Op {
+	case "eq":
+		e = filter.Eq(c.Property, v)
+	case "ne":
+		e = filter.Ne(c.Property, v)
+	case "gt":
+		e = filter.Gt(c.Property, v)
+	case "ge":
+		e = filter.Ge(c.Property, v)
+	case "lt":
+		e = filter.Lt(c.Property, v)
+	case "le":
+		e = filter.Le(c.Property, v)
+	default:
+		return filter.Expr{}, errs.Invalid(field+".op", "%.16q is not one of eq, ne, gt, ge, lt, le", c.Op)
+	}
+	return e, e.Err()
+}
+
+// Validate checks the job, its conditions and its checkpoint without sending anything.
+// A job read from a queue is untrusted: the handler validates it (and the archiver its
+// allowlists) before any request.
+//
+// Errors: ErrInvalidInput naming the field.
+func (j ArchiveRangeJob) Validate() error {
+	if err := codec.ValidateTableName(j.Source); err != nil {
+		return err
+	}
+	keys := []struct{ field, v string }{
+		{"pk", j.PartitionKey}, {"rkFrom", j.RowKeyFrom}, {"rkTo", j.RowKeyTo}, {"pkFrom", j.PartitionKeyFrom}, {"pkTo", j.PartitionKeyTo},
+	}
+	for _, k := range keys {
+		if k.v == "" {
+			continue
+		}
+		if err := codec.ValidateKey(k.field, k.v); err != nil {
+			return err
+		}
+	}
+	switch {
+	case j.PartitionKey != "" && (j.PartitionKeyFrom != "" || j.PartitionKeyTo != ""):
+		return errs.Invalid("pk", "a job selects one partition (pk) or a range of partitions (pkFrom, pkTo), not both")
+	case j.PartitionKey == "" && (j.RowKeyFrom != "" || j.RowKeyTo != ""):
+		return errs.Invalid("rkFrom", "RowKey bounds need one partition (pk)")
+	case j.RowKeyTo != "" && j.RowKeyFrom >= j.RowKeyTo:
+		return errs.Invalid("rkTo", "must be after rkFrom (the range %q to %q is empty)", j.RowKeyFrom, j.RowKeyTo)
+	case j.PartitionKeyTo != "" && j.PartitionKeyFrom >= j.PartitionKeyTo:
+		return errs.Invalid("pkTo", "must be after pkFrom (the range %q to %q is empty)", j.PartitionKeyFrom, j.PartitionKeyTo)
+	case j.PartitionKey == "" && j.PartitionKeyFrom == "" && j.PartitionKeyTo == "" && len(j.Where) == 0:
+		return errs.Invalid("pk", "the job selects the whole table: name a partition (pk), a range (pkFrom, pkTo) or conditions (where); archive-table archives whole tables")
+	case len(j.Where) > MaxRangeConditions:
+		return errs.TooLarge("where", "too many conditions", len(j.Where), MaxRangeConditions)
+	}
+	switch {
+	case (j.TargetTable == "") == (j.TargetContainer == ""):
+		return errs.Invalid("target", "exactly one of targetTable and targetContainer must be set")
+	case j.TargetTable != "":
+		if err := codec.ValidateTableName(j.TargetTable); err != nil {
+			return err
+		}
+		if strings.EqualFold(j.TargetTable, j.Source) {
+			return errs.Invalid("targetTable", "is the source table (table names are case-insensitive)")
+		}
+	default:
+		if err := codec.ValidateContainerName(j.TargetContainer); err != nil {
+			return err
+		}
+	}
+	if j.After != nil {
+		if err := j.checkAfter(); err != nil {
+			return err
+		}
+	}
+	// Build the scan with a checkpoint, the largest filter the job sends.
+	at := RangeKey{PartitionKey: cmp.Or(j.PartitionKey, j.PartitionKeyFrom, "a"), RowKey: "a"}
+	if j.After != nil {
+		at = *j.After
+	}
+	_, err := j.scan(&at)
+	return err
+}
+
+// checkAfter checks that the checkpoint is a valid key inside the job's selection: a
+// continuation comes back from the queue, and one outside the range would make the job
+// move entities it does not select.
+func (j ArchiveRangeJob) checkAfter() error {
+	a := j.After
+	if a.PartitionKey == "" {
+		return errs.Invalid("after.pk", "is empty")
+	}
+	if err := codec.ValidateKey("after.pk", a.PartitionKey); err != nil {
+		return err
+	}
+	if err := codec.ValidateKey("after.rk", a.RowKey); err != nil {
+		return err
+	}
+	out := false
+	if j.PartitionKey != "" {
+		out = a.PartitionKey != j.PartitionKey || a.RowKey < j.RowKeyFrom || (j.RowKeyTo != "" && a.RowKey >= j.RowKeyTo)
+	} else {
+		out = a.PartitionKey < j.PartitionKeyFrom || (j.PartitionKeyTo != "" && a.PartitionKey >= j.PartitionKeyTo)
+	}
+	if out {
+		return errs.Invalid("after", "the checkpoint (%q, %q) is outside the job's range", a.PartitionKey, a.RowKey)
+	}
+	return nil
+}
+
+// selection is the job's key bounds and conditions, without the checkpoint.
+func (j ArchiveRangeJob) selection() (filter.Expr, error) {
+	parts := []filter.Expr{}
+	if j.PartitionKey != "" {
+		parts = append(parts, filter.RowKeyRange(j.PartitionKey, j.RowKeyFrom, j.RowKeyTo))
+	} else {
+		parts = append(parts, filter.PartitionRange(j.PartitionKeyFrom, j.PartitionKeyTo))
+	}
+	for i, c := range j.Where {
+		e, err := c.expr(fmt.Sprintf("where[%d]", i))
+		if err != nil {
+			return filter.Expr{}, err
+		}
+		parts = append(parts, e)
+	}
+	e := filter.And(parts...)
+	return e, e.Err()
+}
+
+// scan is the filter of the job's entities after the checkpoint at (nil: from the start).
+func (j ArchiveRangeJob) scan(at *RangeKey) (filter.Expr, error) {
+	sel, err := j.selection()
+	if err != nil || at == nil {
+		return sel, err
+	}
+	var after filter.Expr
+	if j.PartitionKey != "" {
+		after = filter.Gt("RowKey", at.RowKey)
+	} else {
+		after = filter.Or(filter.Gt("PartitionKey", at.PartitionKey),
+			filter.And(filter.PartitionKey(at.PartitionKey), filter.Gt("RowKey", at.RowKey)))
+	}
+	e := filter.And(sel, after)
+	return e, e.Err()
+}
+
+// id is the message id of the job's deliveries: the same for duplicates of one job and
+// of one continuation.
+func (j ArchiveRangeJob) id() string {
+	k := j
+	k.Source, k.TargetTable = strings.ToLower(k.Source), strings.ToLower(k.TargetTable)
+	b, _ := json.Marshal(k)
+	sum := sha256.Sum256(b)
+	return "range|" + k.Source + "|" + hex.EncodeToString(sum[:12])
+}
+
+// EnqueueArchiveRange enqueues an archive-range job. The message id is derived from the
+// job (table names in lower case), so duplicates of one job carry the same id.
+//
+// Errors: ErrInvalidInput (nothing sent), and those of queueworker.Enqueue.
+func EnqueueArchiveRange(ctx context.Context, c *queueworker.Client, job ArchiveRangeJob) error {
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	_, err := queueworker.Enqueue(ctx, c, KindArchiveRange, job.id(), job, nil)
+	return err
+}
+
+// RangeReport is what an archive-range run did.
+type RangeReport struct {
+	// Moved counts the entities this run deleted from the source after their copy was
+	// in the target (not those a concurrent run moved).
+	Moved int
+	// Scanned counts the source entities the run's keys-only scan returned.
+	Scanned int
+	// Next is the checkpoint to continue from; nil when the range is done.
+	Next *RangeKey
+}
+
+// ArchiveRange runs an archive-range job to its end in this call: it scans the
+// selection after job.After in pages of RangeJobSize keys, and moves each page in batches
+// (see doc.go, "Range archives"). A job run by the worker moves one page per delivery
+// and enqueues its continuation (Options.Queue).
+//
+// Errors: ErrInvalidInput (nothing sent), ErrNotAllowed (nothing sent), ErrTransient,
+// *repo.Error, and the errors of the source table's companions.
+func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
+	var total RangeReport
+	for {
+		rep, err := a.archiveRangePage(ctx, job)
+		total.Moved += rep.Moved
+		total.Scanned += rep.Scanned
+		if err != nil || rep.Next == nil {
+			return total, err
+		}
+		job.After = rep.Next
+	}
+}
+
+// handleRange is the worker's handler of an archive-range message. With Options.Queue it
+// moves one page (RangeJobSize keys) and enqueues the continuation, the same job with
+// After at the last key scanned, before it returns: a stop anywhere leaves a message that
+// resumes (this one, delivered again, or the continuation). Without it the job runs to
+// its end in this delivery, and a stop resumes from this message's checkpoint.
+func (a *Archiver) handleRange(ctx context.Context, job ArchiveRangeJob) (err error) {
+	ctx, span := telemetry.Start(ctx, "consistency.archive_range", telemetry.KeyTable.String(job.Source),
+		telemetry.KeyTargetTable.String(job.TargetTable), telemetry.KeyContainer.String(job.TargetContainer))
+	var rep RangeReport
+	defer func() {
+		span.SetAttributes(telemetry.KeyCount.Int(rep.Moved))
+		telemetry.End(span, err)
+	}()
+	if a.opts.Queue == nil {
+		rep, err = a.ArchiveRange(ctx, job)
+	} else if rep, err = a.archiveRangePage(ctx, job); err == nil && rep.Next != nil {
+		next := job
+		next.After = rep.Next
+		if _, err = queueworker.Enqueue(ctx, a.opts.Queue, KindArchiveRange, next.id(), next, nil); err == nil {
+			err = a.after(KindArchiveRange, "continued")
+		}
+	}
+	if permanent(err) || errors.Is(err, ErrNothingToArchive) {
+		return queueworker.Cancel(err)
+	}
+	return err
+}

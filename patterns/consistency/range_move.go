@@ -1,0 +1,396 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// rangeBatchSize is the most source entities one batch of a range move takes: their
+// deletes (with their companions' actions) commit in entity group transactions of up to
+// repo.MaxTransactionActions actions, and so do their copies in a target table.
+const rangeBatchSize = repo.MaxTransactionActions
+
+// rangeConcurrency is how many batches of one page move at once.
+const rangeConcurrency = 8
+
+// blobConcurrency is how many blob reads or writes of one batch run at once.
+const blobConcurrency = 16
+
+// copyBudget is the payload a transaction of archive copies may fill: the service's limit
+// less room for the multipart framing and the URLs of the actions.
+const copyBudget = repo.MaxTransactionBytes - 512<<10
+
+// rangeBatch is a run of keys of one partition, in RowKey order.
+type rangeBatch struct {
+	pk  string
+	rks []string
+}
+
+// archiveRangePage runs one page of a range job: it scans up to RangeJobSize keys after
+// the checkpoint and moves them in batches.
+func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
+	if err := job.Validate(); err != nil {
+		return RangeReport{}, err
+	}
+	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
+		return RangeReport{}, err
+	}
+	src, err := a.table(job.Source)
+	if err != nil {
+		return RangeReport{}, err
+	}
+	f, err := job.scan(job.After)
+	if err != nil {
+		return RangeReport{}, err
+	}
+	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey"}, Top: RangeJobSize})
+	if isTableNotFound(err) {
+		return RangeReport{}, fmt.Errorf("table %s: %w", job.Source, ErrNothingToArchive)
+	}
+	if err != nil {
+		return RangeReport{}, err
+	}
+	rep := RangeReport{Scanned: len(found)}
+	batches, err := job.batches(found)
+	if err != nil {
+		return rep, err
+	}
+	if err := a.after(KindArchiveRange, "scanned"); err != nil {
+		return rep, err
+	}
+	var moved atomic.Int64
+	err = fanout.Do(ctx, len(batches), rangeConcurrency, func(ctx context.Context, i int) error {
+		return a.moveBatch(ctx, src, job, batches[i], &moved)
+	})
+	rep.Moved = int(moved.Load())
+	if err != nil {
+		return rep, err
+	}
+	if len(found) == RangeJobSize {
+		last := found[len(found)-1]
+		rep.Next = &RangeKey{PartitionKey: last.PartitionKey, RowKey: last.RowKey}
+	}
+	return rep, nil
+}
+
+// batches checks the keys of a scan and splits them into batches. The keys come from
+// storage: each must be a valid key inside the job's range, after the checkpoint and
+// after the key before it, so that a continuation always moves forward and never leaves
+// the range.
+func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
+	var out []rangeBatch
+	prev := j.After
+	for i := range found {
+		k := RangeKey{PartitionKey: found[i].PartitionKey, RowKey: found[i].RowKey}
+		probe := j
+		probe.After = &k
+		if err := probe.checkAfter(); err != nil {
+			return nil, fmt.Errorf("consistency: the range scan of %s returned a key outside the range: %w", j.Source, err)
+		}
+		if prev != nil && (k.PartitionKey < prev.PartitionKey || k.PartitionKey == prev.PartitionKey && k.RowKey <= prev.RowKey) {
+			return nil, fmt.Errorf("consistency: the range scan of %s returned keys out of order", j.Source)
+		}
+		prev = &k
+		if n := len(out); n == 0 || out[n-1].pk != k.PartitionKey || len(out[n-1].rks) == rangeBatchSize {
+			out = append(out, rangeBatch{pk: k.PartitionKey})
+		}
+		out[len(out)-1].rks = append(out[len(out)-1].rks, k.RowKey)
+	}
+	return out, nil
+}
+
+// moveBatch moves a batch, starting over from fresh reads when the source or the target
+// changed under it (as ArchiveEntity does); moved counts the entities it deleted.
+func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch, moved *atomic.Int64) error {
+	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0],
+		Retryable: func(err error) bool {
+			return errors.Is(err, errRestart) || errors.Is(err, errs.ErrPreconditionFailed) ||
+				errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrOutcomeUnknown)
+		}}
+	return retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
+		n, err := a.moveBatchOnce(ctx, src, job, b)
+		moved.Add(int64(n))
+		return err
+	})
+}
+
+// moveBatchOnce is one attempt at a batch, the steps of ArchiveEntity for many entities:
+//
+//  1. read the target's copies of the batch's keys (their ETags and the source versions
+//     they record), THEN the source entities of the batch (one query): a source entity
+//     whose version differs from the one its copy records holds a newer version;
+//  2. write the copies that do not record the source's version: insert where the target
+//     had none, replace If-Match the copy's ETag otherwise (table targets: in entity group
+//     transactions);
+//  3. delete the source entities If-Match the ETags read in 1, with their companions'
+//     actions, in entity group transactions.
+//
+// Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
+// attempt reads again. Entities whose delete committed are no longer in the source, so
+// a new attempt moves only what is left.
+func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch) (int, error) {
+	want := make(map[string]bool, len(b.rks))
+	for _, rk := range b.rks {
+		want[rk] = true
+	}
+	tgt, err := a.rangeTargets(ctx, job, b, want)
+	if err != nil {
+		return 0, err
+	}
+	sel, err := job.selection()
+	if err != nil {
+		return 0, err
+	}
+	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
+	f := filter.And(sel, filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
+	read, err := src.Collect(ctx, repo.Query{Filter: f})
+	if err != nil {
+		return 0, err
+	}
+	// Keep the batch's own keys: an entity inserted behind the scan is left for a later
+	// run, and the query's answer is untrusted.
+	var live []*codec.Entity
+	for i := range read {
+		e := &read[i]
+		if e.PartitionKey != b.pk || !want[e.RowKey] {
+			continue
+		}
+		if e.ETag == "" {
+			return 0, fmt.Errorf("consistency: a source entity of %s came back without an ETag", job.Source)
+		}
+		want[e.RowKey] = false // a key read twice is moved once
+		live = append(live, e)
+	}
+	if len(live) == 0 {
+		return 0, nil
+	}
+	if err := a.after(KindArchiveRange, "read"); err != nil {
+		return 0, err
+	}
+	if err := a.writeCopies(ctx, job, live, tgt); err != nil {
+		return 0, err
+	}
+	if err := a.after(KindArchiveRange, "copied"); err != nil {
+		return 0, err
+	}
+	n, err := a.deleteMoved(ctx, src, job, live)
+	if err != nil {
+		return n, err
+	}
+	return n, a.after(KindArchiveRange, "deleted")
+}
+
+// rangeTargets reads the target's state for the keys of a batch.
+func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rangeBatch, want map[string]bool) (map[string]copyState, error) {
+	out := make(map[string]copyState, len(b.rks))
+	if job.TargetTable != "" {
+		dst, err := a.table(job.TargetTable)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi := b.rks[0], b.rks[len(b.rks)-1]
+		f := filter.And(filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
+		got, err := dst.Collect(ctx, repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty}})
+		if isTableNotFound(err) {
+			return out, nil // created by the first copy
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range got {
+			if e.PartitionKey != b.pk || !want[e.RowKey] {
+				continue
+			}
+			// Untrusted: a recorded version that is not a string counts as unknown,
+			// which only means the copy is rewritten from the source.
+			s, _ := e.Properties[SourceETagProperty].(string)
+			out[e.RowKey] = copyState{exists: true, etag: e.ETag, sourceETag: s}
+		}
+		return out, nil
+	}
+	var mu sync.Mutex
+	err := fanout.Do(ctx, len(b.rks), blobConcurrency, func(ctx context.Context, i int) error {
+		one := ArchiveEntityJob{Source: job.Source, PartitionKey: b.pk, RowKey: b.rks[i], TargetContainer: job.TargetContainer}
+		if err := one.Validate(); err != nil {
+			return err // a key whose blob name is too long
+		}
+		st, err := a.blobState(ctx, one, EntityBlobName(job.Source, b.pk, b.rks[i]))
+		mu.Lock()
+		out[b.rks[i]] = st
+		mu.Unlock()
+		return err
+	})
+	return out, err
+}
+
+// writeCopies writes the archive copies of the entities whose copy does not record
+// their version, conditionally on the target state read before the source.
+func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []*codec.Entity, tgt map[string]copyState) error {
+	var stale []*codec.Entity
+	for _, e := range live {
+		if tgt[e.RowKey].sourceETag != e.ETag {
+			stale = append(stale, e)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	if job.TargetContainer != "" {
+		return fanout.Do(ctx, len(stale), blobConcurrency, func(ctx context.Context, i int) error {
+			e := stale[i]
+			one := ArchiveEntityJob{Source: job.Source, PartitionKey: e.PartitionKey, RowKey: e.RowKey, TargetContainer: job.TargetContainer}
+			return a.writeTarget(ctx, one, e, tgt[e.RowKey])
+		})
+	}
+	dst, err := a.table(job.TargetTable)
+	if err != nil {
+		return err
+	}
+	var txs [][]repo.Action
+	var cur []repo.Action
+	size := 0
+	for _, e := range stale {
+		cp := archiveCopy(e)
+		body, err := codec.EncodeEntity(cp)
+		if err != nil {
+			return err
+		}
+		n := len(body) + 1024
+		if len(cur) == repo.MaxTransactionActions || (len(cur) > 0 && size+n > copyBudget) {
+			txs, cur, size = append(txs, cur), nil, 0
+		}
+		st := tgt[e.RowKey]
+		if st.exists {
+			cp.ETag = st.etag
+			cur = append(cur, dst.UpdateAction(cp, nil)) // replace If-Match the copy's ETag
+		} else {
+			cur = append(cur, dst.InsertAction(cp))
+		}
+		size += n
+	}
+	txs = append(txs, cur)
+	created := false
+	for _, tx := range txs {
+		_, err := repo.Submit(ctx, tx...)
+		if isTableNotFound(err) && !created {
+			if err = dst.CreateIfNotExists(ctx); err == nil {
+				created = true
+				_, err = repo.Submit(ctx, tx...)
+			}
+		}
+		if errors.Is(err, errs.ErrNotFound) {
+			return errRestart // a copy we meant to replace is gone
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// archiveCopy is the copy of e written to a target table: its properties and the source
+// version it was made from.
+func archiveCopy(e *codec.Entity) *codec.Entity {
+	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
+	for k, v := range e.Properties {
+		cp.Properties[k] = v
+	}
+	cp.Properties[SourceETagProperty] = e.ETag
+	if !e.Timestamp.IsZero() {
+		cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
+	}
+	return cp
+}
+
+// removalGroup is the delete of one entity with its companions' actions: they commit in
+// one transaction.
+type removalGroup struct {
+	actions []repo.Action
+	before  []func(context.Context) error
+}
+
+// deleteMoved deletes the moved entities from the source If-Match the ETags that were
+// copied, each in one transaction with its companions' actions, and returns how many it
+// deleted. A transaction holds at most repo.MaxTransactionActions actions and never two
+// on one entity: a group that would repeat a key starts a new transaction.
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, live []*codec.Entity) (int, error) {
+	comps := a.companions(job.Source)
+	deleted := 0
+	var tx []repo.Action
+	var befores []func(context.Context) error
+	entities := 0
+	keys := map[string]bool{}
+	flush := func() error {
+		if len(tx) == 0 {
+			return nil
+		}
+		for _, fn := range befores {
+			if err := fn(ctx); err != nil {
+				return err
+			}
+		}
+		if _, err := repo.Submit(ctx, tx...); err != nil {
+			var ae *repo.ActionError
+			if errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
+				// An entity (or a companion's copy) is gone: a concurrent run moved it,
+				// or the application deleted it. Start over: fresh reads find what is left.
+				return errRestart
+			}
+			return err
+		}
+		deleted += entities
+		tx, befores, entities, keys = nil, nil, 0, map[string]bool{}
+		return nil
+	}
+	for _, e := range live {
+		g := removalGroup{actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})}}
+		for _, c := range comps {
+			r, err := c.Removal(ctx, e)
+			if err != nil {
+				return deleted, err
+			}
+			g.actions = append(g.actions, r.Actions...)
+			if r.Before != nil {
+				g.before = append(g.before, r.Before)
+			}
+		}
+		if len(g.actions) > repo.MaxTransactionActions {
+			return deleted, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
+		}
+		own := map[string]bool{}
+		repeat := false
+		for _, act := range g.actions {
+			pk, rk := act.Keys()
+			if pk != e.PartitionKey {
+				return deleted, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
+			}
+			if own[rk] {
+				return deleted, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
+			}
+			own[rk] = true
+			repeat = repeat || keys[rk]
+		}
+		if repeat || len(tx)+len(g.actions) > repo.MaxTransactionActions {
+			if err := flush(); err != nil {
+				return deleted, err
+			}
+		}
+		tx = append(tx, g.actions...)
+		befores = append(befores, g.before...)
+		entities++
+		for rk := range own {
+			keys[rk] = true
+		}
+	}
+	return deleted, flush()
+}
