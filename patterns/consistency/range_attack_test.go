@@ -1,0 +1,294 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
+)
+
+// deleteBatchOf matches the entity group transactions that delete entities of table (the
+// range move's delete step; its copies to a target table are inserts and updates).
+func deleteBatchOf(table string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		if !faultproxy.IsBatch(r) {
+			return false
+		}
+		body, _ := io.ReadAll(r.Body)
+		return strings.Contains(string(body), "DELETE ") && strings.Contains(string(body), "/"+table+"(")
+	}
+}
+
+// directTable is the table name on the account's direct clients (bypassing the proxies).
+func directTable(t *testing.T, name string) *repo.Table[codec.Entity] {
+	t.Helper()
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := repo.New[codec.Entity](clients.Tables, name, &repo.Options{Retry: fastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// A writer updates an entity between the copy and the delete: the delete transaction is
+// held at the proxy, the application writes version 2 of one entity, then the held
+// transaction goes on. Its If-Match on the copied ETag fails, nothing of it is deleted,
+// and the batch starts over: version 2 ends archived and the source empty. Table and blob
+// targets.
+func TestAttackRangeWriterBetweenCopyAndDelete(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"table", "blob"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			ps := testenv.Proxies(t)
+			b := setup(t, ps.ConnectionString)
+			direct := directTable(t, b.current.Name())
+			want := b.loadRange(t, []string{"Sales"}, 40)
+			job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}
+			container := ""
+			if target == "blob" {
+				container = testenv.ContainerName(t)
+				job.TargetTable, job.TargetContainer = "", container
+				t.Cleanup(func() { _, _ = b.clients.Blobs.DeleteContainer(context.Background(), container, nil) })
+			}
+			p := ps.Table.PauseAt("delete", deleteBatchOf(b.current.Name()), 1)
+			t.Cleanup(p.Release)
+			done := make(chan error, 1)
+			go func() { _, err := b.a.ArchiveRange(b.ctx, job); done <- err }()
+			if err := p.Wait(b.ctx); err != nil {
+				t.Fatal(err)
+			}
+			v2 := rangeEntity("Sales", 7, 2)
+			if err := direct.Update(b.ctx, v2, &repo.UpdateOptions{Unconditional: true}); err != nil {
+				t.Fatal(err)
+			}
+			p.Release()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			want[RangeKey{"Sales", v2.RowKey}] = v2.ETag
+			if target == "table" {
+				b.assertRangeArchived(t, want, nil)
+				got, err := b.archive.Get(b.ctx, "Sales", v2.RowKey)
+				if err != nil || got.Properties["Version"] != int32(2) {
+					t.Fatalf("archived %v: %v", got.Properties, err)
+				}
+				return
+			}
+			got, err := b.a.ReadArchivedEntity(b.ctx, container, b.current.Name(), "Sales", v2.RowKey)
+			if err != nil || got.Properties["Version"] != int32(2) {
+				t.Fatalf("archived %v: %v", got, err)
+			}
+			if left, err := direct.Collect(b.ctx, repo.Query{}); err != nil || len(left) != 0 {
+				t.Fatalf("source: %d left: %v", len(left), err)
+			}
+		})
+	}
+}
+
+// The response of a transaction is lost after the service committed it: the copy
+// transaction (its retry meets 409: outcome unknown) or the delete transaction (its retry
+// meets 404). Neither is taken for success or for failure: the batch re-reads, finds the
+// copies recording the source versions, or the source gone, and ends with every entity
+// archived once and the source empty.
+func TestAttackRangeResponseLostAfterCommit(t *testing.T) {
+	t.Parallel()
+	for _, which := range []string{"copy", "delete"} {
+		t.Run(which, func(t *testing.T) {
+			t.Parallel()
+			ps := testenv.Proxies(t)
+			b := setup(t, ps.ConnectionString)
+			want := b.loadRange(t, []string{"Sales", "Ops"}, 150)
+			var n atomic.Int32
+			match := func(r *http.Request) bool {
+				if !faultproxy.IsBatch(r) {
+					return false
+				}
+				body, _ := io.ReadAll(r.Body)
+				isDelete := strings.Contains(string(body), "DELETE ")
+				return isDelete == (which == "delete") && n.Add(1) == 2
+			}
+			ps.Table.AddRule(faultproxy.Rule{Name: "lost", Match: match, Action: faultproxy.DropAfterForward()})
+			job := ArchiveRangeJob{Source: b.current.Name(), PartitionKeyFrom: "A", PartitionKeyTo: "Z", TargetTable: b.archive.Name()}
+			if _, err := b.a.ArchiveRange(b.ctx, job); err != nil {
+				t.Fatal(err)
+			}
+			if ps.Table.Fired("lost") != 1 {
+				t.Fatalf("the rule fired %d times", ps.Table.Fired("lost"))
+			}
+			b.assertRangeArchived(t, want, nil)
+		})
+	}
+}
+
+// Two deliveries of one job at once: the job is enqueued twice and both deliveries are
+// held at their first scan until both have scanned, so they move the same batches
+// concurrently; and, from code, two runs at once. Every entity ends archived once.
+func TestAttackRangeTwoDeliveriesAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	want := b.loadRange(t, []string{"a1", "a2", "a3"}, 400)
+	c, queue := rangeClient(t, b)
+	a := rangeArchiver(t, b, c, nil)
+	var scans atomic.Int32
+	both := make(chan struct{})
+	a.step = func(_, step string) error {
+		if step == "scanned" {
+			switch scans.Add(1) {
+			case 2:
+				close(both)
+			case 1:
+				select {
+				case <-both:
+				case <-time.After(time.Minute):
+					return errors.New("the second delivery never scanned")
+				}
+			}
+		}
+		return nil
+	}
+	w := rangeWorker(t, b, queue, a)
+	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKeyFrom: "a1", PartitionKeyTo: "a4", TargetTable: b.archive.Name()}
+	for range 2 {
+		if err := EnqueueArchiveRange(b.ctx, c, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, w)
+	b.assertRangeArchived(t, want, nil)
+	if s := w.Stats(); s.Failed != 0 || s.Poisoned != 0 {
+		t.Fatalf("worker: %+v", s)
+	}
+
+	// From code: two runs of one job at once.
+	more := b.loadRange(t, []string{"b1"}, 300)
+	job2 := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "b1", TargetTable: b.archive.Name()}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[i] = b.a.ArchiveRange(b.ctx, job2) }()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range more {
+		want[k] = v
+	}
+	b.assertRangeArchived(t, want, nil)
+}
+
+// Bad jobs, from code, from the enqueue and from the queue (a forged message, a
+// continuation pointing outside its range): refused with ErrInvalidInput (or
+// ErrNotAllowed) before any table or blob request; the worker poisons the forged
+// messages without touching storage. A value that looks like filter text is a literal.
+func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	ps.Table.Reset() // the tables setup created
+	src, dst := b.current.Name(), b.archive.Name()
+	ok := ArchiveRangeJob{Source: src, PartitionKey: "Sales", TargetTable: dst}
+	bad := map[string]func(j *ArchiveRangeJob){
+		"no selection":          func(j *ArchiveRangeJob) { j.PartitionKey = "" },
+		"bad source":            func(j *ArchiveRangeJob) { j.Source = "no-dash" },
+		"target is source":      func(j *ArchiveRangeJob) { j.TargetTable = strings.ToUpper(src) },
+		"two targets":           func(j *ArchiveRangeJob) { j.TargetContainer = "cold" },
+		"no target":             func(j *ArchiveRangeJob) { j.TargetTable = "" },
+		"bad container":         func(j *ArchiveRangeJob) { j.TargetTable, j.TargetContainer = "", "Cold!" },
+		"pk and pk range":       func(j *ArchiveRangeJob) { j.PartitionKeyFrom = "A" },
+		"rk bounds no pk":       func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyFrom, j.RowKeyFrom = "", "A", "1" },
+		"empty rk range":        func(j *ArchiveRangeJob) { j.RowKeyFrom, j.RowKeyTo = "5", "5" },
+		"empty pk range":        func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyFrom, j.PartitionKeyTo = "", "b", "a" },
+		"bad key":               func(j *ArchiveRangeJob) { j.PartitionKey = "a/b" },
+		"injected name":         func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N eq 1 or Age", Op: "eq", Value: "1"}} },
+		"key in where":          func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "RowKey", Op: "gt", Value: "1"}} },
+		"bad op":                func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "or", Value: "1"}} },
+		"bad type":              func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Raw", Value: "1"}} },
+		"bad int":               func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Int32", Value: "1 or true"}} },
+		"NaN":                   func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Double", Value: "NaN"}} },
+		"too many conditions":   func(j *ArchiveRangeJob) { j.Where = make([]Condition, MaxRangeConditions+1) },
+		"checkpoint other pk":   func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Ops", RowKey: "1"} },
+		"checkpoint below":      func(j *ArchiveRangeJob) { j.RowKeyFrom, j.After = "5", &RangeKey{PartitionKey: "Sales", RowKey: "4"} },
+		"checkpoint bad key":    func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Sales", RowKey: "a#b"} },
+		"checkpoint above pkTo": func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyTo, j.After = "", "m", &RangeKey{"n", ""} },
+	}
+	c, err := queueworker.NewClient(b.clients.Queues.NewQueueClient(testenv.QueueName(t)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, mutate := range bad {
+		job := ok
+		mutate(&job)
+		if err := job.Validate(); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Fatalf("%s: Validate: %v", name, err)
+		}
+		if _, err := b.a.ArchiveRange(b.ctx, job); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Fatalf("%s: ArchiveRange: %v", name, err)
+		}
+		if err := EnqueueArchiveRange(b.ctx, c, job); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Fatalf("%s: EnqueueArchiveRange: %v", name, err)
+		}
+	}
+	strict, err := New(b.clients, &Options{Retry: fastRetry(), AllowedTablePrefixes: []string{"Allowed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := strict.ArchiveRange(b.ctx, ok); !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("outside the allowlist: %v", err)
+	}
+	if n := ps.Table.Count() + ps.Queue.Count() + ps.Blob.Count(); n != 0 {
+		t.Fatalf("%d requests sent for bad jobs", n)
+	}
+
+	// Forged messages through the worker: poisoned, no table request.
+	queue := testenv.QueueName(t)
+	w, wc := newWorker(t, b, queue, b.a)
+	forged := ok
+	forged.After = &RangeKey{PartitionKey: "Payroll", RowKey: "0"}
+	if _, err := queueworker.Enqueue(b.ctx, wc, KindArchiveRange, "forged", forged, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := map[string]any{"source": src, "targetTable": dst, "where": []map[string]string{{"property": "true or 1", "op": "eq", "value": "1"}}}
+	if _, err := queueworker.Enqueue(b.ctx, wc, KindArchiveRange, "raw", raw, nil); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	if s := w.Stats(); s.Poisoned != 2 {
+		t.Fatalf("worker: %+v", s)
+	}
+	if n := ps.Table.Count(); n != 0 {
+		t.Fatalf("%d table requests for forged messages", n)
+	}
+
+	// A value shaped like filter text is one string literal: it matches nothing.
+	if err := b.current.Insert(b.ctx, rangeEntity("Sales", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	lit := ok
+	lit.Where = []Condition{{Property: "Name", Op: "eq", Value: "x' or PartitionKey ne '"}}
+	rep, err := b.a.ArchiveRange(b.ctx, lit)
+	if err != nil || rep.Moved != 0 || rep.Scanned != 0 {
+		t.Fatalf("literal: %+v %v", rep, err)
+	}
+	if _, err := b.current.Get(b.ctx, "Sales", fmt.Sprintf("%06d", 1)); err != nil {
+		t.Fatal(err)
+	}
+}
