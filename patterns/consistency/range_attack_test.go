@@ -207,23 +207,29 @@ func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
 	src, dst := b.current.Name(), b.archive.Name()
 	ok := ArchiveRangeJob{Source: src, PartitionKey: "Sales", TargetTable: dst}
 	bad := map[string]func(j *ArchiveRangeJob){
-		"no selection":          func(j *ArchiveRangeJob) { j.PartitionKey = "" },
-		"bad source":            func(j *ArchiveRangeJob) { j.Source = "no-dash" },
-		"target is source":      func(j *ArchiveRangeJob) { j.TargetTable = strings.ToUpper(src) },
-		"two targets":           func(j *ArchiveRangeJob) { j.TargetContainer = "cold" },
-		"no target":             func(j *ArchiveRangeJob) { j.TargetTable = "" },
-		"bad container":         func(j *ArchiveRangeJob) { j.TargetTable, j.TargetContainer = "", "Cold!" },
-		"pk and pk range":       func(j *ArchiveRangeJob) { j.PartitionKeyFrom = "A" },
-		"rk bounds no pk":       func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyFrom, j.RowKeyFrom = "", "A", "1" },
-		"empty rk range":        func(j *ArchiveRangeJob) { j.RowKeyFrom, j.RowKeyTo = "5", "5" },
-		"empty pk range":        func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyFrom, j.PartitionKeyTo = "", "b", "a" },
-		"bad key":               func(j *ArchiveRangeJob) { j.PartitionKey = "a/b" },
-		"injected name":         func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N eq 1 or Age", Op: "eq", Value: "1"}} },
-		"key in where":          func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "RowKey", Op: "gt", Value: "1"}} },
-		"bad op":                func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "or", Value: "1"}} },
-		"bad type":              func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Raw", Value: "1"}} },
-		"bad int":               func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Int32", Value: "1 or true"}} },
-		"NaN":                   func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Double", Value: "NaN"}} },
+		"no selection":     func(j *ArchiveRangeJob) { j.PartitionKey = "" },
+		"bad source":       func(j *ArchiveRangeJob) { j.Source = "no-dash" },
+		"target is source": func(j *ArchiveRangeJob) { j.TargetTable = strings.ToUpper(src) },
+		"two targets":      func(j *ArchiveRangeJob) { j.TargetContainer = "cold" },
+		"no target":        func(j *ArchiveRangeJob) { j.TargetTable = "" },
+		"bad container":    func(j *ArchiveRangeJob) { j.TargetTable, j.TargetContainer = "", "Cold!" },
+		"pk and pk range":  func(j *ArchiveRangeJob) { j.PartitionKeyFrom = "A" },
+		"rk bounds no pk":  func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyFrom, j.RowKeyFrom = "", "A", "1" },
+		"empty rk range":   func(j *ArchiveRangeJob) { j.RowKeyFrom, j.RowKeyTo = "5", "5" },
+		"empty pk range":   func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyFrom, j.PartitionKeyTo = "", "b", "a" },
+		"bad key":          func(j *ArchiveRangeJob) { j.PartitionKey = "a/b" },
+		"injected name":    func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N eq 1 or Age", Op: "eq", Value: "1"}} },
+		"key in where":     func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "RowKey", Op: "gt", Value: "1"}} },
+		"bad op":           func(j *ArchiveRangeJob) { j.Where = []Condition{{Property: "N", Op: "or", Value: "1"}} },
+		"bad type": func(j *ArchiveRangeJob) {
+			j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Raw", Value: "1"}}
+		},
+		"bad int": func(j *ArchiveRangeJob) {
+			j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Int32", Value: "1 or true"}}
+		},
+		"NaN": func(j *ArchiveRangeJob) {
+			j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Double", Value: "NaN"}}
+		},
 		"too many conditions":   func(j *ArchiveRangeJob) { j.Where = make([]Condition, MaxRangeConditions+1) },
 		"checkpoint other pk":   func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Ops", RowKey: "1"} },
 		"checkpoint below":      func(j *ArchiveRangeJob) { j.RowKeyFrom, j.After = "5", &RangeKey{PartitionKey: "Sales", RowKey: "4"} },
