@@ -5,6 +5,7 @@
 //	archiver enqueue archive-entity -source Current -pk Sales -rk 000123 -target-table Archive
 //	archiver enqueue archive-table  -table SignIns20240601 -container cold
 //	archiver enqueue restore-table  -table SignIns20240601 -container cold [-target T]
+//	archiver enqueue archive-range  -source Current -pk Sales -rk-to 000500 -target-table Archive
 //	archiver poison list [-n 32]
 //	archiver poison requeue [-max 0]
 //

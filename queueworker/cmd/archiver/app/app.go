@@ -46,6 +46,13 @@ Usage:
                                         ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
                                         THAT NOTHING WRITES THE TABLE ANY MORE
   archiver enqueue restore-table  [flags] -table T -container C [-target T] [-generation latest|all|NAME]
+  archiver enqueue archive-range  [flags] -source T (-pk PK [-rk-from A] [-rk-to B] | -pk-from A -pk-to B)
+                                        [-where PROP:OP:TYPE:VALUE ...] (-target-table T | -target-container C)
+                                        move every entity of a partition, a key range (from inclusive,
+                                        to exclusive) and/or a filter, 100 per transaction, one page
+                                        of 1,000 per delivery; -where repeats (all must hold); OP is
+                                        eq ne gt ge lt le, TYPE an EDM type (empty: Edm.String),
+                                        e.g. -where Age:lt:Edm.Int32:30
   archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C [-retention 720h] [-dry-run]
                                         one archive-table job per period table (patterns/periodtable)
                                         whose period ended at or before -before (hot/cold data);
@@ -172,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runWorker(ctx, args[1:], stdout, stderr, getenv)
 	case "enqueue":
 		if len(args) < 2 {
-			return usagef("enqueue: which job? archive-entity, archive-table, restore-table or archive-periods")
+			return usagef("enqueue: which job? archive-entity, archive-table, restore-table, archive-range or archive-periods")
 		}
 		if args[1] == "archive-periods" {
 			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)
@@ -273,8 +280,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	defer stopTelemetry()
+	q := e.clients.Queues.NewQueueClient(e.queue)
+	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger}) // range continuations
+	if err != nil {
+		return err
+	}
 	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
-		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger)})
+		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger), Queue: jobs})
 	if err != nil {
 		return err
 	}
@@ -285,7 +297,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err := a.Register(reg); err != nil {
 		return err
 	}
-	q := e.clients.Queues.NewQueueClient(e.queue)
 	if err := createQueue(ctx, q); err != nil {
 		return err
 	}
@@ -346,6 +357,7 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	var entity consistency.ArchiveEntityJob
 	var table consistency.ArchiveTableJob
 	var restore consistency.RestoreTableJob
+	var rng consistency.ArchiveRangeJob
 	var grace time.Duration
 	switch kind {
 	case consistency.KindArchiveEntity:
@@ -367,8 +379,25 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		fs.StringVar(&restore.Container, "container", "", "")
 		fs.StringVar(&restore.Target, "target", "", "")
 		fs.StringVar(&restore.Generation, "generation", "latest", "")
+	case consistency.KindArchiveRange:
+		fs.StringVar(&rng.Source, "source", "", "")
+		fs.StringVar(&rng.PartitionKey, "pk", "", "")
+		fs.StringVar(&rng.RowKeyFrom, "rk-from", "", "")
+		fs.StringVar(&rng.RowKeyTo, "rk-to", "", "")
+		fs.StringVar(&rng.PartitionKeyFrom, "pk-from", "", "")
+		fs.StringVar(&rng.PartitionKeyTo, "pk-to", "", "")
+		fs.StringVar(&rng.TargetTable, "target-table", "", "")
+		fs.StringVar(&rng.TargetContainer, "target-container", "", "")
+		fs.Func("where", "", func(v string) error {
+			f := strings.SplitN(v, ":", 4)
+			if len(f) != 4 {
+				return fmt.Errorf("%q: want PROPERTY:OP:TYPE:VALUE (TYPE may be empty: Edm.String)", v)
+			}
+			rng.Where = append(rng.Where, consistency.Condition{Property: f[0], Op: f[1], Type: f[2], Value: f[3]})
+			return nil
+		})
 	default:
-		return usagef("enqueue: unknown job %q: archive-entity, archive-table or restore-table", kind)
+		return usagef("enqueue: unknown job %q: archive-entity, archive-table, restore-table or archive-range", kind)
 	}
 	if err := parse(fs, args); err != nil {
 		return err
@@ -385,6 +414,8 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	switch kind {
 	case consistency.KindArchiveEntity:
 		err = entity.Validate()
+	case consistency.KindArchiveRange:
+		err = rng.Validate()
 	case consistency.KindArchiveTable:
 		var a *consistency.Archiver
 		if a, err = consistency.New(e.clients, &consistency.Options{SealGrace: grace}); err == nil {
@@ -407,6 +438,8 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	switch kind {
 	case consistency.KindArchiveEntity:
 		err = consistency.EnqueueArchiveEntity(ctx, client, entity)
+	case consistency.KindArchiveRange:
+		err = consistency.EnqueueArchiveRange(ctx, client, rng)
 	case consistency.KindArchiveTable:
 		err = consistency.EnqueueArchiveTable(ctx, client, table)
 	default:
