@@ -59,5 +59,6 @@ bench: deps
 	  $(GOBENCH) -bench Newest -benchtime=20x ./patterns/logtail/; \
 	  $(GOBENCH) -bench DropPeriod -benchtime=2x ./patterns/periodtable/; \
 	  $(GOBENCH) -bench FindByEmail -benchtime=200x ./patterns/secondaryindex/; \
+	  $(GOBENCH) -bench ArchiveRange -benchtime=3x ./patterns/consistency/; \
 	done 2>&1 | tee $(BENCH_OUT)
 	@$(GO) run ./internal/benchcmp/cmd/benchtable < $(BENCH_OUT)
