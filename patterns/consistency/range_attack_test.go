@@ -298,3 +298,46 @@ func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The keys a scan returns are untrusted: one outside the job's range, before its
+// checkpoint, repeated or out of order stops the page before anything is moved, so that
+// a continuation never moves backwards or outside the selection. Valid keys are split
+// into batches of at most 100 keys of one partition.
+func TestRangeScanKeysUntrusted(t *testing.T) {
+	t.Parallel()
+	job := ArchiveRangeJob{Source: "Current", PartitionKeyFrom: "b", PartitionKeyTo: "d", TargetTable: "Archive",
+		After: &RangeKey{PartitionKey: "b", RowKey: "5"}}
+	keys := func(ks ...string) []codec.Entity {
+		var out []codec.Entity
+		for _, k := range ks {
+			pk, rk, _ := strings.Cut(k, "/")
+			out = append(out, codec.Entity{PartitionKey: pk, RowKey: rk})
+		}
+		return out
+	}
+	for name, found := range map[string][]codec.Entity{
+		"below the range":       keys("a/9"),
+		"at or above pkTo":      keys("b/6", "d/0"),
+		"before the checkpoint": keys("b/4"),
+		"the checkpoint":        keys("b/5"),
+		"repeated":              keys("b/6", "b/6"),
+		"out of order":          keys("c/1", "b/9"),
+		"invalid key":           keys("c/a#b"),
+	} {
+		if _, err := job.batches(found); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	var ok []string
+	for i := 0; i < 150; i++ {
+		ok = append(ok, fmt.Sprintf("b/%03d", 600+i))
+	}
+	ok = append(ok, "c/0", "c/1")
+	got, err := job.batches(keys(ok...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || len(got[0].rks) != 100 || len(got[1].rks) != 50 || got[2].pk != "c" || len(got[2].rks) != 2 {
+		t.Fatalf("batches: %d", len(got))
+	}
+}
