@@ -82,6 +82,11 @@ type Condition struct {
 	Value string `json:"value"`
 }
 
+// conditionOps are the comparisons a Condition may name.
+var conditionOps = map[string]func(prop string, v any) filter.Expr{
+	"eq": filter.Eq, "ne": filter.Ne, "gt": filter.Gt, "ge": filter.Ge, "lt": filter.Lt, "le": filter.Le,
+}
+
 // expr builds the comparison; field names it in errors.
 func (c Condition) expr(field string) (filter.Expr, error) {
 	if strings.EqualFold(c.Property, "PartitionKey") || strings.EqualFold(c.Property, "RowKey") {
@@ -115,25 +120,13 @@ func (c Condition) expr(field string) (filter.Expr, error) {
 		return filter.Expr{}, errs.Invalid(field+".type", "%.40q is not one of Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid", c.Type)
 	}
 	if err != nil {
-		return filter.Expr{}, errs.Invalid(field+".value", "%.64q is not an %s: %v", c.Value, c.Type, err)
+		return filter.Expr{}, errs.Invalid(field+".value", "%.64q is not a value of type %s: %v", c.Value, c.Type, err)
 	}
-	var e filter.Expr
-	switch c.Op {
-	case "eq":
-		e = filter.Eq(c.Property, v)
-	case "ne":
-		e = filter.Ne(c.Property, v)
-	case "gt":
-		e = filter.Gt(c.Property, v)
-	case "ge":
-		e = filter.Ge(c.Property, v)
-	case "lt":
-		e = filter.Lt(c.Property, v)
-	case "le":
-		e = filter.Le(c.Property, v)
-	default:
+	op, ok := conditionOps[c.Op]
+	if !ok {
 		return filter.Expr{}, errs.Invalid(field+".op", "%.16q is not one of eq, ne, gt, ge, lt, le", c.Op)
 	}
+	e := op(c.Property, v)
 	return e, e.Err()
 }
 
@@ -171,20 +164,10 @@ func (j ArchiveRangeJob) Validate() error {
 	case len(j.Where) > MaxRangeConditions:
 		return errs.TooLarge("where", "too many conditions", len(j.Where), MaxRangeConditions)
 	}
-	switch {
-	case (j.TargetTable == "") == (j.TargetContainer == ""):
-		return errs.Invalid("target", "exactly one of targetTable and targetContainer must be set")
-	case j.TargetTable != "":
-		if err := codec.ValidateTableName(j.TargetTable); err != nil {
-			return err
-		}
-		if strings.EqualFold(j.TargetTable, j.Source) {
-			return errs.Invalid("targetTable", "is the source table (table names are case-insensitive)")
-		}
-	default:
-		if err := codec.ValidateContainerName(j.TargetContainer); err != nil {
-			return err
-		}
+	// The target follows the rules of a single move's (exactly one, not the source).
+	target := ArchiveEntityJob{Source: j.Source, PartitionKey: "-", TargetTable: j.TargetTable, TargetContainer: j.TargetContainer}
+	if err := target.Validate(); err != nil {
+		return err
 	}
 	if j.After != nil {
 		if err := j.checkAfter(); err != nil {
