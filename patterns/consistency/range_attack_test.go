@@ -32,14 +32,20 @@ func deleteBatchOf(table string) func(*http.Request) bool {
 	}
 }
 
-// directTable is the table name on the account's direct clients (bypassing the proxies).
-func directTable(t *testing.T, name string) *repo.Table[codec.Entity] {
+// directClients are the account's clients, bypassing the proxies.
+func directClients(t *testing.T) *account.Clients {
 	t.Helper()
 	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := repo.New[codec.Entity](clients.Tables, name, &repo.Options{Retry: fastRetry()})
+	return clients
+}
+
+// directTable is the table name on the account's direct clients (bypassing the proxies).
+func directTable(t *testing.T, name string) *repo.Table[codec.Entity] {
+	t.Helper()
+	tb, err := repo.New[codec.Entity](directClients(t).Tables, name, &repo.Options{Retry: fastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
