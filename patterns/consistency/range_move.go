@@ -211,6 +211,10 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 			if e.PartitionKey != b.pk || !want[e.RowKey] {
 				continue
 			}
+			if e.ETag == "" {
+				// Without it the replace below would be unconditional.
+				return nil, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", job.TargetTable)
+			}
 			// Untrusted: a recorded version that is not a string counts as unknown,
 			// which only means the copy is rewritten from the source.
 			s, _ := e.Properties[SourceETagProperty].(string)
