@@ -85,7 +85,10 @@
 //
 // What a range job does not promise: an entity written behind its scan (at a key it has
 // passed, or one that starts to match its filter later) is left in the source; run the
-// job again. An entity that stops matching the filter before its batch reads it stays.
+// job again. An entity that stops matching the filter before its batch reads it stays;
+// one that stops matching between its copy and its delete stays too (the delete fails
+// If-Match and the batch's next read leaves it out), and keeps that older copy in the
+// target beside it: the source stays authoritative, and a later move replaces the copy.
 // RangeReport.Moved counts the deletes whose commit this run saw (one lost in a lost
 // response is not counted, although it happened).
 //
