@@ -375,3 +375,43 @@ func TestRangeArchiveShortPages(t *testing.T) {
 	ps.Table.EmulatePaging(0, false)
 	b.assertRangeArchived(t, want, keep)
 }
+
+// doc.go's limit, tested: an entity that stops matching the job's filter between its copy
+// and its delete stays in the source at its new version (never deleted), and its older
+// copy stays in the target; every other selected entity is archived.
+func TestRangeEntityLeavesFilterMidMove(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	direct := directTable(t, b.current.Name())
+	all := b.loadRange(t, []string{"Sales"}, 20)
+	p := ps.Table.PauseAt("delete", deleteBatchOf(b.current.Name()), 1)
+	t.Cleanup(p.Release)
+	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name(),
+		Where: []Condition{{Property: "Version", Op: "eq", Type: "Edm.Int32", Value: "1"}}}
+	done := make(chan error, 1)
+	go func() { _, err := b.a.ArchiveRange(b.ctx, job); done <- err }()
+	if err := p.Wait(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	v2 := rangeEntity("Sales", 7, 2)
+	if err := direct.Update(b.ctx, v2, &repo.UpdateOptions{Unconditional: true}); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := direct.Get(b.ctx, "Sales", v2.RowKey)
+	if err != nil || got.ETag != v2.ETag {
+		t.Fatalf("the entity that left the filter: %v (etag %q, want %q)", err, got.ETag, v2.ETag)
+	}
+	cp, err := b.archive.Get(b.ctx, "Sales", v2.RowKey)
+	if err != nil || cp.Properties["Version"] != int32(1) || cp.Properties[SourceETagProperty] != all[RangeKey{"Sales", v2.RowKey}] {
+		t.Fatalf("its older copy: %v %v", cp.Properties, err)
+	}
+	left, err := direct.Collect(b.ctx, repo.Query{})
+	if err != nil || len(left) != 1 {
+		t.Fatalf("source holds %d: %v", len(left), err)
+	}
+}
