@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -32,9 +31,6 @@ func (ix *SamePartition[T]) Partitions(ctx context.Context) iter.Seq2[string, er
 // Errors: errs.ErrInvalidInput (no queue, a bad partition key; nothing sent), those of
 // Partitions and of queueworker.Enqueue.
 func (ix *SamePartition[T]) StartBackfill(ctx context.Context, partitions ...string) error {
-	if ix.queue == nil {
-		return errs.Invalid("SamePartitionOptions.Queue", "is nil: backfill jobs need a queue")
-	}
 	return ix.jobs().Start(ctx, ix.BackfillKind(), partitions, ix.Partitions)
 }
 

@@ -3,7 +3,6 @@ package indexentity
 import (
 	"context"
 
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -23,9 +22,6 @@ func (ix *SamePartition[T]) RepairKind() string { return "indexentity.repair." +
 // Errors: errs.ErrInvalidInput (no queue, a bad partition key; nothing sent), those of
 // Partitions and of queueworker.Enqueue.
 func (ix *SamePartition[T]) StartVerify(ctx context.Context, partitions ...string) error {
-	if ix.queue == nil {
-		return errs.Invalid("SamePartitionOptions.Queue", "is nil: verify jobs need a queue")
-	}
 	return ix.jobs().Start(ctx, ix.VerifyKind(), partitions, ix.Partitions)
 }
 
@@ -37,9 +33,6 @@ func (ix *SamePartition[T]) StartVerify(ctx context.Context, partitions ...strin
 //
 // Errors: as StartVerify.
 func (ix *SamePartition[T]) StartRepair(ctx context.Context, partitions ...string) error {
-	if ix.queue == nil {
-		return errs.Invalid("SamePartitionOptions.Queue", "is nil: repair jobs need a queue")
-	}
 	return ix.jobs().Start(ctx, ix.RepairKind(), partitions, ix.Partitions)
 }
 
@@ -51,9 +44,6 @@ func (ix *SamePartition[T]) StartRepair(ctx context.Context, partitions ...strin
 //
 // Errors: errs.ErrInvalidInput (no SamePartitionOptions.Queue, or a kind is taken).
 func (ix *SamePartition[T]) Register(r *queueworker.Registry) error {
-	if ix.queue == nil {
-		return errs.Invalid("SamePartitionOptions.Queue", "is nil: maintenance jobs need a queue")
-	}
 	return ix.jobs().Register(r)
 }
 
@@ -61,7 +51,7 @@ func (ix *SamePartition[T]) Register(r *queueworker.Registry) error {
 func (ix *SamePartition[T]) jobs() *maintain.Jobs {
 	return &maintain.Jobs{
 		Backfill: ix.BackfillKind(), Verify: ix.VerifyKind(), Repair: ix.RepairKind(),
-		Queue: ix.queue, Logger: ix.primary.Logger(),
+		Queue: ix.queue, QueueOption: "SamePartitionOptions.Queue", Logger: ix.primary.Logger(),
 		Check:             func(pk string) error { return checkKey(Key{pk, ""}) },
 		BackfillPartition: backfillFunc(ix.BackfillPartition),
 		VerifyPartition:   reportFunc(ix.Verify),

@@ -187,9 +187,6 @@ func (x *Intra[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
 // Errors: errs.ErrInvalidInput (no IntraOptions.Queue, a bad partition key; nothing
 // sent), those of Partitions and of queueworker.Enqueue.
 func (x *Intra[T]) StartBackfill(ctx context.Context, partitions ...string) error {
-	if x.queue == nil {
-		return errs.Invalid("IntraOptions.Queue", "is nil: backfill jobs need a queue")
-	}
 	return x.jobs().Start(ctx, x.BackfillKind(), partitions, x.Partitions)
 }
 

@@ -3,7 +3,6 @@ package secondaryindex
 import (
 	"context"
 
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -70,9 +69,6 @@ func (x *Intra[T]) RepairKind() string { return "secondaryindex.repair." + x.row
 // Errors: errs.ErrInvalidInput (no IntraOptions.Queue, a bad partition key; nothing
 // sent), those of Partitions and of queueworker.Enqueue.
 func (x *Intra[T]) StartVerify(ctx context.Context, partitions ...string) error {
-	if x.queue == nil {
-		return errs.Invalid("IntraOptions.Queue", "is nil: verify jobs need a queue")
-	}
 	return x.jobs().Start(ctx, x.VerifyKind(), partitions, x.Partitions)
 }
 
@@ -81,9 +77,6 @@ func (x *Intra[T]) StartVerify(ctx context.Context, partitions ...string) error 
 //
 // Errors: as StartVerify.
 func (x *Intra[T]) StartRepair(ctx context.Context, partitions ...string) error {
-	if x.queue == nil {
-		return errs.Invalid("IntraOptions.Queue", "is nil: repair jobs need a queue")
-	}
 	return x.jobs().Start(ctx, x.RepairKind(), partitions, x.Partitions)
 }
 
@@ -95,9 +88,6 @@ func (x *Intra[T]) StartRepair(ctx context.Context, partitions ...string) error 
 //
 // Errors: errs.ErrInvalidInput (no IntraOptions.Queue), those of queueworker.Handle.
 func (x *Intra[T]) Register(r *queueworker.Registry) error {
-	if x.queue == nil {
-		return errs.Invalid("IntraOptions.Queue", "is nil: maintenance jobs need a queue")
-	}
 	return x.jobs().Register(r)
 }
 
@@ -105,7 +95,7 @@ func (x *Intra[T]) Register(r *queueworker.Registry) error {
 func (x *Intra[T]) jobs() *maintain.Jobs {
 	return &maintain.Jobs{
 		Backfill: x.BackfillKind(), Verify: x.VerifyKind(), Repair: x.RepairKind(),
-		Queue: x.queue, Logger: x.rows.Logger(),
+		Queue: x.queue, QueueOption: "IntraOptions.Queue", Logger: x.rows.Logger(),
 		BackfillPartition: backfillFunc(x.BackfillPartition),
 		VerifyPartition:   reportFunc(x.Verify),
 		RepairPartition:   reportFunc(x.Repair),

@@ -1,6 +1,7 @@
 package maintain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -68,6 +69,9 @@ type Jobs struct {
 	Backfill, Verify, Repair string
 	// Queue is where the jobs and a backfill's continuations are enqueued.
 	Queue *queueworker.Client
+	// QueueOption names the option that sets Queue, for the error when it is nil
+	// ("IntraOptions.Queue").
+	QueueOption string
 	// Logger receives the verify and repair jobs' report lines.
 	Logger *zap.Logger
 	// Check refuses, before any request, a partition key the index cannot have (a key a
@@ -113,8 +117,12 @@ func (j *Jobs) check(job Job, resumable bool) error {
 // Duplicated, reordered and concurrent deliveries are harmless as long as the functions
 // are idempotent, which the packages' backfill and repair are, and verify is read-only.
 //
-// Errors: those of queueworker.Handle (a kind already registered).
+// Errors: errs.ErrInvalidInput (no Queue), those of queueworker.Handle (a kind already
+// registered).
 func (j *Jobs) Register(r *queueworker.Registry) error {
+	if err := j.needQueue(); err != nil {
+		return err
+	}
 	if err := queueworker.Handle(r, j.Backfill, j.backfill); err != nil {
 		return err
 	}
@@ -165,15 +173,23 @@ func (j *Jobs) report(ctx context.Context, m *queueworker.Message[Job], op strin
 	return nil
 }
 
+// needQueue refuses jobs without a queue.
+func (j *Jobs) needQueue() error {
+	if j.Queue == nil {
+		return errs.Invalid(cmp.Or(j.QueueOption, "queue"), "is nil: maintenance jobs need a queue")
+	}
+	return nil
+}
+
 // Start enqueues one job of kind per partition (every partition that list yields when
 // parts is empty). Every partition is checked before the first enqueue, so that a bad
 // key sends nothing.
 //
-// Errors: errs.ErrInvalidInput (a bad partition key; nothing sent), those of list and of
-// queueworker.Enqueue.
+// Errors: errs.ErrInvalidInput (no Queue, a bad partition key; nothing sent), those of
+// list and of queueworker.Enqueue.
 func (j *Jobs) Start(ctx context.Context, kind string, parts []string, list func(ctx context.Context) iter.Seq2[string, error]) error {
-	if j.Queue == nil {
-		return errs.Invalid("queue", "is nil: maintenance jobs need a queue")
+	if err := j.needQueue(); err != nil {
+		return err
 	}
 	for _, pk := range parts {
 		if err := j.check(Job{PartitionKey: pk}, false); err != nil {
