@@ -1,5 +1,14 @@
 // Package app is the archiver command (queueworker/cmd/archiver), as a function that
 // programs and tests can call: the demo runs the archiver through it.
+//
+// It is also the archiver as a library for a team's own binary: MainWith takes
+// Extensions, the team's indexes (an index is Go code, its entity type and key functions,
+// which the stock binary cannot build) and the Companions of its archive moves. Each index
+// is built on an Env (the account's clients, the job queue, the logger); `run` registers
+// its handlers on the worker, and `enqueue backfill|verify|repair -index NAME [-pk PK]`
+// enqueues its maintenance jobs, one per partition. A verify job logs its report as one
+// line of counts and keys; a repair job runs Repair and logs what it fixed. The stock
+// binary (Main) has no extensions, and its help says so. See examples/indexarchiver.
 package app
 
 import (
