@@ -200,3 +200,69 @@ func TestStartJobsRefuseBadInputBeforeSending(t *testing.T) {
 		t.Errorf("%d queue requests sent", n)
 	}
 }
+
+// A repair job whose first transaction lands while its response is lost: the outcome is
+// unknown, so the repair decides again from fresh reads (within the job, or on the
+// worker's redelivery if the job fails) and never takes the lost answer for a refusal or
+// a success. The job succeeds only with the index clean, and nothing is poisoned.
+func TestInterRepairJobResponseLostAfterWrite(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	direct, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail},
+		&secondaryindex.InterOptions{SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	driftInter(t, b, direct)
+	b.TakeMessages(q)
+	if err := x.StartRepair(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost repair response", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	w := b.worker(t, queue, x)
+	testbed.Drain(t, w)
+	if n := b.Proxies.Table.Fired("lost repair response"); n != 1 {
+		t.Fatalf("the rule fired %d times", n)
+	}
+	if s := w.Stats(); s.Poisoned != 0 || s.Processed < 1 {
+		t.Fatalf("worker stats %+v", s)
+	}
+	mustClean(t, b.Ctx, direct, 5, "Sales")
+}
+
+// Forged maintenance jobs (a queue is untrusted input) are poisoned before any request
+// to the tables: counted at the table service's proxy.
+func TestForgedJobsSendNoTableRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	forged := []map[string]any{{"pk": ""}, {"pk": "email_Sales"}, {"pk": "a?b"}, {"pk": "Sales", "after": "x\u0001"}, {"pk": []int{1}}}
+	n := 0
+	for _, kind := range []string{x.BackfillKind(), x.VerifyKind(), x.RepairKind()} {
+		for _, p := range forged {
+			if _, err := queueworker.Enqueue(b.Ctx, q, kind, "", p, nil); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	// A resume point is refused on verify and repair jobs only.
+	for _, kind := range []string{x.VerifyKind(), x.RepairKind()} {
+		if _, err := queueworker.Enqueue(b.Ctx, q, kind, "", map[string]string{"pk": "Sales", "after": "000001"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	mark := b.Proxies.Table.Count()
+	w := b.worker(t, queue, x)
+	testbed.Drain(t, w)
+	if s := w.Stats(); s.Poisoned != int64(n) || s.Processed != 0 {
+		t.Fatalf("worker stats %+v, want %d poisoned", s, n)
+	}
+	if got := b.Proxies.Table.Count() - mark; got != 0 {
+		t.Fatalf("%d table requests for forged jobs", got)
+	}
+}
