@@ -11,6 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
@@ -255,22 +256,30 @@ func TestIndexCommandsRefusedBeforeAnyRequest(t *testing.T) {
 		name string
 		ext  *app.Extensions
 		args []string
+		want string // in stderr, when set
 	}{
-		{"unknown index", b.ext, []string{"enqueue", "verify", "-index", "employee-phone"}},
-		{"no -index", b.ext, []string{"enqueue", "repair"}},
-		{"bad -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", "a/b"}},
-		{"empty -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", ""}},
-		{"bad flag", b.ext, []string{"enqueue", "verify", "-index", "employee-email", "-frobnicate"}},
-		{"stray argument", b.ext, []string{"enqueue", "repair", "-index", "employee-email", "Sales"}},
-		{"stock archiver", nil, []string{"enqueue", "verify", "-index", "employee-email"}},
-		{"bad index name", &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"bad name": emailIndex(b.table)}}, []string{"enqueue", "verify", "-index", "bad name"}},
-		{"nil builder", &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"x": nil}}, []string{"run", "-drain", "-allow-any"}},
+		{"unknown index", b.ext, []string{"enqueue", "verify", "-index", "employee-phone"}, "knows employee-email"},
+		{"no -index", b.ext, []string{"enqueue", "repair"}, "-index NAME is required"},
+		{"bad -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", "a/b"}, "forbidden character"},
+		{"empty -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", ""}, "not empty"},
+		{"bad flag", b.ext, []string{"enqueue", "verify", "-index", "employee-email", "-frobnicate"}, "frobnicate"},
+		{"stray argument", b.ext, []string{"enqueue", "repair", "-index", "employee-email", "Sales"}, "unexpected argument"},
+		{"stock archiver", nil, []string{"enqueue", "verify", "-index", "employee-email"}, "has no indexes"},
+		{"bad index name", &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"bad name": emailIndex(b.table)}}, []string{"enqueue", "verify", "-index", "bad name"}, "want 1 to 63"},
+		{"nil builder", &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"x": nil}}, []string{"run", "-drain", "-allow-any"}, "no builder"},
+		{"companions of a bad table name", &app.Extensions{Companions: func(env *app.Env) (map[string][]consistency.Companion, error) {
+			ix, err := env.Index("employee-email")
+			if ix != nil || err == nil {
+				return nil, fmt.Errorf("Env.Index of an unknown index: %v %v", ix, err)
+			}
+			return map[string][]consistency.Companion{"bad_name": nil}, nil
+		}}, []string{"run", "-drain", "-allow-any"}, "bad_name"},
 	}
 	for _, c := range cases {
 		before := count()
 		b.ext = c.ext
 		code, _, stderr := b.archiver(c.args...)
-		if code != app.ExitUsage || !strings.Contains(stderr, "archiver:") {
+		if code != app.ExitUsage || !strings.Contains(stderr, "archiver:") || !strings.Contains(stderr, c.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2", c.name, code, stderr)
 		}
 		if n := count() - before; n != 0 {
