@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -30,7 +32,8 @@ type Index interface {
 }
 
 // Env is what the archiver hands a team's extension functions, built from the command
-// line: the account's clients, the job queue and the logger.
+// line: the account's clients, the job queue and the logger. It is not safe for
+// concurrent use.
 type Env struct {
 	// Clients are the storage account's clients (-connection-string-env or -auth).
 	Clients *account.Clients
@@ -247,16 +250,23 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	if err := createQueue(ctx, e.clients.Queues.NewQueueClient(e.queue)); err != nil {
-		return err
+	start := func() error {
+		switch job {
+		case "backfill":
+			return ix.StartBackfill(ctx, pks...)
+		case "verify":
+			return ix.StartVerify(ctx, pks...)
+		}
+		return ix.StartRepair(ctx, pks...)
 	}
-	switch job {
-	case "backfill":
-		err = ix.StartBackfill(ctx, pks...)
-	case "verify":
-		err = ix.StartVerify(ctx, pks...)
-	default:
-		err = ix.StartRepair(ctx, pks...)
+	// Start checks every partition against the index before its first request; the queue
+	// is created only when the first enqueue finds none, so that a partition the index
+	// refuses sends nothing at all.
+	err = start()
+	if errors.Is(err, errs.ErrNotFound) {
+		if err = createQueue(ctx, e.clients.Queues.NewQueueClient(e.queue)); err == nil {
+			err = start()
+		}
 	}
 	if err != nil {
 		return err

@@ -261,6 +261,7 @@ func TestIndexCommandsRefusedBeforeAnyRequest(t *testing.T) {
 		{"unknown index", b.ext, []string{"enqueue", "verify", "-index", "employee-phone"}, "knows employee-email"},
 		{"no -index", b.ext, []string{"enqueue", "repair"}, "-index NAME is required"},
 		{"bad -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", "a/b"}, "forbidden character"},
+		{"an index partition as -pk", b.ext, []string{"enqueue", "repair", "-index", "employee-email", "-pk", "email_Sales"}, "index partitions"},
 		{"empty -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", ""}, "not empty"},
 		{"bad flag", b.ext, []string{"enqueue", "verify", "-index", "employee-email", "-frobnicate"}, "frobnicate"},
 		{"stray argument", b.ext, []string{"enqueue", "repair", "-index", "employee-email", "Sales"}, "unexpected argument"},
