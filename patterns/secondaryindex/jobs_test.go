@@ -35,10 +35,17 @@ var (
 	_ jobber = (*secondaryindex.Inter[Employee])(nil)
 )
 
-// driftInter gives an Inter over five employees each kind of drift: employee 1's copy
-// deleted, employee 2's copy edited, and an orphan copy of an employee that never was.
-func driftInter(t *testing.T, b *bed, x *secondaryindex.Inter[Employee]) {
+// driftInter stores five employees with their email copies through an Inter on the
+// direct clients (returned, for the test's checks), gives the index each kind of drift
+// (employee 1's copy deleted, employee 2's copy edited, an orphan copy of an employee
+// that never was), and takes the inserts' messages off q.
+func driftInter(t *testing.T, b *bed, q *queueworker.Client) *secondaryindex.Inter[Employee] {
 	t.Helper()
+	x, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail},
+		&secondaryindex.InterOptions{SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 5; i++ {
 		if err := x.Insert(b.Ctx, iemp(i, "F", "L", fmt.Sprintf("e%d@contoso.com", i))); err != nil {
 			t.Fatal(err)
@@ -59,6 +66,8 @@ func driftInter(t *testing.T, b *bed, x *secondaryindex.Inter[Employee]) {
 	if err := b.Raw.Insert(b.Ctx, o); err != nil {
 		t.Fatal(err)
 	}
+	b.TakeMessages(q) // the inserts' reconciliations: already run above
+	return x
 }
 
 // Two deliveries of one repair job at once: the first is held at the proxy just before
@@ -71,13 +80,7 @@ func TestInterRepairJobDeliveredTwiceAtOnce(t *testing.T) {
 	b := setup(t, true)
 	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail) // through the proxies
-	direct, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail},
-		&secondaryindex.InterOptions{SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	driftInter(t, b, direct)
-	b.TakeMessages(q) // the inserts' reconciliations: already run by driftInter
+	direct := driftInter(t, b, q)
 	// The same job twice (one id: a duplicate, as a lost enqueue response leaves it).
 	for range 2 {
 		if _, err := queueworker.Enqueue(b.Ctx, q, x.RepairKind(), "repair-sales", map[string]string{"pk": "Sales"}, nil); err != nil {
@@ -210,13 +213,7 @@ func TestInterRepairJobResponseLostAfterWrite(t *testing.T) {
 	b := setup(t, true)
 	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
-	direct, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail},
-		&secondaryindex.InterOptions{SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	driftInter(t, b, direct)
-	b.TakeMessages(q)
+	direct := driftInter(t, b, q)
 	if err := x.StartRepair(b.Ctx, "Sales"); err != nil {
 		t.Fatal(err)
 	}
