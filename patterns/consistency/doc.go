@@ -96,7 +96,7 @@
 // delete transaction (a blob target: two blob requests per entity instead of the target
 // read and the copy transaction); per 1,000 one keys-only scan and three queue requests.
 // That is about 0.065 requests per archived entity against about 6 for one archive-entity
-// job per entity (BENCHMARKS.md: 9.7x the entities per second on Azurite).
+// job per entity (BENCHMARKS.md: 10-14x the entities per second on Azurite).
 //
 // # Whole tables: sealed only, immutable generations
 //
