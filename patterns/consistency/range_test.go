@@ -288,3 +288,25 @@ func TestArchiveRangeToBlobs(t *testing.T) {
 		t.Fatalf("source: %d left: %v", len(left), err)
 	}
 }
+
+// Without Options.Queue, one delivery of an archive-range job runs its whole range
+// (three pages here), enqueuing no continuation.
+func TestRangeJobWithoutQueueRunsWhole(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	want := b.loadRange(t, []string{"Sales"}, 2200)
+	queue := testenv.QueueName(t)
+	w := rangeWorker(t, b, queue, b.a) // b.a has no Options.Queue
+	c, err := queueworker.NewClient(b.clients.Queues.NewQueueClient(queue), &queueworker.ClientOptions{Retry: fastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnqueueArchiveRange(b.ctx, c, ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	if s := w.Stats(); s.Processed != 1 || s.Failed != 0 {
+		t.Fatalf("worker: %+v, want one delivery", s)
+	}
+	b.assertRangeArchived(t, want, nil)
+}
