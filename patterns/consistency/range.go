@@ -280,11 +280,14 @@ type RangeReport struct {
 
 // ArchiveRange runs an archive-range job to its end in this call: it scans the
 // selection after job.After in pages of RangeJobSize keys, and moves each page in batches
-// (see doc.go, "Range archives"). A job run by the worker moves one page per delivery
-// and enqueues its continuation (Options.Queue).
+// (see the package documentation, "Range archives"). A job run by the worker moves one
+// page per delivery and enqueues its continuation (Options.Queue). The report counts what
+// was done before an error too.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrNotAllowed (nothing sent), ErrTransient,
-// *repo.Error, and the errors of the source table's companions.
+// Errors: ErrInvalidInput (nothing sent; also a scan that returned a key outside the
+// range, or an entity the target cannot take), ErrNotAllowed (nothing sent),
+// ErrNothingToArchive (the source table does not exist), ErrTransient, *repo.Error, and
+// the errors of the source table's companions.
 func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
 	var total RangeReport
 	for {
