@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -138,4 +139,26 @@ func indent(s string) string {
 		lines[i] = "    " + l
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// BENCHMARKS.md states the ranges `make bench-check` checks: its table must stay readable.
+func TestBenchmarksFileStatesItsRanges(t *testing.T) {
+	f, err := os.Open("../../../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ranges, err := readStated(f)
+	if err != nil {
+		t.Fatalf("make bench-check cannot read BENCHMARKS.md: %v", err)
+	}
+	ratios := 0
+	for k := range ranges {
+		if wanted(k.unit) && strings.HasPrefix(k.unit, "ratio") {
+			ratios++
+		}
+	}
+	if ratios < 30 {
+		t.Errorf("BENCHMARKS.md states %d ratios; make bench reports more than 30", ratios)
+	}
 }
