@@ -158,6 +158,13 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 //     counts as moved only when the target holds the version read in 1; otherwise the
 //     move starts over and finds what happened.
 //
+// When the source table has companions (Options.Companions), each is asked for its
+// Removal after step 1, before anything is written (a refusal stops the move there), and
+// step 3 becomes: their Before hooks, then one entity group transaction of the delete
+// and their actions, within the shortest Within; a companion action that fails (its copy
+// changed or went) starts the move over. Their After hooks run once it landed. See the
+// package documentation ("Index-aware moves").
+//
 // A write whose outcome is unknown (repo.ErrOutcomeUnknown) starts the move over too.
 // Restarts use the jittered backoff of Options.Retry.
 //
