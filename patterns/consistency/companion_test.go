@@ -145,20 +145,29 @@ func TestArchiveEntityCompanionActionsCommitWithTheDelete(t *testing.T) {
 	t.Parallel()
 	b := setupCompanion(t, nil)
 	b.insertWithCopy(t, "000001")
+	if got := b.mustMoveWithCopy(t, 1); !slices.Equal(got, []string{"GET archive", "GET current", "GET current", "POST archive", "POST $batch"}) {
+		t.Fatalf("the move sent %q", got)
+	}
+}
+
+// mustMoveWithCopy archives Sales/000001, and fails the test unless it is moved with its
+// copy, Before having run befores times in all and After once. It returns the requests
+// the move sent.
+func (b *companionBed) mustMoveWithCopy(t *testing.T, befores int32) []string {
+	t.Helper()
 	mark := len(b.ps.Table.Requests())
 	if out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "000001")); err != nil || out != OutcomeMoved {
 		t.Fatalf("move: %v %v", out, err)
 	}
-	if got := b.requestsSince(mark); !slices.Equal(got, []string{"GET archive", "GET current", "GET current", "POST archive", "POST $batch"}) {
-		t.Fatalf("the move sent %q", got)
-	}
+	sent := b.requestsSince(mark)
 	if _, err := b.current.Get(b.ctx, "Sales", "copy-000001"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("the copy survived: %v", err)
 	}
-	if b.sib.befores.Load() != 1 || b.sib.afts.Load() != 1 {
-		t.Fatalf("Before ran %d times, After %d, want once each", b.sib.befores.Load(), b.sib.afts.Load())
+	if b.sib.befores.Load() != befores || b.sib.afts.Load() != 1 {
+		t.Fatalf("Before ran %d times (want %d), After %d (want 1)", b.sib.befores.Load(), befores, b.sib.afts.Load())
 	}
 	b.assertArchived(t, "Sales", "000001", employee("Sales", "000001", 30))
+	return sent
 }
 
 // A copy that changes (412) or goes (404) between Removal and the transaction fails it
@@ -184,16 +193,10 @@ func TestAttackArchiveEntityCompanionCopyChangesBeforeTheTransaction(t *testing.
 				}
 				return nil
 			}
-			if out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "000001")); err != nil || out != OutcomeMoved {
-				t.Fatalf("move: %v %v", out, err)
-			}
+			b.mustMoveWithCopy(t, 2)
 			if n := b.sib.removals.Load(); n != 2 {
 				t.Fatalf("Removal asked %d times, want 2 (the move starts over once)", n)
 			}
-			if _, err := b.current.Get(b.ctx, "Sales", "copy-000001"); !errors.Is(err, repo.ErrNotFound) {
-				t.Fatalf("the copy survived: %v", err)
-			}
-			b.assertArchived(t, "Sales", "000001", employee("Sales", "000001", 30))
 		})
 	}
 }
@@ -219,16 +222,7 @@ func TestArchiveEntityStopBetweenBeforeAndDelete(t *testing.T) {
 		}
 	}
 	b.a.step = nil
-	if out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "000001")); err != nil || out != OutcomeMoved {
-		t.Fatalf("rerun: %v %v", out, err)
-	}
-	if _, err := b.current.Get(b.ctx, "Sales", "copy-000001"); !errors.Is(err, repo.ErrNotFound) {
-		t.Fatalf("the copy survived: %v", err)
-	}
-	if b.sib.befores.Load() != 2 || b.sib.afts.Load() != 1 {
-		t.Fatalf("Before ran %d times, After %d", b.sib.befores.Load(), b.sib.afts.Load())
-	}
-	b.assertArchived(t, "Sales", "000001", employee("Sales", "000001", 30))
+	b.mustMoveWithCopy(t, 2)
 }
 
 // Within bounds Before and the delete with one deadline: a Before still running when it

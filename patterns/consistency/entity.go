@@ -282,12 +282,12 @@ func (a *Archiver) removals(ctx context.Context, table string, e *codec.Entity) 
 		return nil, nil
 	}
 	out := make([]Removal, 0, len(cs))
-	for _, c := range cs {
+	for i, c := range cs {
 		cp := *e
 		cp.Properties = maps.Clone(e.Properties)
 		r, err := c.Removal(ctx, &cp)
 		if err != nil {
-			return nil, fmt.Errorf("consistency: a companion of %s refused to remove the copies of (%s, %s): %w", table, e.PartitionKey, e.RowKey, err)
+			return nil, fmt.Errorf("consistency: the companion %d of %s, asked about the copies of (%s, %s): %w", i, table, e.PartitionKey, e.RowKey, err)
 		}
 		out = append(out, r)
 	}

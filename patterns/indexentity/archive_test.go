@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -20,44 +20,6 @@ var (
 	_ consistency.Companion = (*Eventual[Employee])(nil)
 )
 
-// archiver returns an Archiver on the bed's Clients (the companions' actions go through
-// the same client as the move's delete) with c as the companions of the bed's table, and
-// a fresh Archive table.
-func (b *bed) archiver(c ...consistency.Companion) (*consistency.Archiver, string) {
-	b.t.Helper()
-	a, err := consistency.New(b.Clients, &consistency.Options{Retry: fast, Logger: b.log,
-		Companions: map[string][]consistency.Companion{b.Table: c}})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return a, b.NewTableName()
-}
-
-func (b *bed) archiveJob(target, pk, rk string) consistency.ArchiveEntityJob {
-	return consistency.ArchiveEntityJob{Source: b.Table, PartitionKey: pk, RowKey: rk, TargetTable: target}
-}
-
-// mustMove archives (pk, rk) and fails the test unless it ends in the archive only.
-func (b *bed) mustMove(a *consistency.Archiver, target, pk, rk string) {
-	b.t.Helper()
-	out, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, pk, rk))
-	if err != nil || (out != consistency.OutcomeMoved && out != consistency.OutcomeAlreadyArchived) {
-		b.t.Fatalf("archive %s/%s: %v %v", pk, rk, out, err)
-	}
-	b.mustBeArchived(target, pk, rk)
-}
-
-func (b *bed) mustBeArchived(target, pk, rk string) {
-	b.t.Helper()
-	if _, err := b.Raw.Get(b.Ctx, pk, rk); !errors.Is(err, repo.ErrNotFound) {
-		b.t.Fatalf("%s/%s is still in the source table: %v", pk, rk, err)
-	}
-	arch := must(repo.New[codec.Entity](b.Direct.Tables, target, nil))
-	if _, err := arch.Get(b.Ctx, pk, rk); err != nil {
-		b.t.Fatalf("%s/%s is not in the archive: %v", pk, rk, err)
-	}
-}
-
 // joneses inserts three Joneses and a Smith into Sales through insert.
 func (b *bed) joneses(insert func(context.Context, *Employee) error) {
 	b.t.Helper()
@@ -66,6 +28,17 @@ func (b *bed) joneses(insert func(context.Context, *Employee) error) {
 			b.t.Fatal(err)
 		}
 	}
+}
+
+// samePartitionJoneses returns a proxied bed with an option 2 index over the Joneses,
+// and an Archiver that has the index as companion, with its Archive table.
+func samePartitionJoneses(t *testing.T) (*bed, *SamePartition[Employee], *consistency.Archiver, string) {
+	t.Helper()
+	b := setup(t, true)
+	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
+	b.joneses(ix.Insert)
+	a, target := b.Archiver(ix)
+	return b, ix, a, target
 }
 
 // samePartitionGone checks that the index of Sales lists only what its entities say (want
@@ -91,27 +64,19 @@ func (b *bed) samePartitionGone(ix *SamePartition[Employee], entities int, want 
 // entity in the transaction that deletes it.
 func TestArchiveSamePartitionRemovesTheEntryInTheDeleteTransaction(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
-	b.joneses(ix.Insert)
-	a, target := b.archiver(ix)
-	mark := b.tableProxy().CountMatching(isBatch)
-	b.mustMove(a, target, "Sales", "000001")
-	if n := b.tableProxy().CountMatching(isBatch) - mark; n != 1 {
+	b, ix, a, target := samePartitionJoneses(t)
+	mark := b.tableProxy().CountMatching(testbed.IsBatch)
+	b.MustMove(a, target, "Sales", "000001")
+	if n := b.tableProxy().CountMatching(testbed.IsBatch) - mark; n != 1 {
 		t.Fatalf("the move sent %d transactions, want 1", n)
 	}
 	b.samePartitionGone(ix, 3, "000002", "000004")
 	// The last entry of a value: its index entity goes with it.
-	b.mustMove(a, target, "Sales", "000003")
+	b.MustMove(a, target, "Sales", "000003")
 	if ids, err := ix.IDs(b.Ctx, "Sales", "Smith"); err != nil || len(ids) != 0 {
 		t.Fatalf("Smith lists %v (%v) after the last Smith was archived", ids, err)
 	}
 	b.checkIndex(ix, "Sales")
-}
-
-// isBatch selects the entity group transactions among the requests a proxy saw.
-func isBatch(r faultproxy.RequestInfo) bool {
-	return r.Method == "POST" && len(r.Path) > 7 && r.Path[len(r.Path)-7:] == "/$batch"
 }
 
 // A live writer adds another Jones (the index entity changes) while the move's
@@ -123,26 +88,15 @@ func TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction(t *testing
 	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
 	b.joneses(ix.Insert)
 	live := must(NewSamePartition(must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast})), "LastName", lastName, &SamePartitionOptions{Conflict: fast}))
-	a, target := b.archiver(ix)
-	mark := b.tableProxy().CountMatching(isBatch)
-	ps := b.tableProxy().PauseAt("move transaction", faultproxy.IsBatch, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000001"))
-		done <- err
-	}()
-	testbed.WaitHeld(t, ps)
-	if err := live.Insert(b.Ctx, emp("Sales", "000005", "Jones")); err != nil {
-		t.Fatal(err)
-	}
-	ps.Release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := b.tableProxy().CountMatching(isBatch) - mark; n < 2 {
+	a, target := b.Archiver(ix)
+	n := b.MustMoveHeld(a, target, "Sales", "000001", func() {
+		if err := live.Insert(b.Ctx, emp("Sales", "000005", "Jones")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n < 2 {
 		t.Fatalf("the move sent %d transactions: it did not start over", n)
 	}
-	b.mustBeArchived(target, "Sales", "000001")
 	b.samePartitionGone(ix, 4, "000002", "000004", "000005")
 }
 
@@ -150,33 +104,17 @@ func TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction(t *testing
 // first is held: every delivery succeeds, the entry is removed once, nothing else is.
 func TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
-	b.joneses(ix.Insert)
-	a, target := b.archiver(ix)
+	b, ix, a, target := samePartitionJoneses(t)
 	b.tableProxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	b.mustMove(a, target, "Sales", "000001")
+	b.MustMove(a, target, "Sales", "000001")
 	if b.tableProxy().Fired("lost") != 1 {
 		t.Fatal("the response was never lost")
 	}
 	b.samePartitionGone(ix, 3, "000002", "000004")
 
-	ps := b.tableProxy().PauseAt("first delivery's transaction", faultproxy.IsBatch, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var out0 consistency.Outcome
-	var err0 error
-	go func() {
-		defer wg.Done()
-		out0, err0 = a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000002"))
-	}()
-	testbed.WaitHeld(t, ps)
-	b.mustMove(a, target, "Sales", "000002")
-	ps.Release()
-	wg.Wait()
-	if err0 != nil || (out0 != consistency.OutcomeMoved && out0 != consistency.OutcomeAlreadyArchived) {
-		t.Fatalf("held delivery: %v %v", out0, err0)
-	}
+	b.MustMoveHeld(a, target, "Sales", "000002", func() {
+		b.MustMove(a, target, "Sales", "000002")
+	})
 	b.samePartitionGone(ix, 2, "000004")
 }
 
@@ -184,20 +122,17 @@ func TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries(t *testing.T) {
 // archived as if it were an entity, are refused before anything is written.
 func TestAttackArchiveSamePartitionUnreadableAndForgedEntities(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
-	b.joneses(ix.Insert)
-	a, target := b.archiver(ix)
+	b, ix, a, target := samePartitionJoneses(t)
 	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "000009", Properties: map[string]any{"LastName": "Jones", "Age": "old"}}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.indexPages(ix, "Sales")[0].RowKey
 	for _, rk := range []string{"000009", page} {
-		before := b.tableProxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" })
-		if _, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", rk)); !errors.Is(err, repo.ErrInvalidInput) {
+		before := b.tableProxy().CountMatching(testbed.IsWrite)
+		if _, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", rk)); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Fatalf("archive %s: %v, want invalid input", rk, err)
 		}
-		if n := b.tableProxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" }) - before; n != 0 {
+		if n := b.tableProxy().CountMatching(testbed.IsWrite) - before; n != 0 {
 			t.Fatalf("archive %s: %d writes before the refusal", rk, n)
 		}
 		if _, err := b.Raw.Get(b.Ctx, "Sales", rk); err != nil {
@@ -207,6 +142,22 @@ func TestAttackArchiveSamePartitionUnreadableAndForgedEntities(t *testing.T) {
 	if ids, err := ix.IDs(b.Ctx, "Sales", "Jones"); err != nil || !slices.Equal(ids, []string{"000001", "000002", "000004"}) {
 		t.Fatalf("Jones lists %v (%v)", ids, err)
 	}
+}
+
+// eventualJoneses returns a bed with an Eventual index over the Joneses, its store (from
+// store; nil for a TableStore, option 3) and queue, the worker drained.
+func eventualJoneses(t *testing.T, proxied bool, store func(*bed) Store) (*bed, *Eventual[Employee], Store, *queueworker.Client) {
+	t.Helper()
+	b := setup(t, proxied)
+	q := b.queue()
+	if store == nil {
+		store = func(b *bed) Store { return b.tableStore(0) }
+	}
+	s := store(b)
+	ix := b.eventual(s, q)
+	b.joneses(ix.Insert)
+	b.drain(q, ix.Register)
+	return b, ix, s, q
 }
 
 // eventualGone checks, once the worker settled, that no lookup finds 000001, that its
@@ -234,42 +185,14 @@ func TestArchiveEventualRemovesTheEntryThroughTheWorker(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, false)
-			q := b.queue()
-			s := st.make(b, storeOpts{})
-			ix := b.eventual(s, q)
-			b.joneses(ix.Insert)
-			b.drain(q, ix.Register)
+			b, ix, s, q := eventualJoneses(t, false, func(b *bed) Store { return st.make(b, storeOpts{}) })
 			b.checkKeys(s, "Jones", k("Sales", "000001"), k("Sales", "000002"), k("Sales", "000004"))
-			a, target := b.archiver(ix)
-			b.mustMove(a, target, "Sales", "000001")
+			a, target := b.Archiver(ix)
+			b.MustMove(a, target, "Sales", "000001")
 			b.drain(q, ix.Register)
 			b.eventualGone(ix, s)
 		})
 	}
-}
-
-// crashAfterBefore is a companion whose Before runs the real one and then stops the
-// move, as a crash between Before and the delete would.
-type crashAfterBefore struct{ consistency.Companion }
-
-var errStop = errors.New("test: the process stops here")
-
-func (c crashAfterBefore) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
-	r, err := c.Companion.Removal(ctx, e)
-	if err != nil {
-		return r, err
-	}
-	before := r.Before
-	r.Before = func(ctx context.Context) error {
-		if before != nil {
-			if err := before(ctx); err != nil {
-				return err
-			}
-		}
-		return errStop
-	}
-	return r, nil
 }
 
 // A crash after Before enqueued the Change and before the delete: the message settles
@@ -277,14 +200,9 @@ func (c crashAfterBefore) Removal(ctx context.Context, e *codec.Entity) (consist
 // worker unlists it. Then two deliveries at once.
 func TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *testing.T) {
 	t.Parallel()
-	b := setup(t, false)
-	q := b.queue()
-	s := b.tableStore(0)
-	ix := b.eventual(s, q)
-	b.joneses(ix.Insert)
-	b.drain(q, ix.Register)
-	crashing, target := b.archiver(crashAfterBefore{ix})
-	if _, err := crashing.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000001")); !errors.Is(err, errStop) {
+	b, ix, s, q := eventualJoneses(t, false, nil)
+	crashing, target := b.Archiver(testbed.CrashAfterBefore{Companion: ix})
+	if _, err := crashing.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001")); !errors.Is(err, testbed.ErrStop) {
 		t.Fatalf("crashed move: %v", err)
 	}
 	b.drain(q, ix.Register) // the crashed run's Change settles: the entity is still there
@@ -292,20 +210,8 @@ func TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *te
 	if got, err := ix.Lookup(b.Ctx, "Jones"); err != nil || len(got) != 3 {
 		t.Fatalf("after the crash: %d Joneses (%v), want 3", len(got), err)
 	}
-	a, _ := b.archiver(ix)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000001"))
-			if err != nil || (out != consistency.OutcomeMoved && out != consistency.OutcomeAlreadyArchived) {
-				t.Errorf("delivery: %v %v", out, err)
-			}
-		}()
-	}
-	wg.Wait()
-	b.mustBeArchived(target, "Sales", "000001")
+	a, _ := b.Archiver(ix)
+	b.MustMoveConcurrently(a, 2, target, "Sales", "000001")
 	b.drain(q, ix.Register)
 	b.eventualGone(ix, s)
 }
@@ -314,15 +220,10 @@ func TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *te
 // (gone, archived) and the Change enqueued before it unlists the key.
 func TestAttackArchiveEventualLostDeleteResponse(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	q := b.queue()
-	s := b.tableStore(0)
-	ix := b.eventual(s, q)
-	b.joneses(ix.Insert)
-	b.drain(q, ix.Register)
-	a, target := b.archiver(ix)
+	b, ix, s, q := eventualJoneses(t, true, nil)
+	a, target := b.Archiver(ix)
 	b.tableProxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.MethodIs("DELETE"), Times: 1, Action: faultproxy.DropAfterForward()})
-	b.mustMove(a, target, "Sales", "000001")
+	b.MustMove(a, target, "Sales", "000001")
 	if b.tableProxy().Fired("lost") != 1 {
 		t.Fatal("the response was never lost")
 	}
@@ -334,24 +235,20 @@ func TestAttackArchiveEventualLostDeleteResponse(t *testing.T) {
 // is written or enqueued.
 func TestAttackArchiveEventualUnreadableEntity(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	q := b.queue()
-	s := b.tableStore(0)
-	ix := b.eventual(s, q)
-	b.joneses(ix.Insert)
-	b.drain(q, ix.Register)
+	b, ix, s, q := eventualJoneses(t, true, nil)
 	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "000009", Properties: map[string]any{"LastName": "Jones", "Age": "old"}}); err != nil {
 		t.Fatal(err)
 	}
-	a, target := b.archiver(ix)
-	before := b.Proxies.Queue.Count() + b.tableProxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" })
-	if _, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000009")); !errors.Is(err, repo.ErrInvalidInput) {
+	a, target := b.Archiver(ix)
+	before := b.Proxies.Queue.Count() + b.tableProxy().CountMatching(testbed.IsWrite)
+	if _, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000009")); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("archive: %v, want invalid input", err)
 	}
-	if n := b.Proxies.Queue.Count() + b.tableProxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" }) - before; n != 0 {
+	if n := b.Proxies.Queue.Count() + b.tableProxy().CountMatching(testbed.IsWrite) - before; n != 0 {
 		t.Fatalf("%d writes or enqueues before the refusal", n)
 	}
 	if msgs := b.takeMessages(q); len(msgs) != 0 {
 		t.Fatalf("the refused move enqueued %d messages", len(msgs))
 	}
+	b.checkKeys(s, "Jones", k("Sales", "000001"), k("Sales", "000002"), k("Sales", "000004"))
 }

@@ -1,10 +1,7 @@
 package secondaryindex_test
 
 import (
-	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -12,6 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -21,64 +19,18 @@ var (
 	_ consistency.Companion = (*secondaryindex.Inter[Employee])(nil)
 )
 
-// archiver returns an Archiver on the bed's Clients (the companions must share them: the
-// move's transaction goes through one client) with c as the companions of the bed's
-// table, and a fresh Archive table.
-func (b *bed) archiver(t *testing.T, c ...consistency.Companion) (*consistency.Archiver, string) {
+// intraStaff returns a proxied bed with an Intra (email and last name copies) holding
+// Jun Jones (1) and Amy Smith (2).
+func intraStaff(t *testing.T) (*bed, *secondaryindex.Intra[Employee]) {
 	t.Helper()
-	var comps map[string][]consistency.Companion
-	if len(c) > 0 {
-		comps = map[string][]consistency.Companion{b.Table: c}
-	}
-	a, err := consistency.New(b.Clients, &consistency.Options{Retry: testbed.FastRetry(), Companions: comps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, b.NewTableName()
-}
-
-func (b *bed) archiveJob(target, pk, rk string) consistency.ArchiveEntityJob {
-	return consistency.ArchiveEntityJob{Source: b.Table, PartitionKey: pk, RowKey: rk, TargetTable: target}
-}
-
-// mustMove archives (pk, rk) and fails the test unless the entity ends in the archive.
-func (b *bed) mustMove(t *testing.T, a *consistency.Archiver, target, pk, rk string) {
-	t.Helper()
-	out, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, pk, rk))
-	if err != nil || (out != consistency.OutcomeMoved && out != consistency.OutcomeAlreadyArchived) {
-		t.Fatalf("archive %s/%s: %v %v", pk, rk, out, err)
-	}
-	b.mustBeArchived(t, target, pk, rk)
-}
-
-func (b *bed) mustBeArchived(t *testing.T, target, pk, rk string) {
-	t.Helper()
-	if b.row(t, pk, rk) != nil {
-		t.Fatalf("%s/%s is still in the source table", pk, rk)
-	}
-	arch, err := repo.New[codec.Entity](b.Direct.Tables, target, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := arch.Get(b.Ctx, pk, rk); err != nil {
-		t.Fatalf("%s/%s is not in the archive: %v", pk, rk, err)
-	}
-}
-
-// isBatch selects the entity group transactions among the requests a proxy saw.
-func isBatch(r faultproxy.RequestInfo) bool {
-	return r.Method == "POST" && strings.HasSuffix(r.Path, "/$batch")
-}
-
-// intraStaff inserts Jun Jones (1) and Amy Smith (2) through x, with an email and a last
-// name copy each.
-func intraStaff(t *testing.T, b *bed, x *secondaryindex.Intra[Employee]) {
-	t.Helper()
+	b := setup(t, true)
+	x := b.intra(t, byEmail, byLast)
 	for _, e := range []*Employee{emp(1, "Jun", "Jones", "jun@contoso.com"), emp(2, "Amy", "Smith", "amy@contoso.com")} {
 		if err := x.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return b, x
 }
 
 // intraGone checks that no read of x finds employee 1 (jun@contoso.com, Jones), that
@@ -107,13 +59,11 @@ func intraGone(t *testing.T, b *bed, x *secondaryindex.Intra[Employee], email st
 // copies in the transaction that deletes it: one transaction, no copy left to find.
 func TestArchiveIntraRemovesCopiesInTheDeleteTransaction(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
-	intraStaff(t, b, x)
-	a, target := b.archiver(t, x)
-	mark := b.Proxy().CountMatching(isBatch)
-	b.mustMove(t, a, target, "Sales", "empid_000001")
-	if n := b.Proxy().CountMatching(isBatch) - mark; n != 1 {
+	b, x := intraStaff(t)
+	a, target := b.Archiver(x)
+	mark := b.Proxy().CountMatching(testbed.IsBatch)
+	b.MustMove(a, target, "Sales", "empid_000001")
+	if n := b.Proxy().CountMatching(testbed.IsBatch) - mark; n != 1 {
 		t.Fatalf("the move sent %d transactions, want 1", n)
 	}
 	if got := b.rows(t, "Sales"); len(got) != 3 {
@@ -128,38 +78,26 @@ func TestArchiveIntraRemovesCopiesInTheDeleteTransaction(t *testing.T) {
 // without any of its copies.
 func TestAttackArchiveIntraWriterBetweenRemovalAndTransaction(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
-	intraStaff(t, b, x)
+	b, x := intraStaff(t)
 	live, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail, byLast}, b.RepoOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, target := b.archiver(t, x)
-	mark := b.Proxy().CountMatching(isBatch)
-	ps := b.Proxy().PauseAt("move transaction", faultproxy.IsBatch, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "empid_000001"))
-		done <- err
-	}()
-	testbed.WaitHeld(t, ps)
-	cur, err := live.Get(b.Ctx, "Sales", "000001")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Email = "jun.jones@contoso.com"
-	if err := live.Update(b.Ctx, &cur); err != nil {
-		t.Fatal(err)
-	}
-	ps.Release()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := b.Proxy().CountMatching(isBatch) - mark; n < 2 {
+	a, target := b.Archiver(x)
+	n := b.MustMoveHeld(a, target, "Sales", "empid_000001", func() {
+		cur, err := live.Get(b.Ctx, "Sales", "000001")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Email = "jun.jones@contoso.com"
+		if err := live.Update(b.Ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n < 2 {
 		t.Fatalf("the move sent %d transactions: it did not start over", n)
 	}
-	b.mustBeArchived(t, target, "Sales", "empid_000001")
+	b.MustBeArchived(target, "Sales", "empid_000001")
 	arch, _ := repo.New[codec.Entity](b.Direct.Tables, target, nil)
 	if got, _ := arch.Get(b.Ctx, "Sales", "empid_000001"); got.Properties["Email"] != "jun.jones@contoso.com" {
 		t.Fatalf("archived %v, want the version the writer wrote", got.Properties["Email"])
@@ -173,12 +111,10 @@ func TestAttackArchiveIntraWriterBetweenRemovalAndTransaction(t *testing.T) {
 // its copies (one transaction).
 func TestAttackArchiveIntraLostTransactionResponse(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
-	intraStaff(t, b, x)
-	a, target := b.archiver(t, x)
+	b, x := intraStaff(t)
+	a, target := b.Archiver(x)
 	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	b.mustMove(t, a, target, "Sales", "empid_000001")
+	b.MustMove(a, target, "Sales", "empid_000001")
 	if b.Proxy().Fired("lost") != 1 {
 		t.Fatal("the response was never lost")
 	}
@@ -189,29 +125,11 @@ func TestAttackArchiveIntraLostTransactionResponse(t *testing.T) {
 // runs to completion: both succeed, the entity is archived once, no copy is left.
 func TestAttackArchiveIntraTwoDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
-	intraStaff(t, b, x)
-	a, target := b.archiver(t, x)
-	ps := b.Proxy().PauseAt("first delivery's transaction", faultproxy.IsBatch, 1)
-	var wg sync.WaitGroup
-	outs := make([]consistency.Outcome, 2)
-	errs2 := make([]error, 2)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		outs[0], errs2[0] = a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "empid_000001"))
-	}()
-	testbed.WaitHeld(t, ps)
-	outs[1], errs2[1] = a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "empid_000001"))
-	ps.Release()
-	wg.Wait()
-	for i := range outs {
-		if errs2[i] != nil || (outs[i] != consistency.OutcomeMoved && outs[i] != consistency.OutcomeAlreadyArchived) {
-			t.Fatalf("delivery %d: %v %v", i, outs[i], errs2[i])
-		}
-	}
-	b.mustBeArchived(t, target, "Sales", "empid_000001")
+	b, x := intraStaff(t)
+	a, target := b.Archiver(x)
+	b.MustMoveHeld(a, target, "Sales", "empid_000001", func() {
+		b.MustMove(a, target, "Sales", "empid_000001")
+	})
 	intraGone(t, b, x, "jun@contoso.com")
 }
 
@@ -221,10 +139,8 @@ func TestAttackArchiveIntraTwoDeliveriesAtOnce(t *testing.T) {
 // another employee's copy moves the forger and leaves the other's copy alone.
 func TestAttackArchiveIntraUnreadableAndForgedEntities(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	x := b.intra(t, byEmail, byLast)
-	intraStaff(t, b, x)
-	a, target := b.archiver(t, x)
+	b, x := intraStaff(t)
+	a, target := b.Archiver(x)
 	put := func(rk string, props map[string]any) {
 		t.Helper()
 		if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: rk, Properties: props}); err != nil {
@@ -234,12 +150,12 @@ func TestAttackArchiveIntraUnreadableAndForgedEntities(t *testing.T) {
 	put("empid_000007", map[string]any{"EmployeeId": "000007", "Age": "not a number", "Email": "amy@contoso.com"})
 	put("empid_000008", map[string]any{"EmployeeId": "000002", "Email": "amy@contoso.com"})
 	for _, rk := range []string{"empid_000007", "empid_000008", "email_amy@contoso.com"} {
-		before := b.Proxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" })
-		out, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", rk))
+		before := b.Proxy().CountMatching(testbed.IsWrite)
+		out, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", rk))
 		if !errors.Is(err, repo.ErrInvalidInput) {
 			t.Fatalf("archive %s: %v %v, want invalid input", rk, out, err)
 		}
-		if n := b.Proxy().CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" }) - before; n != 0 {
+		if n := b.Proxy().CountMatching(testbed.IsWrite) - before; n != 0 {
 			t.Fatalf("archive %s: %d writes sent before the refusal", rk, n)
 		}
 		if b.row(t, "Sales", rk) == nil {
@@ -248,24 +164,30 @@ func TestAttackArchiveIntraUnreadableAndForgedEntities(t *testing.T) {
 	}
 	// A forged email equal to employee 2's: the forger moves, employee 2's copy stays.
 	put("empid_000009", map[string]any{"EmployeeId": "000009", "FirstName": "Eve", "Email": "amy@contoso.com"})
-	b.mustMove(t, a, target, "Sales", "empid_000009")
+	b.MustMove(a, target, "Sales", "empid_000009")
 	if got, err := x.Lookup(b.Ctx, "Sales", "email", "amy@contoso.com"); err != nil || got.EmployeeID != "000002" {
 		t.Fatalf("employee 2 after the forger's move: %+v %v", got, err)
 	}
 }
 
-// interStaff inserts employees 1 and 2 through x and lets the worker write their copies.
-func interStaff(t *testing.T, b *bed, x *secondaryindex.Inter[Employee], drain func()) {
+// interStaff returns a bed with an Inter (email and last name copies) and its worker,
+// after inserting employees 1 and 2 and letting the worker write their copies.
+func interStaff(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employee], *queueworker.Worker) {
 	t.Helper()
+	b := setup(t, proxied)
+	q, name := b.Queue()
+	x := b.inter(t, q, safety, byEmail, byLast)
+	w := b.worker(t, name, x)
 	for _, e := range []*Employee{iemp(1, "Jun", "Jones", "jun@contoso.com"), iemp(2, "Amy", "Smith", "amy@contoso.com")} {
 		if err := x.Insert(b.Ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	drain()
+	testbed.Drain(t, w)
 	if _, err := x.Lookup(b.Ctx, "Sales", "email", "jun@contoso.com"); err != nil {
 		t.Fatalf("before the archive: %v", err)
 	}
+	return b, x, w
 }
 
 // interGone checks that no read of x finds employee 1 once the worker settled, and that
@@ -291,36 +213,11 @@ func interGone(t *testing.T, b *bed, x *secondaryindex.Inter[Employee]) {
 // reconciliation before the delete; once the worker settled no lookup finds it.
 func TestArchiveInterRemovesCopiesThroughTheWorker(t *testing.T) {
 	t.Parallel()
-	b := setup(t, false)
-	q, name := b.Queue()
-	x := b.inter(t, q, safety, byEmail, byLast)
-	w := b.worker(t, name, x)
-	interStaff(t, b, x, func() { testbed.Drain(t, w) })
-	a, target := b.archiver(t, x)
-	b.mustMove(t, a, target, "Sales", "000001")
+	b, x, w := interStaff(t, false)
+	a, target := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "000001")
 	testbed.Drain(t, w)
 	interGone(t, b, x)
-}
-
-// crashAfterBefore is a companion whose Before runs the real one and then stops the
-// move, as a crash between Before and the delete would.
-type crashAfterBefore struct{ consistency.Companion }
-
-func (c crashAfterBefore) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
-	r, err := c.Companion.Removal(ctx, e)
-	if err != nil {
-		return r, err
-	}
-	before := r.Before
-	r.Before = func(ctx context.Context) error {
-		if before != nil {
-			if err := before(ctx); err != nil {
-				return err
-			}
-		}
-		return errCrash
-	}
-	return r, nil
 }
 
 // A crash after Before enqueued the reconciliation and before the delete: the entity and
@@ -328,13 +225,9 @@ func (c crashAfterBefore) Removal(ctx context.Context, e *codec.Entity) (consist
 // its copies go.
 func TestAttackArchiveInterCrashBetweenBeforeAndDelete(t *testing.T) {
 	t.Parallel()
-	b := setup(t, false)
-	q, name := b.Queue()
-	x := b.inter(t, q, safety, byEmail, byLast)
-	w := b.worker(t, name, x)
-	interStaff(t, b, x, func() { testbed.Drain(t, w) })
-	crashing, target := b.archiver(t, crashAfterBefore{x})
-	if _, err := crashing.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000001")); !errors.Is(err, errCrash) {
+	b, x, w := interStaff(t, false)
+	crashing, target := b.Archiver(testbed.CrashAfterBefore{Companion: x})
+	if _, err := crashing.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001")); !errors.Is(err, testbed.ErrStop) {
 		t.Fatalf("crashed move: %v", err)
 	}
 	testbed.Drain(t, w) // the safety message of the crashed run: the entity is still there
@@ -342,8 +235,8 @@ func TestAttackArchiveInterCrashBetweenBeforeAndDelete(t *testing.T) {
 		t.Fatalf("after the crash the entity must still be found: %+v %v", got, err)
 	}
 	mustClean(t, b.Ctx, x, 2, "Sales")
-	a, _ := b.archiver(t, x)
-	b.mustMove(t, a, target, "Sales", "000001")
+	a, _ := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "000001")
 	testbed.Drain(t, w)
 	interGone(t, b, x)
 }
@@ -353,26 +246,10 @@ func TestAttackArchiveInterCrashBetweenBeforeAndDelete(t *testing.T) {
 // found the entity gone and enqueued nothing after it).
 func TestAttackArchiveInterLostResponseAndTwoDeliveries(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	q, name := b.Queue()
-	x := b.inter(t, q, safety, byEmail, byLast)
-	w := b.worker(t, name, x)
-	interStaff(t, b, x, func() { testbed.Drain(t, w) })
-	a, target := b.archiver(t, x)
+	b, x, w := interStaff(t, true)
+	a, target := b.Archiver(x)
 	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.MethodIs("DELETE"), Times: 1, Action: faultproxy.DropAfterForward()})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "Sales", "000001"))
-			if err != nil || (out != consistency.OutcomeMoved && out != consistency.OutcomeAlreadyArchived) {
-				t.Errorf("delivery: %v %v", out, err)
-			}
-		}()
-	}
-	wg.Wait()
-	b.mustBeArchived(t, target, "Sales", "000001")
+	b.MustMoveConcurrently(a, 2, target, "Sales", "000001")
 	testbed.Drain(t, w)
 	interGone(t, b, x)
 }
@@ -382,20 +259,16 @@ func TestAttackArchiveInterLostResponseAndTwoDeliveries(t *testing.T) {
 // refused before anything is written.
 func TestAttackArchiveInterUnreadableAndForgedEntities(t *testing.T) {
 	t.Parallel()
-	b := setup(t, false)
-	q, name := b.Queue()
-	x := b.inter(t, q, safety, byEmail, byLast)
-	w := b.worker(t, name, x)
-	interStaff(t, b, x, func() { testbed.Drain(t, w) })
+	b, x, w := interStaff(t, false)
 	cur := b.row(t, "Sales", "000001")
 	cur.Properties["Age"] = "not a number"
 	if err := b.Raw.Update(b.Ctx, cur, nil); err != nil {
 		t.Fatal(err)
 	}
-	a, target := b.archiver(t, x)
-	b.mustMove(t, a, target, "Sales", "000001")
+	a, target := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "000001")
 	rk := interKey("amy@contoso.com", "000002")
-	if _, err := a.ArchiveEntity(b.Ctx, b.archiveJob(target, "email_Sales", rk)); !errors.Is(err, repo.ErrInvalidInput) {
+	if _, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "email_Sales", rk)); !errors.Is(err, repo.ErrInvalidInput) {
 		t.Fatalf("archive of a copy: %v, want invalid input", err)
 	}
 	if b.row(t, "email_Sales", rk) == nil {
