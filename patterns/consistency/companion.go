@@ -43,9 +43,11 @@ type Removal struct {
 	// does, and a copy that changed after the read fails the transaction, which makes the
 	// move start over. They count against repo.MaxTransactionActions together with the
 	// delete of e (and, in a batched move, with the other entities of the batch). One
-	// transaction is sent through one client: build them on the table of the Archiver's
-	// clients (account.Clients.Tables), or the move fails with ErrInvalidInput before
-	// anything is sent.
+	// transaction is sent through one client and names one table: build them on the
+	// Archiver's clients (account.Clients.Tables), on the table spelled as
+	// Options.Companions spells it (the move's delete takes that spelling, whatever the
+	// job's), or the transaction is refused with ErrInvalidInput before it is sent (the
+	// archive copy is then written and the source kept: a configuration error, permanent).
 	Actions []repo.Action
 	// Before, if set, runs before the delete of e is sent: the durable first step for
 	// copies that live in other partitions or tables (an enqueue of the reconciliation
