@@ -97,9 +97,10 @@
 // (TestArchiveEntityUnindexedMoveSendsTheSameRequests). The actions are sent in the
 // archive's transaction, through the Archiver's client: build the companions' tables on
 // the clients given to New (actions built on another client make the delete fail with
-// errs.ErrInvalidInput, the archive copy written and the source kept). The archiver
-// binary knows no application types: applications whose tables are indexed run the
-// archive jobs in their own worker (New with Options.Companions, then Register).
+// errs.ErrInvalidInput, the archive copy written and the source kept). The stock archiver
+// binary knows no application types: a team's own archiver passes its indexes as
+// Extensions.Companions of package queueworker/cmd/archiver/app, or an application runs
+// the archive jobs in its own worker (New with Options.Companions, then Register).
 //
 // # Whole tables: sealed only, immutable generations
 //
