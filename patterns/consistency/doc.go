@@ -98,6 +98,68 @@
 // That is about 0.065 requests per archived entity against about 6 for one archive-entity
 // job per entity (BENCHMARKS.md: 10-14x the entities per second on Azurite).
 //
+// # Index-aware moves: companions
+//
+// An entity can have copies that other patterns keep: the index rows of package
+// secondaryindex, the index entities of package indexentity. Moved alone, it would leave
+// them behind, and lookups would keep finding an entity that is no longer in the table.
+// Companion is the one relation between the archive and those patterns: for each source
+// table, Options.Companions lists the patterns that keep copies of its entities, and
+// before a move writes anything it asks each of them what removing the entity means to
+// it (Removal). A new pattern plugs in by implementing Companion; this package does not
+// know the index packages (they import it). secondaryindex.Intra, secondaryindex.Inter,
+// indexentity.SamePartition and indexentity.Eventual implement it; the copies are
+// removed, not re-created in the archive (the archive holds the entity once, and an
+// index lists the entities of its own table).
+//
+// A Removal has two parts, one per kind of copy:
+//
+//   - copies in the entity's own partition (Intra's copies, SamePartition's index
+//     entity): Actions, each conditional on the ETag the companion read, committed in
+//     one entity group transaction with the conditional delete of the entity. Step 3
+//     becomes that transaction: the entity and its copies go together or not at all. A
+//     copy that changed or went since it was read (412, 404; 409) fails the whole
+//     transaction, and the move starts over from fresh reads, never half applied
+//     (TestAttackArchiveEntityCompanionCopyChangesBeforeTheTransaction,
+//     TestAttackArchiveIntraWriterBetweenRemovalAndTransaction,
+//     TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction);
+//   - copies elsewhere (Inter's index partitions, Eventual's lists): Before, the durable
+//     first step of the pattern's own eventually consistent protocol, run before the
+//     delete (an enqueue of the reconciliation that removes the copies once the entity
+//     is gone), with Within, one deadline that bounds Before and the delete together (the
+//     Settle/2 protocol: a reconciliation enqueued to run after the delete cannot run
+//     before it; a delete not sent in time restarts the move,
+//     TestArchiveEntityWithinDeadlineRestartsTheMove), and After, a prompt step once the
+//     delete landed (a reconciliation visible at once), whose failure is only logged.
+//
+// A stop between Before and the delete leaves entity and copies in place and a message
+// that finds the entity and keeps them; the rerun moves both
+// (TestArchiveEntityStopBetweenBeforeAndDelete, TestAttackArchiveInterCrashBetweenBeforeAndDelete,
+// TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries). A lost response
+// after the transaction landed, and duplicate deliveries, end as for any move: the rerun
+// finds the source gone and the copy written, and the copies went with the entity
+// (TestAttackArchiveIntraLostTransactionResponse, TestAttackArchiveIntraTwoDeliveriesAtOnce,
+// TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries). The entity is read back
+// from storage: a companion refuses one it cannot find the copies of (it does not decode,
+// its values are forged, or it is itself a copy) with errs.ErrInvalidInput, before
+// anything is written, and the worker moves the job to the poison queue
+// (TestAttackArchiveIntraUnreadableAndForgedEntities).
+//
+// Consistency: copies in the partition are atomic with the move; copies elsewhere are
+// eventually consistent, removed once the pattern's worker settles (as for any delete
+// through that pattern). Cost: a companion's reads (Intra: one point query per index the
+// entity has a value in; SamePartition: one range query; Inter, Eventual: none), its
+// enqueues (Inter: two, Eventual: one), and the delete becomes one transaction of 1 + n
+// actions instead of a delete. Without companions, or when no companion has anything to
+// remove or run, the move sends exactly the requests it always did
+// (TestArchiveEntityUnindexedMoveSendsTheSameRequests). The actions are sent in the
+// archive's transaction, through the Archiver's client: build the companions' tables on
+// the clients given to New (actions built on another client make the delete fail with
+// errs.ErrInvalidInput, the archive copy written and the source kept). The stock archiver
+// binary knows no application types: a team's own archiver passes its indexes as
+// Extensions.Companions of package queueworker/cmd/archiver/app, or an application runs
+// the archive jobs in its own worker (New with Options.Companions, then Register).
+//
 // # Whole tables: sealed only, immutable generations
 //
 // ArchiveTable exports a whole table, then deletes it. It only takes a sealed table, one
@@ -182,7 +244,8 @@
 // between steps 2 and 3 it is briefly in both. Readers that must see one copy read the
 // Archive after the Current (or check both). An entity move costs one message, two reads,
 // one write, one delete, and a message delete (six requests; a 404 on the delete adds a
-// read). The copy carries two more properties, SourceETagProperty and
+// read); companions add their reads and enqueues, and turn the delete into a transaction
+// (see "Index-aware moves"). The copy carries two more properties, SourceETagProperty and
 // SourceTimestampProperty (blob metadata for a blob copy), so a source entity with more
 // than 250 custom properties cannot be archived to a table. A table export reads the table
 // once to export it and twice more (a keys-only scan, and a Timestamp query), writes two

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -156,6 +158,13 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 //     counts as moved only when the target holds the version read in 1; otherwise the
 //     move starts over and finds what happened.
 //
+// When the source table has companions (Options.Companions), each is asked for its
+// Removal after step 1, before anything is written (a refusal stops the move there), and
+// step 3 becomes: their Before hooks, then one entity group transaction of the delete
+// and their actions, within the shortest Within; a companion action that fails (its copy
+// changed or went) starts the move over. Their After hooks run once it landed. See the
+// package documentation ("Index-aware moves").
+//
 // A write whose outcome is unknown (repo.ErrOutcomeUnknown) starts the move over too.
 // Restarts use the jittered backoff of Options.Retry.
 //
@@ -168,7 +177,8 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
 		return "", err
 	}
-	src, err := a.table(job.Source)
+	// The companions' transaction actions name the table as Options.Companions spells it.
+	src, err := a.table(a.companionSpelling(job.Source))
 	if err != nil {
 		return "", err
 	}
@@ -229,6 +239,12 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 		return "", err
 	}
 	version := e.ETag
+	// Ask the companions before writing anything: a refusal (an entity whose copies
+	// cannot be found) leaves the move undone rather than half done.
+	removals, err := a.removals(ctx, job.Source, &e)
+	if err != nil {
+		return "", err
+	}
 	if tgt.sourceETag != version {
 		// The source holds a newer version than the target's copy (see ArchiveEntity).
 		if err := a.writeTarget(ctx, job, &e, tgt); err != nil {
@@ -238,7 +254,7 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	if err := a.after("archive-entity", "copied"); err != nil {
 		return "", err
 	}
-	err = src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version})
+	err = a.deleteSource(ctx, src, job, version, removals)
 	if errors.Is(err, errs.ErrNotFound) {
 		// Gone: a concurrent run moved it, or the application deleted it. Moved only if
 		// the target holds the very version that was there.
@@ -252,9 +268,98 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 		return OutcomeMoved, nil
 	}
 	if err != nil {
-		return "", err // ErrPreconditionFailed, ErrOutcomeUnknown: start over
+		return "", err // ErrPreconditionFailed, ErrOutcomeUnknown, errRestart: start over
 	}
+	a.runAfter(ctx, job, removals)
 	return OutcomeMoved, a.after("archive-entity", "deleted")
+}
+
+// removals asks every companion of table what removing e means to it (see Companion).
+// Each gets its own copy of e.
+func (a *Archiver) removals(ctx context.Context, table string, e *codec.Entity) ([]Removal, error) {
+	cs := a.companions(table)
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	out := make([]Removal, 0, len(cs))
+	for i, c := range cs {
+		cp := *e
+		cp.Properties = maps.Clone(e.Properties)
+		r, err := c.Removal(ctx, &cp)
+		if err != nil {
+			return nil, fmt.Errorf("consistency: the companion %d of %s, asked about the copies of (%s, %s): %w", i, table, e.PartitionKey, e.RowKey, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// deleteSource deletes the source entity If-Match version. Without removals it is one
+// delete, as it always was. With them: their Before hooks, then one entity group
+// transaction of the delete and their actions, both within the shortest Within. The
+// delete's own failure comes back as it is (404: gone; 412: changed); a companion action
+// that fails because its copy changed or went (412, 404, 409), and a deadline that
+// passed, make the move start over from fresh reads (errRestart): the transaction is
+// atomic, so nothing of it landed.
+func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, rs []Removal) error {
+	del := &repo.DeleteOptions{ETag: version}
+	if len(rs) == 0 {
+		return src.Delete(ctx, job.PartitionKey, job.RowKey, del)
+	}
+	acts := []repo.Action{src.DeleteAction(job.PartitionKey, job.RowKey, del)}
+	var within time.Duration
+	for _, r := range rs {
+		acts = append(acts, r.Actions...)
+		if r.Within > 0 && (within == 0 || r.Within < within) {
+			within = r.Within
+		}
+	}
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if within > 0 {
+		dctx, cancel = context.WithTimeout(ctx, within)
+	}
+	defer cancel()
+	late := func(err error) error {
+		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
+			return fmt.Errorf("%w: the companions' deadline (%v) passed before the delete was done", errRestart, within)
+		}
+		return err
+	}
+	for _, r := range rs {
+		if r.Before == nil {
+			continue
+		}
+		if err := r.Before(dctx); err != nil {
+			return late(err)
+		}
+	}
+	if err := a.after("archive-entity", "companions-before"); err != nil {
+		return err
+	}
+	if len(acts) == 1 {
+		return late(src.Delete(dctx, job.PartitionKey, job.RowKey, del))
+	}
+	_, err := repo.Submit(dctx, acts...)
+	var ae *repo.ActionError
+	if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
+		(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
+		return fmt.Errorf("%w: a companion's copy changed (action %d, RowKey %q: %d %s)", errRestart, ae.Index, ae.RowKey, ae.StatusCode, ae.Code)
+	}
+	return late(err)
+}
+
+// runAfter runs the After hooks of a move whose delete landed; their errors are logged
+// (see Removal.After).
+func (a *Archiver) runAfter(ctx context.Context, job ArchiveEntityJob, rs []Removal) {
+	for _, r := range rs {
+		if r.After == nil {
+			continue
+		}
+		if err := r.After(ctx); err != nil {
+			a.opts.Logger.Warn("consistency: a companion's prompt step failed after the move; its first step covers it",
+				zap.String("table", job.Source), zap.String("partitionKey", job.PartitionKey), zap.String("rowKey", job.RowKey), errs.LogField(err))
+		}
+	}
 }
 
 // writeTarget writes the archive copy of e conditionally on the target state read before

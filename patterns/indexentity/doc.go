@@ -194,6 +194,34 @@
 // index entities (option 2), a scan of the TableStore's partitions (option 3) or 1 list
 // read per distinct value (option 1).
 //
+// # Archiving an indexed entity
+//
+// Both kinds are companions of the archive (package consistency: list the index under
+// the table in consistency.Options.Companions, built on the Archiver's clients). An
+// archive move of an entity then leaves its id listed nowhere; the entry is removed, not
+// re-created for the archive table (an index lists the entities of its own table).
+//
+//   - SamePartition (option 2): Removal reads the value's index entities (one range query)
+//     and the move removes the id from its page, If-Match the page's ETag (or deletes the
+//     page with its last id), in the transaction that deletes the entity, as Delete does:
+//     atomic. Another writer of the value changing the page meanwhile fails the
+//     transaction and the move starts over
+//     (TestArchiveSamePartitionRemovesTheEntryInTheDeleteTransaction,
+//     TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction,
+//     TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries).
+//   - Eventual (options 1 and 3): the move follows Delete's protocol: a Change announcing
+//     the entity deleted is enqueued before the delete, both within Settle/2, and the
+//     handler unlists the key once it finds the entity gone
+//     (TestArchiveEventualRemovesTheEntryThroughTheWorker,
+//     TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries,
+//     TestAttackArchiveEventualLostDeleteResponse).
+//
+// Archived rows are stored data: an entity that does not decode, a value no index key
+// can hold, and an index entity archived as if it were an entity are refused with
+// errs.ErrInvalidInput before anything is written or enqueued
+// (TestAttackArchiveSamePartitionUnreadableAndForgedEntities,
+// TestAttackArchiveEventualUnreadableEntity).
+//
 // # Where the index entities live
 //
 // Option 2's index entities share their partition with the entities they index, as

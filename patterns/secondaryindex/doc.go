@@ -270,6 +270,35 @@
 // entity a reconciliation (Inter) or an Update (Intra), and per Intra orphan 1 read, 1
 // more query of the primaries and 1 delete. BenchmarkBackfill measures entities/s.
 //
+// # Archiving an indexed entity
+//
+// Both variants are companions of the archive (package consistency: list the index under
+// the table in consistency.Options.Companions, built on the Archiver's clients). An
+// archive move of an entity then leaves no copy that a lookup can find; the copies are
+// removed, not re-created in the archive table (an index covers its own table).
+//
+//   - Intra: Removal reads the entity's copies (one point query per index in which it has
+//     a value) and the move deletes them If-Match in the transaction that deletes the
+//     entity: atomic. A copy changed meanwhile (a live Update) fails the transaction and
+//     the move starts over from fresh reads
+//     (TestArchiveIntraRemovesCopiesInTheDeleteTransaction,
+//     TestAttackArchiveIntraWriterBetweenRemovalAndTransaction,
+//     TestAttackArchiveIntraLostTransactionResponse, TestAttackArchiveIntraTwoDeliveriesAtOnce).
+//   - Inter: the move follows the write protocol above: the safety reconciliation is
+//     enqueued before the delete, the delete is bounded to SafetyDelay/2 with it, and the
+//     prompt one is enqueued after; the worker finds the entity gone and removes its
+//     copies (TestArchiveInterRemovesCopiesThroughTheWorker,
+//     TestAttackArchiveInterCrashBetweenBeforeAndDelete,
+//     TestAttackArchiveInterLostResponseAndTwoDeliveries).
+//
+// Archived rows are stored data: Intra refuses (errs.ErrInvalidInput, nothing written) a
+// primary copy that does not decode or whose primary value is not its own key, a value no
+// key can hold, and a copy archived as if it were an entity, and leaves a copy that names
+// another entity as its owner alone; Inter needs only the keys (its refs name the
+// copies), so an entity whose values do not decode is archived and cleaned all the same,
+// and a row of an index partition is refused (TestAttackArchiveIntraUnreadableAndForgedEntities,
+// TestAttackArchiveInterUnreadableAndForgedEntities).
+//
 // # Issues and considerations
 //
 //   - Pad numbers (keys.Pad) so that ranges and order are numeric, as the guide says of
