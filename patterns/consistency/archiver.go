@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -77,6 +78,10 @@ type Options struct {
 	// table removes the copies with the entity. Defaults to none: a move takes the entity
 	// alone, and the copies of an indexed entity stay behind.
 	Companions map[string][]Companion
+	// Queue carries the shard and combine jobs of a sharded archive-table job
+	// (ArchiveTableJob.Shards > 1): set it to the queue the workers read. Defaults to
+	// nil: a sharded job fails with ErrInvalidInput (nothing sent).
+	Queue *queueworker.Client
 }
 
 // Defaults of Options.

@@ -44,3 +44,36 @@ func (a *Archiver) tracedRestoreTable(ctx context.Context, job RestoreTableJob) 
 	}()
 	return a.RestoreTable(ctx, job)
 }
+
+// The spans of a sharded export: consistency.plan_shards, consistency.export_shard and
+// consistency.combine_shards.
+
+func (a *Archiver) tracedPlanShards(ctx context.Context, job ArchiveTableJob, gen string) (rep TableReport, err error) {
+	ctx, span := telemetry.Start(ctx, "consistency.plan_shards", telemetry.KeyTable.String(job.Table),
+		telemetry.KeyContainer.String(job.Container))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(rep.Outcome)), telemetry.KeyCount.Int64(int64(rep.Manifest.Shards)))
+		telemetry.End(span, err)
+	}()
+	return a.archiveTable(ctx, job, gen)
+}
+
+func (a *Archiver) tracedShard(ctx context.Context, job ShardJob) (rep TableReport, err error) {
+	ctx, span := telemetry.Start(ctx, "consistency.export_shard", telemetry.KeyTable.String(job.Table),
+		telemetry.KeyContainer.String(job.Container))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(rep.Outcome)), telemetry.KeyCount.Int64(rep.Manifest.Entities))
+		telemetry.End(span, err)
+	}()
+	return a.ExportShard(ctx, job)
+}
+
+func (a *Archiver) tracedCombine(ctx context.Context, job CombineJob) (rep TableReport, err error) {
+	ctx, span := telemetry.Start(ctx, "consistency.combine_shards", telemetry.KeyTable.String(job.Table),
+		telemetry.KeyContainer.String(job.Container))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(rep.Outcome)), telemetry.KeyCount.Int64(rep.Manifest.Entities))
+		telemetry.End(span, err)
+	}()
+	return a.CombineShards(ctx, job)
+}

@@ -41,11 +41,16 @@ const usage = `archiver runs the archive jobs of tablepatterns (patterns/consist
 Usage:
   archiver run [flags]                  run the worker until SIGINT/SIGTERM (or -drain)
   archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
-  archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table]
+  archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table] [-shards N]
                                         only sealed tables are archived: a periodtable period that
                                         ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
                                         THAT NOTHING WRITES THE TABLE ANY MORE
+                                        -shards N (2 to 64) splits the export by PartitionKey ranges
+                                        into N shard jobs that every archiver on the queue runs in
+                                        parallel; a combine job checks them all and deletes the table
   archiver enqueue restore-table  [flags] -table T -container C [-target T] [-generation latest|all|NAME]
+                                        a sharded generation is restored by one job, its shards
+                                        verified first, then written 4 at a time
   archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C [-retention 720h] [-dry-run]
                                         one archive-table job per period table (patterns/periodtable)
                                         whose period ended at or before -before (hot/cold data);
@@ -273,8 +278,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	defer stopTelemetry()
+	q := e.clients.Queues.NewQueueClient(e.queue)
+	// Sharded archive-table jobs enqueue their shard and combine jobs on the same queue.
+	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
+	if err != nil {
+		return err
+	}
 	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
-		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger)})
+		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger), Queue: jobs})
 	if err != nil {
 		return err
 	}
@@ -285,7 +296,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err := a.Register(reg); err != nil {
 		return err
 	}
-	q := e.clients.Queues.NewQueueClient(e.queue)
 	if err := createQueue(ctx, q); err != nil {
 		return err
 	}
@@ -361,6 +371,7 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		fs.BoolVar(&table.Sealed, "sealed", false, "")
 		fs.StringVar(&table.PeriodPrefix, "period-prefix", "", "")
 		fs.StringVar(&table.Period, "period", "", "")
+		fs.IntVar(&table.Shards, "shards", 0, "")
 		fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
 	case consistency.KindRestoreTable:
 		fs.StringVar(&restore.Table, "table", "", "")
