@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"slices"
 	"fmt"
+	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -496,13 +496,27 @@ func TestShardedJobsRefusedWithoutRequest(t *testing.T) {
 	mark := ps.Table.Count() + ps.Blob.Count() + ps.Queue.Count()
 	base := ArchiveTableJob{Table: "SignIns20240601", Container: "cold", Sealed: true}
 	for name, err := range map[string]error{
-		"too many shards":    func() error { j := base; j.Shards = MaxShards + 1; _, err := b.a.ArchiveTable(b.ctx, j); return err }(),
-		"negative shards":    func() error { j := base; j.Shards = -1; _, err := b.a.ArchiveTable(b.ctx, j); return err }(),
-		"no queue":           func() error { j := base; j.Shards = 3; _, err := b.a.ArchiveTable(b.ctx, j); return err }(),
-		"bad generation":     func() error { _, err := b.a.ExportShard(b.ctx, ShardJob{ArchiveTableJob: base, Generation: "../x"}); return err }(),
-		"negative shard":     func() error { _, err := b.a.ExportShard(b.ctx, ShardJob{ArchiveTableJob: base, Generation: newGeneration(time.Now()), Shard: -1}); return err }(),
-		"combine generation": func() error { _, err := b.a.CombineShards(b.ctx, CombineJob{ArchiveTableJob: base, Generation: "latest"}); return err }(),
-		"combine unsealed":   func() error { j := base; j.Sealed = false; _, err := b.a.CombineShards(b.ctx, CombineJob{ArchiveTableJob: j, Generation: newGeneration(time.Now())}); return err }(),
+		"too many shards": func() error { j := base; j.Shards = MaxShards + 1; _, err := b.a.ArchiveTable(b.ctx, j); return err }(),
+		"negative shards": func() error { j := base; j.Shards = -1; _, err := b.a.ArchiveTable(b.ctx, j); return err }(),
+		"no queue":        func() error { j := base; j.Shards = 3; _, err := b.a.ArchiveTable(b.ctx, j); return err }(),
+		"bad generation": func() error {
+			_, err := b.a.ExportShard(b.ctx, ShardJob{ArchiveTableJob: base, Generation: "../x"})
+			return err
+		}(),
+		"negative shard": func() error {
+			_, err := b.a.ExportShard(b.ctx, ShardJob{ArchiveTableJob: base, Generation: newGeneration(time.Now()), Shard: -1})
+			return err
+		}(),
+		"combine generation": func() error {
+			_, err := b.a.CombineShards(b.ctx, CombineJob{ArchiveTableJob: base, Generation: "latest"})
+			return err
+		}(),
+		"combine unsealed": func() error {
+			j := base
+			j.Sealed = false
+			_, err := b.a.CombineShards(b.ctx, CombineJob{ArchiveTableJob: j, Generation: newGeneration(time.Now())})
+			return err
+		}(),
 	} {
 		if !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
