@@ -43,6 +43,11 @@ const restoreChunk = 2000
 // with write access to the container during a restore stops it partway (a rerun takes
 // new snapshots).
 //
+// A sharded generation's data is one blob per shard: its shard manifests are read and
+// checked against the generation's manifest (ShardsSHA256, contiguous ranges, counts),
+// every shard is snapshotted and verified before the first write, and then written
+// four shards at once (their keys are disjoint; generations still in order).
+//
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
 	if err := job.Validate(); err != nil {

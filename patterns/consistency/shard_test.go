@@ -32,7 +32,13 @@ type shardBed struct {
 
 func setupShards(t *testing.T) *shardBed {
 	t.Helper()
-	b := setup(t, "")
+	return setupShardsAt(t, "")
+}
+
+// setupShardsAt is setupShards on the connection string cs (a proxied one).
+func setupShardsAt(t *testing.T, cs string) *shardBed {
+	t.Helper()
+	b := setup(t, cs)
 	name := testenv.QueueName(t)
 	q := b.clients.Queues.NewQueueClient(name)
 	if _, err := q.Create(b.ctx, nil); err != nil {

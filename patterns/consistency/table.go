@@ -346,6 +346,12 @@ func (j RestoreTableJob) Validate() error {
 // MaxRecentWrites entities written within ClockSkew of the export is ErrNotSealed (the
 // table is not quiet: archive it later); the check keeps 32 bytes per such entity.
 //
+// With job.Shards > 1 it only plans a sharded export (see the package doc, "Sharded
+// exports"): OutcomeSharded once the shard jobs are enqueued on Options.Queue (nil:
+// ErrInvalidInput, nothing sent); ExportShard and CombineShards do the rest. A rerun
+// finding a sharded latest generation treats it as any other (every shard's data is
+// read back).
+//
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotSealed (a Timestamp
 // after the claimed period), ErrTableChanged, ErrArchiveCorrupt, ErrTransient,
 // *repo.Error.
@@ -834,7 +840,8 @@ func (a *Archiver) upload(ctx context.Context, t *repo.Table[codec.Entity], q re
 	return etag, nil
 }
 
-// writeLines writes t's entities as gzip JSON lines to w, filling m's counts and checksum.
+// writeLines writes the entities q selects from t as gzip JSON lines to w, filling m's
+// counts and checksum.
 // The upload reads from the other end of the pipe, so m is complete when the upload ends.
 func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], q repo.Query, w io.Writer, m *Manifest, x *exportState) error {
 	zw := gzip.NewWriter(w)
