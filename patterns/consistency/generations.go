@@ -490,17 +490,7 @@ func (a *Archiver) sweepShardData(ctx context.Context, cont, table, gen, name st
 	if err != nil || !orphan {
 		return false, err
 	}
-	_, err = a.blobs().DeleteBlob(ctx, cont, name, &blob.DeleteOptions{
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
-	})
-	err = errs.Wrap(err, "delete aborted export", cont, "", "")
-	switch {
-	case err == nil, errors.Is(err, errs.ErrNotFound):
-		return true, nil
-	case errors.Is(err, errs.ErrPreconditionFailed):
-		return false, nil
-	}
-	return false, err
+	return a.deleteUnchanged(ctx, cont, name, etag)
 }
 
 // sweepOne deletes one aborted export's data blob if its manifest is still absent (a
@@ -519,8 +509,14 @@ func (a *Archiver) sweepOne(ctx context.Context, cont, folder, table, gen string
 	case !errors.Is(err, errs.ErrNotFound):
 		return false, err
 	}
-	name := dataBlobIn(folder, gen)
-	_, err = a.blobs().DeleteBlob(ctx, cont, name, &blob.DeleteOptions{
+	return a.deleteUnchanged(ctx, cont, dataBlobIn(folder, gen), etag)
+}
+
+// deleteUnchanged deletes an aborted export's blob If-Match etag (the listing's) and
+// reports whether it is gone: one changed since the listing (an export touched it on
+// its way to its manifest) is kept.
+func (a *Archiver) deleteUnchanged(ctx context.Context, cont, name string, etag azcore.ETag) (bool, error) {
+	_, err := a.blobs().DeleteBlob(ctx, cont, name, &blob.DeleteOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
 	})
 	err = errs.Wrap(err, "delete aborted export", cont, "", "")
@@ -528,7 +524,6 @@ func (a *Archiver) sweepOne(ctx context.Context, cont, folder, table, gen string
 	case err == nil, errors.Is(err, errs.ErrNotFound):
 		return true, nil
 	case errors.Is(err, errs.ErrPreconditionFailed):
-		// Changed since the listing: an export touched it on its way to its manifest.
 		return false, nil
 	}
 	return false, err

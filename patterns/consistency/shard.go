@@ -182,11 +182,8 @@ type ShardJob struct {
 //
 // Errors: ErrInvalidInput naming the field (and ErrNotSealed as ArchiveTableJob.Validate).
 func (j ShardJob) Validate() error {
-	if err := j.ArchiveTableJob.Validate(); err != nil {
+	if err := (CombineJob{ArchiveTableJob: j.ArchiveTableJob, Generation: j.Generation}).Validate(); err != nil {
 		return err
-	}
-	if !validGeneration(j.Generation) {
-		return errs.Invalid("generation", "%q is not a generation name", j.Generation)
 	}
 	if j.Shard < 0 || j.Shard >= MaxShards {
 		return errs.Invalid("shard", "must be 0 to %d, got %d", MaxShards-1, j.Shard)
@@ -333,6 +330,21 @@ func shardFilter(low, high string) filter.Expr {
 	return filter.And(lo, hi)
 }
 
+// openTable returns the job's table if it exists; else nil and the outcome of a job
+// whose table is gone (goneOutcome).
+func (a *Archiver) openTable(ctx context.Context, job ArchiveTableJob) (*repo.Table[codec.Entity], TableReport, error) {
+	t, err := a.table(job.Table)
+	if err != nil {
+		return nil, TableReport{}, err
+	}
+	exists, err := t.Exists(ctx)
+	if err != nil || exists {
+		return t, TableReport{}, err
+	}
+	rep, err := a.goneOutcome(ctx, job)
+	return nil, rep, err
+}
+
 // goneOutcome is the outcome of a job whose table does not exist: already archived when
 // a generation exists, else missing.
 func (a *Archiver) goneOutcome(ctx context.Context, job ArchiveTableJob) (TableReport, error) {
@@ -358,13 +370,7 @@ func (a *Archiver) goneOutcome(ctx context.Context, job ArchiveTableJob) (TableR
 // ErrArchiveCorrupt (no plan, or a plan or shard manifest this package did not write),
 // ErrNotSealed (a Timestamp after the claimed period), ErrTransient, *repo.Error.
 func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, error) {
-	if err := job.Validate(); err != nil {
-		return TableReport{}, err
-	}
-	if err := a.allowed(job.Table, "", job.Container); err != nil {
-		return TableReport{}, err
-	}
-	seal, err := a.checkSealed(job.ArchiveTableJob)
+	seal, err := a.checkShardJob(job, job.ArchiveTableJob)
 	if err != nil {
 		return TableReport{}, err
 	}
@@ -391,16 +397,9 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	case !errors.Is(err, errs.ErrNotFound):
 		return TableReport{}, err
 	}
-	t, err := a.table(job.Table)
-	if err != nil {
-		return TableReport{}, err
-	}
-	exists, err := t.Exists(ctx)
-	if err != nil {
-		return TableReport{}, err
-	}
-	if !exists {
-		return a.goneOutcome(ctx, job.ArchiveTableJob)
+	t, gone, err := a.openTable(ctx, job.ArchiveTableJob)
+	if t == nil || err != nil {
+		return gone, err
 	}
 	started := a.now().UTC()
 	x := exportState{since: started.Add(-a.opts.ClockSkew), recent: recentSet{}, seal: seal}
@@ -457,6 +456,18 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	return a.enqueueCombine(ctx, job, sm, OutcomeMoved)
 }
 
+// checkShardJob validates a shard or combine job, checks it against the allowlists and
+// the seal of its table (by the archiver's clock), without sending anything.
+func (a *Archiver) checkShardJob(j interface{ Validate() error }, job ArchiveTableJob) (sealState, error) {
+	if err := j.Validate(); err != nil {
+		return sealState{}, err
+	}
+	if err := a.allowed(job.Table, "", job.Container); err != nil {
+		return sealState{}, err
+	}
+	return a.checkSealed(job)
+}
+
 // noPlan turns a missing plan into ErrArchiveCorrupt: the plan is written before any
 // shard or combine job is enqueued, so such a job is forged or its plan was removed.
 func noPlan(err error, table, gen string) error {
@@ -491,13 +502,7 @@ func (a *Archiver) enqueueCombine(ctx context.Context, job ShardJob, sm ShardMan
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotAllowed,
 // ErrArchiveCorrupt, ErrTableChanged, ErrNotSealed, ErrTransient, *repo.Error.
 func (a *Archiver) CombineShards(ctx context.Context, job CombineJob) (TableReport, error) {
-	if err := job.Validate(); err != nil {
-		return TableReport{}, err
-	}
-	if err := a.allowed(job.Table, "", job.Container); err != nil {
-		return TableReport{}, err
-	}
-	seal, err := a.checkSealed(job.ArchiveTableJob)
+	seal, err := a.checkShardJob(job, job.ArchiveTableJob)
 	if err != nil {
 		return TableReport{}, err
 	}
@@ -505,16 +510,9 @@ func (a *Archiver) CombineShards(ctx context.Context, job CombineJob) (TableRepo
 	if err != nil {
 		return TableReport{}, noPlan(err, job.Table, job.Generation)
 	}
-	t, err := a.table(job.Table)
-	if err != nil {
-		return TableReport{}, err
-	}
-	exists, err := t.Exists(ctx)
-	if err != nil {
-		return TableReport{}, err
-	}
-	if !exists {
-		return a.goneOutcome(ctx, job.ArchiveTableJob)
+	t, gone, err := a.openTable(ctx, job.ArchiveTableJob)
+	if t == nil || err != nil {
+		return gone, err
 	}
 	shards := make([]ShardManifest, plan.shards())
 	for i := range shards {

@@ -18,19 +18,15 @@ import (
 func TestAttackLostShardManifestResponse(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
-	sb := setupShardsAt(t, ps.ConnectionString)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 900)
+	sb := setupShardsAt(t, ps.ConnectionString, 900)
 	ps.Blob.AddRule(faultproxy.Rule{Name: "lost shard manifest response", Times: 1, Action: faultproxy.DropAfterForward(),
 		Match: faultproxy.All(faultproxy.MethodIs(http.MethodPut), faultproxy.PathContains("shard-0001.json"))})
-	cj, _ := sb.exportShards(t, container, 3)
+	cj, _ := sb.exportShards(t, sb.container, 3)
 	if ps.Blob.Fired("lost shard manifest response") != 1 {
 		t.Fatal("the rule did not fire")
 	}
-	if rep, err := sb.a.CombineShards(sb.ctx, cj); err != nil || rep.Outcome != OutcomeMoved {
-		t.Fatalf("combine: %+v %v", rep, err)
-	}
-	assertRestored(t, sb.bed, container, sb.current.Name(), GenerationLatest, want)
+	sb.combined(t, cj)
+	sb.assertArchivedOnce(t, cj.Generation)
 }
 
 // Two deliveries of one shard job at once, both held after their upload until both got
@@ -38,29 +34,9 @@ func TestAttackLostShardManifestResponse(t *testing.T) {
 // and the combine archives the table.
 func TestAttackDuplicateShardDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 900)
-	job := ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, Shards: 2}
-	gen := newGeneration(time.Now())
-	if _, err := sb.a.archiveTable(sb.ctx, job, gen); err != nil {
-		t.Fatal(err)
-	}
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	both := make(chan struct{})
-	go func() { arrived.Wait(); close(both) }()
-	hold := func(j, step string) error {
-		if j == "archive-table-shard" && step == "exported" {
-			arrived.Done()
-			select {
-			case <-both:
-			case <-time.After(time.Minute):
-				return errors.New("the other delivery never finished its upload")
-			}
-		}
-		return nil
-	}
+	sb := setupShards(t, 900)
+	job, gen := sb.planned(t, 2)
+	hold := holdBoth("archive-table-shard", "exported")
 	var wg sync.WaitGroup
 	errsOut := make([]error, 2)
 	for i, a := range []*Archiver{sb.archiver(t, hold), sb.archiver(t, hold)} {
@@ -75,7 +51,7 @@ func TestAttackDuplicateShardDeliveriesAtOnce(t *testing.T) {
 		}
 	}
 	var data []string
-	for _, n := range blobNames(t, sb.bed, container) {
+	for _, n := range blobNames(t, sb.bed, sb.container) {
 		if strings.Contains(n, "/shard-0000-") {
 			data = append(data, n)
 		}
@@ -86,10 +62,8 @@ func TestAttackDuplicateShardDeliveriesAtOnce(t *testing.T) {
 	if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := sb.a.CombineShards(sb.ctx, CombineJob{ArchiveTableJob: job, Generation: gen}); err != nil || rep.Outcome != OutcomeMoved {
-		t.Fatalf("combine: %+v %v", rep, err)
-	}
-	assertRestored(t, sb.bed, container, sb.current.Name(), GenerationLatest, want)
+	sb.combined(t, CombineJob{ArchiveTableJob: job, Generation: gen})
+	sb.assertArchivedOnce(t, gen)
 }
 
 // A combine killed after the generation's manifest, before the delete: the table stays;
@@ -97,30 +71,19 @@ func TestAttackDuplicateShardDeliveriesAtOnce(t *testing.T) {
 // generation.
 func TestAttackCombineKilledAfterManifest(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 900)
-	cj, _ := sb.exportShards(t, container, 3)
-	killed := sb.archiver(t, func(j, step string) error {
-		if j == "archive-table-combine" && step == "manifest" {
-			return errCrash
-		}
-		return nil
-	})
+	sb := setupShards(t, 900)
+	cj, _ := sb.exportShards(t, sb.container, 3)
+	killed := sb.archiver(t, crashAt("archive-table-combine", "manifest"))
 	if _, err := killed.CombineShards(sb.ctx, cj); !errors.Is(err, errCrash) {
 		t.Fatalf("killed combine: %v", err)
 	}
 	if ok, _ := sb.current.Exists(sb.ctx); !ok {
 		t.Fatal("the table is gone after a combine killed before its delete")
 	}
-	if rep, err := sb.a.CombineShards(sb.ctx, cj); err != nil || rep.Outcome != OutcomeMoved || rep.Manifest.Generation != cj.Generation {
-		t.Fatalf("rerun of the combine: %+v %v", rep, err)
+	if rep := sb.combined(t, cj); rep.Manifest.Generation != cj.Generation {
+		t.Fatalf("rerun of the combine: %+v", rep)
 	}
-	gens, err := sb.a.Generations(sb.ctx, container, sb.current.Name())
-	if err != nil || len(gens) != 1 {
-		t.Fatalf("generations %v (%v)", gens, err)
-	}
-	assertRestored(t, sb.bed, container, sb.current.Name(), GenerationLatest, want)
+	sb.assertArchivedOnce(t, cj.Generation)
 }
 
 // A redelivered archive-table job plans the same generation (messageGeneration) and
@@ -128,9 +91,7 @@ func TestAttackCombineKilledAfterManifest(t *testing.T) {
 // table holds now.
 func TestRedeliveredPlanIsKept(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	signIns(t, sb.bed, sb.current, 700)
+	sb := setupShards(t, 700)
 	insertion := time.Now()
 	gen := messageGeneration(insertion, "message-1")
 	if again := messageGeneration(insertion, "message-1"); again != gen || !validGeneration(gen) {
@@ -139,11 +100,11 @@ func TestRedeliveredPlanIsKept(t *testing.T) {
 	if other := messageGeneration(insertion, "message-2"); other == gen {
 		t.Fatal("two messages plan one generation")
 	}
-	job := ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, Shards: 3}
+	job := ArchiveTableJob{Table: sb.current.Name(), Container: sb.container, Sealed: true, Shards: 3}
 	if _, err := sb.a.archiveTable(sb.ctx, job, gen); err != nil {
 		t.Fatal(err)
 	}
-	first, err := sb.a.readPlan(sb.ctx, container, job.Table, gen)
+	first, err := sb.a.readPlan(sb.ctx, sb.container, job.Table, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +112,7 @@ func TestRedeliveredPlanIsKept(t *testing.T) {
 	if _, err := sb.a.archiveTable(sb.ctx, job, gen); err != nil {
 		t.Fatal(err)
 	}
-	second, err := sb.a.readPlan(sb.ctx, container, job.Table, gen)
+	second, err := sb.a.readPlan(sb.ctx, sb.container, job.Table, gen)
 	if err != nil || second.Planned != first.Planned || len(second.Bounds) != len(first.Bounds) || len(first.Bounds) != 2 {
 		t.Fatalf("plan after a redelivery %+v (%v), first %+v", second, err, first)
 	}

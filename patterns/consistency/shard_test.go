@@ -1,7 +1,6 @@
 package consistency
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,39 +22,36 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// shardBed is a bed whose archiver enqueues shard and combine jobs on a fresh queue.
+// shardBed is a bed whose archiver enqueues shard and combine jobs on a fresh queue,
+// and a worker that runs them.
 type shardBed struct {
 	*bed
-	queue  *azqueue.QueueClient
-	client *queueworker.Client
+	// container is the test's archive container; want, what Current held at the start.
+	container string
+	want      map[string]*codec.Entity
+	queue     *azqueue.QueueClient
+	client    *queueworker.Client
+	worker    *queueworker.Worker
 }
 
-func setupShards(t *testing.T) *shardBed {
+func setupShards(t *testing.T, n int) *shardBed {
 	t.Helper()
-	return setupShardsAt(t, "")
+	return setupShardsAt(t, "", n)
 }
 
-// setupShardsAt is setupShards on the connection string cs (a proxied one).
-func setupShardsAt(t *testing.T, cs string) *shardBed {
+// setupShardsAt is setupShards on the connection string cs (a proxied one), with n
+// sign-ins in Current (when n > 0).
+func setupShardsAt(t *testing.T, cs string, n int) *shardBed {
 	t.Helper()
 	b := setup(t, cs)
 	name := testenv.QueueName(t)
-	q := b.clients.Queues.NewQueueClient(name)
-	if _, err := q.Create(b.ctx, nil); err != nil {
-		t.Fatal(err)
+	sb := &shardBed{bed: b, queue: b.clients.Queues.NewQueueClient(name), container: testenv.ContainerName(t)}
+	if n > 0 {
+		sb.want = signIns(t, b, b.current, n)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = q.Delete(ctx, nil)
-		_, _ = b.clients.Queues.NewQueueClient(name+queueworker.PoisonSuffix).Delete(ctx, nil)
-	})
-	c, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fastRetry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := &shardBed{bed: b, queue: q, client: c}
-	b.a = sb.archiver(t, nil)
+	// The worker runs b.a, which enqueues on the worker's own queue.
+	sb.worker, sb.client = newWorker(t, b, name, b.a)
+	b.a.opts.Queue = sb.client
 	return sb
 }
 
@@ -86,11 +82,7 @@ func (sb *shardBed) queued(t *testing.T) int32 {
 func (sb *shardBed) exportShards(t *testing.T, container string, shards int) (CombineJob, ShardPlan) {
 	t.Helper()
 	job := ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, Shards: shards}
-	gen := newGeneration(time.Now())
-	rep, err := sb.a.archiveTable(sb.ctx, job, gen)
-	if err != nil || rep.Outcome != OutcomeSharded {
-		t.Fatalf("plan: %+v %v", rep, err)
-	}
+	gen := sb.plan(t, job)
 	plan, err := sb.a.readPlan(sb.ctx, container, job.Table, gen)
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +95,8 @@ func (sb *shardBed) exportShards(t *testing.T, container string, shards int) (Co
 	return CombineJob{ArchiveTableJob: job, Generation: gen}, plan
 }
 
-// assertRestored restores the latest generation of table into a new table and requires
-// exactly want (every property).
+// assertRestored restores generation (of table in container) into a new table and
+// requires exactly want.
 func assertRestored(t *testing.T, b *bed, container, table, generation string, want map[string]*codec.Entity) {
 	t.Helper()
 	back := b.newTable(t, "Back")
@@ -112,7 +104,13 @@ func assertRestored(t *testing.T, b *bed, container, table, generation string, w
 	if err != nil || rep.Outcome != OutcomeRestored {
 		t.Fatalf("restore: %+v %v", rep, err)
 	}
-	got, err := back.Collect(b.ctx, repo.Query{})
+	assertTableHolds(t, b, back, want)
+}
+
+// assertTableHolds requires tb to hold exactly want (keys "pk/rk"), every property.
+func assertTableHolds(t *testing.T, b *bed, tb *repo.Table[codec.Entity], want map[string]*codec.Entity) {
+	t.Helper()
+	got, err := tb.Collect(b.ctx, repo.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,20 +123,90 @@ func assertRestored(t *testing.T, b *bed, container, table, generation string, w
 			t.Fatalf("restored an entity that was not archived: %s/%s", g.PartitionKey, g.RowKey)
 		}
 		for k, v := range w.Properties {
+			gv := g.Properties[k]
 			if tv, ok := v.(time.Time); ok {
-				if gt, ok := g.Properties[k].(time.Time); !ok || !gt.Equal(tv) {
-					t.Fatalf("%s %s: %v, want %v", g.RowKey, k, g.Properties[k], v)
+				gt, ok := gv.(time.Time)
+				if ok && gt.Equal(tv) {
+					continue
 				}
+			} else if reflect.DeepEqual(gv, v) {
 				continue
 			}
-			if fv, ok := v.(float64); ok && fv == float64(int64(fv)) {
-				continue // Azurite keeps a whole double as Int32 (see the package doc)
-			}
-			if !reflect.DeepEqual(g.Properties[k], v) {
-				t.Fatalf("%s %s: %#v, want %#v", g.RowKey, k, g.Properties[k], v)
-			}
+			t.Fatalf("%s %s: %#v, want %#v", g.RowKey, k, gv, v)
 		}
 	}
+}
+
+// holdBoth returns a step hook that holds the first two archivers reaching step of job
+// until both are there (a minute at most: then the step fails).
+func holdBoth(job, step string) func(string, string) error {
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	both := make(chan struct{})
+	go func() { arrived.Wait(); close(both) }()
+	return func(j, s string) error {
+		if j != job || s != step {
+			return nil
+		}
+		arrived.Done()
+		select {
+		case <-both:
+			return nil
+		case <-time.After(time.Minute):
+			return fmt.Errorf("the other archiver never reached %s %s", job, step)
+		}
+	}
+}
+
+// crashAt returns a step hook that stops every job at step of job, as a kill would.
+func crashAt(job, step string) func(string, string) error {
+	return func(j, s string) error {
+		if j == job && s == step {
+			return errCrash
+		}
+		return nil
+	}
+}
+
+// plan plans a sharded export of the bed's Current table as a new generation.
+func (sb *shardBed) plan(t *testing.T, job ArchiveTableJob) string {
+	t.Helper()
+	gen := newGeneration(time.Now())
+	if rep, err := sb.a.archiveTable(sb.ctx, job, gen); err != nil || rep.Outcome != OutcomeSharded {
+		t.Fatalf("plan: %+v %v", rep, err)
+	}
+	return gen
+}
+
+// assertArchivedOnce requires Current gone, gen its one generation, and a restore of it
+// to give back what Current held.
+func (sb *shardBed) assertArchivedOnce(t *testing.T, gen string) {
+	t.Helper()
+	if ok, err := sb.current.Exists(sb.ctx); err != nil || ok {
+		t.Fatalf("the table still exists (%v)", err)
+	}
+	gens, err := sb.a.Generations(sb.ctx, sb.container, sb.current.Name())
+	if err != nil || len(gens) != 1 || gens[0] != gen {
+		t.Fatalf("generations %v (%v), want [%s]", gens, err, gen)
+	}
+	assertRestored(t, sb.bed, sb.container, sb.current.Name(), GenerationLatest, sb.want)
+}
+
+// planned plans a sharded export of Current (declared sealed) into the bed's container.
+func (sb *shardBed) planned(t *testing.T, shards int) (ArchiveTableJob, string) {
+	t.Helper()
+	job := ArchiveTableJob{Table: sb.current.Name(), Container: sb.container, Sealed: true, Shards: shards}
+	return job, sb.plan(t, job)
+}
+
+// combined runs a combine that must archive the table.
+func (sb *shardBed) combined(t *testing.T, cj CombineJob) TableReport {
+	t.Helper()
+	rep, err := sb.a.CombineShards(sb.ctx, cj)
+	if err != nil || rep.Outcome != OutcomeMoved {
+		t.Fatalf("combine: %+v %v", rep, err)
+	}
+	return rep
 }
 
 // A sharded archive through the worker: the archive-table job plans the shards, the
@@ -147,20 +215,15 @@ func assertRestored(t *testing.T, b *bed, container, table, generation string, w
 // restore gives back exactly the table.
 func TestShardedArchiveThroughTheWorker(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 2300)
+	sb := setupShards(t, 2300)
+	container, want := sb.container, sb.want
 
 	// The unsharded export of the same table, for comparison (kept: KeepTable).
 	unsharded, err := sb.a.ArchiveTable(sb.ctx, ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, KeepTable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := queueworker.New(queueworker.Config{Queue: sb.queue, Service: sb.clients.Queues, Registry: registry(t, sb.a), Concurrency: 8,
-		VisibilityTimeout: 20 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond, Retry: fastRetry()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := sb.worker
 	job := ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, Shards: 3}
 	if err := EnqueueArchiveTable(sb.ctx, sb.client, job); err != nil {
 		t.Fatal(err)
@@ -192,20 +255,11 @@ func TestShardedArchiveThroughTheWorker(t *testing.T) {
 	}
 }
 
-func registry(t *testing.T, a *Archiver) *queueworker.Registry {
-	t.Helper()
-	reg := queueworker.NewRegistry()
-	if err := a.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	return reg
-}
-
 // The bounds come from a keys-only scan: about equal counts, partitions never split,
 // fewer shards than asked when there are fewer partitions.
 func TestShardBoundsBalanceWholePartitions(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
+	sb := setupShards(t, 0)
 	items := make([]*codec.Entity, 0, 1200)
 	for p := range 12 {
 		for r := range 100 {
@@ -235,14 +289,8 @@ func TestShardBoundsBalanceWholePartitions(t *testing.T) {
 // and the rerun of that shard job enqueues the combine, which deletes it.
 func TestAttackShardKilledBetweenManifestAndCombine(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 1500)
-	job := ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, Shards: 3}
-	gen := newGeneration(time.Now())
-	if _, err := sb.a.archiveTable(sb.ctx, job, gen); err != nil {
-		t.Fatal(err)
-	}
+	sb := setupShards(t, 1500)
+	job, gen := sb.planned(t, 3)
 	for i := range 2 {
 		if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: i}); err != nil {
 			t.Fatal(err)
@@ -253,12 +301,7 @@ func TestAttackShardKilledBetweenManifestAndCombine(t *testing.T) {
 		t.Fatalf("combine before the last shard: %+v %v", rep, err)
 	}
 	before := sb.queued(t)
-	killed := sb.archiver(t, func(job, step string) error {
-		if job == "archive-table-shard" && step == "manifest" {
-			return errCrash
-		}
-		return nil
-	})
+	killed := sb.archiver(t, crashAt("archive-table-shard", "manifest"))
 	last := ShardJob{ArchiveTableJob: job, Generation: gen, Shard: 2}
 	if _, err := killed.ExportShard(sb.ctx, last); !errors.Is(err, errCrash) {
 		t.Fatalf("killed shard: %v", err)
@@ -275,38 +318,19 @@ func TestAttackShardKilledBetweenManifestAndCombine(t *testing.T) {
 	if n := sb.queued(t); n != before+1 {
 		t.Fatalf("the rerun did not enqueue the combine: %d messages, %d before", n, before)
 	}
-	if rep, err := sb.a.CombineShards(sb.ctx, cj); err != nil || rep.Outcome != OutcomeMoved || rep.Manifest.Entities != 1500 {
-		t.Fatalf("combine: %+v %v", rep, err)
+	if rep := sb.combined(t, cj); rep.Manifest.Entities != 1500 {
+		t.Fatalf("combine: %+v", rep)
 	}
-	if ok, _ := sb.current.Exists(sb.ctx); ok {
-		t.Fatal("the table survived the combine")
-	}
-	assertRestored(t, sb.bed, container, sb.current.Name(), GenerationLatest, want)
+	sb.assertArchivedOnce(t, gen)
 }
 
 // Two combines at once, both held after their checks until both got there: both
 // succeed, one manifest is written, the table is deleted once, and the archive is whole.
 func TestAttackTwoCombinesAtOnce(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 1500)
-	cj, _ := sb.exportShards(t, container, 4)
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	both := make(chan struct{})
-	go func() { arrived.Wait(); close(both) }()
-	hold := func(job, step string) error {
-		if job == "archive-table-combine" && step == "checked" {
-			arrived.Done()
-			select {
-			case <-both:
-			case <-time.After(time.Minute):
-				return errors.New("the other combine never reached its check")
-			}
-		}
-		return nil
-	}
+	sb := setupShards(t, 1500)
+	cj, _ := sb.exportShards(t, sb.container, 4)
+	hold := holdBoth("archive-table-combine", "checked")
 	a1, a2 := sb.archiver(t, hold), sb.archiver(t, hold)
 	var wg sync.WaitGroup
 	reps := make([]TableReport, 2)
@@ -320,14 +344,7 @@ func TestAttackTwoCombinesAtOnce(t *testing.T) {
 			t.Fatalf("combine %d: %+v %v", i, reps[i], errsOut[i])
 		}
 	}
-	if ok, _ := sb.current.Exists(sb.ctx); ok {
-		t.Fatal("the table survived both combines")
-	}
-	gens, err := sb.a.Generations(sb.ctx, container, sb.current.Name())
-	if err != nil || len(gens) != 1 || gens[0] != cj.Generation {
-		t.Fatalf("generations %v (%v)", gens, err)
-	}
-	assertRestored(t, sb.bed, container, sb.current.Name(), GenerationLatest, want)
+	sb.assertArchivedOnce(t, cj.Generation)
 }
 
 // A writer updates an entity of a shard's range while that shard exports (after its
@@ -335,15 +352,9 @@ func TestAttackTwoCombinesAtOnce(t *testing.T) {
 // deletes nothing, as an unsharded export does; the handler does not retry it.
 func TestAttackWriterDuringShardExport(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	signIns(t, sb.bed, sb.current, 1500)
-	job := ArchiveTableJob{Table: sb.current.Name(), Container: container, Sealed: true, Shards: 3}
-	gen := newGeneration(time.Now())
-	if _, err := sb.a.archiveTable(sb.ctx, job, gen); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := sb.a.readPlan(sb.ctx, container, job.Table, gen)
+	sb := setupShards(t, 1500)
+	job, gen := sb.planned(t, 3)
+	plan, err := sb.a.readPlan(sb.ctx, sb.container, job.Table, gen)
 	if err != nil || plan.shards() != 3 {
 		t.Fatalf("plan %+v %v", plan, err)
 	}
@@ -375,19 +386,18 @@ func TestAttackWriterDuringShardExport(t *testing.T) {
 	if ok, _ := sb.current.Exists(sb.ctx); !ok {
 		t.Fatal("a changed table was deleted")
 	}
-	if _, err := sb.a.readManifest(sb.ctx, container, job.Table, gen); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := sb.a.readManifest(sb.ctx, sb.container, job.Table, gen); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("a manifest was written for a changed table: %v", err)
 	}
 }
 
-// Someone with write access to the container replaces a shard's manifest and data
+// Someone with write access to the sb.container replaces a shard's manifest and data
 // with forged content whose manifest copies the genuine Versions (keys and ETags), or
 // removes a shard manifest, or forges the plan: no delete.
 func TestAttackForgedOrMissingShardKeepsTable(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 1200)
+	sb := setupShards(t, 1200)
+	container, want := sb.container, sb.want
 	cj, plan := sb.exportShards(t, container, 3)
 	table := sb.current.Name()
 	genuine, err := sb.a.readShardManifest(sb.ctx, container, table, cj.Generation, 1, plan)
@@ -448,9 +458,7 @@ func TestAttackForgedOrMissingShardKeepsTable(t *testing.T) {
 
 	// Put back as it was: the combine archives it.
 	upload(t, sb.bed, container, shardManifestName(table, cj.Generation, 1), jsonBytes(t, genuine))
-	if rep, err := sb.a.CombineShards(sb.ctx, cj); err != nil || rep.Outcome != OutcomeMoved {
-		t.Fatalf("combine of the genuine shards: %+v %v", rep, err)
-	}
+	sb.combined(t, cj)
 	assertRestored(t, sb.bed, container, table, GenerationLatest, want)
 }
 
@@ -460,15 +468,12 @@ func TestAttackForgedOrMissingShardKeepsTable(t *testing.T) {
 // shard manifest names, and keeps the rest.
 func TestShardedGenerationRerunAndSweep(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t)
-	container := testenv.ContainerName(t)
-	want := signIns(t, sb.bed, sb.current, 1000)
+	sb := setupShards(t, 1000)
+	container, want := sb.container, sb.want
 	table := sb.current.Name()
 	cj, _ := sb.exportShards(t, container, 2)
 	cj.KeepTable = true
-	if rep, err := sb.a.CombineShards(sb.ctx, cj); err != nil || rep.Outcome != OutcomeMoved {
-		t.Fatalf("combine, keeping the table: %+v %v", rep, err)
-	}
+	sb.combined(t, cj)
 	// An aborted sharded generation, and an orphan attempt in the complete one.
 	aborted := newGeneration(time.Now())
 	abortedData := shardDataName(table, aborted, 0)
