@@ -169,6 +169,11 @@
 // generation without a manifest, and shard data that no shard manifest names (an
 // attempt killed before its manifest).
 //
+// The bounds are compared as Go strings (UTF-8 byte order) and must come back from the
+// service in that order: a table whose partition keys mix characters beyond U+FFFF with
+// U+E000 to U+FFFF, where UTF-8 and UTF-16 orders differ, may fail its plan or its
+// combine (nothing deleted); archive such a table unsharded.
+//
 // Consistency: the same as an unsharded export (the combine's check is the rerun path's
 // full-content check, per shard), with shards read at different times: a write between
 // a shard's read and the combine's scan is ErrTableChanged, one after is found by the

@@ -260,6 +260,9 @@ func TestShardedArchiveThroughTheWorker(t *testing.T) {
 func TestShardBoundsBalanceWholePartitions(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 0)
+	if got, err := sb.a.shardBounds(sb.ctx, sb.current, 4); err != nil || len(got) != 0 {
+		t.Fatalf("bounds of an empty table: %v (%v), want none (one shard)", got, err)
+	}
 	items := make([]*codec.Entity, 0, 1200)
 	for p := range 12 {
 		for r := range 100 {
@@ -532,6 +535,18 @@ func TestShardedJobsRefusedWithoutRequest(t *testing.T) {
 		if !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
+	}
+	// Outside the allowlists: ErrNotAllowed, nothing sent.
+	limited, err := New(b.clients, &Options{AllowedTablePrefixes: []string{"Other"}, AllowedContainers: []string{"cold"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := newGeneration(time.Now())
+	if _, err := limited.ExportShard(b.ctx, ShardJob{ArchiveTableJob: base, Generation: gen}); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("shard outside the allowlist: %v", err)
+	}
+	if _, err := limited.CombineShards(b.ctx, CombineJob{ArchiveTableJob: base, Generation: gen}); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("combine outside the allowlist: %v", err)
 	}
 	if n := ps.Table.Count() + ps.Blob.Count() + ps.Queue.Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent for invalid jobs", n)
