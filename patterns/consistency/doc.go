@@ -167,7 +167,9 @@
 // ReadManifest, restore -generation all and a rerun of an unsharded job read sharded
 // generations like the others; SweepAbortedExports also removes the shard data of a
 // generation without a manifest, and shard data that no shard manifest names (an
-// attempt killed before its manifest).
+// attempt killed before its manifest); its olderThan must then exceed a whole sharded
+// export, from the first shard to the combine (a combine that finds a shard's data gone
+// is ErrArchiveCorrupt: nothing deleted, the job is to be enqueued again).
 //
 // The bounds are compared as Go strings (UTF-8 byte order) and must come back from the
 // service in that order: a table whose partition keys mix characters beyond U+FFFF with
