@@ -450,6 +450,15 @@ func TestAttackForgedOrMissingShardKeepsTable(t *testing.T) {
 		t.Fatal("the table was deleted on the strength of a forged shard")
 	}
 
+	// Forged jobs: a shard the plan does not have, a generation without a plan.
+	if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: cj.ArchiveTableJob, Generation: cj.Generation, Shard: 3}); !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("a shard beyond the plan: %v", err)
+	}
+	noPlanGen := newGeneration(time.Now())
+	if _, err := sb.a.CombineShards(sb.ctx, CombineJob{ArchiveTableJob: cj.ArchiveTableJob, Generation: noPlanGen}); !errors.Is(err, ErrArchiveCorrupt) || !permanent(err) {
+		t.Fatalf("a combine without a plan: %v", err)
+	}
+
 	// A forged plan (bounds out of order) is refused before the table is read.
 	bad := plan
 	bad.Bounds = []string{plan.Bounds[1], plan.Bounds[0]}
