@@ -6,7 +6,7 @@ NPM       ?= npm
 # npm ci writes node_modules/.package-lock.json; it is stale when the lock file is newer.
 NODE_DEPS := node_modules/.package-lock.json
 
-.PHONY: test demo deps vet bench fuzz
+.PHONY: test demo deps vet bench bench-check fuzz
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -61,3 +61,9 @@ bench: deps
 	  $(GOBENCH) -bench FindByEmail -benchtime=200x ./patterns/secondaryindex/; \
 	done 2>&1 | tee $(BENCH_OUT)
 	@$(GO) run ./internal/benchcmp/cmd/benchtable < $(BENCH_OUT)
+
+# The check of BENCHMARKS.md: three runs (RUNS=3 unless given), each of their ratios and
+# request counts inside the range the file's table states for it, or the target fails.
+bench-check: RUNS = 3
+bench-check: bench
+	@$(GO) run ./internal/benchcmp/cmd/benchtable -check BENCHMARKS.md < $(BENCH_OUT)

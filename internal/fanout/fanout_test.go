@@ -76,3 +76,60 @@ func TestParentCancel(t *testing.T) {
 		t.Fatalf("err %v, %d calls", err, calls)
 	}
 }
+
+func TestEachRunsEveryCallAndJoinsTheErrors(t *testing.T) {
+	const n, limit = 40, 3
+	var running, peak, calls atomic.Int64
+	errOdd := errors.New("odd")
+	err := Each(t.Context(), n, limit, func(ctx context.Context, i int) error {
+		r := running.Add(1)
+		defer running.Add(-1)
+		for {
+			p := peak.Load()
+			if r <= p || peak.CompareAndSwap(p, r) {
+				break
+			}
+		}
+		calls.Add(1)
+		if ctx.Err() != nil {
+			return fmt.Errorf("call %d ran with a cancelled context", i)
+		}
+		if i%2 == 1 {
+			return fmt.Errorf("call %d: %w", i, errOdd)
+		}
+		return nil
+	})
+	if calls.Load() != n {
+		t.Fatalf("%d calls of %d: an error stopped the others", calls.Load(), n)
+	}
+	if p := peak.Load(); p > limit {
+		t.Fatalf("peak concurrency %d over the limit %d", p, limit)
+	}
+	if !errors.Is(err, errOdd) {
+		t.Fatalf("err = %v, want the calls' errors", err)
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok || len(joined.Unwrap()) != n/2 {
+		t.Fatalf("err = %v, want the %d errors joined", err, n/2)
+	}
+	if err := Each(t.Context(), n, limit, func(context.Context, int) error { return nil }); err != nil {
+		t.Fatalf("no call failed, err = %v", err)
+	}
+}
+
+func TestEachStopsStartingWhenTheContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var calls atomic.Int64
+	err := Each(ctx, 100, 1, func(ctx context.Context, i int) error {
+		if calls.Add(1) == 5 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if c := calls.Load(); c < 5 || c > 6 {
+		t.Fatalf("%d calls started after the cancel at the fifth", c)
+	}
+}

@@ -7,9 +7,7 @@ import (
 	"strings"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
-	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -17,18 +15,7 @@ import (
 
 // BackfillKind returns the kind of this index's backfill jobs,
 // "indexentity.backfill.<name>".
-func (ix *SamePartition[T]) BackfillKind() string { return backfillKind(ix.name) }
-
-// Register registers the handler of this index's backfill jobs (BackfillKind) on r; the
-// jobs enqueue their continuations on SamePartitionOptions.Queue.
-//
-// Errors: errs.ErrInvalidInput (no SamePartitionOptions.Queue, or the kind is taken).
-func (ix *SamePartition[T]) Register(r *queueworker.Registry) error {
-	if ix.queue == nil {
-		return errs.Invalid("SamePartitionOptions.Queue", "is nil: backfill jobs need a queue")
-	}
-	return handleBackfill(r, ix.BackfillKind(), ix, ix.queue)
-}
+func (ix *SamePartition[T]) BackfillKind() string { return "indexentity.backfill." + ix.name }
 
 // Partitions lists the partitions of the table, one query per partition.
 //
@@ -44,18 +31,7 @@ func (ix *SamePartition[T]) Partitions(ctx context.Context) iter.Seq2[string, er
 // Errors: errs.ErrInvalidInput (no queue, a bad partition key; nothing sent), those of
 // Partitions and of queueworker.Enqueue.
 func (ix *SamePartition[T]) StartBackfill(ctx context.Context, partitions ...string) error {
-	if ix.queue == nil {
-		return errs.Invalid("SamePartitionOptions.Queue", "is nil: backfill jobs need a queue")
-	}
-	if len(partitions) == 0 {
-		for pk, err := range ix.Partitions(ctx) {
-			if err != nil {
-				return err
-			}
-			partitions = append(partitions, pk)
-		}
-	}
-	return startBackfill(ctx, ix.queue, ix.BackfillKind(), partitions)
+	return ix.jobs().Start(ctx, ix.BackfillKind(), partitions, ix.Partitions)
 }
 
 // entities selects the entities of partition pk, leaving out the index's own entities.
@@ -288,7 +264,7 @@ func wrongValues(r *Report) (map[string][]string, []string) {
 
 // BackfillKind returns the kind of this index's backfill jobs,
 // "indexentity.backfill.<name>".
-func (ix *Eventual[T]) BackfillKind() string { return backfillKind(ix.name) }
+func (ix *Eventual[T]) BackfillKind() string { return "indexentity.backfill." + ix.name }
 
 // Partitions lists the partitions of the indexed table, one query per partition (the
 // partitions of a TableStore that shares the table are passed over).
@@ -304,20 +280,7 @@ func (ix *Eventual[T]) Partitions(ctx context.Context) iter.Seq2[string, error] 
 // Errors: errs.ErrInvalidInput (a bad partition key; nothing sent), those of Partitions
 // and of queueworker.Enqueue.
 func (ix *Eventual[T]) StartBackfill(ctx context.Context, partitions ...string) error {
-	if len(partitions) == 0 {
-		for pk, err := range ix.Partitions(ctx) {
-			if err != nil {
-				return err
-			}
-			partitions = append(partitions, pk)
-		}
-	}
-	for _, pk := range partitions {
-		if err := ix.checkKey(Key{pk, "x"}); err != nil {
-			return err
-		}
-	}
-	return startBackfill(ctx, ix.queue, ix.BackfillKind(), partitions)
+	return ix.jobs().Start(ctx, ix.BackfillKind(), partitions, ix.Partitions)
 }
 
 // BackfillPartition lists every entity of partition pk under its value, page by page in
@@ -474,9 +437,4 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 		return err == nil, err
 	})
 	return r, err
-}
-
-// Register's companion for backfill jobs: see Register.
-func (ix *Eventual[T]) registerBackfill(r *queueworker.Registry) error {
-	return handleBackfill(r, ix.BackfillKind(), ix, ix.queue)
 }

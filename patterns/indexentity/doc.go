@@ -161,6 +161,19 @@
 // Checkpoint.Written counts only the entities whose listing was written: a rerun over a
 // complete index reports 0 (TestAttackEventualBackfillRerunReportsNothingWritten).
 //
+// Verify and repair run as jobs too, one per partition: StartVerify and StartRepair
+// enqueue them (kinds VerifyKind and RepairKind, handled by the same Register). A verify
+// job writes nothing and logs one line, "index verify", on the table's logger
+// (repo.Options.Logger): the partition, the counts and the samples as keys only (drift
+// kind, the entity's PartitionKey and RowKey; never the value it is listed under). A
+// repair job runs Repair and logs "index repair" with repaired set. Payloads are
+// untrusted: an invalid PartitionKey (or, for Eventual, a TableStore's partition) or a
+// resume point on a verify or repair job is cancelled into the poison queue before any
+// request; a duplicated repair is harmless (TestVerifyRepairJobs). The archiver binary
+// runs these jobs for a team's own indexes (app.MainWith in queueworker/cmd/archiver/app).
+// A job costs what its call costs, plus 1 enqueue (and the worker's dequeue and
+// delete) per partition, and for Start without partitions 1 query per partition listed.
+//
 // Consistency: option 2 backfills and repairs an entity with the live path's
 // transaction, the entity rewritten conditional on its ETag (merged, so properties T does
 // not declare stay: TestAttackSamePartitionBackfillKeepsUndeclaredProperties) together with its value's

@@ -170,8 +170,9 @@ func (ix *Eventual[T]) Store() Store { return ix.store }
 // Kind returns the kind of the index's messages, "indexentity.change.<name>".
 func (ix *Eventual[T]) Kind() string { return "indexentity.change." + ix.name }
 
-// Register registers Handle for the index's messages in r, the backfill jobs' handler
-// under BackfillKind (see StartBackfill), and Handle under Kind and under the kind
+// Register registers Handle for the index's messages in r, the maintenance jobs'
+// handlers under BackfillKind, VerifyKind and RepairKind (see StartBackfill, StartVerify,
+// StartRepair), and Handle under Kind and under the kind
 // of earlier releases ("indexentity/<name>"), so that messages enqueued before an upgrade
 // are still handled.
 //
@@ -180,7 +181,7 @@ func (ix *Eventual[T]) Register(r *queueworker.Registry) error {
 	if err := queueworker.Handle(r, ix.Kind(), ix.Handle); err != nil {
 		return err
 	}
-	if err := ix.registerBackfill(r); err != nil {
+	if err := ix.jobs().Register(r); err != nil {
 		return err
 	}
 	return queueworker.Handle(r, "indexentity/"+ix.name, ix.Handle)

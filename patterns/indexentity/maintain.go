@@ -10,7 +10,6 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
-	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"go.uber.org/zap"
@@ -69,20 +68,6 @@ type Checkpoint struct {
 	// indexed (a key over the service's limit: data written around the index). Each is
 	// logged and the backfill goes on; Verify reports them as Missing.
 	Skipped int `json:"-"`
-}
-
-// validate checks a checkpoint read back from a queue message: it is untrusted input.
-func (cp Checkpoint) validate() error {
-	if cp.PartitionKey == "" {
-		return errs.Invalid("backfill job", "has no PartitionKey")
-	}
-	if err := codec.ValidateKey("PartitionKey", cp.PartitionKey); err != nil {
-		return err
-	}
-	if cp.After != "" {
-		return codec.ValidateKey("RowKey", cp.After)
-	}
-	return nil
 }
 
 // Drift names a kind of difference between the entities and the index's lists.
@@ -184,58 +169,6 @@ func compare(r *Report, values map[string]string, listed map[string][]string, sa
 		}
 		r.Entries += len(under)
 	}
-}
-
-// backfillKind is the kind of the backfill jobs of the index named name.
-func backfillKind(name string) string { return "indexentity.backfill." + name }
-
-// backfiller is what the backfill jobs need of SamePartition and Eventual.
-type backfiller interface {
-	BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error)
-}
-
-// backfillJobSize is how many entities one backfill message processes before it hands
-// the rest of its partition to a new message (its checkpoint).
-const backfillJobSize = 1000
-
-// handleBackfill registers the handler of the backfill jobs: it backfills up to
-// backfillJobSize entities after the message's checkpoint and enqueues the next
-// checkpoint before it returns, so a stop anywhere leaves a message that resumes.
-// Duplicated and reordered jobs are harmless: every write is conditional on what it read.
-func handleBackfill(r *queueworker.Registry, kind string, x backfiller, q *queueworker.Client) error {
-	return queueworker.Handle(r, kind, func(ctx context.Context, m *queueworker.Message[Checkpoint]) error {
-		cp := m.Payload
-		if err := cp.validate(); err != nil {
-			return queueworker.Cancel(err)
-		}
-		next, err := x.BackfillPartition(ctx, cp.PartitionKey, &BackfillOptions{After: cp.After, Limit: backfillJobSize})
-		if errors.Is(err, repo.ErrInvalidInput) {
-			return queueworker.Cancel(err)
-		}
-		if err != nil || next.Done {
-			return err
-		}
-		_, err = queueworker.Enqueue(ctx, q, kind, "", Checkpoint{PartitionKey: cp.PartitionKey, After: next.After}, nil)
-		return err
-	})
-}
-
-// startBackfill enqueues one backfill job per partition.
-func startBackfill(ctx context.Context, q *queueworker.Client, kind string, parts []string) error {
-	if q == nil {
-		return errs.Invalid("queue", "is nil: backfill jobs need a queue")
-	}
-	for _, pk := range parts {
-		if err := (Checkpoint{PartitionKey: pk}).validate(); err != nil {
-			return err
-		}
-	}
-	for _, pk := range parts {
-		if _, err := queueworker.Enqueue(ctx, q, kind, "", Checkpoint{PartitionKey: pk}, nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // backfillPages runs one page at a time of the entities selected by f through fix (which

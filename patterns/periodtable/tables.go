@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/internal/logx"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -492,26 +493,21 @@ func (p *Tables[T]) DropBefore(ctx context.Context, cutoff time.Time) ([]Table, 
 	if err != nil {
 		return nil, err
 	}
-	failed := make([]error, len(old))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, p.opts.Concurrency)
-	for i, t := range old {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			failed[i] = p.drop(ctx, t)
-		}()
-	}
-	wg.Wait()
+	ok := make([]bool, len(old))
+	err = fanout.Each(ctx, len(old), p.opts.Concurrency, func(ctx context.Context, i int) error {
+		if err := p.drop(ctx, old[i]); err != nil {
+			return err
+		}
+		ok[i] = true
+		return nil
+	})
 	dropped := old[:0:0]
 	for i, t := range old {
-		if failed[i] == nil {
+		if ok[i] {
 			dropped = append(dropped, t)
 		}
 	}
-	return dropped, errors.Join(failed...)
+	return dropped, err
 }
 
 // DropExpired drops the tables of the periods that ended Retention + ClockSkew ago or

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
-	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"go.uber.org/zap"
@@ -38,20 +37,7 @@ func (x *Inter[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
 // Errors: errs.ErrInvalidInput (a bad partition key; nothing sent), those of Partitions
 // and of queueworker.Enqueue.
 func (x *Inter[T]) StartBackfill(ctx context.Context, partitions ...string) error {
-	if len(partitions) == 0 {
-		for pk, err := range x.Partitions(ctx) {
-			if err != nil {
-				return err
-			}
-			partitions = append(partitions, pk)
-		}
-	}
-	for _, pk := range partitions {
-		if err := x.checkRef(pk, ""); err != nil {
-			return err
-		}
-	}
-	return startBackfill(ctx, x.queue, x.BackfillKind(), partitions)
+	return x.jobs().Start(ctx, x.BackfillKind(), partitions, x.Partitions)
 }
 
 // BackfillPartition brings the index copies of the primary entities of partition pk in
@@ -182,14 +168,9 @@ func (x *Inter[T]) wantKey(ix *interIndex[T], v *T, rk string) string {
 	return k
 }
 
-// registerBackfill registers the backfill jobs' handler (see Register).
-func (x *Inter[T]) registerBackfill(r *queueworker.Registry) error {
-	return handleBackfill(r, x.BackfillKind(), x, func() *queueworker.Client { return x.queue })
-}
-
 // BackfillKind returns the message kind of this Intra's backfill jobs:
 // "secondaryindex.backfill." followed by the table's name.
-func (x *Intra[T]) BackfillKind() string { return backfillKind(x.rows.Name()) }
+func (x *Intra[T]) BackfillKind() string { return "secondaryindex.backfill." + x.rows.Name() }
 
 // Partitions lists the partitions of the table, in key order, with one query per
 // partition. It is how StartBackfill finds what to backfill when given no partitions.
@@ -206,29 +187,7 @@ func (x *Intra[T]) Partitions(ctx context.Context) iter.Seq2[string, error] {
 // Errors: errs.ErrInvalidInput (no IntraOptions.Queue, a bad partition key; nothing
 // sent), those of Partitions and of queueworker.Enqueue.
 func (x *Intra[T]) StartBackfill(ctx context.Context, partitions ...string) error {
-	if x.queue == nil {
-		return errs.Invalid("IntraOptions.Queue", "is nil: backfill jobs need a queue")
-	}
-	if len(partitions) == 0 {
-		for pk, err := range x.Partitions(ctx) {
-			if err != nil {
-				return err
-			}
-			partitions = append(partitions, pk)
-		}
-	}
-	return startBackfill(ctx, x.queue, x.BackfillKind(), partitions)
-}
-
-// Register registers the handler of this Intra's backfill jobs (BackfillKind) on r; the
-// jobs enqueue their continuations on IntraOptions.Queue.
-//
-// Errors: errs.ErrInvalidInput (no IntraOptions.Queue), those of queueworker.Handle.
-func (x *Intra[T]) Register(r *queueworker.Registry) error {
-	if x.queue == nil {
-		return errs.Invalid("IntraOptions.Queue", "is nil: backfill jobs need a queue")
-	}
-	return handleBackfill(r, x.BackfillKind(), x, func() *queueworker.Client { return x.queue })
+	return x.jobs().Start(ctx, x.BackfillKind(), partitions, x.Partitions)
 }
 
 // BackfillPartition writes the missing and stale copies of the entities of partition pk,

@@ -204,6 +204,8 @@
 //	err = x.StartBackfill(ctx)             // one job per partition; Register handles them
 //	r, err := x.Verify(ctx, "Sales", nil)  // r.Missing, r.Stale, r.Orphan, r.Conflict, r.Samples
 //	r, err = x.Repair(ctx, "Sales", nil)
+//	err = x.StartVerify(ctx, "Sales")      // the same as jobs: VerifyKind, RepairKind
+//	err = x.StartRepair(ctx)
 //
 // BackfillPartition reads the partition's primaries page by page and returns (and hands
 // BackfillOptions.Checkpoint after each page) the last RowKey done, so a stopped backfill
@@ -213,6 +215,24 @@
 // job that resumes; duplicated, reordered and stale jobs only repeat idempotent work
 // (TestInterBackfillDuplicatedReorderedJobsAndLiveWrites). A job whose payload is not a
 // valid checkpoint is poisoned (TestInterBackfillJobWithBadPayloadIsPoisoned).
+//
+// Verify and repair run as jobs too, one per partition (StartVerify, StartRepair; kinds
+// VerifyKind and RepairKind, handled by the same Register; Intra's on IntraOptions.Queue).
+// A verify job writes nothing and logs one line, "index verify", on the primary table's
+// logger (repo.Options.Logger): the partition, the counts (entities, copies, missing,
+// stale, orphan, conflict, drift) and the samples as keys only — drift kind, index, the
+// entity's PartitionKey and RowKey, never the copy's key (it holds the indexed value) nor
+// any property (TestVerifyJobLogsCountsAndKeysOnly). A repair job runs Repair and logs
+// "index repair" with repaired set. Each takes its partition whole (Verify and Repair have
+// no resume point; a redelivered job reruns it). Payloads are untrusted: an empty or
+// invalid PartitionKey, an index partition, or a resume point on a verify or repair job
+// is cancelled into the poison queue before any request. A duplicated job logs twice; two
+// deliveries of one repair job at once are harmless, the second's conditional writes
+// making the first start over (TestInterRepairJobDeliveredTwiceAtOnce). The archiver
+// binary runs these jobs for a team's own indexes: see app.MainWith in
+// queueworker/cmd/archiver/app and examples/indexarchiver.
+// A job costs what its call costs, plus 1 enqueue (and the worker's dequeue and
+// delete) per partition, and for Start without partitions 1 query per partition listed.
 //
 // Consistency: backfill and repair write through the live path, so the application may
 // keep writing (TestInterBackfillWhileWritersWrite: 10,000 employees, 2,000 with -short,

@@ -517,8 +517,9 @@ func (x *Inter[T]) enqueue(ctx context.Context, pk, rk string, delay time.Durati
 	return err
 }
 
-// Register registers the reconciliation handler for Kind on r, the backfill jobs'
-// handler for BackfillKind (see StartBackfill), and, when Kind is the
+// Register registers the reconciliation handler for Kind on r, the maintenance jobs'
+// handlers for BackfillKind, VerifyKind and RepairKind (see StartBackfill, StartVerify,
+// StartRepair), and, when Kind is the
 // default, for the default kind of earlier releases ("secondaryindex:<table>"), so that
 // messages enqueued before an upgrade are still handled. The handler calls Reconcile; a
 // message that can never succeed (keys or a stored value that cannot be indexed) is
@@ -536,7 +537,7 @@ func (x *Inter[T]) Register(r *queueworker.Registry) error {
 	if err := queueworker.Handle(r, x.opts.Kind, handle); err != nil {
 		return err
 	}
-	if err := x.registerBackfill(r); err != nil {
+	if err := x.registerJobs(r); err != nil {
 		return err
 	}
 	if x.opts.Kind == (*InterOptions)(nil).withDefaults(x.primary.Name()).Kind {

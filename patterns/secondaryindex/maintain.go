@@ -3,14 +3,12 @@ package secondaryindex
 import (
 	"bytes"
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
-	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -44,22 +42,6 @@ type Checkpoint struct {
 	// Scanned counts the primary entities read by this call, and Written those whose
 	// copies had to be written.
 	Scanned, Written int `json:"-"`
-}
-
-// validate checks a checkpoint read back from a queue message: it is untrusted input.
-func (cp Checkpoint) validate() error {
-	if cp.PartitionKey == "" {
-		return errs.Invalid("backfill job", "has no PartitionKey")
-	}
-	if err := codec.ValidateKey("PartitionKey", cp.PartitionKey); err != nil {
-		return err
-	}
-	if cp.After != "" {
-		if err := codec.ValidateKey("RowKey", cp.After); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Drift names a kind of difference between the primary entities and their copies.
@@ -165,60 +147,6 @@ func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
 		}
 	}
 	return out, nil
-}
-
-// backfillJobSize is how many primary entities one backfill message processes before it
-// hands the rest of its partition to a new message (its checkpoint).
-const backfillJobSize = 1000
-
-// backfillKind is the message kind of the backfill jobs of the indexes of table.
-func backfillKind(table string) string { return "secondaryindex.backfill." + table }
-
-// backfiller is what the backfill jobs need of Intra and Inter.
-type backfiller interface {
-	BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error)
-}
-
-// handleBackfill is the handler of a backfill job: it backfills up to backfillJobSize
-// entities of the partition after the message's checkpoint, and enqueues the next
-// checkpoint before it returns, so that a stop anywhere leaves a message that resumes
-// (this one, redelivered, or the next). Duplicated and reordered jobs are harmless: every
-// entity is reconciled through the live path, which never replaces a newer copy.
-func handleBackfill(r *queueworker.Registry, kind string, x backfiller, q func() *queueworker.Client) error {
-	return queueworker.Handle(r, kind, func(ctx context.Context, m *queueworker.Message[Checkpoint]) error {
-		cp := m.Payload
-		if err := cp.validate(); err != nil {
-			return queueworker.Cancel(err)
-		}
-		next, err := x.BackfillPartition(ctx, cp.PartitionKey, &BackfillOptions{After: cp.After, Limit: backfillJobSize})
-		if errors.Is(err, repo.ErrInvalidInput) {
-			return queueworker.Cancel(err)
-		}
-		if err != nil {
-			return err
-		}
-		if next.Done {
-			return nil
-		}
-		_, err = queueworker.Enqueue(ctx, q(), kind, "", Checkpoint{PartitionKey: cp.PartitionKey, After: next.After}, nil)
-		return err
-	})
-}
-
-// startBackfill enqueues one backfill job per partition.
-func startBackfill(ctx context.Context, q *queueworker.Client, kind string, parts []string) error {
-	for _, pk := range parts {
-		cp := Checkpoint{PartitionKey: pk}
-		if err := cp.validate(); err != nil {
-			return err
-		}
-	}
-	for _, pk := range parts {
-		if _, err := queueworker.Enqueue(ctx, q, kind, "", Checkpoint{PartitionKey: pk}, nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // forEach runs fn for every item of items with at most n at once, and returns the first

@@ -14,6 +14,10 @@
 // in with a Microsoft Entra ID token (azidentity.DefaultAzureCredential) on the account
 // named by -account or the -*-endpoint flags, and uses no account key. Exit codes: 0 done, 1 failed,
 // 2 bad command line or configuration. Run `archiver help` for the flags.
+//
+// This binary knows no index: `archiver enqueue backfill|verify|repair -index NAME` needs
+// a team's own archiver, a main that calls app.MainWith with its indexes in
+// app.Extensions (see examples/indexarchiver).
 package main
 
 import (

@@ -9,6 +9,13 @@
 // printed too, since they are what carries over to the real service. With -all it prints
 // every metric the benchmarks report (each side's time per operation, items per second),
 // not only ratios and requests.
+//
+// The last column, "expect", is the range a reader's run should fall in: the observed range
+// widened by Tolerance on each side (SpreadTolerance for a spread row), or the exact value
+// when every run measured the same (requests, allocations). BENCHMARKS.md states these
+// ranges. With -check FILE, benchtable reads the stated table from FILE instead of printing
+// one, and checks every value of the input against it: a value outside its stated range, or
+// a figure FILE does not state, fails (exit status 1). `make bench-check` runs it.
 package main
 
 import (
@@ -16,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -27,16 +35,33 @@ type key struct{ pkg, bench, unit string }
 
 func main() {
 	all := flag.Bool("all", false, "print every metric, not only ratios and requests per operation")
+	check := flag.String("check", "", "check the input against the ranges stated in this file (BENCHMARKS.md) instead of printing a table")
 	flag.Parse()
 	keep := wanted
 	if *all {
 		keep = everyMetric
 	}
-	if err := run(os.Stdin, os.Stdout, keep); err != nil {
+	var err error
+	if *check != "" {
+		err = checkFile(os.Stdin, os.Stdout, *check)
+	} else {
+		err = run(os.Stdin, os.Stdout, keep)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
+
+// The widening of an observed range into the range a reader's run should fall in. They
+// were chosen on the quiet runs of 2026-11-24 (BENCHMARKS.md): with them, each set of
+// three runs fell inside the ranges of the six others, for every ratio but one.
+const (
+	// Tolerance widens the range of a steady figure: [min/(1+Tolerance), max*(1+Tolerance)].
+	Tolerance = 0.20
+	// SpreadTolerance widens the range of a spread figure (range over a fifth of the median).
+	SpreadTolerance = 0.30
+)
 
 func run(in io.Reader, out io.Writer, keep func(unit string) bool) error {
 	figures, order, err := parse(in, keep)
@@ -114,23 +139,58 @@ func wanted(unit string) bool {
 
 func print(out io.Writer, figures map[key][]float64, order []key) error {
 	w := bufio.NewWriter(out)
-	fmt.Fprintf(w, "%-58s %-26s %4s %10s  %-21s\n", "benchmark", "metric", "runs", "median", "range")
+	fmt.Fprintf(w, "%-58s %-26s %4s %10s  %-21s %-21s\n", "benchmark", "metric", "runs", "median", "range", "expect")
 	for _, k := range order {
 		vs := slices.Clone(figures[k])
 		slices.Sort(vs)
 		med := median(vs)
-		rng := fmt.Sprintf("%s – %s", format(vs[0]), format(vs[len(vs)-1]))
+		lo, hi := vs[0], vs[len(vs)-1]
+		rng := fmt.Sprintf("%s – %s", format(lo), format(hi))
 		note := ""
-		if len(vs) > 1 && med > 0 && (vs[len(vs)-1]-vs[0])/med > 0.2 {
+		spread := len(vs) > 1 && med > 0 && (hi-lo)/med > 0.2
+		if spread {
 			note = "spread"
 		}
-		name := k.bench
-		if k.pkg != "" {
-			name = k.pkg + " " + k.bench
-		}
-		fmt.Fprintf(w, "%-58s %-26s %4d %10s  %-21s %s\n", name, k.unit, len(vs), format(med), rng, note)
+		elo, ehi := expect(lo, hi, spread)
+		exp := fmt.Sprintf("%s – %s", format(elo), format(ehi))
+		fmt.Fprintf(w, "%-58s %-26s %4d %10s  %-21s %-21s %s\n", k.name(), k.unit, len(vs), format(med), rng, exp, note)
 	}
 	return w.Flush()
+}
+
+// name is how the table names the figure's benchmark: the package, then the benchmark.
+func (k key) name() string {
+	if k.pkg != "" {
+		return k.pkg + " " + k.bench
+	}
+	return k.bench
+}
+
+// expect widens an observed range [lo, hi] into the range a next run should fall in
+// (Tolerance, SpreadTolerance), rounded outwards to the three digits the table prints. A
+// figure every run measured the same is exact (a count of requests or allocations).
+func expect(lo, hi float64, spread bool) (float64, float64) {
+	if lo == hi {
+		return lo, hi
+	}
+	t := Tolerance
+	if spread {
+		t = SpreadTolerance
+	}
+	return round(lo/(1+t), math.Floor), round(hi*(1+t), math.Ceil)
+}
+
+// round rounds v to the digits format prints (three significant, or whole from 1,000 up) in
+// the direction of dir (math.Floor or math.Ceil), so that the printed bound contains v.
+func round(v float64, dir func(float64) float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	if math.Abs(v) >= 1000 {
+		return dir(v)
+	}
+	scale := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
+	return dir(v*scale) / scale
 }
 
 // median of sorted values.

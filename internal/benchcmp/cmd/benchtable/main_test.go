@@ -23,10 +23,10 @@ func TestTableHasMedianAndRange(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"patterns/logtail Newest",
-		"ratio                         3       58.5  45 – 61",
+		"ratio                         3       58.5  45 – 61               34.6 – 79.3",
 		"spread", // 16 over a median of 58.5 is wider than a fifth
 		"patterns/periodtable DropPeriod/x",
-		"5900  5900 – 5900",
+		"5900  5900 – 5900           5900 – 5900",
 		"ratio-batched",
 		"logtail-req/op                3          1  1 – 1",
 	} {
@@ -56,4 +56,86 @@ func TestNoRatiosIsAnError(t *testing.T) {
 	if err := run(strings.NewReader("BenchmarkX-2 10 5 ns/op zz ratio\n"), &strings.Builder{}, wanted); err == nil {
 		t.Fatal("a malformed value was accepted")
 	}
+}
+
+func TestExpectWidensAndRoundsOutwards(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi         float64
+		spread         bool
+		wantLo, wantHi float64
+	}{
+		{10, 12, false, 8.33, 14.4},                 // 10/1.2 = 8.333 down, 12*1.2 = 14.4
+		{10, 12, true, 7.69, 15.6},                  // 10/1.3 = 7.692 down, 12*1.3 = 15.6
+		{0.03145, 0.03145, false, 0.03145, 0.03145}, // exact stays exact
+		{2589, 4171, true, 1991, 5423},              // whole numbers from 1,000 up
+	} {
+		lo, hi := expect(c.lo, c.hi, c.spread)
+		if lo != c.wantLo || hi != c.wantHi {
+			t.Errorf("expect(%v, %v, %v) = %v – %v, want %v – %v", c.lo, c.hi, c.spread, lo, hi, c.wantLo, c.wantHi)
+		}
+		if lo > c.lo || hi < c.hi {
+			t.Errorf("expect(%v, %v) = %v – %v does not contain the observed range", c.lo, c.hi, lo, hi)
+		}
+	}
+}
+
+// The table benchtable prints is the one -check reads back.
+func TestCheckReadsTheTableItPrints(t *testing.T) {
+	var table strings.Builder
+	if err := run(strings.NewReader(sample), &table, wanted); err != nil {
+		t.Fatal(err)
+	}
+	doc := "# Benchmarks\n\nSome text.\n\n" + indent(table.String()) + "\nMore text.\n"
+	ranges, err := readStated(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ranges[key{"patterns/logtail", "Newest", "ratio"}]; got != (stated{34.6, 79.3}) {
+		t.Errorf("logtail ratio read as %+v", got)
+	}
+	if got := ranges[key{"patterns/periodtable", "DropPeriod/x", "ratio-batched"}]; got != (stated{1390, 1390}) {
+		t.Errorf("exact figure read as %+v", got)
+	}
+
+	var out strings.Builder
+	if err := check(strings.NewReader(sample), &out, ranges, "B.md"); err != nil {
+		t.Fatalf("the runs a table was made of fell outside it: %v\n%s", err, out.String())
+	}
+
+	inside := strings.ReplaceAll(sample, "58.50 ratio", "70.00 ratio")
+	if err := check(strings.NewReader(inside), &strings.Builder{}, ranges, "B.md"); err != nil {
+		t.Errorf("70 is inside 34.6 – 79.3 but failed: %v", err)
+	}
+	outside := strings.ReplaceAll(sample, "58.50 ratio", "80.00 ratio")
+	out.Reset()
+	if err := check(strings.NewReader(outside), &out, ranges, "B.md"); err == nil || !strings.Contains(out.String(), "OUTSIDE: 80") {
+		t.Errorf("80 is outside 34.6 – 79.3 but passed (%v):\n%s", err, out.String())
+	}
+	changed := strings.ReplaceAll(sample, "1.000 logtail-req/op", "2.000 logtail-req/op")
+	if err := check(strings.NewReader(changed), &strings.Builder{}, ranges, "B.md"); err == nil {
+		t.Error("an exact request count that changed passed")
+	}
+	unstated := sample + "pkg: github.com/tablepatterns/tablepatterns/repo\nBenchmarkNew-2 10 5 ns/op 2.0 ratio\n"
+	out.Reset()
+	if err := check(strings.NewReader(unstated), &out, ranges, "B.md"); err == nil || !strings.Contains(out.String(), "not stated in B.md") {
+		t.Errorf("a figure the file does not state passed (%v):\n%s", err, out.String())
+	}
+}
+
+func TestCheckRefusesAFileWithoutATable(t *testing.T) {
+	if _, err := readStated(strings.NewReader("# Benchmarks\n\n| a | b |\n")); err == nil {
+		t.Error("a file without benchtable's table was accepted")
+	}
+	bad := "    benchmark metric runs median range expect\n    repo X ratio 3 1 1 – 2 3 – x\n"
+	if _, err := readStated(strings.NewReader(bad)); err == nil {
+		t.Error("a row whose range is not numbers was accepted")
+	}
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
 }

@@ -1,5 +1,14 @@
 // Package app is the archiver command (queueworker/cmd/archiver), as a function that
 // programs and tests can call: the demo runs the archiver through it.
+//
+// It is also the archiver as a library for a team's own binary: MainWith takes
+// Extensions, the team's indexes (an index is Go code, its entity type and key functions,
+// which the stock binary cannot build) and the Companions of its archive moves. Each index
+// is built on an Env (the account's clients, the job queue, the logger); `run` registers
+// its handlers on the worker, and `enqueue backfill|verify|repair -index NAME [-pk PK]`
+// enqueues its maintenance jobs, one per partition. A verify job logs its report as one
+// line of counts and keys; a repair job runs Repair and logs what it fixed. The stock
+// binary (Main) has no extensions, and its help says so. See examples/indexarchiver.
 package app
 
 import (
@@ -8,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,15 +123,27 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
 // Main runs the archiver with args (without the program name) and returns its exit code.
-// getenv reads the environment (os.Getenv in the binary).
+// getenv reads the environment (os.Getenv in the binary). It is MainWith without
+// extensions: the stock archiver.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	err := run(ctx, args, stdout, stderr, getenv)
+	return MainWith(ctx, args, stdout, stderr, getenv, nil)
+}
+
+// MainWith is Main for a team's own archiver binary: ext adds the team's indexes (their
+// maintenance jobs, `archiver enqueue backfill|verify|repair -index NAME`) and the
+// Companions of its archive moves. nil ext is the stock archiver.
+func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, ext *Extensions) int {
+	err := ext.validate()
+	if err == nil {
+		err = run(ctx, args, stdout, stderr, getenv, ext)
+	}
 	var ue *usageError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, usage+authUsage+telemetryUsage)
+		fmt.Fprint(stdout, ext.usage())
 		return ExitOK
 	case errors.As(err, &ue) || errors.Is(err, errs.ErrInvalidInput):
 		fmt.Fprintf(stderr, "archiver: %s\n\nRun 'archiver help' for usage.\n", errs.Redact(err))
@@ -166,7 +188,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, ext *Extensions) error {
 	if len(args) == 0 {
 		return usagef("no command")
 	}
@@ -174,10 +196,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "help", "-h", "-help", "--help":
 		return flag.ErrHelp
 	case "run":
-		return runWorker(ctx, args[1:], stdout, stderr, getenv)
+		return runWorker(ctx, args[1:], stdout, stderr, getenv, ext)
 	case "enqueue":
 		if len(args) < 2 {
 			return usagef("enqueue: which job? archive-entity, archive-table, restore-table or archive-periods")
+		}
+		if slices.Contains(indexJobs, args[1]) {
+			return enqueueIndex(ctx, args[1], args[2:], stdout, stderr, getenv, ext)
 		}
 		if args[1] == "archive-periods" {
 			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)
@@ -230,7 +255,7 @@ func validQueueName(name string) error {
 	return nil
 }
 
-func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string, ext *Extensions) error {
 	var c common
 	var drain bool
 	var concurrency, maxDequeue int
@@ -278,6 +303,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	defer stopTelemetry()
+	companions, registerIndexes, err := ext.setupRun(e)
+	if err != nil {
+		return err
+	}
 	q := e.clients.Queues.NewQueueClient(e.queue)
 	// Sharded archive-table jobs enqueue their shard and combine jobs on the same queue.
 	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
@@ -285,7 +314,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
-		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger), Queue: jobs})
+		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger),
+		Companions: companions, Queue: jobs})
 	if err != nil {
 		return err
 	}
@@ -294,6 +324,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	reg := queueworker.NewRegistry()
 	if err := a.Register(reg); err != nil {
+		return err
+	}
+	if err := registerIndexes(reg); err != nil {
 		return err
 	}
 	if err := createQueue(ctx, q); err != nil {

@@ -1,0 +1,344 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
+)
+
+// staffer is the guide's employee, indexed by email across partitions (copies in
+// "email_<department>").
+type staffer struct {
+	Department string `table:",pk"`
+	ID         string `table:",rk"`
+	First      string `table:"FirstName"`
+	Email      string `table:"Email,omitempty"`
+	ETag       string `table:",etag"`
+}
+
+var staffEmail = secondaryindex.Index[staffer]{Name: "email", Value: func(s *staffer) string { return s.Email }, Normalize: strings.ToLower}
+
+// emailIndex builds the team's index on env: the archiver's queue and logger.
+func emailIndex(table string) func(env *app.Env) (app.Index, error) {
+	return func(env *app.Env) (app.Index, error) {
+		return secondaryindex.NewInter(env.Clients.Tables, table, env.Queue, []secondaryindex.Index[staffer]{staffEmail},
+			&secondaryindex.InterOptions{SafetyDelay: -1, Table: repo.Options{Logger: env.Logger}})
+	}
+}
+
+// indexBed is a table of staff that predates its email index, and an archiver that knows
+// the index as "employee-email".
+type indexBed struct {
+	t       *testing.T
+	clients *account.Clients
+	table   string
+	queue   string
+	ext     *app.Extensions
+	cs      string
+	x       *secondaryindex.Inter[staffer] // the same index, for the test's own checks
+}
+
+func newIndexBed(t *testing.T, cs string) *indexBed {
+	t.Helper()
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &indexBed{t: t, clients: clients, table: testenv.TableName(t), queue: testenv.QueueName(t), cs: cs}
+	tb, err := repo.New[staffer](clients.Tables, b.table, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.CreateIfNotExists(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tb.DeleteTable(context.Background()) })
+	b.ext = &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"employee-email": emailIndex(b.table)}}
+	q, err := queueworker.NewClient(clients.Queues.NewQueueClient(b.queue), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.x, err = secondaryindex.NewInter(clients.Tables, b.table, q, []secondaryindex.Index[staffer]{staffEmail}, &secondaryindex.InterOptions{SafetyDelay: -1}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// archiver runs the team's archiver (MainWith with the bed's extensions).
+func (b *indexBed) archiver(args ...string) (int, string, string) {
+	b.t.Helper()
+	var out, errOut strings.Builder
+	getenv := func(k string) string {
+		if k == "TP_CONN" {
+			return b.cs
+		}
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(b.t.Context(), 2*time.Minute)
+	defer cancel()
+	code := app.MainWith(ctx, append(args, "-queue", b.queue, "-connection-string-env", "TP_CONN"), &out, &errOut, getenv, b.ext)
+	return code, out.String(), errOut.String()
+}
+
+// must runs the archiver and fails the test unless it exits 0.
+func (b *indexBed) must(args ...string) (string, string) {
+	b.t.Helper()
+	code, out, stderr := b.archiver(args...)
+	if code != 0 {
+		b.t.Fatalf("%q: exit %d\n%s\n%s", args, code, out, stderr)
+	}
+	return out, stderr
+}
+
+// drain runs the worker until the queue is empty.
+func (b *indexBed) drain() (string, string) {
+	b.t.Helper()
+	return b.must("run", "-drain", "-allow-tables", "NoTable", "-allow-containers", "none")
+}
+
+// report is one "index verify" or "index repair" log line.
+type report struct {
+	PK, Kind, Job                                             string
+	Entities, Copies, Missing, Stale, Orphan, Conflict, Drift int
+	Repaired                                                  int
+	Samples                                                   []map[string]string
+	line                                                      string
+}
+
+// reports parses the report lines of op from an archiver's log.
+func reports(t *testing.T, stderr, op string) map[string]report {
+	t.Helper()
+	out := map[string]report{}
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.Contains(line, "\tindex "+op+"\t") {
+			continue
+		}
+		i := strings.Index(line, "{")
+		if i < 0 {
+			t.Fatalf("report line without fields: %q", line)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(line[i:]), &r); err != nil {
+			t.Fatalf("report line %q: %v", line, err)
+		}
+		r.line = line
+		out[r.PK] = r
+	}
+	return out
+}
+
+func (b *indexBed) seed(depts map[string]int) {
+	b.t.Helper()
+	raw, err := repo.New[staffer](b.clients.Tables, b.table, nil)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var all []*staffer
+	for dept, n := range depts {
+		for i := 1; i <= n; i++ {
+			all = append(all, &staffer{Department: dept, ID: fmt.Sprintf("%06d", i), First: "F", Email: fmt.Sprintf("%s%d@contoso.com", strings.ToLower(dept), i)})
+		}
+	}
+	if err := raw.BulkWrite(b.t.Context(), all, nil); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// The issue's acceptance path through the team's archiver, in-process: backfill an
+// email index onto a table that already holds staff, inject each kind of drift (a
+// deleted copy, a stale copy, an orphan), verify finds it (logged as counts and keys,
+// no email), repair fixes it, and a second verify finds nothing.
+func TestIndexMaintenanceThroughMainWith(t *testing.T) {
+	t.Parallel()
+	b := newIndexBed(t, testenv.ConnectionString(t))
+	ctx := t.Context()
+	b.seed(map[string]int{"Sales": 6, "HR": 3})
+
+	if out, _ := b.must("enqueue", "backfill", "-index", "employee-email"); !strings.Contains(out, "enqueued backfill of index employee-email (every partition)") {
+		t.Fatalf("enqueue backfill: %q", out)
+	}
+	if out, stderr := b.drain(); !strings.Contains(out, "processed 2, failed 0, poisoned 0") {
+		t.Fatalf("backfill run: %s\n%s", out, stderr)
+	}
+	for pk, n := range map[string]int{"Sales": 6, "HR": 3} {
+		if r, err := b.x.Verify(ctx, pk, nil); err != nil || r.Drift() != 0 || r.Entities != n {
+			t.Fatalf("after backfill, %s: %+v %v", pk, r, err)
+		}
+	}
+
+	raw, err := repo.New[codec.Entity](b.clients.Tables, b.table, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Missing: sales1's copy deleted by hand.
+	if err := raw.Delete(ctx, "email_Sales", keys.Join("sales1@contoso.com", "000001"), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Stale: sales2's copy edited by hand.
+	c2, err := raw.Get(ctx, "email_Sales", keys.Join("sales2@contoso.com", "000002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.Properties["FirstName"] = "Tampered"
+	if err := raw.Upsert(ctx, &c2, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Orphan: a copy of an employee that does not exist.
+	if err := raw.Insert(ctx, &codec.Entity{PartitionKey: "email_Sales", RowKey: keys.Join("ghost@contoso.com", "000099"),
+		Properties: map[string]any{"FirstName": "Ghost", "Email": "ghost@contoso.com"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	b.must("enqueue", "verify", "-index", "employee-email")
+	_, stderr := b.drain()
+	got := reports(t, stderr, "verify")
+	sales, hr := got["Sales"], got["HR"]
+	if len(got) != 2 || sales.Missing != 1 || sales.Stale != 1 || sales.Orphan != 1 || sales.Drift != 3 || sales.Entities != 6 || hr.Drift != 0 || hr.Entities != 3 {
+		t.Fatalf("verify reports %+v\n%s", got, stderr)
+	}
+	drifts := map[string]string{}
+	for _, s := range sales.Samples {
+		drifts[s["rk"]] = s["drift"]
+	}
+	if fmt.Sprint(drifts) != fmt.Sprint(map[string]string{"000001": "missing", "000002": "stale", "000099": "orphan"}) {
+		t.Fatalf("samples %v", sales.Samples)
+	}
+	if strings.Contains(sales.line, "contoso.com") || strings.Contains(sales.line, "Tampered") {
+		t.Fatalf("the verify line carries data, not only keys: %s", sales.line)
+	}
+	// Verify wrote nothing: the drift is still there.
+	if r, err := b.x.Verify(ctx, "Sales", nil); err != nil || r.Drift() != 3 {
+		t.Fatalf("verify job changed the index: %+v %v", r, err)
+	}
+
+	b.must("enqueue", "repair", "-index", "employee-email", "-pk", "Sales")
+	_, stderr = b.drain()
+	if r := reports(t, stderr, "repair")["Sales"]; r.Drift != 3 || r.Repaired != 3 {
+		t.Fatalf("repair report %+v\n%s", r, stderr)
+	}
+	for pk, n := range map[string]int{"Sales": 6, "HR": 3} {
+		if r, err := b.x.Verify(ctx, pk, nil); err != nil || r.Drift() != 0 || r.Entities != n {
+			t.Fatalf("after repair, %s: %+v %v", pk, r, err)
+		}
+	}
+	if c, err := raw.Get(ctx, "email_Sales", keys.Join("sales2@contoso.com", "000002")); err != nil || c.Properties["FirstName"] != "F" {
+		t.Fatalf("stale copy not rewritten: %+v %v", c, err)
+	}
+	b.must("enqueue", "verify", "-index", "employee-email", "-pk", "Sales", "-pk", "HR")
+	_, stderr = b.drain()
+	if got := reports(t, stderr, "verify"); len(got) != 2 || got["Sales"].Drift != 0 || got["HR"].Drift != 0 {
+		t.Fatalf("verify after repair: %+v", got)
+	}
+}
+
+// Bad command lines of the index commands exit 2 before any request reaches the storage
+// (counted at the fault proxies): an unknown index, a missing -index, a bad -pk, a bad
+// flag, the stock archiver (no indexes), and extensions with a bad index name.
+func TestIndexCommandsRefusedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := newIndexBed(t, ps.ConnectionString)
+	count := func() int { return ps.Table.Count() + ps.Queue.Count() + ps.Blob.Count() }
+	cases := []struct {
+		name string
+		ext  *app.Extensions
+		args []string
+		want string // in stderr, when set
+	}{
+		{"unknown index", b.ext, []string{"enqueue", "verify", "-index", "employee-phone"}, "knows employee-email"},
+		{"no -index", b.ext, []string{"enqueue", "repair"}, "-index NAME is required"},
+		{"bad -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", "a/b"}, "forbidden character"},
+		{"an index partition as -pk", b.ext, []string{"enqueue", "repair", "-index", "employee-email", "-pk", "email_Sales"}, "index partitions"},
+		{"empty -pk", b.ext, []string{"enqueue", "backfill", "-index", "employee-email", "-pk", ""}, "not empty"},
+		{"bad flag", b.ext, []string{"enqueue", "verify", "-index", "employee-email", "-frobnicate"}, "frobnicate"},
+		{"stray argument", b.ext, []string{"enqueue", "repair", "-index", "employee-email", "Sales"}, "unexpected argument"},
+		{"stock archiver", nil, []string{"enqueue", "verify", "-index", "employee-email"}, "has no indexes"},
+		{"bad index name", &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"bad name": emailIndex(b.table)}}, []string{"enqueue", "verify", "-index", "bad name"}, "want 1 to 63"},
+		{"nil builder", &app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"x": nil}}, []string{"run", "-drain", "-allow-any"}, "no builder"},
+		{"companions of a bad table name", &app.Extensions{Companions: func(env *app.Env) (map[string][]consistency.Companion, error) {
+			ix, err := env.Index("employee-email")
+			if ix != nil || err == nil {
+				return nil, fmt.Errorf("Env.Index of an unknown index: %v %v", ix, err)
+			}
+			return map[string][]consistency.Companion{"bad_name": nil}, nil
+		}}, []string{"run", "-drain", "-allow-any"}, "bad_name"},
+	}
+	for _, c := range cases {
+		before := count()
+		b.ext = c.ext
+		code, _, stderr := b.archiver(c.args...)
+		if code != app.ExitUsage || !strings.Contains(stderr, "archiver:") || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2", c.name, code, stderr)
+		}
+		if n := count() - before; n != 0 {
+			t.Errorf("%s: %d requests sent", c.name, n)
+		}
+	}
+	var out strings.Builder
+	app.Main(t.Context(), []string{"help"}, &out, &out, func(string) string { return "" })
+	if !strings.Contains(out.String(), "This archiver has no indexes") {
+		t.Errorf("stock help does not say it has no indexes:\n%s", out.String())
+	}
+	out.Reset()
+	app.MainWith(t.Context(), []string{"help"}, &out, &out, func(string) string { return "" },
+		&app.Extensions{Indexes: map[string]func(*app.Env) (app.Index, error){"employee-email": emailIndex(b.table)}})
+	if !strings.Contains(out.String(), "Indexes of this archiver: employee-email") {
+		t.Errorf("help of a team's archiver does not name its index:\n%s", out.String())
+	}
+}
+
+// Forged verify and repair jobs (the queue is untrusted: a partition the index cannot
+// have, an index partition, a resume point on a job that takes its partition whole, a
+// payload that does not decode) are cancelled into the poison queue, and none of them
+// reads or writes the index: nothing is reported and nothing is written.
+func TestForgedIndexJobsArePoisoned(t *testing.T) {
+	t.Parallel()
+	b := newIndexBed(t, testenv.ConnectionString(t))
+	ctx := t.Context()
+	b.seed(map[string]int{"Sales": 3})
+	q, err := queueworker.NewClient(b.clients.Queues.NewQueueClient(b.queue), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Queue().Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	forged := []any{
+		map[string]any{"pk": ""},
+		map[string]any{"pk": "Sales", "after": "000001"},
+		map[string]any{"pk": "email_Sales"},
+		map[string]any{"pk": "a#b"},
+		map[string]any{"pk": 42},
+	}
+	for _, kind := range []string{b.x.VerifyKind(), b.x.RepairKind()} {
+		for _, p := range forged {
+			if _, err := queueworker.Enqueue(ctx, q, kind, "", p, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, stderr := b.drain()
+	n := 2 * len(forged)
+	if want := fmt.Sprintf("processed 0, failed %d, poisoned %d", n, n); !strings.Contains(out, want) {
+		t.Fatalf("run: %q, want %q\n%s", out, want, stderr)
+	}
+	if len(reports(t, stderr, "verify"))+len(reports(t, stderr, "repair")) != 0 {
+		t.Fatalf("a forged job was run:\n%s", stderr)
+	}
+	if r, err := b.x.Verify(ctx, "Sales", nil); err != nil || r.Missing != 3 || r.Copies != 0 {
+		t.Fatalf("a forged repair wrote copies: %+v %v", r, err)
+	}
+}
