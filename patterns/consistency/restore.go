@@ -21,6 +21,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -41,6 +42,11 @@ const restoreChunk = 2000
 // entities again. OutcomeMissing when there is no export. Snapshot deletion by someone
 // with write access to the container during a restore stops it partway (a rerun takes
 // new snapshots).
+//
+// A sharded generation's data is one blob per shard: its shard manifests are read and
+// checked against the generation's manifest (ShardsSHA256, contiguous ranges, counts),
+// every shard is snapshotted and verified before the first write, and then written
+// four shards at once (their keys are disjoint; generations still in order).
 //
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
@@ -78,16 +84,29 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 		}
 		gens = chosen
 	}
-	snaps := make([]string, len(gens))
-	restoreID := newRestoreID()
-	defer a.dropSnapshots(job.Container, gens, snaps, restoreID)
+	// The data of each generation: one blob, or one per shard (read and checked against
+	// the shard manifests its manifest binds).
+	parts := make([][]Manifest, len(gens))
+	var all []Manifest
 	for i, g := range gens {
-		if snaps[i], err = a.snapshot(ctx, job.Container, g.m.DataBlob, restoreID); err != nil {
+		if parts[i], err = a.generationParts(ctx, job.Container, g.m); err != nil {
 			return TableReport{}, err
 		}
-		if err := a.readLines(ctx, job.Container, g.m, snaps[i], nil); err != nil {
-			return TableReport{}, err
+		all = append(all, parts[i]...)
+	}
+	snaps := make([]string, len(all))
+	restoreID := newRestoreID()
+	defer a.dropSnapshots(job.Container, all, snaps, restoreID)
+	err = fanout.Do(ctx, len(all), shardParallel, func(ctx context.Context, i int) error {
+		snap, err := a.snapshot(ctx, job.Container, all[i].DataBlob, restoreID)
+		snaps[i] = snap
+		if err != nil {
+			return err
 		}
+		return a.readLines(ctx, job.Container, all[i], snap, nil)
+	})
+	if err != nil {
+		return TableReport{}, err
 	}
 	if err := a.after("restore-table", "verified"); err != nil {
 		return TableReport{}, err
@@ -100,9 +119,16 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 		return TableReport{}, err
 	}
 	names := make([]string, len(gens))
+	first := 0
 	for i, g := range gens {
 		names[i] = g.m.Generation
-		if err := a.restoreGeneration(ctx, t, job.Container, g.m, snaps[i]); err != nil {
+		// Generations in order (a later copy replaces an earlier one); the shards of one
+		// generation hold disjoint keys, so they are written at once.
+		ps, ss := all[first:first+len(parts[i])], snaps[first:first+len(parts[i])]
+		first += len(parts[i])
+		if err := fanout.Do(ctx, len(ps), shardParallel, func(ctx context.Context, j int) error {
+			return a.restoreGeneration(ctx, t, job.Container, ps[j], ss[j])
+		}); err != nil {
 			return TableReport{}, err
 		}
 	}
@@ -186,16 +212,16 @@ func (a *Archiver) snapshot(ctx context.Context, container, name, restoreID stri
 // deadline: the restore's context may be over): every snapshot of the chosen data blobs
 // tagged with restoreID (also those whose response was lost, so that the restore never
 // learned their ids), and the ids it knows.
-func (a *Archiver) dropSnapshots(cont string, gens []generation, snaps []string, restoreID string) {
+func (a *Archiver) dropSnapshots(cont string, parts []Manifest, snaps []string, restoreID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cc := a.blobs().ServiceClient().NewContainerClient(cont)
-	for i, g := range gens {
+	for i, p := range parts {
 		ids := map[string]bool{}
 		if snaps[i] != "" {
 			ids[snaps[i]] = true
 		}
-		name := g.m.DataBlob
+		name := p.DataBlob
 		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &name, Include: container.ListBlobsInclude{Snapshots: true, Metadata: true}})
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
