@@ -1,0 +1,57 @@
+package secondaryindex_test
+
+import (
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Attack on the verify job's promise (an entity with a value and no copy is reported
+// Missing): a primary stored around the package (data older than the index) in a
+// partition whose index partition "email_<pk>" would break the 1 KiB key limit can have
+// no copy. The job's report line must not read as a clean partition: either the entity
+// is counted as drift or the job fails; a report with entities and drift 0 is a false
+// "verified".
+func TestAttackInterVerifyJobLongPartitionReadsClean(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	core, logs := observer.New(zapcore.InfoLevel)
+	x, err := secondaryindex.NewInter(b.Clients.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail},
+		&secondaryindex.InterOptions{SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry(), Logger: zap.New(core)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := strings.Repeat("p", 510) // 1,020 UTF-16 bytes: a valid key; "email_"+pk is not
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: pk, RowKey: "000001", Properties: map[string]any{
+		"EmployeeId": "000001", "FirstName": "F", "LastName": "L", "Email": "e1@contoso.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	err = x.StartVerify(b.Ctx, pk)
+	t.Logf("StartVerify: %v", err)
+	if err != nil {
+		return // refused up front: the operator is told
+	}
+	w := b.Worker(q, x.Register)
+	testbed.Drain(t, w)
+	lines := logs.FilterMessage("index verify").All()
+	t.Logf("worker stats %+v", w.Stats())
+	for _, l := range lines {
+		f := l.ContextMap()
+		t.Logf("verify line %v", f)
+		if f["entities"] == int64(1) && f["drift"] == int64(0) {
+			t.Fatalf("the verify job reports partition %q… clean (1 entity, drift 0) though its entity has a value and no copy", pk[:8])
+		}
+	}
+}
