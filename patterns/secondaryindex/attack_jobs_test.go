@@ -55,3 +55,47 @@ func TestAttackInterVerifyJobLongPartitionReadsClean(t *testing.T) {
 		}
 	}
 }
+
+// The same promise on an Intra: a primary copy stored around the package whose email no
+// copy key can hold (over the 1 KiB key limit once prefixed) has a value and no copy. The
+// verify job must not report its partition clean.
+func TestAttackIntraVerifyJobUnindexableValueReadsClean(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	core, logs := observer.New(zapcore.InfoLevel)
+	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry(), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Insert(b.Ctx, emp(1, "F", "L", "e1@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a", 600) + "@contoso.com" // fits a property, not a key
+	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "empid_000002", Properties: map[string]any{
+		"EmployeeId": "000002", "FirstName": "F", "LastName": "L", "Email": long}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.StartVerify(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	w := b.Worker(q, x.Register)
+	testbed.Drain(t, w)
+	t.Logf("worker stats %+v", w.Stats())
+	lines := logs.FilterMessage("index verify").All()
+	if len(lines) == 0 {
+		return // failed instead of reporting: not a false "clean"
+	}
+	for _, l := range lines {
+		f := l.ContextMap()
+		delete(f, "samples")
+		t.Logf("verify line %v", f)
+		if f["entities"] == int64(2) && f["drift"] == int64(0) {
+			t.Fatalf("the verify job reports Sales clean (2 entities, drift 0) though employee 000002 has an email and no copy")
+		}
+	}
+}
