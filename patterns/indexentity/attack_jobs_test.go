@@ -1,10 +1,13 @@
 package indexentity
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -54,5 +57,101 @@ func TestAttackSamePartitionRepairGoneEntityReadBeforePages(t *testing.T) {
 	}
 	if ids := must(ix.IDs(b.Ctx, "Sales", "Jones")); len(ids) != 2 {
 		t.Fatalf("Jones lists %v after the repair: the live entity 000002 was unlisted", ids)
+	}
+}
+
+// Attack on "verify jobs write nothing", for option 2, option 1 (BlobStore) and option 3
+// (a TableStore sharing the primary's table): with drift in the partition, the verify
+// job's requests to the table and blob services are counted at the proxies: none may be
+// a write. Forged jobs (a partition inside the shared TableStore's key space, a control
+// character, a resume point on a verify) are poisoned without any table or blob request.
+func TestAttackVerifyJobsSendOnlyReads(t *testing.T) {
+	t.Parallel()
+	for _, option := range []string{"same partition", "eventual blob", "eventual shared table"} {
+		t.Run(option, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, true)
+			b.seed("Sales", 12)
+			q := b.queue()
+			var (
+				register func(*queueworker.Registry) error
+				check    verifier
+				verify   func(...string) error
+				kinds    []string
+				prefix   string
+			)
+			switch option {
+			case "same partition":
+				x := b.samePartition(&SamePartitionOptions{Queue: q})
+				if _, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
+					t.Fatal(err)
+				}
+				register, check, kinds = x.Register, x, []string{x.BackfillKind(), x.VerifyKind(), x.RepairKind()}
+				verify = func(p ...string) error { return x.StartVerify(b.Ctx, p...) }
+			default:
+				var s Store
+				if option == "eventual blob" {
+					s = b.blobStore()
+				} else {
+					ts := must(NewTableStore(must(repo.New[codec.Entity](b.Clients.Tables, b.Table, &repo.Options{Retry: fast})), "LastName", nil))
+					prefix = ts.keyPrefix()
+					s = ts
+				}
+				x := b.eventual(s, q)
+				if _, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
+					t.Fatal(err)
+				}
+				register, check, kinds = x.Register, x, []string{x.BackfillKind(), x.VerifyKind(), x.RepairKind()}
+				verify = func(p ...string) error { return x.StartVerify(b.Ctx, p...) }
+			}
+			b.clean(check, "Sales", 12)
+			b.injectDrift("Sales")
+			b.TakeMessages(q)
+			if err := verify("Sales"); err != nil {
+				t.Fatal(err)
+			}
+			w := b.Worker(q, register)
+			writes := func() int {
+				n := 0
+				for _, p := range []*faultproxy.Proxy{b.Proxies.Table, b.Proxies.Blob} {
+					n += p.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method != "GET" && r.Method != "HEAD" })
+				}
+				return n
+			}
+			before := writes()
+			testbed.Drain(t, w)
+			if n := writes() - before; n != 0 {
+				t.Fatalf("the verify job sent %d write requests", n)
+			}
+			if s := w.Stats(); s.Processed != 1 || s.Poisoned != 0 {
+				t.Fatalf("worker stats %+v", s)
+			}
+			// Forged jobs.
+			forged := []map[string]string{{"pk": "Sal\u0085es"}, {"pk": "Sales", "after": "000003"}, {"pk": strings.Repeat("x", 513)}}
+			if prefix != "" {
+				forged = append(forged, map[string]string{"pk": prefix + "Jones"})
+			}
+			n := 0
+			for _, p := range forged {
+				for _, kind := range kinds {
+					if p["after"] != "" && kind == kinds[0] {
+						continue // a resume point is a backfill's own
+					}
+					if _, err := queueworker.Enqueue(b.Ctx, q, kind, "", p, nil); err != nil {
+						t.Fatal(err)
+					}
+					n++
+				}
+			}
+			mark := b.Proxies.Table.Count() + b.Proxies.Blob.Count()
+			before2 := w.Stats()
+			testbed.Drain(t, w)
+			if got := w.Stats().Poisoned - before2.Poisoned; got != int64(n) {
+				t.Fatalf("%d of %d forged jobs poisoned", got, n)
+			}
+			if got := b.Proxies.Table.Count() + b.Proxies.Blob.Count() - mark; got != 0 {
+				t.Fatalf("%d table/blob requests for forged jobs", got)
+			}
+		})
 	}
 }
