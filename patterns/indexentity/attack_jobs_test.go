@@ -155,3 +155,34 @@ func TestAttackVerifyJobsSendOnlyReads(t *testing.T) {
 		})
 	}
 }
+
+// Attack on the shared partition listing (maintain.Partitions, behind StartBackfill,
+// StartVerify and StartRepair with no partition given): it guards against a listing
+// that does not advance by comparing keys in Go's byte order, while the service orders
+// keys by UTF-16 code units. A partition key with a character above U+FFFF (an emoji,
+// UTF-16 D83D..) sorts before one with a character in U+E000–U+FFFF (a fullwidth '!',
+// FF01) on the service, after it in Go. A table holding both must still be listed whole.
+func TestAttackStartJobsPartitionListingUTF16Order(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q := b.queue()
+	x := b.samePartition(&SamePartitionOptions{Queue: q})
+	for _, pk := range []string{"A", "\U0001F600x", "\uFF01x"} {
+		if err := x.Insert(b.Ctx, emp(pk, "000001", "Jones")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for pk, err := range x.Partitions(b.Ctx) {
+		if err != nil {
+			t.Fatalf("listing after %q: %v", got, err)
+		}
+		got = append(got, pk)
+	}
+	if len(got) != 3 {
+		t.Fatalf("partitions %q, want 3", got)
+	}
+	if err := x.StartVerify(b.Ctx); err != nil {
+		t.Fatalf("StartVerify of every partition: %v", err)
+	}
+}
