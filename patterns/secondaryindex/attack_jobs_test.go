@@ -1,6 +1,7 @@
 package secondaryindex_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -121,5 +122,57 @@ func TestAttackInterVerifyJobUnindexableValueReadsClean(t *testing.T) {
 	t.Logf("verify: %+v %v", r, err)
 	if err == nil && r.Entities == 1 && r.Drift() == 0 {
 		t.Fatal("Verify reports Sales clean though employee 000001 has an email and no copy")
+	}
+}
+
+// Attack on the repair job ("repair fixes the drift; an entity whose value cannot be
+// indexed is left and reported"): one primary copy stored around the package with an
+// email no key can hold ('#'; a property over 64 KiB is refused even by Azurite) cannot
+// be rewritten. The repair job must still fix the rest of the partition (here an orphan copy
+// and another entity's missing copy), not abandon the partition into the poison queue on
+// every delivery.
+func TestAttackIntraRepairJobOneBadEntityAbandonsPartition(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := x.Insert(b.Ctx, emp(i, "F", "L", "e"+string(rune('0'+i))+"@contoso.com")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Drift: employee 1's copy deleted (missing), an orphan copy, and employee 9 stored
+	// around the package with an oversized FirstName (missing, and unwritable).
+	if err := b.Raw.Delete(b.Ctx, "Sales", "email_e1@contoso.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "email_ghost@contoso.com", Properties: map[string]any{"EmployeeId": "000099"}}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"PartitionKey": "Sales", "RowKey": "empid_000009",
+		"EmployeeId": "000009", "FirstName": "F", "LastName": "L", "Email": "e9#x@contoso.com"})
+	if _, err := b.Direct.Tables.NewClient(b.Table).AddEntity(b.Ctx, body, nil); err != nil { // around the SDK's checks
+		t.Fatal(err)
+	}
+	if err := x.StartRepair(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	w := b.Worker(q, x.Register)
+	testbed.Drain(t, w)
+	t.Logf("rows %q", b.rows(t, "Sales"))
+	r, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatalf("worker %+v; Verify after the repair job: %v", w.Stats(), err)
+	}
+	t.Logf("worker %+v; after the repair job: missing %d orphan %d stale %d samples %+v", w.Stats(), r.Missing, r.Orphan, r.Stale, r.Samples)
+	if r.Orphan != 0 || r.Missing > 0 {
+		t.Fatalf("the repair job left %d orphan(s) and %d missing copies (only employee 9's is unwritable); poisoned %d", r.Orphan, r.Missing, w.Stats().Poisoned)
 	}
 }
