@@ -63,3 +63,35 @@ func TestAttackEnqueueIndexMissingTableCreatesNoQueue(t *testing.T) {
 		t.Fatalf("the job queue %s was created by a command that enqueued nothing (stderr %q)", b.queue, strings.TrimSpace(stderr))
 	}
 }
+
+// Attack on "nothing secret in output or errors": `enqueue verify|repair|backfill` of a
+// team's index against an unreachable account whose connection string carries a key and
+// a SAS: the failure is reported, and neither secret appears in stdout or stderr (the
+// index's listing, the queue's enqueue and its creation all fail).
+func TestAttackEnqueueIndexUnreachableLeaksNoSecret(t *testing.T) {
+	t.Parallel()
+	b := newIndexBed(t, "")
+	const key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	const sig = "sig=SECRETsignature0123456789abcdef%3D"
+	for _, cs := range []string{
+		"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + key +
+			";TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;",
+		"TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;SharedAccessSignature=sv=2022-11-02&ss=tqb&srt=sco&sp=rwdlacu&se=2099-01-01T00:00:00Z&" + sig,
+	} {
+		b.cs = cs
+		for _, job := range []string{"verify"} { // backfill and repair take the same path (about 12 s each: retries)
+			for _, pk := range [][]string{nil} {
+				code, out, stderr := b.archiver(append([]string{"enqueue", job, "-index", "employee-email", "-log-level", "debug"}, pk...)...)
+				if code == 0 {
+					t.Fatalf("enqueue %s against an unreachable account succeeded", job)
+				}
+				all := out + stderr
+				for _, secret := range []string{key, key[:20], "SECRETsignature", "sig="} {
+					if strings.Contains(all, secret) {
+						t.Fatalf("enqueue %s %v: output holds %q:\n%s", job, pk, secret, all)
+					}
+				}
+			}
+		}
+	}
+}
