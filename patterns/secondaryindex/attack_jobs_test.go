@@ -2,14 +2,17 @@ package secondaryindex_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -175,4 +178,48 @@ func TestAttackIntraRepairJobOneBadEntityAbandonsPartition(t *testing.T) {
 	if r.Orphan != 0 || r.Missing > 0 {
 		t.Fatalf("the repair job left %d orphan(s) and %d missing copies (only employee 9's is unwritable); poisoned %d", r.Orphan, r.Missing, w.Stats().Poisoned)
 	}
+}
+
+// Attack on "duplicated and concurrent jobs are harmless": on an Inter over data that
+// predates it (no copies at all) plus hand-made drift, a backfill job, two deliveries of
+// a repair job and a verify job of the same partition run at once on one worker, the
+// first transaction held at the proxy until the others have started. Nothing is
+// poisoned and the partition ends clean.
+func TestAttackInterBackfillAndRepairJobsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	direct := driftInter(t, b, q) // 5 employees with copies, then drift
+	for i := 6; i <= 40; i++ { // employees stored around the index: no copy, no ref
+		if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i), Properties: map[string]any{
+			"EmployeeId": fmt.Sprintf("%06d", i), "FirstName": "F", "LastName": "L", "Email": fmt.Sprintf("e%d@contoso.com", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.StartBackfill(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := x.StartRepair(b.Ctx, "Sales"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.StartVerify(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("first transaction", faultproxy.IsBatch, 1)
+	w := b.worker(t, queue, x)
+	done := make(chan error, 1)
+	go func() { done <- w.Drain(b.Ctx) }()
+	testbed.WaitHeld(t, ps)
+	time.Sleep(300 * time.Millisecond) // the other jobs run their reads and writes meanwhile
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.Poisoned != 0 {
+		t.Fatalf("worker stats %+v", s)
+	}
+	mustClean(t, b.Ctx, direct, 40, "Sales")
 }
