@@ -223,3 +223,62 @@ func TestAttackInterBackfillAndRepairJobsAtOnce(t *testing.T) {
 	}
 	mustClean(t, b.Ctx, direct, 40, "Sales")
 }
+
+// Attack on the Intra repair job racing a live writer: the repair's rewrite of a stale
+// copy (employee 2's FirstName edited by hand) is held at the proxy; meanwhile the
+// application changes employee 2's email. Released, the rewrite (conditional on the ETag
+// Verify read) must not bring the old email's copy back.
+func TestAttackIntraRepairJobRacesLiveEmailChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.Queue()
+	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail, byLast}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dtb, err := repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := secondaryindex.NewIntra(dtb, byID, []secondaryindex.Index[Employee]{byEmail, byLast}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := live.Insert(b.Ctx, emp(i, "F", "L", fmt.Sprintf("e%d@contoso.com", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.row(t, "Sales", "email_e2@contoso.com")
+	c.Properties["FirstName"] = "Tampered"
+	if err := b.Raw.Upsert(b.Ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.StartRepair(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("repair rewrite", faultproxy.IsBatch, 1)
+	w := b.Worker(q, x.Register)
+	done := make(chan error, 1)
+	go func() { done <- w.Drain(b.Ctx) }()
+	testbed.WaitHeld(t, ps)
+	cur := emp(2, "F", "L", "moved@contoso.com")
+	if err := live.Update(b.Ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.Poisoned != 0 {
+		t.Fatalf("worker stats %+v", s)
+	}
+	if b.row(t, "Sales", "email_e2@contoso.com") != nil {
+		t.Fatalf("the held repair brought back the old email's copy: rows %q", b.rows(t, "Sales"))
+	}
+	mustClean(t, b.Ctx, live, 3, "Sales")
+}
