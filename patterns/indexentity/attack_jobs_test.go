@@ -186,3 +186,27 @@ func TestAttackStartJobsPartitionListingUTF16Order(t *testing.T) {
 		t.Fatalf("StartVerify of every partition: %v", err)
 	}
 }
+
+// Attack on the job kinds: "indexentity.verify.<name>" does not name the table, while
+// secondaryindex's kinds do. Two option-2 indexes named "LastName" on two tables (the
+// employees' and the contractors') cannot be registered on one worker (the archiver's
+// `run` with both in Extensions.Indexes fails), and on two workers sharing a queue each
+// takes the other's jobs and runs them on its own table. Expected: distinct kinds.
+func TestAttackSamePartitionKindsOmitTheTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q := b.queue()
+	other := must(repo.New[Employee](b.Clients.Tables, b.NewTableName(), &repo.Options{Retry: fast}))
+	a := b.samePartition(&SamePartitionOptions{Queue: q})
+	c := must(NewSamePartition(other, "LastName", lastName, &SamePartitionOptions{Queue: q}))
+	if a.VerifyKind() == c.VerifyKind() || a.BackfillKind() == c.BackfillKind() {
+		t.Fatalf("indexes on tables %s and %s share the kinds %q, %q", b.emps.Name(), other.Name(), a.VerifyKind(), a.BackfillKind())
+	}
+	reg := queueworker.NewRegistry()
+	if err := a.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(reg); err != nil {
+		t.Fatalf("the second table's index cannot join the worker: %v", err)
+	}
+}
