@@ -14,8 +14,8 @@ import (
 )
 
 // BackfillKind returns the kind of this index's backfill jobs,
-// "indexentity.backfill.<name>".
-func (ix *SamePartition[T]) BackfillKind() string { return "indexentity.backfill." + ix.name }
+// "indexentity.backfill.<table>.<name>".
+func (ix *SamePartition[T]) BackfillKind() string { return jobKind("backfill", ix.primary.Name(), ix.name) }
 
 // Partitions lists the partitions of the table, one query per partition.
 //
@@ -295,8 +295,8 @@ func wrongValues(r *Report) (map[string][]string, []string) {
 }
 
 // BackfillKind returns the kind of this index's backfill jobs,
-// "indexentity.backfill.<name>".
-func (ix *Eventual[T]) BackfillKind() string { return "indexentity.backfill." + ix.name }
+// "indexentity.backfill.<table>.<name>".
+func (ix *Eventual[T]) BackfillKind() string { return jobKind("backfill", ix.primary.Name(), ix.name) }
 
 // Partitions lists the partitions of the indexed table, one query per partition (the
 // partitions of a TableStore that shares the table are passed over).
