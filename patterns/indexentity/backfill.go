@@ -15,7 +15,9 @@ import (
 
 // BackfillKind returns the kind of this index's backfill jobs,
 // "indexentity.backfill.<table>.<name>".
-func (ix *SamePartition[T]) BackfillKind() string { return jobKind("backfill", ix.primary.Name(), ix.name) }
+func (ix *SamePartition[T]) BackfillKind() string {
+	return jobKind("backfill", ix.primary.Name(), ix.name)
+}
 
 // Partitions lists the partitions of the table, one query per partition.
 //
