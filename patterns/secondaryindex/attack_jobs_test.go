@@ -191,7 +191,7 @@ func TestAttackInterBackfillAndRepairJobsAtOnce(t *testing.T) {
 	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	direct := driftInter(t, b, q) // 5 employees with copies, then drift
-	for i := 6; i <= 40; i++ { // employees stored around the index: no copy, no ref
+	for i := 6; i <= 40; i++ {    // employees stored around the index: no copy, no ref
 		if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i), Properties: map[string]any{
 			"EmployeeId": fmt.Sprintf("%06d", i), "FirstName": "F", "LastName": "L", "Email": fmt.Sprintf("e%d@contoso.com", i)}}); err != nil {
 			t.Fatal(err)
