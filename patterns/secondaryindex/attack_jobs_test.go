@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -213,7 +212,12 @@ func TestAttackInterBackfillAndRepairJobsAtOnce(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Drain(b.Ctx) }()
 	testbed.WaitHeld(t, ps)
-	time.Sleep(300 * time.Millisecond) // the other jobs run their reads and writes meanwhile
+	// The other jobs run meanwhile: release once they have sent requests of their own
+	// while the first transaction is held.
+	mark := len(b.Proxies.Table.Requests())
+	testbed.WaitFor(t, "the other jobs' requests while the transaction is held", func() bool {
+		return len(b.Proxies.Table.Requests()) >= mark+3
+	})
 	ps.Release()
 	if err := <-done; err != nil {
 		t.Fatal(err)
