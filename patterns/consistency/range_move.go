@@ -45,7 +45,9 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
 		return RangeReport{}, err
 	}
-	src, err := a.table(job.Source)
+	// The companions' transaction actions name the table as Options.Companions spells it,
+	// and the deletes must share their transactions.
+	src, err := a.table(a.companionSpelling(job.Source))
 	if err != nil {
 		return RangeReport{}, err
 	}
@@ -133,7 +135,12 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 //     had none, replace If-Match the copy's ETag otherwise (table targets: in entity group
 //     transactions);
 //  3. delete the source entities If-Match the ETags read in 1, with their companions'
-//     actions, in entity group transactions.
+//     actions, in entity group transactions, each under its entities' companion protocol
+//     (withCompanions: Before hooks and the transaction within the shortest Within, then
+//     After hooks).
+//
+// The companions are asked after the reads of 1 and before 2 (a refusal, or actions
+// that cannot share a transaction with the delete, leave nothing written).
 //
 // Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
 // attempt reads again. Entities whose delete committed are no longer in the source, so
@@ -177,13 +184,17 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err := a.after(KindArchiveRange, "read"); err != nil {
 		return 0, err
 	}
+	groups, err := a.removalGroups(ctx, src, job, live)
+	if err != nil {
+		return 0, err
+	}
 	if err := a.writeCopies(ctx, job, live, tgt); err != nil {
 		return 0, err
 	}
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
 		return 0, err
 	}
-	n, err := a.deleteMoved(ctx, src, job, live)
+	n, err := a.deleteMoved(ctx, job.Source, groups)
 	if err != nil {
 		return n, err
 	}
@@ -264,7 +275,7 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	var cur []repo.Action
 	size := 0
 	for _, e := range stale {
-		cp := archiveCopy(e)
+		cp := archiveCopy(e, true)
 		body, err := codec.EncodeEntity(cp)
 		if err != nil {
 			return err
@@ -302,86 +313,82 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	return nil
 }
 
-// archiveCopy is the copy of e written to a target table: its properties and the source
-// version it was made from.
-func archiveCopy(e *codec.Entity) *codec.Entity {
-	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
-	for k, v := range e.Properties {
-		cp.Properties[k] = v
-	}
-	cp.Properties[SourceETagProperty] = e.ETag
-	if !e.Timestamp.IsZero() {
-		cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
-	}
-	return cp
-}
-
-// removalGroup is the delete of one entity with its companions' actions: they commit in
-// one transaction.
+// removalGroup is the delete of one entity with its companions' actions (they commit in
+// one transaction) and their removals.
 type removalGroup struct {
 	actions []repo.Action
-	before  []func(context.Context) error
+	removing
+}
+
+// removalGroups asks the companions of the source what removing each entity means, and
+// checks that each entity's delete and its companions' actions fit one transaction:
+// at most repo.MaxTransactionActions, all in the entity's partition, one per row.
+func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, live []*codec.Entity) ([]removalGroup, error) {
+	out := make([]removalGroup, 0, len(live))
+	for _, e := range live {
+		rs, err := a.removals(ctx, job.Source, e)
+		if err != nil {
+			return nil, err
+		}
+		g := removalGroup{actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})},
+			removing: removing{pk: e.PartitionKey, rk: e.RowKey, rs: rs}}
+		for _, r := range rs {
+			g.actions = append(g.actions, r.Actions...)
+		}
+		if len(g.actions) > repo.MaxTransactionActions {
+			return nil, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
+		}
+		own := map[string]bool{}
+		for _, act := range g.actions {
+			pk, rk := act.Keys()
+			if pk != e.PartitionKey {
+				return nil, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
+			}
+			if own[rk] {
+				return nil, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
+			}
+			own[rk] = true
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // deleteMoved deletes the moved entities from the source If-Match the ETags that were
 // copied, each in one transaction with its companions' actions, and returns how many it
 // deleted. A transaction holds at most repo.MaxTransactionActions actions and never two
-// on one entity: a group that would repeat a key starts a new transaction.
-func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, live []*codec.Entity) (int, error) {
-	comps := a.companions(job.Source)
+// on one entity (a group that would repeat a key starts a new transaction), and is sent
+// under the companion protocol of the entities it deletes (withCompanions).
+func (a *Archiver) deleteMoved(ctx context.Context, table string, groups []removalGroup) (int, error) {
 	deleted := 0
 	var tx []repo.Action
-	var befores []func(context.Context) error
-	entities := 0
+	var batch []removing
 	keys := map[string]bool{}
 	flush := func() error {
 		if len(tx) == 0 {
 			return nil
 		}
-		for _, fn := range befores {
-			if err := fn(ctx); err != nil {
-				return err
-			}
-		}
-		if _, err := repo.Submit(ctx, tx...); err != nil {
+		err := a.withCompanions(ctx, KindArchiveRange, table, batch, func(ctx context.Context) error {
+			_, err := repo.Submit(ctx, tx...)
 			var ae *repo.ActionError
-			if errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
+			if err != nil && errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
 				// An entity (or a companion's copy) is gone: a concurrent run moved it,
 				// or the application deleted it. Start over: fresh reads find what is left.
-				return errRestart
+				return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
 			}
 			return err
+		})
+		if err != nil {
+			return err
 		}
-		deleted += entities
-		tx, befores, entities, keys = nil, nil, 0, map[string]bool{}
+		deleted += len(batch)
+		tx, batch, keys = nil, nil, map[string]bool{}
 		return nil
 	}
-	for _, e := range live {
-		g := removalGroup{actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})}}
-		for _, c := range comps {
-			r, err := c.Removal(ctx, e)
-			if err != nil {
-				return deleted, err
-			}
-			g.actions = append(g.actions, r.Actions...)
-			if r.Before != nil {
-				g.before = append(g.before, r.Before)
-			}
-		}
-		if len(g.actions) > repo.MaxTransactionActions {
-			return deleted, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
-		}
-		own := map[string]bool{}
+	for _, g := range groups {
 		repeat := false
 		for _, act := range g.actions {
-			pk, rk := act.Keys()
-			if pk != e.PartitionKey {
-				return deleted, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
-			}
-			if own[rk] {
-				return deleted, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
-			}
-			own[rk] = true
+			_, rk := act.Keys()
 			repeat = repeat || keys[rk]
 		}
 		if repeat || len(tx)+len(g.actions) > repo.MaxTransactionActions {
@@ -390,9 +397,9 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 			}
 		}
 		tx = append(tx, g.actions...)
-		befores = append(befores, g.before...)
-		entities++
-		for rk := range own {
+		batch = append(batch, g.removing)
+		for _, act := range g.actions {
+			_, rk := act.Keys()
 			keys[rk] = true
 		}
 	}
