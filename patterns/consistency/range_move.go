@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -194,7 +195,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
 		return 0, err
 	}
-	n, err := a.deleteMoved(ctx, job.Source, groups)
+	n, err := a.deleteMoved(ctx, src, job, groups)
 	if err != nil {
 		return n, err
 	}
@@ -314,40 +315,50 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 }
 
 // removalGroup is the delete of one entity with its companions' actions (they commit in
-// one transaction) and their removals.
+// one transaction), their removals, and the rows the actions address.
 type removalGroup struct {
+	e       *codec.Entity
 	actions []repo.Action
+	rows    []string
 	removing
 }
 
-// removalGroups asks the companions of the source what removing each entity means, and
-// checks that each entity's delete and its companions' actions fit one transaction:
-// at most repo.MaxTransactionActions, all in the entity's partition, one per row.
+// removalGroup asks the companions of the source what removing e means, and checks that
+// e's delete and its companions' actions fit one transaction: at most
+// repo.MaxTransactionActions, all in e's partition, one per row.
+func (a *Archiver) removalGroup(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, e *codec.Entity) (removalGroup, error) {
+	rs, err := a.removals(ctx, job.Source, e)
+	if err != nil {
+		return removalGroup{}, err
+	}
+	g := removalGroup{e: e, actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})},
+		removing: removing{pk: e.PartitionKey, rk: e.RowKey, rs: rs}}
+	for _, r := range rs {
+		g.actions = append(g.actions, r.Actions...)
+	}
+	if len(g.actions) > repo.MaxTransactionActions {
+		return removalGroup{}, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
+	}
+	for _, act := range g.actions {
+		pk, rk := act.Keys()
+		if pk != e.PartitionKey {
+			return removalGroup{}, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
+		}
+		if slices.Contains(g.rows, rk) {
+			return removalGroup{}, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
+		}
+		g.rows = append(g.rows, rk)
+	}
+	return g, nil
+}
+
+// removalGroups is removalGroup for every entity of live.
 func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, live []*codec.Entity) ([]removalGroup, error) {
 	out := make([]removalGroup, 0, len(live))
 	for _, e := range live {
-		rs, err := a.removals(ctx, job.Source, e)
+		g, err := a.removalGroup(ctx, src, job, e)
 		if err != nil {
 			return nil, err
-		}
-		g := removalGroup{actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})},
-			removing: removing{pk: e.PartitionKey, rk: e.RowKey, rs: rs}}
-		for _, r := range rs {
-			g.actions = append(g.actions, r.Actions...)
-		}
-		if len(g.actions) > repo.MaxTransactionActions {
-			return nil, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
-		}
-		own := map[string]bool{}
-		for _, act := range g.actions {
-			pk, rk := act.Keys()
-			if pk != e.PartitionKey {
-				return nil, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
-			}
-			if own[rk] {
-				return nil, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
-			}
-			own[rk] = true
 		}
 		out = append(out, g)
 	}
@@ -356,52 +367,89 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 
 // deleteMoved deletes the moved entities from the source If-Match the ETags that were
 // copied, each in one transaction with its companions' actions, and returns how many it
-// deleted. A transaction holds at most repo.MaxTransactionActions actions and never two
-// on one entity (a group that would repeat a key starts a new transaction), and is sent
+// deleted. A transaction holds at most repo.MaxTransactionActions actions, and is sent
 // under the companion protocol of the entities it deletes (withCompanions).
-func (a *Archiver) deleteMoved(ctx context.Context, table string, groups []removalGroup) (int, error) {
+//
+// It works in rounds. Entities of one batch can share a companion row (the index entity
+// of a value that several of them hold): each entity's Removal was computed from the row
+// as it was, so once one transaction changed the row, the others' actions on it would
+// fail If-Match. A group that addresses a row an earlier group of its round addresses
+// therefore waits for the next round, where its companions are asked again (they then
+// read the row as the round before left it). A waiting group whose earlier rows are
+// already taken in the new round waits again without being asked, so a batch whose
+// entities share one row costs about one companion read per entity and round, not a
+// failed transaction and a restart of the batch per entity.
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup) (int, error) {
+	type waiting struct {
+		g     removalGroup
+		asked bool // g holds the current answer of the companions; else only g.e and g.rows (the last round's)
+	}
+	pending := make([]waiting, len(groups))
+	for i, g := range groups {
+		pending[i] = waiting{g: g, asked: true}
+	}
 	deleted := 0
-	var tx []repo.Action
-	var batch []removing
-	keys := map[string]bool{}
-	flush := func() error {
-		if len(tx) == 0 {
+	for len(pending) > 0 {
+		var tx []repo.Action
+		var batch []removing
+		used := map[string]bool{}
+		taken := func(rows []string) bool {
+			return slices.ContainsFunc(rows, func(rk string) bool { return used[rk] })
+		}
+		flush := func() error {
+			if len(tx) == 0 {
+				return nil
+			}
+			err := a.withCompanions(ctx, KindArchiveRange, job.Source, batch, func(ctx context.Context) error {
+				_, err := repo.Submit(ctx, tx...)
+				var ae *repo.ActionError
+				if err != nil && errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
+					// An entity (or a companion's copy) is gone: a concurrent run moved
+					// it, or the application deleted it. Start over: fresh reads find
+					// what is left.
+					return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			deleted += len(batch)
+			tx, batch = nil, nil
 			return nil
 		}
-		err := a.withCompanions(ctx, KindArchiveRange, table, batch, func(ctx context.Context) error {
-			_, err := repo.Submit(ctx, tx...)
-			var ae *repo.ActionError
-			if err != nil && errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
-				// An entity (or a companion's copy) is gone: a concurrent run moved it,
-				// or the application deleted it. Start over: fresh reads find what is left.
-				return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+		var next []waiting
+		for _, w := range pending {
+			if taken(w.g.rows) {
+				next = append(next, waiting{g: w.g})
+				continue
 			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		deleted += len(batch)
-		tx, batch, keys = nil, nil, map[string]bool{}
-		return nil
-	}
-	for _, g := range groups {
-		repeat := false
-		for _, act := range g.actions {
-			_, rk := act.Keys()
-			repeat = repeat || keys[rk]
-		}
-		if repeat || len(tx)+len(g.actions) > repo.MaxTransactionActions {
-			if err := flush(); err != nil {
-				return deleted, err
+			g := w.g
+			if !w.asked {
+				var err error
+				if g, err = a.removalGroup(ctx, src, job, w.g.e); err != nil {
+					return deleted, err
+				}
+				if taken(g.rows) {
+					next = append(next, waiting{g: g})
+					continue
+				}
+			}
+			if len(tx)+len(g.actions) > repo.MaxTransactionActions {
+				if err := flush(); err != nil {
+					return deleted, err
+				}
+			}
+			tx = append(tx, g.actions...)
+			batch = append(batch, g.removing)
+			for _, rk := range g.rows {
+				used[rk] = true
 			}
 		}
-		tx = append(tx, g.actions...)
-		batch = append(batch, g.removing)
-		for _, act := range g.actions {
-			_, rk := act.Keys()
-			keys[rk] = true
+		if err := flush(); err != nil {
+			return deleted, err
 		}
+		pending = next
 	}
-	return deleted, flush()
+	return deleted, nil
 }
