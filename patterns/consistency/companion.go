@@ -27,8 +27,11 @@ type Companion interface {
 	// ETag set), what to do with the copies of e when e leaves the table. The archive asks
 	// after reading e and before writing e's archive copy, so that a refusal leaves
 	// nothing written. It reads what it needs and sends no write. It may be asked again
-	// for the same entity (a restarted move, a redelivered job); each answer must stand
-	// on its own. e is read back from storage: untrusted input.
+	// for the same entity (a restarted move, a redelivered job, a later round of a
+	// batched move whose entities share a copy: see the package documentation, "Range
+	// archives"); each answer must stand on its own. It may be called from several
+	// goroutines at once (a batched move runs up to 8 batches at once). e is read back
+	// from storage: untrusted input.
 	//
 	// An error stops the move before anything is written. One that wraps
 	// errs.ErrInvalidInput (e is not an entity whose copies the companion can find: it
@@ -57,20 +60,26 @@ type Removal struct {
 	// Before, if set, runs before the delete of e is sent: the durable first step for
 	// copies that live in other partitions or tables (an enqueue of the reconciliation
 	// that removes them once e is gone). It must be idempotent, and harmless when the
-	// delete does not follow (a reconciliation that still finds e keeps its copies).
+	// delete does not follow (a reconciliation that still finds e keeps its copies). The
+	// Before hooks of one delete step (in a batched move, those of every entity of its
+	// transaction) run up to 16 at once.
 	Before func(ctx context.Context) error
 	// Within, if positive, bounds Before and the delete together, as the Settle/2
 	// protocol of the eventually consistent patterns does: the archive takes one deadline,
 	// Within from the moment before it calls the first Before, and gives it to the Before
 	// hooks and to the delete's request. A delete that could not be sent in time is not
-	// sent (or is abandoned) and the move starts over, so that a reconciliation Before
-	// enqueued to run after the delete cannot run before it. The shortest Within of an
-	// entity's (or a batch's) removals wins. 0 means no bound.
+	// sent (or is abandoned) and the move starts over from fresh reads, so that a
+	// reconciliation Before enqueued to run after the delete cannot run before it. The
+	// shortest Within of the removals of the entities one delete step removes wins (one
+	// entity's; in a batched move, those of every entity of the delete transaction). 0
+	// means no bound.
 	Within time.Duration
-	// After, if set, runs once the delete of e has landed: a prompt step that a stop can
-	// skip (a reconciliation visible at once, where Before's waits out its delay). Its
-	// error is logged, not returned: the move is done, and Before must already cover what
-	// After hastens.
+	// After, if set, runs once the delete of e has landed (in a batched move, once the
+	// transaction that deleted e committed; up to 16 at once): a prompt step that a stop
+	// can skip (a reconciliation visible at once, where Before's waits out its delay). It
+	// does not run when the move cannot tell that its own delete landed (a lost response,
+	// a concurrent run that deleted first). Its error is logged, not returned: the move is
+	// done, and Before must already cover what After hastens.
 	After func(ctx context.Context) error
 }
 

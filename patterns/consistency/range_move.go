@@ -376,9 +376,9 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 // fail If-Match. A group that addresses a row an earlier group of its round addresses
 // therefore waits for the next round, where its companions are asked again (they then
 // read the row as the round before left it). A waiting group whose earlier rows are
-// already taken in the new round waits again without being asked, so a batch whose
-// entities share one row costs about one companion read per entity and round, not a
-// failed transaction and a restart of the batch per entity.
+// already taken in the new round waits again without being asked, so an entity that
+// waited costs one more companion read (when its turn comes), not a failed transaction
+// and a restart of the whole batch.
 func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup) (int, error) {
 	type waiting struct {
 		g     removalGroup
