@@ -149,27 +149,48 @@ func (c *counted) Removal(ctx context.Context, e *codec.Entity) (consistency.Rem
 
 // Inter bounds its Before (the safety enqueue) and the delete to SafetyDelay/2. The
 // batch's delete transaction is held at the proxy past that deadline and never released:
-// the archive abandons it (it never reaches the service), starts the batch over from
-// fresh reads (the companion is asked again for every employee, and enqueues again), and
-// its second transaction commits. Once the worker settled, no copy is left and Verify
-// finds no drift.
+// the archive abandons it and starts the batch over from fresh reads (the companion is
+// asked again for every employee, and enqueues again). Abandoned, the held transaction
+// either never reaches the service, and the restart's transaction commits, or (detached)
+// lands late, as a real service goes on with a request whose client went away, and the
+// restart finds the employees gone or meets 404 and reads again. Either way, once the
+// worker settled, every employee is archived once, no copy is left and Verify finds no
+// drift.
 func TestAttackArchiveRangeWithinExpiresBeforeTheDeleteTransaction(t *testing.T) {
 	t.Parallel()
-	b, x, w := rangeInter(t, true)
-	comp := &counted{Companion: x}
-	a, target := b.Archiver(comp)
-	held := b.Proxy().PauseAt("the batch's delete transaction", testbed.DeletesFrom(b.Table), 1)
-	t.Cleanup(held.Release) // never released before: the deadline passes while it is held
-	b.MustArchiveRange(a, b.RangeJob(target, "Sales", "", ""), rangeStaff)
-	if n := held.Seen(); n != 2 {
-		t.Fatalf("%d delete transactions, want 2 (the held one abandoned, then the restart's)", n)
+	for _, detach := range []bool{false, true} {
+		t.Run(map[bool]string{false: "abandoned", true: "abandoned-lands-late"}[detach], func(t *testing.T) {
+			t.Parallel()
+			b, x, w := rangeInter(t, true)
+			comp := &counted{Companion: x}
+			a, target := b.Archiver(comp)
+			held := b.Proxy().PauseAt("the batch's delete transaction", testbed.DeletesFrom(b.Table), 1)
+			t.Cleanup(held.Release) // never released before: the deadline passes while it is held
+			if detach {
+				held.Detach()
+			}
+			job := b.RangeJob(target, "Sales", "", "")
+			rep, err := a.ArchiveRange(b.Ctx, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Proxy().WaitIdle(b.Ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !detach {
+				if n := comp.asked.Load(); n != 2*rangeStaff {
+					t.Fatalf("Removal asked %d times, want %d (every employee again after the restart)", n, 2*rangeStaff)
+				}
+				if rep.Moved != rangeStaff || held.Seen() != 2 {
+					t.Fatalf("moved %d in %d delete transactions, want %d in 2 (the held one abandoned, then the restart's)", rep.Moved, held.Seen(), rangeStaff)
+				}
+			}
+			b.MustHaveArchivedRange(job, rangeStaff)
+			testbed.Drain(t, w)
+			mustFindNone(t, b, x, "Sales", rangeStaff)
+			mustClean(t, b.Ctx, x, 0, "Sales")
+		})
 	}
-	if n := comp.asked.Load(); n != 2*rangeStaff {
-		t.Fatalf("Removal asked %d times, want %d (every employee again after the restart)", n, 2*rangeStaff)
-	}
-	testbed.Drain(t, w)
-	mustFindNone(t, b, x, "Sales", rangeStaff)
-	mustClean(t, b.Ctx, x, 0, "Sales")
 }
 
 // failingAfter wraps a companion: the After of its removals fails (with a secret in its

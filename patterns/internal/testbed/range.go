@@ -27,6 +27,15 @@ func (b *Bed) MustArchiveRange(a *consistency.Archiver, job consistency.ArchiveR
 	if err != nil || rep.Moved != want {
 		b.T.Fatalf("archive range %s [%q, %q): moved %d (want %d): %v", job.PartitionKey, job.RowKeyFrom, job.RowKeyTo, rep.Moved, want, err)
 	}
+	b.MustHaveArchivedRange(job, want)
+	return rep
+}
+
+// MustHaveArchivedRange fails the test unless the range of job (a one-partition job) is
+// empty in the bed's table and the target holds want entities in the job's partition
+// (all read directly).
+func (b *Bed) MustHaveArchivedRange(job consistency.ArchiveRangeJob, want int) {
+	b.T.Helper()
 	left, err := b.Raw.Collect(b.Ctx, repo.Query{Filter: filter.RowKeyRange(job.PartitionKey, job.RowKeyFrom, job.RowKeyTo)})
 	if err != nil || len(left) != 0 {
 		b.T.Fatalf("the range holds %d entities after the archive: %v", len(left), err)
@@ -39,7 +48,6 @@ func (b *Bed) MustArchiveRange(a *consistency.Archiver, job consistency.ArchiveR
 	if err != nil || len(got) != want {
 		b.T.Fatalf("the archive holds %d entities of %s, want %d: %v", len(got), job.PartitionKey, want, err)
 	}
-	return rep
 }
 
 // DeletesFrom selects, for faultproxy.Proxy.PauseAt and rules, the entity group
