@@ -97,15 +97,12 @@ func TestArchiveRangeIntraRemovesCopiesInTheDeleteTransactions(t *testing.T) {
 	}
 }
 
-// rangeInter returns a bed (proxied or not) with an Inter of Sales (email and last name
-// copies in other partitions) over rangeStaff employees, and its worker, drained.
+// rangeInter returns interStaff's bed, Inter and worker with employees 3 to rangeStaff
+// added: rangeStaff employees of Sales, the worker drained.
 func rangeInter(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employee], *queueworker.Worker) {
 	t.Helper()
-	b := setup(t, proxied)
-	q, name := b.Queue()
-	x := b.inter(t, q, safety, byEmail, byLast)
-	w := b.worker(t, name, x)
-	for i := 1; i <= rangeStaff; i++ {
+	b, x, w := interStaff(t, proxied)
+	for i := 3; i <= rangeStaff; i++ {
 		e := staff("Sales", i)
 		e.RowKey = e.EmployeeID
 		if err := x.Insert(b.Ctx, e); err != nil {
