@@ -117,30 +117,54 @@ func renderBatch(endpoint string, actions []wireAction) ([]byte, string, error) 
 	b.Grow(512 + 320*len(actions) + batchBodySize(actions))
 	fmt.Fprintf(&b, "--%s\r\nContent-Type: multipart/mixed; boundary=%s\r\n\r\n", batchB, csB)
 	for _, a := range actions {
-		fmt.Fprintf(&b, "--%s\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n", csB)
-		target := endpoint + url.PathEscape(a.table)
-		if a.method != http.MethodPost {
-			target = endpoint + entityPath(a.table, a.pk, a.rk)
-		}
-		fmt.Fprintf(&b, "%s %s HTTP/1.1\r\n", a.method, target)
-		b.WriteString("Accept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0\r\n")
-		if a.ifMatch != "" {
-			fmt.Fprintf(&b, "If-Match: %s\r\n", a.ifMatch)
-		}
-		if a.method == http.MethodPost {
-			b.WriteString("Prefer: return-no-content\r\n")
-		}
-		if a.body != nil {
-			fmt.Fprintf(&b, "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(a.body))
-			b.Write(a.body)
-			b.WriteString("\r\n")
-		} else {
-			b.WriteString("\r\n")
-		}
+		writePart(&b, csB, endpoint, a)
 	}
 	fmt.Fprintf(&b, "--%s--\r\n--%s--\r\n", csB, batchB)
 	return b.Bytes(), "multipart/mixed; boundary=" + batchB, nil
 }
+
+// writePart writes the changeset part of one action.
+func writePart(b *bytes.Buffer, csB, endpoint string, a wireAction) {
+	fmt.Fprintf(b, "--%s\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n", csB)
+	target := endpoint + url.PathEscape(a.table)
+	if a.method != http.MethodPost {
+		target = endpoint + entityPath(a.table, a.pk, a.rk)
+	}
+	fmt.Fprintf(b, "%s %s HTTP/1.1\r\n", a.method, target)
+	b.WriteString("Accept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0\r\n")
+	if a.ifMatch != "" {
+		fmt.Fprintf(b, "If-Match: %s\r\n", a.ifMatch)
+	}
+	if a.method == http.MethodPost {
+		b.WriteString("Prefer: return-no-content\r\n")
+	}
+	if a.body != nil {
+		fmt.Fprintf(b, "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(a.body))
+		b.Write(a.body)
+		b.WriteString("\r\n")
+	} else {
+		b.WriteString("\r\n")
+	}
+}
+
+// endpointAllowance is what the measure of a transaction allows per action for the
+// endpoint in its request line, unknown until the request is sent.
+const endpointAllowance = 256
+
+// partSize is the size of an action's part in a rendered $batch, with endpointAllowance
+// for the endpoint (boundaries have a fixed length, so the measure is exact otherwise).
+func partSize(a wireAction) int {
+	var b bytes.Buffer
+	b.Grow(320 + len(a.body))
+	writePart(&b, boundary("changeset_"), "", a)
+	return b.Len() + endpointAllowance
+}
+
+// batchFraming is the size of a rendered $batch without its parts.
+var batchFraming = func() int {
+	body, _, _ := renderBatch("", nil)
+	return len(body)
+}()
 
 func batchBodySize(actions []wireAction) int {
 	n := 0

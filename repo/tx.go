@@ -172,19 +172,29 @@ func checkTransaction(actions []Action) error {
 		}
 		seen[w.rk] = i
 	}
-	// Measure what will be sent. The endpoint is unknown here; allow 256 bytes for it per action.
-	wire := make([]wireAction, len(actions))
-	for i := range actions {
-		wire[i] = actions[i].w.wire()
-	}
-	body, _, err := renderBatch("", wire)
-	if err != nil {
-		return err
-	}
-	if n := len(body) + 256*len(actions); n >= MaxTransactionBytes {
+	if n := TransactionSize(actions...); n >= MaxTransactionBytes {
 		return errs.TooLarge("transaction", "payload must stay under 4 MiB", n, MaxTransactionBytes)
 	}
 	return nil
+}
+
+// Size returns the bytes the action adds to a transaction's payload, measured as Submit
+// measures it before sending: its part of the multipart body (the request line with the
+// path-escaped keys, the headers, the body) and 256 bytes for the endpoint. A caller
+// that cuts many actions into transactions cuts by it: a transaction fits while
+// TransactionSize stays under MaxTransactionBytes. An action that Submit would refuse
+// (Keys of a refused value) is measured as built.
+func (a Action) Size() int { return partSize(a.w.wire()) }
+
+// TransactionSize returns the payload of a transaction of actions as Submit measures it:
+// the multipart framing and the Size of each action. Submit refuses a transaction whose
+// size is MaxTransactionBytes or more.
+func TransactionSize(actions ...Action) int {
+	n := batchFraming
+	for i := range actions {
+		n += actions[i].Size()
+	}
+	return n
 }
 
 // submitOnce sends the transaction once and fills etags on success.
