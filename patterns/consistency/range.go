@@ -1,6 +1,7 @@
 package consistency
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -9,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -42,7 +45,7 @@ const MaxRangeConditions = filter.MaxComparisons - 7
 // a range of partitions (PartitionKeyFrom/PartitionKeyTo), and/or Where conditions; at
 // least one of them must be set (a whole table is archived by archive-table). Lower
 // bounds are inclusive, upper bounds exclusive, "" leaves an end open. Keys compare as
-// strings.
+// the service orders them: by UTF-16 code units (keys.Compare).
 type ArchiveRangeJob struct {
 	Source           string      `json:"source"`
 	PartitionKey     string      `json:"pk,omitempty"`
@@ -76,7 +79,10 @@ type Condition struct {
 	Op string `json:"op"`
 	// Type is the EDM type of Value: Edm.String (the default, ""), Edm.Int32, Edm.Int64,
 	// Edm.Double, Edm.Boolean, Edm.DateTime (RFC 3339) or Edm.Guid. A comparison only
-	// matches a property stored with that type.
+	// matches a property stored with that type: the job re-checks every condition (type
+	// and comparison) on the entities it reads, and leaves those that fail, whatever the
+	// query returned. Edm.Int64 conditions are checked only by the job, never sent in the
+	// query (see the package documentation, "Range archives").
 	Type string `json:"type,omitempty"`
 	// Value is the value as text.
 	Value string `json:"value"`
@@ -92,6 +98,21 @@ func (c Condition) expr(field string) (filter.Expr, error) {
 	if strings.EqualFold(c.Property, "PartitionKey") || strings.EqualFold(c.Property, "RowKey") {
 		return filter.Expr{}, errs.Invalid(field+".property", "%s: select keys with the job's key bounds", c.Property)
 	}
+	v, err := c.value(field)
+	if err != nil {
+		return filter.Expr{}, err
+	}
+	op, ok := conditionOps[c.Op]
+	if !ok {
+		return filter.Expr{}, errs.Invalid(field+".op", "%.16q is not one of eq, ne, gt, ge, lt, le", c.Op)
+	}
+	e := op(c.Property, v)
+	return e, e.Err()
+}
+
+// value parses Value as Type: string, int32, int64, float64, bool, time.Time or
+// filter.GUID.
+func (c Condition) value(field string) (any, error) {
 	var v any
 	var err error
 	switch c.Type {
@@ -120,14 +141,127 @@ func (c Condition) expr(field string) (filter.Expr, error) {
 		return filter.Expr{}, errs.Invalid(field+".type", "%.40q is not one of Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid", c.Type)
 	}
 	if err != nil {
-		return filter.Expr{}, errs.Invalid(field+".value", "%.64q is not a value of type %s: %v", c.Value, c.Type, err)
+		return nil, errs.Invalid(field+".value", "%.64q is not a value of type %s: %v", c.Value, c.Type, err)
 	}
-	op, ok := conditionOps[c.Op]
+	return v, nil
+}
+
+// matches re-checks the condition on properties read from storage: the property must be
+// stored with the condition's type and compare as the condition says. Strings compare
+// by UTF-16 code units, as the service compares them. An ordering of GUIDs (gt, ge, lt,
+// le) is left to the service once the type matches; eq and ne compare the 16 bytes.
+func (c Condition) matches(props map[string]any) bool {
+	v, err := c.value("")
+	if err != nil {
+		return false
+	}
+	p, ok := props[c.Property]
 	if !ok {
-		return filter.Expr{}, errs.Invalid(field+".op", "%.16q is not one of eq, ne, gt, ge, lt, le", c.Op)
+		return false // the service never matches a missing property, ne included
 	}
-	e := op(c.Property, v)
-	return e, e.Err()
+	var order int
+	switch want := v.(type) {
+	case string:
+		got, ok := p.(string)
+		if !ok {
+			return false
+		}
+		order = keys.Compare(got, want)
+	case int32:
+		got, ok := p.(int32)
+		if !ok {
+			return false
+		}
+		order = cmp.Compare(got, want)
+	case int64:
+		got, ok := p.(int64)
+		if !ok {
+			return false
+		}
+		order = cmp.Compare(got, want)
+	case float64:
+		got, ok := p.(float64)
+		if !ok {
+			return false
+		}
+		order = cmp.Compare(got, want)
+	case bool:
+		got, ok := p.(bool)
+		if !ok {
+			return false
+		}
+		order = cmp.Compare(b2i(got), b2i(want))
+	case time.Time:
+		got, ok := p.(time.Time)
+		if !ok {
+			return false
+		}
+		order = got.Compare(want)
+	case filter.GUID:
+		got, ok := p.(codec.GUID)
+		if !ok {
+			return false
+		}
+		if c.Op != "eq" && c.Op != "ne" {
+			return true
+		}
+		g, err := codec.ParseGUID(string(want))
+		if err != nil {
+			return false
+		}
+		order = bytes.Compare(got[:], g[:])
+	default:
+		return false
+	}
+	switch c.Op {
+	case "eq":
+		return order == 0
+	case "ne":
+		return order != 0
+	case "gt":
+		return order > 0
+	case "ge":
+		return order >= 0
+	case "lt":
+		return order < 0
+	case "le":
+		return order <= 0
+	}
+	return false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sentInQuery reports whether the condition goes into the query's filter. Edm.Int64
+// conditions do not: the service compares an Int64 literal with a property of another
+// numeric type (Azurite fails such a query with 500), so they are only re-checked.
+func (c Condition) sentInQuery() bool { return c.Type != "Edm.Int64" }
+
+// matches re-checks every condition of the job on an entity read from storage.
+func (j ArchiveRangeJob) matches(e *codec.Entity) bool {
+	for _, c := range j.Where {
+		if !c.matches(e.Properties) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanSelect is what the job's scan reads of each entity: its keys and the properties
+// its conditions name (to re-check them).
+func (j ArchiveRangeJob) scanSelect() []string {
+	sel := []string{"PartitionKey", "RowKey"}
+	for _, c := range j.Where {
+		if !slices.Contains(sel, c.Property) {
+			sel = append(sel, c.Property)
+		}
+	}
+	return sel
 }
 
 // Validate checks the job, its conditions and its checkpoint without sending anything.
@@ -139,10 +273,10 @@ func (j ArchiveRangeJob) Validate() error {
 	if err := codec.ValidateTableName(j.Source); err != nil {
 		return err
 	}
-	keys := []struct{ field, v string }{
+	bounds := []struct{ field, v string }{
 		{"pk", j.PartitionKey}, {"rkFrom", j.RowKeyFrom}, {"rkTo", j.RowKeyTo}, {"pkFrom", j.PartitionKeyFrom}, {"pkTo", j.PartitionKeyTo},
 	}
-	for _, k := range keys {
+	for _, k := range bounds {
 		if k.v == "" {
 			continue
 		}
@@ -155,9 +289,9 @@ func (j ArchiveRangeJob) Validate() error {
 		return errs.Invalid("pk", "a job selects one partition (pk) or a range of partitions (pkFrom, pkTo), not both")
 	case j.PartitionKey == "" && (j.RowKeyFrom != "" || j.RowKeyTo != ""):
 		return errs.Invalid("rkFrom", "RowKey bounds need one partition (pk)")
-	case j.RowKeyTo != "" && j.RowKeyFrom >= j.RowKeyTo:
+	case j.RowKeyTo != "" && keys.Compare(j.RowKeyFrom, j.RowKeyTo) >= 0:
 		return errs.Invalid("rkTo", "must be after rkFrom (the range %q to %q is empty)", j.RowKeyFrom, j.RowKeyTo)
-	case j.PartitionKeyTo != "" && j.PartitionKeyFrom >= j.PartitionKeyTo:
+	case j.PartitionKeyTo != "" && keys.Compare(j.PartitionKeyFrom, j.PartitionKeyTo) >= 0:
 		return errs.Invalid("pkTo", "must be after pkFrom (the range %q to %q is empty)", j.PartitionKeyFrom, j.PartitionKeyTo)
 	case j.PartitionKey == "" && j.PartitionKeyFrom == "" && j.PartitionKeyTo == "" && len(j.Where) == 0:
 		return errs.Invalid("pk", "the job selects the whole table: name a partition (pk), a range (pkFrom, pkTo) or conditions (where); archive-table archives whole tables")
@@ -199,9 +333,9 @@ func (j ArchiveRangeJob) checkAfter() error {
 	}
 	out := false
 	if j.PartitionKey != "" {
-		out = a.PartitionKey != j.PartitionKey || a.RowKey < j.RowKeyFrom || (j.RowKeyTo != "" && a.RowKey >= j.RowKeyTo)
+		out = a.PartitionKey != j.PartitionKey || keys.Compare(a.RowKey, j.RowKeyFrom) < 0 || (j.RowKeyTo != "" && keys.Compare(a.RowKey, j.RowKeyTo) >= 0)
 	} else {
-		out = a.PartitionKey < j.PartitionKeyFrom || (j.PartitionKeyTo != "" && a.PartitionKey >= j.PartitionKeyTo)
+		out = keys.Compare(a.PartitionKey, j.PartitionKeyFrom) < 0 || (j.PartitionKeyTo != "" && keys.Compare(a.PartitionKey, j.PartitionKeyTo) >= 0)
 	}
 	if out {
 		return errs.Invalid("after", "the checkpoint (%q, %q) is outside the job's range", a.PartitionKey, a.RowKey)
@@ -209,7 +343,8 @@ func (j ArchiveRangeJob) checkAfter() error {
 	return nil
 }
 
-// selection is the job's key bounds and conditions, without the checkpoint.
+// selection is the job's key bounds and conditions, without the checkpoint: the filter
+// sent, without the conditions that are only re-checked (sentInQuery).
 func (j ArchiveRangeJob) selection() (filter.Expr, error) {
 	parts := []filter.Expr{}
 	if j.PartitionKey != "" {
@@ -222,7 +357,9 @@ func (j ArchiveRangeJob) selection() (filter.Expr, error) {
 		if err != nil {
 			return filter.Expr{}, err
 		}
-		parts = append(parts, e)
+		if c.sentInQuery() {
+			parts = append(parts, e)
+		}
 	}
 	e := filter.And(parts...)
 	return e, e.Err()
@@ -272,8 +409,14 @@ type RangeReport struct {
 	// Moved counts the entities this run deleted from the source after their copy was
 	// in the target (not those a concurrent run moved).
 	Moved int
-	// Scanned counts the source entities the run's keys-only scan returned.
+	// Scanned counts the source entities the run's scan returned that match the job's
+	// conditions (re-checked on the entities read: see Condition.Type).
 	Scanned int
+	// Skipped lists the keys of the entities the run left in the source because the
+	// target cannot take their copy (252 custom properties and the copy's two, a copy
+	// over 1 MiB, a blob name too long), in the service's order. The rest of the range
+	// moves; each is also logged (keys only) as a warning.
+	Skipped []RangeKey
 	// Next is the checkpoint to continue from; nil when the range is done.
 	Next *RangeKey
 }
@@ -294,6 +437,7 @@ func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (Range
 		rep, err := a.archiveRangePage(ctx, job)
 		total.Moved += rep.Moved
 		total.Scanned += rep.Scanned
+		total.Skipped = append(total.Skipped, rep.Skipped...)
 		if err != nil || rep.Next == nil {
 			return total, err
 		}

@@ -1,6 +1,7 @@
 package consistency
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,11 +10,13 @@ import (
 	"sync/atomic"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
+	"go.uber.org/zap"
 )
 
 // rangeBatchSize is the most source entities one batch of a range move takes: their
@@ -27,9 +30,69 @@ const rangeConcurrency = 8
 // blobConcurrency is how many blob reads or writes of one batch run at once.
 const blobConcurrency = 16
 
-// copyBudget is the payload a transaction of archive copies may fill: the service's limit
-// less room for the multipart framing and the URLs of the actions.
-const copyBudget = repo.MaxTransactionBytes - 512<<10
+// fitsTransaction reports whether actions plus one more action of size n stay a
+// transaction Submit accepts: at most repo.MaxTransactionActions actions, a payload under
+// repo.MaxTransactionBytes as repo.TransactionSize measures it (size is that of actions).
+func fitsTransaction(count, size, n int) bool {
+	return count+1 <= repo.MaxTransactionActions && size+n < repo.MaxTransactionBytes
+}
+
+// isMissingTable reports whether err says that the table does not exist: from a single
+// request (*errs.ServiceError) or from an action of a transaction (*repo.ActionError
+// 404 TableNotFound).
+func isMissingTable(err error) bool {
+	var ae *repo.ActionError
+	return isTableNotFound(err) || errors.As(err, &ae) && ae.Code == "TableNotFound"
+}
+
+// skipped collects the entities of a page that the target cannot take, once each.
+type skipped struct {
+	mu   sync.Mutex
+	keys map[RangeKey]bool
+	log  *zap.Logger
+}
+
+// add records that e is left in the source because its copy was refused (err).
+func (s *skipped) add(source string, k RangeKey, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys[k] {
+		return
+	}
+	s.keys[k] = true
+	s.log.Warn("archive range: entity left in the source, the target cannot take it",
+		zap.String("table", source), zap.String("partitionKey", k.PartitionKey), zap.String("rowKey", k.RowKey), errs.LogField(err))
+}
+
+// list returns the keys in the service's order.
+func (s *skipped) list() []RangeKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []RangeKey
+	for k := range s.keys {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b RangeKey) int {
+		return cmp.Or(keys.Compare(a.PartitionKey, b.PartitionKey), keys.Compare(a.RowKey, b.RowKey))
+	})
+	return out
+}
+
+// refusedCopy returns why the target cannot take e's archive copy (an ErrInvalidInput:
+// too many properties with the copy's two, too large, a blob name too long), or nil.
+func refusedCopy(job ArchiveRangeJob, e *codec.Entity) error {
+	if job.TargetContainer != "" {
+		one := ArchiveEntityJob{Source: job.Source, PartitionKey: e.PartitionKey, RowKey: e.RowKey, TargetContainer: job.TargetContainer}
+		if err := one.Validate(); err != nil {
+			return err
+		}
+	}
+	_, err := codec.EncodeEntity(archiveCopy(e, job.TargetTable != ""))
+	if errors.Is(err, errs.ErrInvalidInput) {
+		return err
+	}
+	return nil
+}
 
 // rangeBatch is a run of keys of one partition, in RowKey order.
 type rangeBatch struct {
@@ -56,26 +119,31 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 	if err != nil {
 		return RangeReport{}, err
 	}
-	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey"}, Top: RangeJobSize})
+	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: job.scanSelect(), Top: RangeJobSize})
 	if isTableNotFound(err) {
 		return RangeReport{}, fmt.Errorf("table %s: %w", job.Source, ErrNothingToArchive)
 	}
 	if err != nil {
 		return RangeReport{}, err
 	}
-	rep := RangeReport{Scanned: len(found)}
 	batches, err := job.batches(found)
 	if err != nil {
-		return rep, err
+		return RangeReport{}, err
+	}
+	rep := RangeReport{}
+	for _, b := range batches {
+		rep.Scanned += len(b.rks)
 	}
 	if err := a.after(KindArchiveRange, "scanned"); err != nil {
 		return rep, err
 	}
 	var moved atomic.Int64
+	skip := &skipped{keys: map[RangeKey]bool{}, log: a.opts.Logger}
 	err = fanout.Do(ctx, len(batches), rangeConcurrency, func(ctx context.Context, i int) error {
-		return a.moveBatch(ctx, src, job, batches[i], &moved)
+		return a.moveBatch(ctx, src, job, batches[i], &moved, skip)
 	})
 	rep.Moved = int(moved.Load())
+	rep.Skipped = skip.list()
 	if err != nil {
 		return rep, err
 	}
@@ -86,10 +154,11 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 	return rep, nil
 }
 
-// batches checks the keys of a scan and splits them into batches. The keys come from
-// storage: each must be a valid key inside the job's range, after the checkpoint and
-// after the key before it, so that a continuation always moves forward and never leaves
-// the range.
+// batches checks the keys of a scan and splits the entities that match the job's
+// conditions (re-checked: matches) into batches. The keys come from storage: each must
+// be a valid key inside the job's range, after the checkpoint and after the key before
+// it in the service's order (keys.Compare), so that a continuation always moves forward
+// and never leaves the range.
 func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
 	var out []rangeBatch
 	prev := j.After
@@ -100,10 +169,13 @@ func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
 		if err := probe.checkAfter(); err != nil {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned a key outside the range: %w", j.Source, err)
 		}
-		if prev != nil && (k.PartitionKey < prev.PartitionKey || k.PartitionKey == prev.PartitionKey && k.RowKey <= prev.RowKey) {
+		if prev != nil && cmp.Or(keys.Compare(k.PartitionKey, prev.PartitionKey), keys.Compare(k.RowKey, prev.RowKey)) <= 0 {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned keys out of order", j.Source)
 		}
 		prev = &k
+		if !j.matches(&found[i]) {
+			continue // the query matched what the conditions do not (another EDM type)
+		}
 		if n := len(out); n == 0 || out[n-1].pk != k.PartitionKey || len(out[n-1].rks) == rangeBatchSize {
 			out = append(out, rangeBatch{pk: k.PartitionKey})
 		}
@@ -114,14 +186,14 @@ func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
 
 // moveBatch moves a batch, starting over from fresh reads when the source or the target
 // changed under it (as ArchiveEntity does); moved counts the entities it deleted.
-func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch, moved *atomic.Int64) error {
+func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch, moved *atomic.Int64, skip *skipped) error {
 	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0],
 		Retryable: func(err error) bool {
 			return errors.Is(err, errRestart) || errors.Is(err, errs.ErrPreconditionFailed) ||
 				errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrOutcomeUnknown)
 		}}
 	return retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
-		n, err := a.moveBatchOnce(ctx, src, job, b)
+		n, err := a.moveBatchOnce(ctx, src, job, b, skip)
 		moved.Add(int64(n))
 		return err
 	})
@@ -146,7 +218,22 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 // Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
 // attempt reads again. Entities whose delete committed are no longer in the source, so
 // a new attempt moves only what is left.
-func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch) (int, error) {
+func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch, skip *skipped) (int, error) {
+	if job.TargetContainer != "" {
+		// A key whose blob name is too long has no copy to read or write.
+		var rks []string
+		for _, rk := range b.rks {
+			if err := refusedCopy(job, &codec.Entity{PartitionKey: b.pk, RowKey: rk}); err != nil {
+				skip.add(job.Source, RangeKey{b.pk, rk}, err)
+				continue
+			}
+			rks = append(rks, rk)
+		}
+		if len(rks) == 0 {
+			return 0, nil
+		}
+		b.rks = rks
+	}
 	want := make(map[string]bool, len(b.rks))
 	for _, rk := range b.rks {
 		want[rk] = true
@@ -177,6 +264,14 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 			return 0, fmt.Errorf("consistency: a source entity of %s came back without an ETag", job.Source)
 		}
 		want[e.RowKey] = false // a key read twice is moved once
+		if !job.matches(e) {
+			continue // no longer selected (or never, in the conditions' types)
+		}
+		if err := refusedCopy(job, e); err != nil {
+			// The target cannot take this one entity: leave it, report it, move the rest.
+			skip.add(job.Source, RangeKey{e.PartitionKey, e.RowKey}, err)
+			continue
+		}
 		live = append(live, e)
 	}
 	if len(live) == 0 {
@@ -210,10 +305,8 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 		if err != nil {
 			return nil, err
 		}
-		lo, hi := b.rks[0], b.rks[len(b.rks)-1]
-		f := filter.And(filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
-		got, err := dst.Collect(ctx, repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty}})
-		if isTableNotFound(err) {
+		got, err := a.readCopies(ctx, dst, b)
+		if isMissingTable(err) {
 			return out, nil // created by the first copy
 		}
 		if err != nil {
@@ -249,6 +342,42 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 	return out, err
 }
 
+// readCopies reads the target's copies of a batch's keys: one query of the batch's key
+// range (one page), then point reads of the keys past what that page covered. A target
+// partition that already holds other copies between the batch's keys (earlier archives)
+// costs at most one page and one point read per key, never a scan of those copies.
+func (a *Archiver) readCopies(ctx context.Context, dst *repo.Table[codec.Entity], b rangeBatch) ([]codec.Entity, error) {
+	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
+	f := filter.And(filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
+	pager := dst.Pages(repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty}})
+	page, err := pager.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	got := page.Items
+	if !pager.More() {
+		return got, nil
+	}
+	// The page ended before hi: it settles the keys up to its last row.
+	var rest [][2]string
+	for _, rk := range b.rks {
+		if n := len(page.Items); n > 0 && keys.Compare(rk, page.Items[n-1].RowKey) <= 0 {
+			continue
+		}
+		rest = append(rest, [2]string{b.pk, rk})
+	}
+	more, found, err := dst.GetMany(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for i := range more {
+		if found[i] {
+			got = append(got, more[i])
+		}
+	}
+	return got, nil
+}
+
 // writeCopies writes the archive copies of the entities whose copy does not record
 // their version, conditionally on the target state read before the source.
 func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []*codec.Entity, tgt map[string]copyState) error {
@@ -274,31 +403,28 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	}
 	var txs [][]repo.Action
 	var cur []repo.Action
-	size := 0
+	size := repo.TransactionSize()
 	for _, e := range stale {
 		cp := archiveCopy(e, true)
-		body, err := codec.EncodeEntity(cp)
-		if err != nil {
-			return err
-		}
-		n := len(body) + 1024
-		if len(cur) == repo.MaxTransactionActions || (len(cur) > 0 && size+n > copyBudget) {
-			txs, cur, size = append(txs, cur), nil, 0
-		}
-		st := tgt[e.RowKey]
-		if st.exists {
+		var act repo.Action
+		if st := tgt[e.RowKey]; st.exists {
 			cp.ETag = st.etag
-			cur = append(cur, dst.UpdateAction(cp, nil)) // replace If-Match the copy's ETag
+			act = dst.UpdateAction(cp, nil) // replace If-Match the copy's ETag
 		} else {
-			cur = append(cur, dst.InsertAction(cp))
+			act = dst.InsertAction(cp)
 		}
+		n := act.Size()
+		if len(cur) > 0 && !fitsTransaction(len(cur), size, n) {
+			txs, cur, size = append(txs, cur), nil, repo.TransactionSize()
+		}
+		cur = append(cur, act)
 		size += n
 	}
 	txs = append(txs, cur)
 	created := false
 	for _, tx := range txs {
 		_, err := repo.Submit(ctx, tx...)
-		if isTableNotFound(err) && !created {
+		if isMissingTable(err) && !created {
 			if err = dst.CreateIfNotExists(ctx); err == nil {
 				created = true
 				_, err = repo.Submit(ctx, tx...)
@@ -319,6 +445,7 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 type removalGroup struct {
 	e       *codec.Entity
 	actions []repo.Action
+	size    int // the actions' repo.Action.Size
 	rows    []string
 	removing
 }
@@ -338,6 +465,12 @@ func (a *Archiver) removalGroup(ctx context.Context, src *repo.Table[codec.Entit
 	}
 	if len(g.actions) > repo.MaxTransactionActions {
 		return removalGroup{}, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
+	}
+	for _, act := range g.actions {
+		g.size += act.Size()
+	}
+	if n := repo.TransactionSize() + g.size; n >= repo.MaxTransactionBytes {
+		return removalGroup{}, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), n, repo.MaxTransactionBytes)
 	}
 	for _, act := range g.actions {
 		pk, rk := act.Keys()
@@ -391,6 +524,7 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 	deleted := 0
 	for len(pending) > 0 {
 		var tx []repo.Action
+		size := repo.TransactionSize()
 		var batch []removing
 		used := map[string]bool{}
 		taken := func(rows []string) bool {
@@ -415,7 +549,7 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 				return err
 			}
 			deleted += len(batch)
-			tx, batch = nil, nil
+			tx, batch, size = nil, nil, repo.TransactionSize()
 			return nil
 		}
 		var next []waiting
@@ -435,12 +569,13 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 					continue
 				}
 			}
-			if len(tx)+len(g.actions) > repo.MaxTransactionActions {
+			if len(tx)+len(g.actions) > repo.MaxTransactionActions || size+g.size >= repo.MaxTransactionBytes {
 				if err := flush(); err != nil {
 					return deleted, err
 				}
 			}
 			tx = append(tx, g.actions...)
+			size += g.size
 			batch = append(batch, g.removing)
 			for _, rk := range g.rows {
 				used[rk] = true
