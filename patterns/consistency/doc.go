@@ -51,19 +51,49 @@
 // structure. The whole job, its conditions and its checkpoint are validated, and the
 // allowlists applied, before any request.
 //
-// A delivery scans up to RangeJobSize keys after the job's checkpoint (After, one
-// keys-only page), splits them into batches of up to 100 keys of one partition, and moves
-// the batches (8 at once), each with the steps of a single move:
+// A delivery scans up to RangeJobSize keys after the job's checkpoint (After, one page
+// of keys and the properties the conditions name), splits them into batches of up to 100
+// keys of one partition, and moves the batches (8 at once), each with the steps of a
+// single move:
 //
-//  1. read the target's copies of the batch (one range query for a table, one
-//     GetProperties per blob), THEN the batch's source entities (one query): as for one
-//     entity, a source version other than the one a copy records is a newer one;
+//  1. read the target's copies of the batch (a table: one query of the batch's key
+//     range, one page, then a point read for each key past that page, so earlier
+//     archives between the batch's keys never make it a scan; a blob: one GetProperties
+//     each), THEN the batch's source entities (one query): as for one entity, a source
+//     version other than the one a copy records is a newer one;
 //  2. write the copies that do not record the source's version: insert where none was,
 //     replace If-Match the copy's ETag otherwise, in entity group transactions of up to
-//     100 in a target table (one conditional upload per blob);
+//     100 in a target table (one conditional upload per blob); a target table that does
+//     not exist is created by the first copy transaction that meets its absence;
 //  3. delete the source entities If-Match the ETags that were copied, in entity group
 //     transactions, each with its Companions' Actions: up to 100 actions, never two on
 //     one row (see "Companions in a range archive" below).
+//
+// Copy and delete transactions are cut by their action count and by their payload as
+// repo.TransactionSize measures it (the measure repo.Submit refuses by: bodies, and
+// request lines that carry both path-escaped keys), so no transaction is refused for
+// its size (TestAttackRangeReplaceCopiesOverWireBudget,
+// TestAttackRangeCompanionUpdatesOver4MiB). One entity whose delete and companion actions
+// alone exceed a transaction is refused (ErrInvalidInput; the job is cancelled).
+//
+// An entity the target cannot take (its table copy would have more than 252 custom
+// properties with the copy's two, or exceed 1 MiB; its blob name would be too long) is
+// left in the source unchanged and the rest of the range moves: RangeReport.Skipped
+// lists its keys and a warning logs them, keys only, never its values
+// (TestRangeSkipsEntitiesTheTargetCannotTake, TestAttackRangeOnePoisonEntityStopsTheJob).
+//
+// Where conditions are re-checked on the entities read, by the scan and by each batch's
+// source read: a property must be stored with the condition's EDM type and compare as it
+// says (strings by UTF-16 code units; an ordering of GUIDs is left to the service), or
+// the entity is left, whatever the query returned: Azurite matches literals of another
+// type (N ne true selects every Int32 N), and the job does not rely on any store not
+// doing so. An Edm.Int64 literal against an Int32 property fails Azurite's query with
+// 500, so Edm.Int64 conditions are never sent (rather than refusing such jobs, which
+// cannot know the stored types in advance): the job checks them itself on every entity
+// that its key range and its other conditions select (RangeReport.Scanned counts the
+// matching ones), which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
+// TestRangeConditionsOfTheirOwnType). On Azurite a whole Edm.Double reads back as Int32,
+// so an Edm.Double condition does not select it there.
 //
 // Any conflict (a 409 or 412, a 404 in the delete transaction, ErrOutcomeUnknown) fails
 // the batch's attempt, and the next attempt reads again: a transaction that committed
@@ -79,7 +109,9 @@
 // redoes its page, finding moved entities gone) or the continuation. A continuation is
 // untrusted like any job: its checkpoint must be a valid key inside the job's range, and
 // the keys a scan returns must be inside the range and ascending, so a job never moves
-// backwards or outside its selection. A stop between the continuation's enqueue and the
+// backwards or outside its selection. Keys compare as the service orders them, by UTF-16
+// code units (keys.Compare): a key with a character above U+FFFF sorts before one with a
+// character in U+E000–U+FFFF (TestAttackRangeKeysUTF16Order). A stop between the continuation's enqueue and the
 // message's delete leaves two messages over the rest of the range: both are safe, and
 // the cost is their contention. Without Options.Queue a delivery runs the whole range.
 //
@@ -120,6 +152,9 @@
 // Cost: per 100 entities one target read, one source read, one copy transaction and one
 // delete transaction (a blob target: two blob requests per entity instead of the target
 // read and the copy transaction); per 1,000 one keys-only scan and three queue requests.
+// A target partition holding more than a page of other copies between a batch's keys
+// adds up to one point read per key; large entities add copy and delete transactions
+// (4 MiB each); Edm.Int64 conditions make the scan read every key of the range.
 // Companions add their reads and enqueues per entity, one delete transaction per round
 // when entities share a companion row, and one more companion read for each entity that
 // waited for a later round (asked again when its turn comes).

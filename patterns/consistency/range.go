@@ -428,7 +428,8 @@ type RangeReport struct {
 // was done before an error too.
 //
 // Errors: ErrInvalidInput (nothing sent; also a scan that returned a key outside the
-// range, or an entity the target cannot take), ErrNotAllowed (nothing sent),
+// range, or one entity whose delete and companion actions exceed a transaction; an
+// entity the target cannot take is not an error: RangeReport.Skipped), ErrNotAllowed (nothing sent),
 // ErrNothingToArchive (the source table does not exist), ErrTransient, *repo.Error, and
 // the errors of the source table's companions.
 func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
