@@ -103,7 +103,10 @@
 // address one row; the later one waits for the next round of the batch, where its
 // companions are asked again against the row as the last round left it. A batch of 60
 // entities sharing three values deletes in 20 rounds, with no failed transaction
-// (TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions). Range archives
+// (TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions); two deliveries
+// at once make each other's transactions fail If-Match on the shared rows and restart,
+// and end with every entity moved once
+// (TestAttackArchiveRangeSamePartitionTwoDeliveriesAtOnce). Range archives
 // over Intra, Inter and SamePartition indexes leave no copy a lookup finds
 // (TestArchiveRangeIntraRemovesCopiesInTheDeleteTransactions,
 // TestArchiveRangeInterRemovesCopiesThroughTheWorker, once the worker settled).
