@@ -122,3 +122,36 @@ func TestAttackCombineFallbackTakesForgedLatest(t *testing.T) {
 		t.Logf("combine error: %v", err)
 	}
 }
+
+// Without reading the table at all: a forger with write access to the container copies
+// the table-wide fields of a genuine unsharded generation (KeepTable) into a new sharded
+// generation of one shard whose data is garbage of the same entity and byte counts. The
+// next unsharded job deletes the table on its strength.
+func TestAttackForgedShardedGenerationFromUnshardedManifest(t *testing.T) {
+	t.Parallel()
+	sb := setupShards(t, 500)
+	table, container := sb.current.Name(), sb.container
+	rep, err := sb.a.ArchiveTable(sb.ctx, ArchiveTableJob{Table: table, Container: container, Sealed: true, KeepTable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	genuine := rep.Manifest
+	lines := gunzipBytes(t, download(t, sb.bed, container, genuine.DataBlob))
+	garbage := bytes.ReplaceAll(lines, []byte(`"10.0.`), []byte(`"66.6.`))
+	gen := newGeneration(time.Now())
+	sm := ShardManifest{Format: ShardManifestFormat, Table: table, Generation: gen, Shard: 0, Shards: 1,
+		Entities: genuine.Entities, Partitions: genuine.Partitions, Bytes: int64(len(garbage)), SHA256: sha256Hex(garbage),
+		Versions: genuine.Versions, DataBlob: tableFolder(table) + "/" + gen + "/shard-0000-0badf00d.jsonl.gz", ExportedAt: genuine.ExportedAt}
+	upload(t, sb.bed, container, sm.DataBlob, gzipBytes(t, garbage))
+	upload(t, sb.bed, container, shardManifestName(table, gen, 0), jsonBytes(t, sm))
+	m := genuine
+	m.Generation, m.DataBlob, m.Shards, m.ShardsSHA256 = gen, "", 1, shardsDigest([]ShardManifest{sm})
+	m.CheckedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	upload(t, sb.bed, container, ManifestBlobName(table, gen), jsonBytes(t, m))
+
+	rerun, err := sb.a.ArchiveTable(sb.ctx, ArchiveTableJob{Table: table, Container: container, Sealed: true})
+	t.Logf("unsharded job: %s %s %v", rerun.Outcome, rerun.Manifest.Generation, err)
+	if ok, _ := sb.current.Exists(sb.ctx); !ok && rerun.Manifest.Generation == gen {
+		t.Fatalf("the table was deleted on the strength of the forged sharded generation %s (its data is not the table's)", gen)
+	}
+}
