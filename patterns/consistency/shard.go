@@ -804,7 +804,41 @@ func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Man
 	if err != nil {
 		return nil, err
 	}
-	return a.verifyParts(ctx, container, shards)
+	parts := make([]Manifest, len(shards))
+	for i, s := range shards {
+		parts[i] = s.part()
+	}
+	return a.verifyShards(ctx, container, m, parts, nil)
+}
+
+// verifyShards reads the data of every shard of the sharded generation m (parts, in
+// shard order; from the snapshots snaps when not nil), checks each against its shard
+// manifest, and requires the lines of all of them, in order, to hash to m's own SHA256.
+// The shard manifests are bound to m only by ShardsSHA256 and sums, which anyone with
+// write access to the container can recompute over forged shards; m's SHA256 is the
+// table-wide checksum that a rerun compares with the table itself (holds), so this ties
+// the data, not only the manifests, to the table, as an unsharded generation's data is
+// tied by its own SHA256. SHA-256 does not combine: the shards are read one after
+// another.
+func (a *Archiver) verifyShards(ctx context.Context, container string, m Manifest, parts []Manifest, snaps []string) ([]dataRef, error) {
+	whole := sha256.New()
+	refs := make([]dataRef, len(parts))
+	for i, p := range parts {
+		snap := ""
+		if snaps != nil {
+			snap = snaps[i]
+		}
+		etag, err := a.readDataTo(ctx, container, p, snap, nil, whole)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = dataRef{name: p.DataBlob, etag: etag}
+	}
+	if got := hex.EncodeToString(whole.Sum(nil)); got != m.SHA256 {
+		return nil, fmt.Errorf("%w: the data of the %d shards of generation %s of %s, in order, is not the export its manifest describes (sha256 %s, the manifest says %s)",
+			ErrArchiveCorrupt, len(parts), m.Generation, m.Table, got, m.SHA256)
+	}
+	return refs, nil
 }
 
 // readPlan reads and validates a generation's plan.
