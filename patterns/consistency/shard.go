@@ -393,6 +393,9 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	sm, err := a.readShardManifest(ctx, job.Container, job.Table, job.Generation, job.Shard, plan)
 	switch {
 	case err == nil:
+		if err := a.shardDataExists(ctx, job.Container, sm); err != nil {
+			return TableReport{}, err
+		}
 		return a.enqueueCombine(ctx, job, sm, OutcomeAlreadyArchived)
 	case !errors.Is(err, errs.ErrNotFound):
 		return TableReport{}, err
@@ -454,6 +457,24 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	a.opts.Logger.Info("table shard exported", zap.String("table", job.Table), zap.String("generation", job.Generation),
 		zap.Int("shard", job.Shard), zap.Int64("entities", sm.Entities))
 	return a.enqueueCombine(ctx, job, sm, OutcomeMoved)
+}
+
+// shardDataExists checks that the data blob a found shard manifest names is still there
+// (one HEAD). Its absence is ErrArchiveCorrupt, a permanent failure: the shard manifest
+// is never replaced, so the generation can never complete (its data was removed, by
+// SweepAbortedExports with an olderThan shorter than the export, or by hand); the
+// table is untouched and a new archive-table job archives it as a new generation.
+func (a *Archiver) shardDataExists(ctx context.Context, container string, sm ShardManifest) error {
+	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(sm.DataBlob)
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "check shard data", Resource: container}, func(ctx context.Context, _ int) error {
+		_, err := bc.GetProperties(ctx, nil)
+		return errs.Wrap(err, "check shard data", container, "", "")
+	})
+	if errors.Is(err, errs.ErrNotFound) {
+		return fmt.Errorf("%w: shard %d of generation %s of %s is exported, but its data blob is gone: this generation cannot complete (the table is untouched: enqueue a new archive-table job): %w",
+			ErrArchiveCorrupt, sm.Shard, sm.Generation, sm.Table, err)
+	}
+	return err
 }
 
 // checkShardJob validates a shard or combine job, checks it against the allowlists and
@@ -561,6 +582,13 @@ func (a *Archiver) combine(ctx context.Context, t *repo.Table[codec.Entity], job
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return Manifest{}, nil, time.Time{}, nil, err
 	}
+	// Every shard's data is read back against its shard manifest and touched before the
+	// scan: a combine whose data is gone fails before it reads the whole table, and the
+	// new Last-Modified keeps SweepAbortedExports off the generation while the scan runs.
+	refs, err := a.verifyAndTouch(ctx, job.Container, shards)
+	if err != nil {
+		return Manifest{}, nil, time.Time{}, nil, err
+	}
 	checkFrom := a.now().UTC()
 	recent := recentSet{}
 	whole, per, err := a.scanShards(ctx, t, plan, seal, checkFrom.Add(-a.opts.ClockSkew), recent)
@@ -581,8 +609,7 @@ func (a *Archiver) combine(ctx context.Context, t *repo.Table[codec.Entity], job
 	if err := a.after("archive-table-combine", "checked"); err != nil {
 		return Manifest{}, nil, time.Time{}, nil, err
 	}
-	refs, err := a.verifyAndTouch(ctx, job.Container, shards)
-	if err != nil {
+	if refs, err = a.retouchShards(ctx, job.Container, shards, refs); err != nil {
 		return Manifest{}, nil, time.Time{}, nil, err
 	}
 	key := nextKey(checkFrom, gens)
@@ -709,6 +736,27 @@ func (a *Archiver) verifyAndTouch(ctx context.Context, container string, shards 
 			return refs, err
 		}
 	}
+}
+
+// retouchShards touches every shard's data again, If-Match the ETag of its touch before
+// the scan, just before the manifest (see exportGeneration). A concurrent combine's
+// touch in between (412) makes it read the data again (verifyAndTouch); data gone since
+// is ErrArchiveCorrupt.
+func (a *Archiver) retouchShards(ctx context.Context, container string, shards []ShardManifest, refs []dataRef) ([]dataRef, error) {
+	for i := range refs {
+		etag, err := a.touchData(ctx, container, refs[i].name, refs[i].etag)
+		switch {
+		case errors.Is(err, errs.ErrPreconditionFailed):
+			return a.verifyAndTouch(ctx, container, shards)
+		case errors.Is(err, errs.ErrNotFound):
+			return nil, fmt.Errorf("%w: the data of shard %d of generation %s of %s is gone after its check: %w",
+				ErrArchiveCorrupt, i, shards[i].Generation, shards[i].Table, err)
+		case err != nil:
+			return nil, err
+		}
+		refs[i].etag = etag
+	}
+	return refs, nil
 }
 
 // dataRef is one data blob of a generation and the ETag of the content checked.
