@@ -333,6 +333,11 @@ func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table,
 // blob before either meets 412 and keeps it, one whose delete landed first makes the
 // export keep the table. A blob that changed since the listing is kept.
 //
+// The data of a sharded export (see the package doc, "Sharded exports") is removed when
+// its generation has no manifest or no shard manifest names it, and only once no blob
+// of its generation (plan, shard data, shard manifest) was written within olderThan:
+// the finished shards of an export in progress wait for its last shards and combine.
+//
 // Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when
 // the container does not exist).
 func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, olderThan time.Duration, dryRun bool) ([]string, error) {

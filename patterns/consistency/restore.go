@@ -45,8 +45,11 @@ const restoreChunk = 2000
 //
 // A sharded generation's data is one blob per shard: its shard manifests are read and
 // checked against the generation's manifest (ShardsSHA256, contiguous ranges, counts),
-// every shard is snapshotted and verified before the first write, and then written
-// four shards at once (their keys are disjoint; generations still in order).
+// every shard is snapshotted, and the snapshots are verified one after another, each
+// against its shard manifest and all of them in order, through one SHA-256, against the
+// generation's manifest (its SHA256: the shard manifests alone can be forged
+// consistently), before the first write; they are then written four shards at once
+// (their keys are disjoint; generations still in order).
 //
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {

@@ -362,7 +362,8 @@ func (a *Archiver) goneOutcome(ctx context.Context, job ArchiveTableJob) (TableR
 // shard's PartitionKey range (from the generation's plan) to a data blob of its own,
 // reads it back and checks it, writes the shard manifest (If-None-Match: *), and then
 // enqueues the combine job. A shard whose manifest exists (a rerun, a duplicate) only
-// enqueues the combine again; a generation whose manifest exists, or a table that is
+// enqueues the combine again, once it found the data blob that manifest names (gone:
+// ErrArchiveCorrupt, the generation cannot complete); a generation whose manifest exists, or a table that is
 // gone, needs nothing. The shard does not delete anything, and does not prove the table
 // unchanged: the combine does, for every shard at once.
 //
@@ -513,8 +514,9 @@ func (a *Archiver) enqueueCombine(ctx context.Context, job ShardJob, sm ShardMan
 // with every property once, in key order, and requires each shard's range to hash to
 // its shard manifest: the same versions (else ErrTableChanged: written since the shard
 // read it) and the same content (else ErrArchiveCorrupt: a shard manifest that does not
-// describe the table, forged); it reads every shard's data back and checks it against
-// its shard manifest; then it writes the generation's manifest (If-None-Match: *; one a
+// describe the table, forged); before that scan it reads every shard's data back,
+// checks it against its shard manifest and touches it, after it touches it again; then
+// it writes the generation's manifest (If-None-Match: *; one a
 // concurrent combine wrote for the same content is taken as is), ordered and protected
 // as ArchiveTable's (CheckedAt, data blobs touched If-Match), and deletes the table as
 // ArchiveTable does (step 6). If another generation became the latest or the data
