@@ -257,7 +257,8 @@
 //     blob of its own (shard-NNNN-xxxxxxxx.jsonl.gz, a new name per attempt), reads it
 //     back, touches it If-Match, creates its ShardManifest (shard-NNNN.json) with
 //     If-None-Match, and then enqueues the combine. A delivery that finds its shard
-//     manifest only enqueues the combine again (a kill between the two loses nothing);
+//     manifest and its data only enqueues the combine again (a kill between the two
+//     loses nothing);
 //     of two deliveries at once, one manifest stands and the other's data is removed.
 //  3. archive-table-combine waits for every shard (a missing shard manifest is
 //     OutcomePending: nothing written, nothing deleted; the last shard's job enqueues

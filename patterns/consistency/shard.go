@@ -363,13 +363,14 @@ func (a *Archiver) goneOutcome(ctx context.Context, job ArchiveTableJob) (TableR
 // reads it back and checks it, writes the shard manifest (If-None-Match: *), and then
 // enqueues the combine job. A shard whose manifest exists (a rerun, a duplicate) only
 // enqueues the combine again, once it found the data blob that manifest names (gone:
-// ErrArchiveCorrupt, the generation cannot complete); a generation whose manifest exists, or a table that is
-// gone, needs nothing. The shard does not delete anything, and does not prove the table
-// unchanged: the combine does, for every shard at once.
+// ErrArchiveCorrupt, the generation cannot complete); a generation whose manifest
+// exists, or a table that is gone, needs nothing. The shard does not delete anything,
+// and does not prove the table unchanged: the combine does, for every shard at once.
 //
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotAllowed,
-// ErrArchiveCorrupt (no plan, or a plan or shard manifest this package did not write),
-// ErrNotSealed (a Timestamp after the claimed period), ErrTransient, *repo.Error.
+// ErrArchiveCorrupt (no plan, or a plan or shard manifest this package did not write,
+// or a shard manifest whose data is gone), ErrNotSealed (a Timestamp after the claimed
+// period), ErrTransient, *repo.Error.
 func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, error) {
 	seal, err := a.checkShardJob(job, job.ArchiveTableJob)
 	if err != nil {
@@ -516,11 +517,11 @@ func (a *Archiver) enqueueCombine(ctx context.Context, job ShardJob, sm ShardMan
 // read it) and the same content (else ErrArchiveCorrupt: a shard manifest that does not
 // describe the table, forged); before that scan it reads every shard's data back,
 // checks it against its shard manifest and touches it, after it touches it again; then
-// it writes the generation's manifest (If-None-Match: *; one a
-// concurrent combine wrote for the same content is taken as is), ordered and protected
-// as ArchiveTable's (CheckedAt, data blobs touched If-Match), and deletes the table as
-// ArchiveTable does (step 6). If another generation became the latest or the data
-// changed before the delete, it finishes as ArchiveTable of the unsharded job would.
+// it writes the generation's manifest (If-None-Match: *; one a concurrent combine wrote
+// for the same content is taken as is), ordered and protected as ArchiveTable's
+// (CheckedAt, data blobs touched If-Match), and deletes the table as ArchiveTable does
+// (step 6). If another generation became the latest or the data changed before the
+// delete, it finishes as ArchiveTable of the unsharded job would.
 //
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotAllowed,
 // ErrArchiveCorrupt, ErrTableChanged, ErrNotSealed, ErrTransient, *repo.Error.
