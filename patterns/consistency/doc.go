@@ -258,8 +258,8 @@
 //     back, touches it If-Match, creates its ShardManifest (shard-NNNN.json) with
 //     If-None-Match, and then enqueues the combine. A delivery that finds its shard
 //     manifest and its data only enqueues the combine again (a kill between the two
-//     loses nothing);
-//     of two deliveries at once, one manifest stands and the other's data is removed.
+//     loses nothing); of two deliveries at once, one manifest stands and the other's
+//     data is removed.
 //  3. archive-table-combine waits for every shard (a missing shard manifest is
 //     OutcomePending: nothing written, nothing deleted; the last shard's job enqueues
 //     the combine again). It then scans the whole table with every property, in key
