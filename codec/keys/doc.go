@@ -32,7 +32,8 @@
 // order of code points). The service compares keys as strings too; for characters of the
 // Basic Multilingual Plane the two orders agree. Characters outside it (emoji, U+10000 and
 // above) may sort differently on a service that compares UTF-16 code units, against
-// characters U+E000 to U+FFFF only.
+// characters U+E000 to U+FFFF only. Compare gives the service's order (UTF-16 code
+// units): use it to compare keys read back from the service.
 //
 // # Errors
 //

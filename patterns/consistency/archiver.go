@@ -78,9 +78,11 @@ type Options struct {
 	// table removes the copies with the entity. Defaults to none: a move takes the entity
 	// alone, and the copies of an indexed entity stay behind.
 	Companions map[string][]Companion
-	// Queue is the jobs queue the worker runs this archiver's jobs from: an archive-range
-	// job moves one page per delivery and enqueues its continuation there. Defaults to
-	// nil: an archive-range delivery runs its whole range.
+	// Queue is the jobs queue the workers run this archiver's jobs from (set it to the
+	// queue they read): an archive-range job moves one page per delivery and enqueues its
+	// continuation there, and a sharded archive-table job (ArchiveTableJob.Shards > 1)
+	// enqueues its shard and combine jobs there. Defaults to nil: an archive-range delivery
+	// runs its whole range, and a sharded job fails with ErrInvalidInput (nothing sent).
 	Queue *queueworker.Client
 }
 

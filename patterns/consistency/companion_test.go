@@ -231,7 +231,10 @@ func TestArchiveEntityWithinDeadlineRestartsTheMove(t *testing.T) {
 	t.Parallel()
 	b := setupCompanion(t, nil)
 	b.insertWithCopy(t, "000001")
-	b.sib.within = 50 * time.Millisecond
+	// Long enough for the second attempt's delete transaction on a loaded machine (with
+	// 50 ms, a slow delete was abandoned after it landed, and the third attempt found the
+	// move done); the first attempt's Before waits it out.
+	b.sib.within = 2 * time.Second
 	b.sib.before = func(ctx context.Context, call int32) error {
 		if call == 1 {
 			<-ctx.Done() // a slow enqueue: the deadline passes first

@@ -303,8 +303,12 @@ func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table,
 	if err != nil {
 		return Manifest{}, err
 	}
+	// A sharded generation (written in the canonical folder only) has no DataBlob: its
+	// shard manifests name the data, and ShardsSHA256 binds them (see generationParts).
+	dataOK := m.Shards == 0 && m.DataBlob == dataBlobIn(folder, gen) ||
+		m.Shards > 0 && m.Shards <= MaxShards && m.DataBlob == "" && gen != "" && folder == tableFolder(table) && validHex(m.ShardsSHA256)
 	if m.Format != ManifestFormat || !strings.EqualFold(m.Table, table) || !strings.EqualFold(folder, table) || m.Generation != gen ||
-		m.DataBlob != dataBlobIn(folder, gen) || m.Entities < 0 || m.Bytes < 0 || len(m.SHA256) != 64 {
+		!dataOK || m.Entities < 0 || m.Bytes < 0 || len(m.SHA256) != 64 {
 		return Manifest{}, fmt.Errorf("%w: %s/%s is not a %s manifest of generation %q of table %s", ErrArchiveCorrupt, container, name, ManifestFormat, gen, table)
 	}
 	return m, nil
@@ -328,6 +332,11 @@ func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table,
 // the table, and deletes the table only when that succeeded: a sweep that listed the
 // blob before either meets 412 and keeps it, one whose delete landed first makes the
 // export keep the table. A blob that changed since the listing is kept.
+//
+// The data of a sharded export (see the package doc, "Sharded exports") is removed when
+// its generation has no manifest or no shard manifest names it, and only once no blob
+// of its generation (plan, shard data, shard manifest) was written within olderThan:
+// the finished shards of an export in progress wait for its last shards and combine.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when
 // the container does not exist).
@@ -357,10 +366,22 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 		prefix := f + "/"
 		data := map[string]listed{}
 		manifests := map[string]bool{}
+		shardData := map[string]map[string]listed{} // generation -> shard data blob -> listing
+		// youngest is the age of the generation's last written blob (plan, shard data,
+		// shard manifest): a sharded export in progress writes one at every step.
+		youngest := map[string]time.Duration{}
 		err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, date time.Time) {
 			g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
 			if !ok || !validGeneration(g) {
 				return
+			}
+			if p := b.Properties; p != nil && p.LastModified != nil && !date.IsZero() {
+				age := date.Add(a.serviceAhead).Sub(*p.LastModified)
+				if y, seen := youngest[g]; !seen || age < y {
+					youngest[g] = age
+				}
+			} else {
+				youngest[g] = 0 // age unknown: the generation is kept
 			}
 			switch file {
 			case "manifest.json":
@@ -371,6 +392,14 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 				p := b.Properties
 				if p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
 					data[g] = listed{age: date.Add(a.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
+				}
+			default:
+				p := b.Properties
+				if _, ok := shardIndex(file); ok && p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
+					if shardData[g] == nil {
+						shardData[g] = map[string]listed{}
+					}
+					shardData[g][*b.Name] = listed{age: date.Add(a.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
 				}
 			}
 		})
@@ -393,9 +422,96 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 			}
 			swept = append(swept, name)
 		}
+		// The data blobs of sharded exports: those of a generation without a manifest,
+		// and those no shard manifest names (an attempt killed before its shard manifest,
+		// then run again under another name).
+		for g, blobs := range shardData {
+			if youngest[g] < olderThan || f != tableFolder(table) {
+				// A sharded export still going on (a shard or the combine wrote within
+				// olderThan): its finished shards' data waits for the last shard.
+				continue
+			}
+			for name, l := range blobs {
+				if l.age < olderThan {
+					continue
+				}
+				if dryRun {
+					if ok, err := a.shardDataOrphan(ctx, cont, table, g, name); err != nil {
+						return swept, err
+					} else if ok {
+						swept = append(swept, name)
+					}
+					continue
+				}
+				deleted, err := a.sweepShardData(ctx, cont, table, g, name, l.etag)
+				if err != nil {
+					return swept, err
+				}
+				if deleted {
+					swept = append(swept, name)
+				}
+			}
+		}
 	}
 	slices.Sort(swept)
 	return swept, nil
+}
+
+// shardIndex parses the shard number of a shard data blob's file name
+// (shard-NNNN-xxxxxxxx.jsonl.gz).
+func shardIndex(file string) (int, bool) {
+	rest, ok := strings.CutPrefix(file, "shard-")
+	if !ok || len(rest) != len("0000-00000000.jsonl.gz") || !strings.HasSuffix(rest, ".jsonl.gz") || rest[4] != '-' || !isLowerHex(rest[5:13]) {
+		return 0, false
+	}
+	n := 0
+	for _, c := range rest[:4] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n < MaxShards
+}
+
+// shardDataOrphan reports whether a shard data blob is referenced by nothing: its
+// generation has no manifest, or its shard manifest is absent or names another blob
+// (only a 404 counts as absent; a manifest that does not read keeps the blob).
+func (a *Archiver) shardDataOrphan(ctx context.Context, cont, table, gen, name string) (bool, error) {
+	_, err := a.readManifest(ctx, cont, table, gen)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return true, nil
+	case err != nil:
+		if errors.Is(err, ErrArchiveCorrupt) {
+			return false, nil
+		}
+		return false, err
+	}
+	i, _ := shardIndex(strings.TrimPrefix(name, tableFolder(table)+"/"+gen+"/"))
+	var s ShardManifest
+	err = a.readJSON(ctx, cont, shardManifestName(table, gen, i), 64<<10, &s)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return true, nil
+	case errors.Is(err, ErrArchiveCorrupt):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return s.DataBlob != name, nil
+}
+
+// sweepShardData deletes one shard data blob that nothing references (shardDataOrphan,
+// read just before the delete) If-Match the ETag the listing saw: a shard job or a
+// combine touches its data before it writes a manifest that names it, so a sweep that
+// listed the blob earlier meets 412. It reports whether the blob is gone.
+func (a *Archiver) sweepShardData(ctx context.Context, cont, table, gen, name string, etag azcore.ETag) (bool, error) {
+	orphan, err := a.shardDataOrphan(ctx, cont, table, gen, name)
+	if err != nil || !orphan {
+		return false, err
+	}
+	return a.deleteUnchanged(ctx, cont, name, etag)
 }
 
 // sweepOne deletes one aborted export's data blob if its manifest is still absent (a
@@ -414,8 +530,14 @@ func (a *Archiver) sweepOne(ctx context.Context, cont, folder, table, gen string
 	case !errors.Is(err, errs.ErrNotFound):
 		return false, err
 	}
-	name := dataBlobIn(folder, gen)
-	_, err = a.blobs().DeleteBlob(ctx, cont, name, &blob.DeleteOptions{
+	return a.deleteUnchanged(ctx, cont, dataBlobIn(folder, gen), etag)
+}
+
+// deleteUnchanged deletes an aborted export's blob If-Match etag (the listing's) and
+// reports whether it is gone: one changed since the listing (an export touched it on
+// its way to its manifest) is kept.
+func (a *Archiver) deleteUnchanged(ctx context.Context, cont, name string, etag azcore.ETag) (bool, error) {
+	_, err := a.blobs().DeleteBlob(ctx, cont, name, &blob.DeleteOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
 	})
 	err = errs.Wrap(err, "delete aborted export", cont, "", "")
@@ -423,7 +545,6 @@ func (a *Archiver) sweepOne(ctx context.Context, cont, folder, table, gen string
 	case err == nil, errors.Is(err, errs.ErrNotFound):
 		return true, nil
 	case errors.Is(err, errs.ErrPreconditionFailed):
-		// Changed since the listing: an export touched it on its way to its manifest.
 		return false, nil
 	}
 	return false, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -41,6 +42,14 @@ const restoreChunk = 2000
 // entities again. OutcomeMissing when there is no export. Snapshot deletion by someone
 // with write access to the container during a restore stops it partway (a rerun takes
 // new snapshots).
+//
+// A sharded generation's data is one blob per shard: its shard manifests are read and
+// checked against the generation's manifest (ShardsSHA256, contiguous ranges, counts),
+// every shard is snapshotted, and the snapshots are verified one after another, each
+// against its shard manifest and all of them in order, through one SHA-256, against the
+// generation's manifest (its SHA256: the shard manifests alone can be forged
+// consistently), before the first write; they are then written four shards at once
+// (their keys are disjoint; generations still in order).
 //
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
@@ -78,16 +87,44 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 		}
 		gens = chosen
 	}
-	snaps := make([]string, len(gens))
-	restoreID := newRestoreID()
-	defer a.dropSnapshots(job.Container, gens, snaps, restoreID)
+	// The data of each generation: one blob, or one per shard (read and checked against
+	// the shard manifests its manifest binds).
+	parts := make([][]Manifest, len(gens))
+	var all []Manifest
 	for i, g := range gens {
-		if snaps[i], err = a.snapshot(ctx, job.Container, g.m.DataBlob, restoreID); err != nil {
+		if parts[i], err = a.generationParts(ctx, job.Container, g.m); err != nil {
 			return TableReport{}, err
 		}
-		if err := a.readLines(ctx, job.Container, g.m, snaps[i], nil); err != nil {
-			return TableReport{}, err
+		all = append(all, parts[i]...)
+	}
+	snaps := make([]string, len(all))
+	restoreID := newRestoreID()
+	defer a.dropSnapshots(job.Container, all, snaps, restoreID)
+	err = fanout.Do(ctx, len(all), shardParallel, func(ctx context.Context, i int) error {
+		snap, err := a.snapshot(ctx, job.Container, all[i].DataBlob, restoreID)
+		snaps[i] = snap
+		return err
+	})
+	if err != nil {
+		return TableReport{}, err
+	}
+	// Every snapshot verified before the first write: an unsharded generation against
+	// its manifest; a sharded one shard by shard against its shard manifests and, read
+	// in order through one hash, against its manifest's own SHA256 (verifyShards).
+	first := make([]int, len(gens))
+	for i := 1; i < len(gens); i++ {
+		first[i] = first[i-1] + len(parts[i-1])
+	}
+	err = fanout.Do(ctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
+		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
+		if gens[i].m.Shards == 0 {
+			return a.readLines(ctx, job.Container, ps[0], ss[0], nil)
 		}
+		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss)
+		return err
+	})
+	if err != nil {
+		return TableReport{}, err
 	}
 	if err := a.after("restore-table", "verified"); err != nil {
 		return TableReport{}, err
@@ -102,7 +139,12 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	names := make([]string, len(gens))
 	for i, g := range gens {
 		names[i] = g.m.Generation
-		if err := a.restoreGeneration(ctx, t, job.Container, g.m, snaps[i]); err != nil {
+		// Generations in order (a later copy replaces an earlier one); the shards of one
+		// generation hold disjoint keys, so they are written at once.
+		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
+		if err := fanout.Do(ctx, len(ps), shardParallel, func(ctx context.Context, j int) error {
+			return a.restoreGeneration(ctx, t, job.Container, ps[j], ss[j])
+		}); err != nil {
 			return TableReport{}, err
 		}
 	}
@@ -186,16 +228,16 @@ func (a *Archiver) snapshot(ctx context.Context, container, name, restoreID stri
 // deadline: the restore's context may be over): every snapshot of the chosen data blobs
 // tagged with restoreID (also those whose response was lost, so that the restore never
 // learned their ids), and the ids it knows.
-func (a *Archiver) dropSnapshots(cont string, gens []generation, snaps []string, restoreID string) {
+func (a *Archiver) dropSnapshots(cont string, parts []Manifest, snaps []string, restoreID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cc := a.blobs().ServiceClient().NewContainerClient(cont)
-	for i, g := range gens {
+	for i, p := range parts {
 		ids := map[string]bool{}
 		if snaps[i] != "" {
 			ids[snaps[i]] = true
 		}
-		name := g.m.DataBlob
+		name := p.DataBlob
 		pager := cc.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &name, Include: container.ListBlobsInclude{Snapshots: true, Metadata: true}})
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
@@ -245,6 +287,13 @@ func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, 
 // readData is readLines that also returns the ETag of the blob it read (one download:
 // the content checked is the content of that ETag).
 func (a *Archiver) readData(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) (azcore.ETag, error) {
+	return a.readDataTo(ctx, container, m, snapshot, fn, nil)
+}
+
+// readDataTo is readData that also writes the blob's uncompressed lines to whole (when
+// not nil): the shards of a generation, read in order through one hash, must hash to
+// the generation's manifest (see verifyShards).
+func (a *Archiver) readDataTo(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error, whole io.Writer) (azcore.ETag, error) {
 	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(m.DataBlob)
 	if snapshot != "" {
 		var err error
@@ -269,7 +318,11 @@ func (a *Archiver) readData(ctx context.Context, container string, m Manifest, s
 		return "", fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
 	}
 	var sum hash.Hash = sha256.New()
-	sc := bufio.NewScanner(io.TeeReader(zr, sum))
+	var to io.Writer = sum
+	if whole != nil {
+		to = io.MultiWriter(sum, whole)
+	}
+	sc := bufio.NewScanner(io.TeeReader(zr, to))
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // an entity is at most 1 MiB, its JSON a few
 	var n, size int64
 	for sc.Scan() {

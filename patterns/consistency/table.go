@@ -67,6 +67,12 @@ type ArchiveTableJob struct {
 	// "monthly", "every 15m0s") name the periodtable scheme the table belongs to.
 	PeriodPrefix string `json:"periodPrefix,omitempty"`
 	Period       string `json:"period,omitempty"`
+	// Shards, from 2 to MaxShards, splits the export into that many shard jobs by
+	// PartitionKey ranges (see the package doc, "Sharded exports"): the job plans them,
+	// worker processes export them in parallel, and a combine job writes the
+	// generation's manifest and deletes the table. 0 or 1 exports the table in this job.
+	// A sharded job needs Options.Queue.
+	Shards int `json:"shards,omitempty"`
 }
 
 // Generation values of RestoreTableJob.Generation.
@@ -122,6 +128,14 @@ type Manifest struct {
 	ExportedAt string `json:"exportedAt"`
 	// Sealed says why the table was archivable: "period" or "operator".
 	Sealed string `json:"sealed,omitempty"`
+	// Shards is the number of shards of a sharded export (see ShardManifest), whose
+	// data is in one blob per shard; DataBlob is then empty. 0: one data blob. The
+	// table-wide fields (Entities, Bytes, SHA256, Versions) are those an unsharded
+	// export of the same table has: the shards' lines, in shard order, are its lines.
+	Shards int `json:"shards,omitempty"`
+	// ShardsSHA256 binds the shard manifests to this one: the SHA-256 of every shard's
+	// range, counts, checksums and data blob name, in shard order (see ShardManifest).
+	ShardsSHA256 string `json:"shardsSha256,omitempty"`
 }
 
 // TableReport is the result of a table job.
@@ -203,6 +217,9 @@ func (j ArchiveTableJob) Validate() error {
 	}
 	if err := codec.ValidateContainerName(j.Container); err != nil {
 		return err
+	}
+	if j.Shards < 0 || j.Shards > MaxShards {
+		return errs.Invalid("shards", "must be 0 to %d, got %d", MaxShards, j.Shards)
 	}
 	if j.Sealed {
 		if j.PeriodPrefix != "" || j.Period != "" {
@@ -329,10 +346,24 @@ func (j RestoreTableJob) Validate() error {
 // MaxRecentWrites entities written within ClockSkew of the export is ErrNotSealed (the
 // table is not quiet: archive it later); the check keeps 32 bytes per such entity.
 //
+// With job.Shards > 1 it only plans a sharded export (see the package doc, "Sharded
+// exports"): OutcomeSharded once the shard jobs are enqueued on Options.Queue (nil:
+// ErrInvalidInput, nothing sent); ExportShard and CombineShards do the rest. A rerun
+// finding a sharded latest generation treats it as any other: every shard's data is
+// read back against its shard manifest and, in shard order through one SHA-256, must
+// hash to the manifest's SHA256, which the table itself hashes to in 3 (shard
+// manifests alone can be forged consistently: see the package doc, "Sharded exports").
+//
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotSealed (a Timestamp
 // after the claimed period), ErrTableChanged, ErrArchiveCorrupt, ErrTransient,
 // *repo.Error.
 func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (TableReport, error) {
+	return a.archiveTable(ctx, job, "")
+}
+
+// archiveTable is ArchiveTable; a sharded job plans generation gen (a new one when gen
+// is empty).
+func (a *Archiver) archiveTable(ctx context.Context, job ArchiveTableJob, gen string) (TableReport, error) {
 	if err := job.Validate(); err != nil {
 		return TableReport{}, err
 	}
@@ -346,6 +377,12 @@ func (a *Archiver) ArchiveTable(ctx context.Context, job ArchiveTableJob) (Table
 	t, err := a.table(job.Table)
 	if err != nil {
 		return TableReport{}, err
+	}
+	if job.Shards > 1 {
+		if gen == "" {
+			gen = newGeneration(a.now())
+		}
+		return a.planShards(ctx, t, job, gen)
 	}
 	for round := 0; round < 3; round++ {
 		rep, done, err := a.archiveRound(ctx, t, job, seal)
@@ -394,7 +431,7 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	var m Manifest
 	var recent recentSet
 	var checkFrom time.Time
-	var dataETag azcore.ETag // of the data blob's content this run checked
+	var refs []dataRef // the data blobs this run checked, with the ETags of their content
 	fresh, held := false, false
 	if latest != nil && latest.m.Versions != "" {
 		m = latest.m
@@ -408,7 +445,7 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 			return TableReport{}, true, err
 		}
 		if held {
-			dataETag, err = a.verifyDataETag(ctx, job.Container, m)
+			refs, err = a.verifyGeneration(ctx, job.Container, m)
 			if errors.Is(err, ErrArchiveCorrupt) {
 				a.opts.Logger.Warn("the latest generation does not match its manifest: exporting the table again",
 					zap.String("table", job.Table), zap.String("generation", m.Generation), errs.LogField(err))
@@ -422,9 +459,11 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 		if err := a.createContainer(ctx, job.Container); err != nil {
 			return TableReport{}, true, err
 		}
-		if m, recent, dataETag, err = a.exportGeneration(ctx, t, job, seal); err != nil {
+		var etag azcore.ETag
+		if m, recent, etag, err = a.exportGeneration(ctx, t, job, seal); err != nil {
 			return TableReport{}, true, err
 		}
+		refs = []dataRef{{name: m.DataBlob, etag: etag}}
 		checkFrom, _ = time.Parse(time.RFC3339Nano, m.ExportStarted)
 		fresh = true
 	}
@@ -438,12 +477,22 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	if err := a.after("archive-table", "before-delete"); err != nil {
 		return TableReport{}, true, err
 	}
+	return a.deleteAfter(ctx, t, job, m, refs, checkFrom, recent)
+}
+
+// deleteAfter is step 6 of ArchiveTable: the table is deleted after m, whose data blobs
+// refs were checked against it (with the ETags of that content), if nothing was written
+// since checkFrom - ClockSkew but the versions in recent, m is the latest generation,
+// and its data is unchanged. done is false when another generation became the latest,
+// or the data changed, before the delete.
+func (a *Archiver) deleteAfter(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, m Manifest, refs []dataRef, checkFrom time.Time, recent recentSet) (TableReport, bool, error) {
 	if err := a.checkNoNewWrites(ctx, t, checkFrom, recent); err != nil {
 		return TableReport{}, true, err
 	}
 	// The table is deleted after the latest generation only: restore (latest, or all
 	// merged in order) must end with what the table held.
-	if gens, err = a.listGenerations(ctx, job.Container, job.Table); err != nil {
+	gens, err := a.listGenerations(ctx, job.Container, job.Table)
+	if err != nil {
 		return TableReport{}, true, err
 	}
 	if len(gens) == 0 || gens[len(gens)-1].m != m {
@@ -451,14 +500,16 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	}
 	// The data must still be there, unchanged since it was checked: touching it (If-Match)
 	// also defeats a sweep that listed it earlier (its delete is If-Match what it listed).
-	if _, err := a.touchData(ctx, job.Container, m.DataBlob, dataETag); errors.Is(err, errs.ErrNotFound) {
-		return TableReport{}, true, fmt.Errorf("consistency: table %s: the data blob of generation %s is gone after its check: table not deleted (a rerun exports it again): %w",
-			job.Table, m.Generation, err)
-	} else if errors.Is(err, errs.ErrPreconditionFailed) {
-		a.opts.Logger.Warn("the data blob changed after its check: checking again", zap.String("table", job.Table), zap.String("generation", m.Generation))
-		return TableReport{}, false, nil
-	} else if err != nil {
-		return TableReport{}, true, err
+	for _, r := range refs {
+		if _, err := a.touchData(ctx, job.Container, r.name, r.etag); errors.Is(err, errs.ErrNotFound) {
+			return TableReport{}, true, fmt.Errorf("consistency: table %s: a data blob of generation %s is gone after its check: table not deleted (a rerun exports it again): %w",
+				job.Table, m.Generation, err)
+		} else if errors.Is(err, errs.ErrPreconditionFailed) {
+			a.opts.Logger.Warn("the data blob changed after its check: checking again", zap.String("table", job.Table), zap.String("generation", m.Generation))
+			return TableReport{}, false, nil
+		} else if err != nil {
+			return TableReport{}, true, err
+		}
 	}
 	if err := t.DeleteTable(ctx); err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return TableReport{}, true, err
@@ -673,6 +724,7 @@ func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity
 // an export of it now writes). m comes from the container and is untrusted: Versions
 // alone can be copied from a genuine manifest; content a manifest did not read from
 // this table does not hash to its SHA256. One scan of every property (see scanTable).
+// For a sharded m, verifyGeneration then ties the shards' data to that same SHA256.
 func (a *Archiver) holds(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, seal sealState, since time.Time, recent recentSet) (bool, error) {
 	d, err := a.scanTable(ctx, t, seal, since, recent, true)
 	if err != nil {
@@ -751,25 +803,36 @@ func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Ent
 // manifest. The blob is created with If-None-Match: *, so nothing is ever overwritten.
 func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, gen string, x *exportState) (Manifest, azcore.ETag, error) {
 	m := Manifest{Format: ManifestFormat, Table: job.Table, Generation: gen, DataBlob: DataBlobName(job.Table, gen)}
+	etag, err := a.upload(ctx, t, repo.Query{FullMetadata: true}, job.Container, &m, x)
+	if err != nil {
+		return Manifest{}, "", err
+	}
+	return m, etag, nil
+}
+
+// upload streams the entities q selects from t into the data blob m.DataBlob (created
+// with If-None-Match: *), filling m's counts, checksums, Versions and ExportedAt, and
+// returns the blob's ETag.
+func (a *Archiver) upload(ctx context.Context, t *repo.Table[codec.Entity], q repo.Query, container string, m *Manifest, x *exportState) (azcore.ETag, error) {
 	x.versions = sha256.New()
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)
 	go func() {
-		err := a.writeLines(ctx, t, pw, &m, x)
+		err := a.writeLines(ctx, t, q, pw, m, x)
 		pw.CloseWithError(err)
 		written <- err
 	}()
-	resp, err := a.blobs().UploadStream(ctx, job.Container, m.DataBlob, pr, &azblob.UploadStreamOptions{
+	resp, err := a.blobs().UploadStream(ctx, container, m.DataBlob, pr, &azblob.UploadStreamOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptrTo(azcore.ETagAny)}},
 	})
 	if err != nil {
 		pr.CloseWithError(err) // unblocks the writer if the upload stopped early
 	}
 	if werr := <-written; werr != nil {
-		return Manifest{}, "", werr
+		return "", werr
 	}
 	if err != nil {
-		return Manifest{}, "", errs.Wrap(err, "upload table export", job.Container, "", "")
+		return "", errs.Wrap(err, "upload table export", container, "", "")
 	}
 	m.ExportedAt = a.now().UTC().Format("2006-01-02T15:04:05.0000000Z")
 	m.Versions = hex.EncodeToString(x.versions.Sum(nil))
@@ -777,18 +840,19 @@ func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job 
 	if resp.ETag != nil {
 		etag = *resp.ETag
 	}
-	return m, etag, nil
+	return etag, nil
 }
 
-// writeLines writes t's entities as gzip JSON lines to w, filling m's counts and checksum.
+// writeLines writes the entities q selects from t as gzip JSON lines to w, filling m's
+// counts and checksum.
 // The upload reads from the other end of the pipe, so m is complete when the upload ends.
-func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], w io.Writer, m *Manifest, x *exportState) error {
+func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], q repo.Query, w io.Writer, m *Manifest, x *exportState) error {
 	zw := gzip.NewWriter(w)
 	sum := sha256.New()
 	out := io.MultiWriter(zw, sum)
 	lastPK := ""
 	pr := a.startProgress(KindArchiveTable, m.Table, m.Generation, 0)
-	for e, err := range t.Query(ctx, repo.Query{FullMetadata: true}) {
+	for e, err := range t.Query(ctx, q) {
 		if err != nil {
 			return err
 		}

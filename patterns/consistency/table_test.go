@@ -3,7 +3,6 @@ package consistency
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -61,30 +60,7 @@ func TestArchiveAndRestoreTable(t *testing.T) {
 			t.Fatalf("restore %d: %+v %v", i, rep, err)
 		}
 	}
-	got, err := b.archive.Collect(b.ctx, repo.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("restored %d entities, want %d", len(got), len(want))
-	}
-	for _, g := range got {
-		w := want[g.PartitionKey+"/"+g.RowKey]
-		if w == nil {
-			t.Fatalf("restored an entity that was not archived: %s/%s", g.PartitionKey, g.RowKey)
-		}
-		for k, v := range w.Properties {
-			if tv, ok := v.(time.Time); ok {
-				if !g.Properties[k].(time.Time).Equal(tv) {
-					t.Fatalf("%s %s: %v, want %v", g.RowKey, k, g.Properties[k], v)
-				}
-				continue
-			}
-			if !reflect.DeepEqual(g.Properties[k], v) {
-				t.Fatalf("%s %s: %#v, want %#v", g.RowKey, k, g.Properties[k], v)
-			}
-		}
-	}
+	assertTableHolds(t, b, b.archive, want)
 	if rep, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: "NeverArchived", Container: container}); err != nil || rep.Outcome != OutcomeMissing {
 		t.Fatalf("restore of nothing: %+v %v", rep, err)
 	}

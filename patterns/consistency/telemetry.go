@@ -47,3 +47,33 @@ func (a *Archiver) tracedRestoreTable(ctx context.Context, job RestoreTableJob) 
 	}()
 	return a.RestoreTable(ctx, job)
 }
+
+// The spans of a sharded export: consistency.plan_shards (its count: the shards),
+// consistency.export_shard and consistency.combine_shards (the entities).
+
+func (a *Archiver) tracedPlanShards(ctx context.Context, job ArchiveTableJob, gen string) (TableReport, error) {
+	return shardSpan(ctx, "consistency.plan_shards", job, func(ctx context.Context) (TableReport, error) {
+		rep, err := a.archiveTable(ctx, job, gen)
+		rep.Manifest.Entities = int64(rep.Manifest.Shards) // the span's count
+		return rep, err
+	})
+}
+
+func (a *Archiver) tracedShard(ctx context.Context, job ShardJob) (TableReport, error) {
+	return shardSpan(ctx, "consistency.export_shard", job.ArchiveTableJob, func(ctx context.Context) (TableReport, error) { return a.ExportShard(ctx, job) })
+}
+
+func (a *Archiver) tracedCombine(ctx context.Context, job CombineJob) (TableReport, error) {
+	return shardSpan(ctx, "consistency.combine_shards", job.ArchiveTableJob, func(ctx context.Context) (TableReport, error) { return a.CombineShards(ctx, job) })
+}
+
+// shardSpan runs one job of a sharded export in a span named name, with its table,
+// container, outcome and count (the report's Manifest.Entities).
+func shardSpan(ctx context.Context, name string, job ArchiveTableJob, run func(context.Context) (TableReport, error)) (rep TableReport, err error) {
+	ctx, span := telemetry.Start(ctx, name, telemetry.KeyTable.String(job.Table), telemetry.KeyContainer.String(job.Container))
+	defer func() {
+		span.SetAttributes(telemetry.KeyOutcome.String(string(rep.Outcome)), telemetry.KeyCount.Int64(rep.Manifest.Entities))
+		telemetry.End(span, err)
+	}()
+	return run(ctx)
+}

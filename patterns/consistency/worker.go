@@ -16,10 +16,16 @@ const (
 	KindArchiveEntity = "archive-entity"
 	KindArchiveTable  = "archive-table"
 	KindRestoreTable  = "restore-table"
+	// KindArchiveTableShard and KindCombineShards are the jobs of a sharded
+	// archive-table (ArchiveTableJob.Shards > 1): one per shard, and the combine.
+	KindArchiveTableShard = "archive-table-shard"
+	KindCombineShards     = "archive-table-combine"
 )
 
-// Register adds the handlers of the archive job kinds to r (archive-entity,
-// archive-table, restore-table, archive-range). A job that finds
+// Register adds the handlers of the archive job kinds to r: archive-entity,
+// archive-table, restore-table, archive-range, and the shard and combine jobs of a sharded
+// archive-table (a sharded job, and a range job that checkpoints, need Options.Queue). A
+// job that finds
 // nothing to do because the data is already where it should be succeeds. A job that can
 // never succeed is cancelled into the poison queue at once: one that finds nothing at all
 // (OutcomeMissing), an invalid or not allowed job, a table that is not sealed or changed
@@ -41,6 +47,11 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 		if err := msg.Payload.Validate(); err != nil {
 			return queueworker.Cancel(err)
 		}
+		if msg.Payload.Shards > 1 {
+			// Every delivery of this message plans the same generation.
+			rep, err := a.tracedPlanShards(ctx, msg.Payload, messageGeneration(msg.InsertionTime, msg.MessageID))
+			return outcomeError(rep.Outcome, err, "table "+msg.Payload.Table)
+		}
 		rep, err := a.tracedArchiveTable(ctx, msg.Payload)
 		return outcomeError(rep.Outcome, err, "table "+msg.Payload.Table)
 	}); err != nil {
@@ -51,6 +62,24 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 			return queueworker.Cancel(err)
 		}
 		return a.handleRange(ctx, msg.Payload)
+	}); err != nil {
+		return err
+	}
+	if err := queueworker.Handle(r, KindArchiveTableShard, func(ctx context.Context, msg *queueworker.Message[ShardJob]) error {
+		if err := msg.Payload.Validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		rep, err := a.tracedShard(ctx, msg.Payload)
+		return outcomeError(rep.Outcome, err, fmt.Sprintf("shard %d of table %s", msg.Payload.Shard, msg.Payload.Table))
+	}); err != nil {
+		return err
+	}
+	if err := queueworker.Handle(r, KindCombineShards, func(ctx context.Context, msg *queueworker.Message[CombineJob]) error {
+		if err := msg.Payload.Validate(); err != nil {
+			return queueworker.Cancel(err)
+		}
+		rep, err := a.tracedCombine(ctx, msg.Payload)
+		return outcomeError(rep.Outcome, err, "shards of table "+msg.Payload.Table)
 	}); err != nil {
 		return err
 	}

@@ -14,8 +14,10 @@ import (
 )
 
 // BackfillKind returns the kind of this index's backfill jobs,
-// "indexentity.backfill.<name>".
-func (ix *SamePartition[T]) BackfillKind() string { return "indexentity.backfill." + ix.name }
+// "indexentity.backfill.<table>.<name>".
+func (ix *SamePartition[T]) BackfillKind() string {
+	return jobKind("backfill", ix.primary.Name(), ix.name)
+}
 
 // Partitions lists the partitions of the table, one query per partition.
 //
@@ -81,20 +83,32 @@ func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, op
 // removed from those of the values in wrong, each conditional on its ETag; a gone entity
 // only has its id removed. cur, if set, is the entity as a page read it (the first
 // attempt uses it; a conflict reads it again). It reports whether it wrote.
+//
+// When relist reads the entity itself, it reads the wrong values' pages first and the
+// entity after (ref before primary, as Inter does): a gone entity's removal is
+// conditional only on the pages' ETags, and a live Insert that re-creates the entity
+// guards its value's page in its own transaction. Read in this order, an Insert that
+// lands after the entity read changes the page under the removal (412, read again),
+// and one that landed before it is seen by the entity read.
 func (ix *SamePartition[T]) relist(ctx context.Context, pk, rk string, cur *T, wrong []string) (bool, error) {
 	wrote := false
 	err := ix.loop(ctx, "relist", pk, rk, func(ctx context.Context) error {
-		if cur == nil {
+		found := cur
+		var removals map[string][]repo.Action
+		if found == nil {
+			var err error
+			if removals, err = ix.planRemovals(ctx, pk, rk, wrong); err != nil {
+				return err
+			}
 			v, err := ix.primary.Get(ctx, pk, rk)
 			switch {
 			case errors.Is(err, repo.ErrNotFound):
 			case err != nil:
 				return err
 			default:
-				cur = &v
+				found = &v
 			}
 		}
-		found := cur
 		cur = nil // a retry reads again
 		var actions []repo.Action
 		value := ""
@@ -127,9 +141,12 @@ func (ix *SamePartition[T]) relist(ctx context.Context, pk, rk string, cur *T, w
 			if w == value || w == "" {
 				continue
 			}
-			rm, err := ix.planRemove(ctx, pk, w, rk)
-			if err != nil {
-				return err
+			rm, planned := removals[w]
+			if !planned {
+				var err error
+				if rm, err = ix.planRemove(ctx, pk, w, rk); err != nil {
+					return err
+				}
 			}
 			actions = append(actions, rm...)
 			changes += len(rm)
@@ -147,6 +164,23 @@ func (ix *SamePartition[T]) relist(ctx context.Context, pk, rk string, cur *T, w
 		return err
 	})
 	return wrote, err
+}
+
+// planRemovals reads the pages of each of the values in wrong and plans the removal of
+// rk from them, keyed by value (a value rk is not listed under plans nothing).
+func (ix *SamePartition[T]) planRemovals(ctx context.Context, pk, rk string, wrong []string) (map[string][]repo.Action, error) {
+	out := make(map[string][]repo.Action, len(wrong))
+	for _, w := range wrong {
+		if _, done := out[w]; done || w == "" {
+			continue
+		}
+		rm, err := ix.planRemove(ctx, pk, w, rk)
+		if err != nil {
+			return nil, err
+		}
+		out[w] = rm
+	}
+	return out, nil
 }
 
 // listed returns, for partition pk, the values each RowKey is listed under: one range
@@ -263,8 +297,8 @@ func wrongValues(r *Report) (map[string][]string, []string) {
 }
 
 // BackfillKind returns the kind of this index's backfill jobs,
-// "indexentity.backfill.<name>".
-func (ix *Eventual[T]) BackfillKind() string { return "indexentity.backfill." + ix.name }
+// "indexentity.backfill.<table>.<name>".
+func (ix *Eventual[T]) BackfillKind() string { return jobKind("backfill", ix.primary.Name(), ix.name) }
 
 // Partitions lists the partitions of the indexed table, one query per partition (the
 // partitions of a TableStore that shares the table are passed over).

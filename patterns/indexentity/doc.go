@@ -35,8 +35,10 @@
 //	store, _ := indexentity.NewTableStore(indexTable, "LastName", nil)                   // option 3's lists
 //	ix3, _ := indexentity.NewEventual(emps, "LastName", lastName, store, queue, nil)     // options 1 and 3
 //
-// Its messages have the kind "indexentity.change.<name>"; Register also accepts the kind of
-// earlier releases, "indexentity/<name>".
+// Its messages have the kind "indexentity.change.<table>.<name>" and its maintenance jobs
+// "indexentity.backfill|verify|repair.<table>.<name>", so that indexes named alike on two
+// tables never share a kind; Register also accepts the change kinds of earlier releases,
+// "indexentity.change.<name>" and "indexentity/<name>".
 //
 // The two kinds of index share their method names; Lookup differs by one argument, on
 // purpose: SamePartition.Lookup(ctx, pk, value) answers within one partition (option 2

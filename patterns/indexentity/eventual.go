@@ -112,7 +112,7 @@ type Change struct {
 }
 
 // NewEventual returns the option 1 or option 3 index named name (e.g. "LastName"; 1 to 64
-// characters; its messages have the kind "indexentity.change.<name>") over the entities
+// characters; its messages have the kind "indexentity.change.<table>.<name>") over the entities
 // of table, by value (the indexed value of an entity; "" means not indexed; a pure
 // function). store keeps the lists (a *BlobStore, option 1, or a *TableStore, option 3)
 // and queue receives the change messages the worker reconciles (see Register). The logger
@@ -167,16 +167,26 @@ func (ix *Eventual[T]) Table() *repo.Table[T] { return ix.primary }
 // Store returns the store of the lists.
 func (ix *Eventual[T]) Store() Store { return ix.store }
 
-// Kind returns the kind of the index's messages, "indexentity.change.<name>".
-func (ix *Eventual[T]) Kind() string { return "indexentity.change." + ix.name }
+// Kind returns the kind of the index's messages, "indexentity.change.<table>.<name>".
+func (ix *Eventual[T]) Kind() string { return jobKind("change", ix.primary.Name(), ix.name) }
 
-// Register registers Handle for the index's messages in r, the maintenance jobs'
-// handlers under BackfillKind, VerifyKind and RepairKind (see StartBackfill, StartVerify,
-// StartRepair), and Handle under Kind and under the kind
-// of earlier releases ("indexentity/<name>"), so that messages enqueued before an upgrade
-// are still handled.
+// legacyKinds are the kinds of the index's messages in earlier releases, which named no
+// table: "indexentity.change.<name>" (0.10) and "indexentity/<name>" (0.9).
+func (ix *Eventual[T]) legacyKinds() []string {
+	return []string{"indexentity.change." + ix.name, "indexentity/" + ix.name}
+}
+
+// Register registers Handle for the index's messages under Kind in r, the maintenance
+// jobs' handlers under BackfillKind, VerifyKind and RepairKind (see StartBackfill,
+// StartVerify, StartRepair), and Handle under the kinds of earlier releases
+// ("indexentity.change.<name>", "indexentity/<name>"), so that messages enqueued before an
+// upgrade are still handled. Those kinds name no table: when two indexes of one name on
+// two tables share a registry, the first registered takes them (the handler re-reads its
+// own table, so a message of the other table's index changes nothing wrong there, and
+// that index's change is lost: run its repair after the upgrade).
 //
-// Errors: errs.ErrInvalidInput when a kind is already registered.
+// Errors: errs.ErrInvalidInput when r is nil or one of the index's own kinds is already
+// registered.
 func (ix *Eventual[T]) Register(r *queueworker.Registry) error {
 	if err := queueworker.Handle(r, ix.Kind(), ix.Handle); err != nil {
 		return err
@@ -184,7 +194,11 @@ func (ix *Eventual[T]) Register(r *queueworker.Registry) error {
 	if err := ix.jobs().Register(r); err != nil {
 		return err
 	}
-	return queueworker.Handle(r, "indexentity/"+ix.name, ix.Handle)
+	for _, k := range ix.legacyKinds() {
+		// The only failure left is "already registered": another index of this name.
+		_ = queueworker.Handle(r, k, ix.Handle)
+	}
+	return nil
 }
 
 func (ix *Eventual[T]) step(ctx context.Context, name string) error {

@@ -7,11 +7,21 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
-// VerifyKind returns the kind of this index's verify jobs, "indexentity.verify.<name>".
-func (ix *SamePartition[T]) VerifyKind() string { return "indexentity.verify." + ix.name }
+// jobKind builds the message kinds of an index, "indexentity.<what>.<table>.<name>": the
+// table's name, which has no dot, keeps apart two indexes named alike on two tables (one
+// worker can register both, and two workers sharing a queue never take each other's
+// messages).
+func jobKind(what, table, name string) string {
+	return "indexentity." + what + "." + table + "." + name
+}
 
-// RepairKind returns the kind of this index's repair jobs, "indexentity.repair.<name>".
-func (ix *SamePartition[T]) RepairKind() string { return "indexentity.repair." + ix.name }
+// VerifyKind returns the kind of this index's verify jobs,
+// "indexentity.verify.<table>.<name>".
+func (ix *SamePartition[T]) VerifyKind() string { return jobKind("verify", ix.primary.Name(), ix.name) }
+
+// RepairKind returns the kind of this index's repair jobs,
+// "indexentity.repair.<table>.<name>".
+func (ix *SamePartition[T]) RepairKind() string { return jobKind("repair", ix.primary.Name(), ix.name) }
 
 // StartVerify enqueues one verify job per partition (every partition when none is given)
 // on SamePartitionOptions.Queue, for the workers that Register set up. Each job runs
@@ -59,11 +69,13 @@ func (ix *SamePartition[T]) jobs() *maintain.Jobs {
 	}
 }
 
-// VerifyKind returns the kind of this index's verify jobs, "indexentity.verify.<name>".
-func (ix *Eventual[T]) VerifyKind() string { return "indexentity.verify." + ix.name }
+// VerifyKind returns the kind of this index's verify jobs,
+// "indexentity.verify.<table>.<name>".
+func (ix *Eventual[T]) VerifyKind() string { return jobKind("verify", ix.primary.Name(), ix.name) }
 
-// RepairKind returns the kind of this index's repair jobs, "indexentity.repair.<name>".
-func (ix *Eventual[T]) RepairKind() string { return "indexentity.repair." + ix.name }
+// RepairKind returns the kind of this index's repair jobs,
+// "indexentity.repair.<table>.<name>".
+func (ix *Eventual[T]) RepairKind() string { return jobKind("repair", ix.primary.Name(), ix.name) }
 
 // StartVerify enqueues one verify job per partition (every partition when none is given)
 // on the index's queue, for the workers Register set up. See SamePartition.StartVerify;

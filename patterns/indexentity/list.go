@@ -254,12 +254,13 @@ type Key struct {
 	PartitionKey, RowKey string
 }
 
-// compareKeys orders keys as the service does: by PartitionKey, then RowKey.
+// compareKeys orders keys as the service does: by PartitionKey, then RowKey, each by
+// UTF-16 code units (keys.Compare).
 func compareKeys(a, b Key) int {
-	if c := strings.Compare(a.PartitionKey, b.PartitionKey); c != 0 {
+	if c := keys.Compare(a.PartitionKey, b.PartitionKey); c != 0 {
 		return c
 	}
-	return strings.Compare(a.RowKey, b.RowKey)
+	return keys.Compare(a.RowKey, b.RowKey)
 }
 
 // checkKey validates a key the way every request path needs it: both parts valid key

@@ -155,17 +155,22 @@ func (x *Inter[T]) behind(ctx context.Context, pk string, items []T) ([]string, 
 	return out, nil
 }
 
-// wantKey is the RowKey of v's copy in ix, "" when v has none (or can have none).
+// wantKey is the RowKey of v's copy in ix, "" when v has none (or can have none: see
+// copyKeyOf).
 func (x *Inter[T]) wantKey(ix *interIndex[T], v *T, rk string) string {
+	k, _ := x.copyKeyOf(ix, v, rk)
+	return k
+}
+
+// copyKeyOf is the RowKey of v's copy in ix: "" and nil when v has no value there, ""
+// and an *errs.InvalidInputError when its value cannot be part of a copy's key (a stored
+// value written around this package).
+func (x *Inter[T]) copyKeyOf(ix *interIndex[T], v *T, rk string) (string, error) {
 	val, err := ix.value(v)
 	if err != nil || val == "" {
-		return ""
+		return "", err
 	}
-	k, err := ix.copyKey(val, rk)
-	if err != nil {
-		return ""
-	}
-	return k
+	return ix.copyKey(val, rk)
 }
 
 // BackfillKind returns the message kind of this Intra's backfill jobs:

@@ -202,7 +202,7 @@
 //
 //	cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: saved.After})
 //	err = x.StartBackfill(ctx)             // one job per partition; Register handles them
-//	r, err := x.Verify(ctx, "Sales", nil)  // r.Missing, r.Stale, r.Orphan, r.Conflict, r.Samples
+//	r, err := x.Verify(ctx, "Sales", nil)  // r.Missing, r.Stale, r.Orphan, r.Conflict, r.Unindexable, r.Samples
 //	r, err = x.Repair(ctx, "Sales", nil)
 //	err = x.StartVerify(ctx, "Sales")      // the same as jobs: VerifyKind, RepairKind
 //	err = x.StartRepair(ctx)
@@ -220,7 +220,7 @@
 // VerifyKind and RepairKind, handled by the same Register; Intra's on IntraOptions.Queue).
 // A verify job writes nothing and logs one line, "index verify", on the primary table's
 // logger (repo.Options.Logger): the partition, the counts (entities, copies, missing,
-// stale, orphan, conflict, drift) and the samples as keys only — drift kind, index, the
+// stale, orphan, conflict, unindexable, drift) and the samples as keys only — drift kind, index, the
 // entity's PartitionKey and RowKey, never the copy's key (it holds the indexed value) nor
 // any property (TestVerifyJobLogsCountsAndKeysOnly). A repair job runs Repair and logs
 // "index repair" with repaired set. Each takes its partition whole (Verify and Repair have
@@ -260,7 +260,13 @@
 // orphan conditional on its ETag, after reading every primary again (TestIntraVerifyFindsAndRepairsDrift,
 // TestInterVerifyFindsAndRepairsDrift). Verify is read-only and reads the primaries and
 // the copies one after the other, not as one snapshot: an entity written meanwhile can
-// show as drift; Repair decides again from fresh reads.
+// show as drift; Repair decides again from fresh reads. An entity stored around this
+// package with a value no copy key can hold (over 1 KiB with the index's name, or, for
+// Inter, a PartitionKey whose index partition "<name>_<pk>" would break the key limit)
+// is counted Unindexable, which is drift: a verify never reads such a partition as clean
+// (TestAttackInterVerifyJobLongPartitionReadsClean,
+// TestAttackInterVerifyJobUnindexableValueReadsClean,
+// TestAttackIntraVerifyJobUnindexableValueReadsClean); Repair leaves it, as a backfill does.
 //
 // Cost: a backfill pays about one write of every entity through the index (Inter:
 // Reconcile's 2 reads and 1 transaction per entity not up to date, plus 1 query of refs

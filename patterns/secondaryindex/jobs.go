@@ -119,7 +119,7 @@ func reportFunc(f func(context.Context, string, *VerifyOptions) (*Report, error)
 			return maintain.Summary{}, err
 		}
 		s := maintain.Summary{Entities: r.Entities, Copies: r.Copies, Missing: r.Missing, Stale: r.Stale,
-			Orphan: r.Orphan, Conflict: r.Conflict, Repaired: r.Repaired}
+			Orphan: r.Orphan, Conflict: r.Conflict, Unindexable: r.Unindexable, Repaired: r.Repaired}
 		for _, smp := range r.Samples {
 			s.Samples = append(s.Samples, maintain.SampleKeys{Drift: string(smp.Drift), Index: smp.Index,
 				PartitionKey: smp.PartitionKey, RowKey: smp.RowKey})

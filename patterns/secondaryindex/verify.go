@@ -18,7 +18,9 @@ import (
 // reports, read-only, the missing copies (an entity with a value and no copy), the stale
 // ones (a copy that does not hold what the entity holds, or whose ref does not record the
 // entity's current version) and the orphans (a copy of an entity that is gone or has
-// another value), with counts and the first VerifyOptions.Samples of them.
+// another value), with counts and the first VerifyOptions.Samples of them. An entity with
+// a value no copy can hold (the copy's key, or the index partition of pk, over the key
+// limit: stored around this package) is counted Unindexable, never passed over.
 //
 // It reads the primaries and then each index partition, not one snapshot: copies of
 // entities written during the call (whose reconciliation is still queued) show as
@@ -52,7 +54,14 @@ func (x *Inter[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (
 	for _, ix := range x.idx {
 		part, err := ix.partition(pk)
 		if err != nil {
-			continue // this index holds no copy of pk (Reconcile reports it)
+			// This index can hold no copy of pk (its name and the key exceed the key
+			// limit): every entity with a value in it is unindexable, not clean.
+			for rk, v := range byRK {
+				if k, err := x.copyKeyOf(ix, v, rk); k != "" || err != nil {
+					r.add(Sample{Drift: Unindexable, Index: ix.Name, PartitionKey: pk, RowKey: rk}, samples)
+				}
+			}
+			continue
 		}
 		rows, err := ix.copies.Collect(ctx, repo.Query{Filter: filter.PartitionKey(part)})
 		if err != nil {
@@ -70,12 +79,16 @@ func (x *Inter[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (
 			}
 		}
 		for rk, v := range byRK {
-			want := x.wantKey(ix, v, rk)
-			ref := refs[refKey(rk)]
-			refOK := ref != nil && str(ref, "Key") == want && str(ref, "SourceETag") == x.c.ETag(v)
+			want, err := x.copyKeyOf(ix, v, rk)
+			if err != nil {
+				r.add(Sample{Drift: Unindexable, Index: ix.Name, PartitionKey: pk, RowKey: rk}, samples)
+				continue
+			}
 			if want == "" {
 				continue // an orphan copy of it, if any, is found below
 			}
+			ref := refs[refKey(rk)]
+			refOK := ref != nil && str(ref, "Key") == want && str(ref, "SourceETag") == x.c.ETag(v)
 			s := Sample{Index: ix.Name, PartitionKey: pk, RowKey: rk, CopyKey: want}
 			have := copies[want]
 			if have == nil {
@@ -138,8 +151,8 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 	fixes := map[string]*fix{}
 	var order []string
 	for _, s := range r.found {
-		if s.RowKey == "" {
-			continue
+		if s.RowKey == "" || s.Drift == Unindexable {
+			continue // a copy naming no entity, or an entity no copy can hold: reported, left
 		}
 		f := fixes[s.RowKey]
 		if f == nil {
@@ -279,6 +292,7 @@ func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
 // ones (a copy that does not hold what the primary copy holds), the orphans (a copy
 // no primary copy wants) and the conflicts (an entity whose value in a unique index is
 // held by the copy of another entity), with counts and the first VerifyOptions.Samples.
+// An entity with a value no copy key can hold is counted Unindexable.
 //
 // Writes are atomic, so drift comes only from writes around this package (or from the
 // primaries of a table that held data before an index was added). The call reads the
@@ -330,7 +344,12 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 		byRK[rk] = v
 		_, ks, err := x.keysOf(v)
 		if err != nil {
-			continue // a stored value no key can hold: it can have no copy
+			// A stored value no key can hold: the entity can have no copy (Repair leaves
+			// it), and a verify must not read it as clean.
+			for _, name := range x.unindexable(v) {
+				r.add(Sample{Drift: Unindexable, Index: name, PartitionKey: pk, RowKey: rk}, samples)
+			}
+			continue
 		}
 		for n, k := range ks {
 			if k != "" {
@@ -417,8 +436,8 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 			orphans = append(orphans, s)
 			continue
 		}
-		if s.Drift == Conflict {
-			continue // another entity's copy: reported, never taken over
+		if s.Drift == Conflict || s.Drift == Unindexable {
+			continue // another entity's copy, or a value no key can hold: reported, left
 		}
 		if !seen[s.RowKey] {
 			seen[s.RowKey] = true
@@ -440,6 +459,26 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 	}
 	r.Repaired = int(repaired.Load())
 	return r, err
+}
+
+// unindexable names the indexes in which v has a value no copy key can hold (the primary
+// index when its own key cannot be built: then no copy can exist at all).
+func (x *Intra[T]) unindexable(v *T) []string {
+	_, primary, _, err := x.primaryOf(v)
+	if err != nil {
+		return []string{x.all[0].Name}
+	}
+	var out []string
+	for _, ix := range x.all[1:] {
+		val, err := ix.value(v)
+		if err == nil && val != "" {
+			_, err = ix.intraKey(val, primary)
+		}
+		if err != nil {
+			out = append(out, ix.Name)
+		}
+	}
+	return out
 }
 
 // dropOrphans deletes the copies of orphans that are still orphans: each is read (its

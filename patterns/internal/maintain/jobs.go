@@ -38,6 +38,9 @@ type Summary struct {
 	Entities, Copies int
 	// Missing, Stale, Orphan and Conflict count the drift of each kind.
 	Missing, Stale, Orphan, Conflict int
+	// Unindexable counts the entities with a value no index key can hold (secondaryindex;
+	// indexentity counts them in Missing). It is drift: the index lacks them.
+	Unindexable int
 	// Repaired counts what a repair wrote (0 for a verify).
 	Repaired int
 	// Samples are the report's samples, as keys.
@@ -168,7 +171,8 @@ func (j *Jobs) report(ctx context.Context, m *queueworker.Message[Job], op strin
 		zap.String("kind", m.Kind), zap.String("job", m.ID), zap.String("pk", m.Payload.PartitionKey),
 		zap.Int("entities", s.Entities), zap.Int("copies", s.Copies),
 		zap.Int("missing", s.Missing), zap.Int("stale", s.Stale), zap.Int("orphan", s.Orphan),
-		zap.Int("conflict", s.Conflict), zap.Int("drift", s.Missing+s.Stale+s.Orphan),
+		zap.Int("conflict", s.Conflict), zap.Int("unindexable", s.Unindexable),
+		zap.Int("drift", s.Missing+s.Stale+s.Orphan+s.Unindexable),
 		zap.Int("repaired", s.Repaired), zap.Objects("samples", s.Samples))
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
@@ -50,7 +51,8 @@ func Partitions[T any](ctx context.Context, t *repo.Table[T], skip func(pk strin
 				return
 			}
 			pk, _ := t.Codec().Keys(&got[0])
-			if pk == "" || pk <= last {
+			// The service orders keys by UTF-16 code units, not Go's bytes.
+			if pk == "" || keys.Compare(pk, last) <= 0 {
 				yield("", fmt.Errorf("tablepatterns: partition listing of %s did not advance after %q", t.Name(), last))
 				return
 			}

@@ -4,6 +4,7 @@
 //	archiver run [-drain] [-queue archive-jobs] [-concurrency 16] ...
 //	archiver enqueue archive-entity -source Current -pk Sales -rk 000123 -target-table Archive
 //	archiver enqueue archive-table  -table SignIns20240601 -container cold
+//	archiver enqueue archive-table  -table BigTable -container cold -sealed -shards 8
 //	archiver enqueue restore-table  -table SignIns20240601 -container cold [-target T]
 //	archiver enqueue archive-range  -source Current -pk Sales -rk-to 000500 -target-table Archive
 //	archiver poison list [-n 32]

@@ -51,11 +51,16 @@ const usage = `archiver runs the archive jobs of tablepatterns (patterns/consist
 Usage:
   archiver run [flags]                  run the worker until SIGINT/SIGTERM (or -drain)
   archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
-  archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table]
+  archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table] [-shards N]
                                         only sealed tables are archived: a periodtable period that
                                         ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
                                         THAT NOTHING WRITES THE TABLE ANY MORE
+                                        -shards N (2 to 64) splits the export by PartitionKey ranges
+                                        into N shard jobs that every archiver on the queue runs in
+                                        parallel; a combine job checks them all and deletes the table
   archiver enqueue restore-table  [flags] -table T -container C [-target T] [-generation latest|all|NAME]
+                                        a sharded generation is restored by one job, its shards
+                                        verified first, then written 4 at a time
   archiver enqueue archive-range  [flags] -source T (-pk PK [-rk-from A] [-rk-to B] | -pk-from A -pk-to B)
                                         [-where PROP:OP:TYPE:VALUE ...] (-target-table T | -target-container C)
                                         move every entity of a partition, a key range (from inclusive,
@@ -175,6 +180,13 @@ func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, by Main
 	return fs
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
@@ -310,7 +322,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	q := e.clients.Queues.NewQueueClient(e.queue)
-	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger}) // range continuations
+	// Range continuations, and the shard and combine jobs of sharded archive-table jobs,
+	// are enqueued on the queue this worker reads.
+	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
 	if err != nil {
 		return err
 	}
@@ -406,6 +420,7 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		fs.BoolVar(&table.Sealed, "sealed", false, "")
 		fs.StringVar(&table.PeriodPrefix, "period-prefix", "", "")
 		fs.StringVar(&table.Period, "period", "", "")
+		fs.IntVar(&table.Shards, "shards", 0, "")
 		fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
 	case consistency.KindRestoreTable:
 		fs.StringVar(&restore.Table, "table", "", "")
@@ -434,6 +449,11 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if kind == consistency.KindArchiveTable && table.Shards < 2 && flagGiven(fs, "shards") {
+		// The library takes 0 or 1 as "unsharded"; on the command line a -shards that
+		// splits nothing is a mistake (omit it for an unsharded export).
+		return usagef("enqueue archive-table: -shards %d: want 2 to %d (omit -shards for an unsharded export)", table.Shards, consistency.MaxShards)
 	}
 	if restore.Generation == "latest" {
 		restore.Generation = consistency.GenerationLatest

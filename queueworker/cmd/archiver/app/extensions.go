@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -64,7 +66,7 @@ func (e *Env) Index(name string) (Index, error) {
 		return nil, e.ext.unknown(name)
 	}
 	ix, err := build(e)
-	if err == nil && ix == nil {
+	if err == nil && isNil(ix) {
 		err = usagef("extensions: the builder of index %q returned no index", name)
 	}
 	if err != nil {
@@ -75,6 +77,20 @@ func (e *Env) Index(name string) (Index, error) {
 	}
 	e.indexes[name] = ix
 	return ix, nil
+}
+
+// isNil reports whether ix is nil, also a typed nil (a nil *Inter in the interface),
+// whose methods would panic.
+func isNil(ix Index) bool {
+	if ix == nil {
+		return true
+	}
+	v := reflect.ValueOf(ix)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // Extensions are what a team's own archiver binary adds to the stock one: its indexes
@@ -261,9 +277,10 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 	}
 	// Start checks every partition against the index before its first request; the queue
 	// is created only when the first enqueue finds none, so that a partition the index
-	// refuses sends nothing at all.
+	// refuses sends nothing at all. Only the queue's not-found creates it: the index's
+	// table missing (its partition listing's 404) is the command's failure.
 	err = start()
-	if errors.Is(err, errs.ErrNotFound) {
+	if queueMissing(err) {
 		if err = createQueue(ctx, e.clients.Queues.NewQueueClient(e.queue)); err == nil {
 			err = start()
 		}
@@ -277,6 +294,12 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 	}
 	fmt.Fprintf(stdout, "enqueued %s of index %s (%s) on %s\n", job, name, which, e.queue)
 	return nil
+}
+
+// queueMissing reports whether err says the job queue does not exist (the service's
+// QueueNotFound), not that something else the command read is missing.
+func queueMissing(err error) bool {
+	return errors.Is(err, errs.ErrNotFound) && queueerror.HasCode(err, queueerror.QueueNotFound)
 }
 
 // indexes returns x.Indexes, nil for nil extensions.
