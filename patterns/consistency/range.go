@@ -162,55 +162,34 @@ func (c Condition) matches(props map[string]any) bool {
 	var order int
 	switch want := v.(type) {
 	case string:
-		got, ok := p.(string)
-		if !ok {
-			return false
-		}
-		order = keys.Compare(got, want)
+		got, isString := p.(string)
+		ok, order = isString, keys.Compare(got, want)
 	case int32:
-		got, ok := p.(int32)
-		if !ok {
-			return false
-		}
-		order = cmp.Compare(got, want)
+		ok, order = compareAs(p, want)
 	case int64:
-		got, ok := p.(int64)
-		if !ok {
-			return false
-		}
-		order = cmp.Compare(got, want)
+		ok, order = compareAs(p, want)
 	case float64:
-		got, ok := p.(float64)
-		if !ok {
-			return false
-		}
-		order = cmp.Compare(got, want)
+		ok, order = compareAs(p, want)
 	case bool:
-		got, ok := p.(bool)
-		if !ok {
-			return false
-		}
-		order = cmp.Compare(b2i(got), b2i(want))
+		got, isBool := p.(bool)
+		ok, order = isBool, cmp.Compare(b2i(got), b2i(want))
 	case time.Time:
-		got, ok := p.(time.Time)
-		if !ok {
-			return false
-		}
-		order = got.Compare(want)
+		got, isTime := p.(time.Time)
+		ok, order = isTime, got.Compare(want)
 	case filter.GUID:
-		got, ok := p.(codec.GUID)
-		if !ok {
+		got, isGUID := p.(codec.GUID)
+		if !isGUID {
 			return false
 		}
 		if c.Op != "eq" && c.Op != "ne" {
 			return true
 		}
 		g, err := codec.ParseGUID(string(want))
-		if err != nil {
-			return false
-		}
-		order = bytes.Compare(got[:], g[:])
+		ok, order = err == nil, bytes.Compare(got[:], g[:])
 	default:
+		return false
+	}
+	if !ok {
 		return false
 	}
 	switch c.Op {
@@ -228,6 +207,12 @@ func (c Condition) matches(props map[string]any) bool {
 		return order <= 0
 	}
 	return false
+}
+
+// compareAs compares p with want when p has want's type.
+func compareAs[T cmp.Ordered](p any, want T) (bool, int) {
+	got, ok := p.(T)
+	return ok, cmp.Compare(got, want)
 }
 
 func b2i(b bool) int {
