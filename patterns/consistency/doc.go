@@ -154,7 +154,7 @@
 //
 // Cost: per 100 entities one target read, one source read, one copy transaction and one
 // delete transaction (a blob target: two blob requests per entity instead of the target
-// read and the copy transaction); per 1,000 one keys-only scan and three queue requests.
+// read and the copy transaction); per 1,000 one scan of keys and three queue requests.
 // A target partition holding more than a page of other copies between a batch's keys
 // adds up to one point read per key; large entities add copy and delete transactions
 // (4 MiB each); Edm.Int64 conditions make the scan read every key of the range.

@@ -28,8 +28,8 @@ import (
 const KindArchiveRange = "archive-range"
 
 // RangeJobSize is how many source entities one delivery of an archive-range job scans
-// (one keys-only page) and moves before it hands the rest of the range to its
-// continuation message.
+// (one page of keys and of the properties its conditions name) and moves before it
+// hands the rest of the range to its continuation message.
 const RangeJobSize = repo.MaxPageSize
 
 // MaxRangeConditions is the most Where conditions an archive-range job may carry: the
