@@ -2,11 +2,16 @@ package consistency
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -22,8 +27,11 @@ type Companion interface {
 	// ETag set), what to do with the copies of e when e leaves the table. The archive asks
 	// after reading e and before writing e's archive copy, so that a refusal leaves
 	// nothing written. It reads what it needs and sends no write. It may be asked again
-	// for the same entity (a restarted move, a redelivered job); each answer must stand
-	// on its own. e is read back from storage: untrusted input.
+	// for the same entity (a restarted move, a redelivered job, a later round of a
+	// batched move whose entities share a copy: see the package documentation, "Range
+	// archives"); each answer must stand on its own. It may be called from several
+	// goroutines at once (a batched move runs up to 8 batches at once). e is read back
+	// from storage: untrusted input.
 	//
 	// An error stops the move before anything is written. One that wraps
 	// errs.ErrInvalidInput (e is not an entity whose copies the companion can find: it
@@ -52,21 +60,144 @@ type Removal struct {
 	// Before, if set, runs before the delete of e is sent: the durable first step for
 	// copies that live in other partitions or tables (an enqueue of the reconciliation
 	// that removes them once e is gone). It must be idempotent, and harmless when the
-	// delete does not follow (a reconciliation that still finds e keeps its copies).
+	// delete does not follow (a reconciliation that still finds e keeps its copies). The
+	// Before hooks of one delete step (in a batched move, those of every entity of its
+	// transaction) run up to 16 at once.
 	Before func(ctx context.Context) error
 	// Within, if positive, bounds Before and the delete together, as the Settle/2
 	// protocol of the eventually consistent patterns does: the archive takes one deadline,
 	// Within from the moment before it calls the first Before, and gives it to the Before
 	// hooks and to the delete's request. A delete that could not be sent in time is not
-	// sent (or is abandoned) and the move starts over, so that a reconciliation Before
-	// enqueued to run after the delete cannot run before it. The shortest Within of an
-	// entity's (or a batch's) removals wins. 0 means no bound.
+	// sent (or is abandoned) and the move starts over from fresh reads, so that a
+	// reconciliation Before enqueued to run after the delete cannot run before it. The
+	// shortest Within of the removals of the entities one delete step removes wins (one
+	// entity's; in a batched move, those of every entity of the delete transaction). 0
+	// means no bound.
 	Within time.Duration
-	// After, if set, runs once the delete of e has landed: a prompt step that a stop can
-	// skip (a reconciliation visible at once, where Before's waits out its delay). Its
-	// error is logged, not returned: the move is done, and Before must already cover what
-	// After hastens.
+	// After, if set, runs once the delete of e has landed (in a batched move, once the
+	// transaction that deleted e committed; up to 16 at once): a prompt step that a stop
+	// can skip (a reconciliation visible at once, where Before's waits out its delay). It
+	// does not run when the move cannot tell that its own delete landed (a lost response,
+	// a concurrent run that deleted first). Its error is logged, not returned: the move is
+	// done, and Before must already cover what After hastens.
 	After func(ctx context.Context) error
+}
+
+// hookConcurrency is how many Before (or After) hooks of one delete step run at once: a
+// batched move's transaction can hold the removals of up to 100 entities, and their hooks
+// (enqueues, mostly) must all finish within the step's Within.
+const hookConcurrency = 16
+
+// removing is what the companions of one entity need done when it leaves the table: the
+// Removals they answered for the entity at (pk, rk).
+type removing struct {
+	pk, rk string
+	rs     []Removal
+}
+
+// removals asks every companion of table what removing e means to it (see Companion).
+// Each gets its own copy of e.
+func (a *Archiver) removals(ctx context.Context, table string, e *codec.Entity) ([]Removal, error) {
+	cs := a.companions(table)
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	out := make([]Removal, 0, len(cs))
+	for i, c := range cs {
+		cp := *e
+		cp.Properties = maps.Clone(e.Properties)
+		r, err := c.Removal(ctx, &cp)
+		if err != nil {
+			return nil, fmt.Errorf("consistency: the companion %d of %s, asked about the copies of (%s, %s): %w", i, table, e.PartitionKey, e.RowKey, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// withCompanions runs the delete step of a move, send (one delete, or one entity group
+// transaction of deletes and companion actions), under the protocol of the removals of
+// the entities it deletes (Removal), single and batched moves alike:
+//
+//  1. one deadline, the shortest Within of all of them, taken before the first Before;
+//  2. their Before hooks (up to hookConcurrency at once), under the deadline;
+//  3. send, under the deadline: a deadline already passed sends nothing, one that passes
+//     during the request abandons it;
+//  4. once send succeeded, their After hooks, whose errors are logged, not returned.
+//
+// A deadline that passed before send succeeded is errRestart (the move starts over from
+// fresh reads, and its Before hooks run again), whatever the hook or the request said.
+// Other errors of a Before or of send come back as they are. job names the job kind for
+// the step hooks of tests, table the source table for the logs.
+func (a *Archiver) withCompanions(ctx context.Context, job, table string, es []removing, send func(context.Context) error) error {
+	var within time.Duration
+	var befores []func(context.Context) error
+	hooked := false
+	for _, e := range es {
+		hooked = hooked || len(e.rs) > 0
+		for _, r := range e.rs {
+			if r.Within > 0 && (within == 0 || r.Within < within) {
+				within = r.Within
+			}
+			if r.Before != nil {
+				befores = append(befores, r.Before)
+			}
+		}
+	}
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if within > 0 {
+		dctx, cancel = context.WithTimeout(ctx, within)
+	}
+	defer cancel()
+	late := func(err error) error {
+		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
+			return fmt.Errorf("%w: the companions' deadline (%v) passed before the delete was done", errRestart, within)
+		}
+		return err
+	}
+	if len(befores) > 0 {
+		err := fanout.Do(dctx, len(befores), hookConcurrency, func(ctx context.Context, i int) error { return befores[i](ctx) })
+		if err != nil {
+			return late(err)
+		}
+	}
+	if hooked {
+		if err := a.after(job, "companions-before"); err != nil {
+			return err
+		}
+	}
+	if err := dctx.Err(); err != nil {
+		return late(err) // not sent: too late
+	}
+	if err := send(dctx); err != nil {
+		return late(err)
+	}
+	a.runAfter(ctx, table, es)
+	return nil
+}
+
+// runAfter runs the After hooks of entities whose delete landed; their errors are logged
+// (see Removal.After).
+func (a *Archiver) runAfter(ctx context.Context, table string, es []removing) {
+	type hook struct {
+		pk, rk string
+		fn     func(context.Context) error
+	}
+	var hooks []hook
+	for _, e := range es {
+		for _, r := range e.rs {
+			if r.After != nil {
+				hooks = append(hooks, hook{e.pk, e.rk, r.After})
+			}
+		}
+	}
+	_ = fanout.Each(ctx, len(hooks), hookConcurrency, func(ctx context.Context, i int) error {
+		if err := hooks[i].fn(ctx); err != nil {
+			a.opts.Logger.Warn("consistency: a companion's prompt step failed after the move; its first step covers it",
+				zap.String("table", table), zap.String("partitionKey", hooks[i].pk), zap.String("rowKey", hooks[i].rk), errs.LogField(err))
+		}
+		return nil
+	})
 }
 
 // companionSpelling returns the name Options.Companions gives table (table names are

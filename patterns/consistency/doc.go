@@ -62,8 +62,8 @@
 //     replace If-Match the copy's ETag otherwise, in entity group transactions of up to
 //     100 in a target table (one conditional upload per blob);
 //  3. delete the source entities If-Match the ETags that were copied, in entity group
-//     transactions, each with its Companions' Actions (their Before runs first): up to
-//     100 actions, never two on one entity (a repeated key starts a new transaction).
+//     transactions, each with its Companions' Actions: up to 100 actions, never two on
+//     one row (see "Companions in a range archive" below).
 //
 // Any conflict (a 409 or 412, a 404 in the delete transaction, ErrOutcomeUnknown) fails
 // the batch's attempt, and the next attempt reads again: a transaction that committed
@@ -83,6 +83,31 @@
 // message's delete leaves two messages over the rest of the range: both are safe, and
 // the cost is their contention. Without Options.Queue a delivery runs the whole range.
 //
+// Companions in a range archive (see "Index-aware moves" for what they are): the
+// companions are asked about every entity of a batch after its reads and before its
+// copies are written, so a refusal (errs.ErrInvalidInput: a row the companion cannot
+// archive, such as an index's own copy) leaves the batch unwritten and the job goes to
+// the poison queue. Select the entities, not their copies: an Intra's primaries by
+// their RowKey prefix (RowKeyFrom "empid_", RowKeyTo "empid`"), a SamePartition's
+// entities outside its KeyRange; an Inter's copies live in other partitions. Each
+// delete transaction is one delete step of the companion protocol, as for one entity:
+// one deadline, the shortest Within of the removals of the entities it deletes, taken
+// before their Before hooks (up to 16 at once), bounds the hooks and the transaction;
+// a transaction that cannot be sent in time is not sent, one still running at the
+// deadline is abandoned, and the batch starts over from fresh reads (its Before hooks
+// run again; TestAttackArchiveRangeWithinExpiresBeforeTheDeleteTransaction). Once a
+// transaction committed, the After hooks of its entities run, their errors logged, not
+// returned (TestArchiveRangeFailingAfterIsLogged). Entities of a batch can share a
+// companion row (the index entity of a value many of them hold): an entity's actions
+// were computed from the row as it was, so a transaction never takes two groups that
+// address one row; the later one waits for the next round of the batch, where its
+// companions are asked again against the row as the last round left it. A batch of 60
+// entities sharing three values deletes in 20 rounds, with no failed transaction
+// (TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions). Range archives
+// over Intra, Inter and SamePartition indexes leave no copy a lookup finds
+// (TestArchiveRangeIntraRemovesCopiesInTheDeleteTransactions,
+// TestArchiveRangeInterRemovesCopiesThroughTheWorker, once the worker settled).
+//
 // What a range job does not promise: an entity written behind its scan (at a key it has
 // passed, or one that starts to match its filter later) is left in the source; run the
 // job again. An entity that stops matching the filter before its batch reads it stays;
@@ -95,6 +120,9 @@
 // Cost: per 100 entities one target read, one source read, one copy transaction and one
 // delete transaction (a blob target: two blob requests per entity instead of the target
 // read and the copy transaction); per 1,000 one keys-only scan and three queue requests.
+// Companions add their reads and enqueues per entity, one delete transaction per round
+// when entities share a companion row, and one more companion read for each entity that
+// waited for a later round (asked again when its turn comes).
 // That is about 0.065 requests per archived entity against about 6 for one archive-entity
 // job per entity (BENCHMARKS.md: 10-14x the entities per second on Azurite).
 //

@@ -15,7 +15,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
-	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -270,121 +269,72 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	if err != nil {
 		return "", err // ErrPreconditionFailed, ErrOutcomeUnknown, errRestart: start over
 	}
-	a.runAfter(ctx, job, removals)
 	return OutcomeMoved, a.after("archive-entity", "deleted")
 }
 
-// removals asks every companion of table what removing e means to it (see Companion).
-// Each gets its own copy of e.
-func (a *Archiver) removals(ctx context.Context, table string, e *codec.Entity) ([]Removal, error) {
-	cs := a.companions(table)
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	out := make([]Removal, 0, len(cs))
-	for i, c := range cs {
-		cp := *e
-		cp.Properties = maps.Clone(e.Properties)
-		r, err := c.Removal(ctx, &cp)
-		if err != nil {
-			return nil, fmt.Errorf("consistency: the companion %d of %s, asked about the copies of (%s, %s): %w", i, table, e.PartitionKey, e.RowKey, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // deleteSource deletes the source entity If-Match version. Without removals it is one
-// delete, as it always was. With them: their Before hooks, then one entity group
-// transaction of the delete and their actions, both within the shortest Within. The
-// delete's own failure comes back as it is (404: gone; 412: changed); a companion action
-// that fails because its copy changed or went (412, 404, 409), and a deadline that
-// passed, make the move start over from fresh reads (errRestart): the transaction is
-// atomic, so nothing of it landed.
+// delete, as it always was. With them it is one entity group transaction of the delete
+// and their actions, sent under their protocol (withCompanions: Before hooks and the
+// transaction within the shortest Within, then After hooks). The delete's own failure
+// comes back as it is (404: gone; 412: changed); a companion action that fails because
+// its copy changed or went (412, 404, 409), and a deadline that passed, make the move
+// start over from fresh reads (errRestart): the transaction is atomic, so nothing of it
+// landed.
 func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, rs []Removal) error {
 	del := &repo.DeleteOptions{ETag: version}
 	if len(rs) == 0 {
 		return src.Delete(ctx, job.PartitionKey, job.RowKey, del)
 	}
 	acts := []repo.Action{src.DeleteAction(job.PartitionKey, job.RowKey, del)}
-	var within time.Duration
 	for _, r := range rs {
 		acts = append(acts, r.Actions...)
-		if r.Within > 0 && (within == 0 || r.Within < within) {
-			within = r.Within
+	}
+	es := []removing{{pk: job.PartitionKey, rk: job.RowKey, rs: rs}}
+	return a.withCompanions(ctx, "archive-entity", job.Source, es, func(ctx context.Context) error {
+		if len(acts) == 1 {
+			return src.Delete(ctx, job.PartitionKey, job.RowKey, del)
 		}
-	}
-	dctx, cancel := ctx, context.CancelFunc(func() {})
-	if within > 0 {
-		dctx, cancel = context.WithTimeout(ctx, within)
-	}
-	defer cancel()
-	late := func(err error) error {
-		if err != nil && ctx.Err() == nil && dctx.Err() != nil {
-			return fmt.Errorf("%w: the companions' deadline (%v) passed before the delete was done", errRestart, within)
+		_, err := repo.Submit(ctx, acts...)
+		var ae *repo.ActionError
+		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
+			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
+			return fmt.Errorf("%w: a companion's copy changed (action %d, RowKey %q: %d %s)", errRestart, ae.Index, ae.RowKey, ae.StatusCode, ae.Code)
 		}
 		return err
-	}
-	for _, r := range rs {
-		if r.Before == nil {
-			continue
-		}
-		if err := r.Before(dctx); err != nil {
-			return late(err)
-		}
-	}
-	if err := a.after("archive-entity", "companions-before"); err != nil {
-		return err
-	}
-	if len(acts) == 1 {
-		return late(src.Delete(dctx, job.PartitionKey, job.RowKey, del))
-	}
-	_, err := repo.Submit(dctx, acts...)
-	var ae *repo.ActionError
-	if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
-		(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
-		return fmt.Errorf("%w: a companion's copy changed (action %d, RowKey %q: %d %s)", errRestart, ae.Index, ae.RowKey, ae.StatusCode, ae.Code)
-	}
-	return late(err)
+	})
 }
 
-// runAfter runs the After hooks of a move whose delete landed; their errors are logged
-// (see Removal.After).
-func (a *Archiver) runAfter(ctx context.Context, job ArchiveEntityJob, rs []Removal) {
-	for _, r := range rs {
-		if r.After == nil {
-			continue
-		}
-		if err := r.After(ctx); err != nil {
-			a.opts.Logger.Warn("consistency: a companion's prompt step failed after the move; its first step covers it",
-				zap.String("table", job.Source), zap.String("partitionKey", job.PartitionKey), zap.String("rowKey", job.RowKey), errs.LogField(err))
+// archiveCopy is the archive copy of e: its keys and properties and, for a copy in a
+// table (inTable), the source version it was made from (SourceETagProperty,
+// SourceTimestampProperty). A blob copy records the version in its metadata instead.
+func archiveCopy(e *codec.Entity, inTable bool) *codec.Entity {
+	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
+	maps.Copy(cp.Properties, e.Properties)
+	if inTable {
+		cp.Properties[SourceETagProperty] = e.ETag
+		if !e.Timestamp.IsZero() {
+			cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
 		}
 	}
+	return cp
 }
 
 // writeTarget writes the archive copy of e conditionally on the target state read before
 // the source: insert if there was none, replace If-Match otherwise. A conflict
 // (ErrAlreadyExists, ErrPreconditionFailed) makes the move start over.
 func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *codec.Entity, tgt copyState) error {
-	cp := codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
-	for k, v := range e.Properties {
-		cp.Properties[k] = v
-	}
+	cp := archiveCopy(e, job.TargetTable != "")
 	if job.TargetTable != "" {
-		cp.Properties[SourceETagProperty] = e.ETag
-		if !e.Timestamp.IsZero() {
-			cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
-		}
 		dst, err := a.table(job.TargetTable)
 		if err != nil {
 			return err
 		}
 		write := func() error {
 			if !tgt.exists {
-				return dst.Insert(ctx, &cp)
+				return dst.Insert(ctx, cp)
 			}
 			cp.ETag = tgt.etag
-			return dst.Update(ctx, &cp, nil) // If-Match the target's ETag
+			return dst.Update(ctx, cp, nil) // If-Match the target's ETag
 		}
 		err = write()
 		if errors.Is(err, errs.ErrNotFound) && !tgt.exists && isTableNotFound(err) {
@@ -396,7 +346,7 @@ func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *cod
 		}
 		return err
 	}
-	body, err := codec.EncodeEntity(&cp)
+	body, err := codec.EncodeEntity(cp)
 	if err != nil {
 		return err
 	}

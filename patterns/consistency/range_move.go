@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -45,7 +46,9 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
 		return RangeReport{}, err
 	}
-	src, err := a.table(job.Source)
+	// The companions' transaction actions name the table as Options.Companions spells it,
+	// and the deletes must share their transactions.
+	src, err := a.table(a.companionSpelling(job.Source))
 	if err != nil {
 		return RangeReport{}, err
 	}
@@ -133,7 +136,12 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 //     had none, replace If-Match the copy's ETag otherwise (table targets: in entity group
 //     transactions);
 //  3. delete the source entities If-Match the ETags read in 1, with their companions'
-//     actions, in entity group transactions.
+//     actions, in entity group transactions, each under its entities' companion protocol
+//     (withCompanions: Before hooks and the transaction within the shortest Within, then
+//     After hooks).
+//
+// The companions are asked after the reads of 1 and before 2 (a refusal, or actions
+// that cannot share a transaction with the delete, leave nothing written).
 //
 // Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
 // attempt reads again. Entities whose delete committed are no longer in the source, so
@@ -177,13 +185,17 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err := a.after(KindArchiveRange, "read"); err != nil {
 		return 0, err
 	}
+	groups, err := a.removalGroups(ctx, src, job, live)
+	if err != nil {
+		return 0, err
+	}
 	if err := a.writeCopies(ctx, job, live, tgt); err != nil {
 		return 0, err
 	}
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
 		return 0, err
 	}
-	n, err := a.deleteMoved(ctx, src, job, live)
+	n, err := a.deleteMoved(ctx, src, job, groups)
 	if err != nil {
 		return n, err
 	}
@@ -264,7 +276,7 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	var cur []repo.Action
 	size := 0
 	for _, e := range stale {
-		cp := archiveCopy(e)
+		cp := archiveCopy(e, true)
 		body, err := codec.EncodeEntity(cp)
 		if err != nil {
 			return err
@@ -302,99 +314,142 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	return nil
 }
 
-// archiveCopy is the copy of e written to a target table: its properties and the source
-// version it was made from.
-func archiveCopy(e *codec.Entity) *codec.Entity {
-	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
-	for k, v := range e.Properties {
-		cp.Properties[k] = v
-	}
-	cp.Properties[SourceETagProperty] = e.ETag
-	if !e.Timestamp.IsZero() {
-		cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
-	}
-	return cp
+// removalGroup is the delete of one entity with its companions' actions (they commit in
+// one transaction), their removals, and the rows the actions address.
+type removalGroup struct {
+	e       *codec.Entity
+	actions []repo.Action
+	rows    []string
+	removing
 }
 
-// removalGroup is the delete of one entity with its companions' actions: they commit in
-// one transaction.
-type removalGroup struct {
-	actions []repo.Action
-	before  []func(context.Context) error
+// removalGroup asks the companions of the source what removing e means, and checks that
+// e's delete and its companions' actions fit one transaction: at most
+// repo.MaxTransactionActions, all in e's partition, one per row.
+func (a *Archiver) removalGroup(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, e *codec.Entity) (removalGroup, error) {
+	rs, err := a.removals(ctx, job.Source, e)
+	if err != nil {
+		return removalGroup{}, err
+	}
+	g := removalGroup{e: e, actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})},
+		removing: removing{pk: e.PartitionKey, rk: e.RowKey, rs: rs}}
+	for _, r := range rs {
+		g.actions = append(g.actions, r.Actions...)
+	}
+	if len(g.actions) > repo.MaxTransactionActions {
+		return removalGroup{}, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
+	}
+	for _, act := range g.actions {
+		pk, rk := act.Keys()
+		if pk != e.PartitionKey {
+			return removalGroup{}, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
+		}
+		if slices.Contains(g.rows, rk) {
+			return removalGroup{}, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
+		}
+		g.rows = append(g.rows, rk)
+	}
+	return g, nil
+}
+
+// removalGroups is removalGroup for every entity of live.
+func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, live []*codec.Entity) ([]removalGroup, error) {
+	out := make([]removalGroup, 0, len(live))
+	for _, e := range live {
+		g, err := a.removalGroup(ctx, src, job, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // deleteMoved deletes the moved entities from the source If-Match the ETags that were
 // copied, each in one transaction with its companions' actions, and returns how many it
-// deleted. A transaction holds at most repo.MaxTransactionActions actions and never two
-// on one entity: a group that would repeat a key starts a new transaction.
-func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, live []*codec.Entity) (int, error) {
-	comps := a.companions(job.Source)
+// deleted. A transaction holds at most repo.MaxTransactionActions actions, and is sent
+// under the companion protocol of the entities it deletes (withCompanions).
+//
+// It works in rounds. Entities of one batch can share a companion row (the index entity
+// of a value that several of them hold): each entity's Removal was computed from the row
+// as it was, so once one transaction changed the row, the others' actions on it would
+// fail If-Match. A group that addresses a row an earlier group of its round addresses
+// therefore waits for the next round, where its companions are asked again (they then
+// read the row as the round before left it). A waiting group whose earlier rows are
+// already taken in the new round waits again without being asked, so an entity that
+// waited costs one more companion read (when its turn comes), not a failed transaction
+// and a restart of the whole batch.
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup) (int, error) {
+	type waiting struct {
+		g     removalGroup
+		asked bool // g holds the current answer of the companions; else only g.e and g.rows (the last round's)
+	}
+	pending := make([]waiting, len(groups))
+	for i, g := range groups {
+		pending[i] = waiting{g: g, asked: true}
+	}
 	deleted := 0
-	var tx []repo.Action
-	var befores []func(context.Context) error
-	entities := 0
-	keys := map[string]bool{}
-	flush := func() error {
-		if len(tx) == 0 {
-			return nil
+	for len(pending) > 0 {
+		var tx []repo.Action
+		var batch []removing
+		used := map[string]bool{}
+		taken := func(rows []string) bool {
+			return slices.ContainsFunc(rows, func(rk string) bool { return used[rk] })
 		}
-		for _, fn := range befores {
-			if err := fn(ctx); err != nil {
+		flush := func() error {
+			if len(tx) == 0 {
+				return nil
+			}
+			err := a.withCompanions(ctx, KindArchiveRange, job.Source, batch, func(ctx context.Context) error {
+				_, err := repo.Submit(ctx, tx...)
+				var ae *repo.ActionError
+				if err != nil && errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
+					// An entity (or a companion's copy) is gone: a concurrent run moved
+					// it, or the application deleted it. Start over: fresh reads find
+					// what is left.
+					return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+				}
+				return err
+			})
+			if err != nil {
 				return err
 			}
+			deleted += len(batch)
+			tx, batch = nil, nil
+			return nil
 		}
-		if _, err := repo.Submit(ctx, tx...); err != nil {
-			var ae *repo.ActionError
-			if errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
-				// An entity (or a companion's copy) is gone: a concurrent run moved it,
-				// or the application deleted it. Start over: fresh reads find what is left.
-				return errRestart
+		var next []waiting
+		for _, w := range pending {
+			if taken(w.g.rows) {
+				next = append(next, waiting{g: w.g})
+				continue
 			}
-			return err
+			g := w.g
+			if !w.asked {
+				var err error
+				if g, err = a.removalGroup(ctx, src, job, w.g.e); err != nil {
+					return deleted, err
+				}
+				if taken(g.rows) {
+					next = append(next, waiting{g: g})
+					continue
+				}
+			}
+			if len(tx)+len(g.actions) > repo.MaxTransactionActions {
+				if err := flush(); err != nil {
+					return deleted, err
+				}
+			}
+			tx = append(tx, g.actions...)
+			batch = append(batch, g.removing)
+			for _, rk := range g.rows {
+				used[rk] = true
+			}
 		}
-		deleted += entities
-		tx, befores, entities, keys = nil, nil, 0, map[string]bool{}
-		return nil
+		if err := flush(); err != nil {
+			return deleted, err
+		}
+		pending = next
 	}
-	for _, e := range live {
-		g := removalGroup{actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})}}
-		for _, c := range comps {
-			r, err := c.Removal(ctx, e)
-			if err != nil {
-				return deleted, err
-			}
-			g.actions = append(g.actions, r.Actions...)
-			if r.Before != nil {
-				g.before = append(g.before, r.Before)
-			}
-		}
-		if len(g.actions) > repo.MaxTransactionActions {
-			return deleted, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
-		}
-		own := map[string]bool{}
-		repeat := false
-		for _, act := range g.actions {
-			pk, rk := act.Keys()
-			if pk != e.PartitionKey {
-				return deleted, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
-			}
-			if own[rk] {
-				return deleted, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
-			}
-			own[rk] = true
-			repeat = repeat || keys[rk]
-		}
-		if repeat || len(tx)+len(g.actions) > repo.MaxTransactionActions {
-			if err := flush(); err != nil {
-				return deleted, err
-			}
-		}
-		tx = append(tx, g.actions...)
-		befores = append(befores, g.before...)
-		entities++
-		for rk := range own {
-			keys[rk] = true
-		}
-	}
-	return deleted, flush()
+	return deleted, nil
 }

@@ -7,9 +7,12 @@ import (
 )
 
 // The spans of the archive jobs run by the worker (Register): consistency.archive_entity,
-// consistency.archive_table and consistency.restore_table, children of the worker's
-// queueworker.process span. They carry the tables and container, the outcome and, for
-// table jobs, the number of entities (tablepatterns.count); never keys.
+// consistency.archive_range (started by handleRange: one delivery, its page or the whole
+// range, and the enqueue of its continuation), consistency.archive_table and
+// consistency.restore_table, children of the worker's queueworker.process span. They
+// carry the tables and container, the outcome (entity and table jobs) and the number of
+// entities (tablepatterns.count: a table job's, or those a range delivery moved); never
+// keys.
 
 func (a *Archiver) tracedArchiveEntity(ctx context.Context, job ArchiveEntityJob) (out Outcome, err error) {
 	ctx, span := telemetry.Start(ctx, "consistency.archive_entity", telemetry.KeyTable.String(job.Source),
