@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
@@ -183,4 +184,40 @@ func TestAttackArchiveSamePartitionReinsertAfterMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.samePartitionGone(ix, 4, "000001", "000002", "000004")
+}
+
+// A live writer renames the employee (Jones becomes Smith: its key moves to another
+// list) while the move's delete is held at the proxy, after Before enqueued the Change:
+// the delete meets 412, the move starts over, and once the worker settled no list holds
+// the archived key.
+func TestAttackArchiveEventualWriterBetweenBeforeAndDelete(t *testing.T) {
+	t.Parallel()
+	b, ix, s, q := eventualJoneses(t, true, nil)
+	live := must(NewEventual(must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast})), "LastName", lastName, s, q, &EventualOptions{Settle: 2 * time.Second}))
+	a, target := b.Archiver(ix)
+	ps := b.tableProxy().PauseAt("held delete", faultproxy.MethodIs("DELETE"), 1)
+	t.Cleanup(ps.Release)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001"))
+		done <- err
+	}()
+	testbed.WaitHeld(t, ps)
+	cur, err := live.Table().Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.LastName = "Smith"
+	if err := live.Update(b.Ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	b.MustBeArchived(target, "Sales", "000001")
+	b.drain(q, ix.Register)
+	b.checkKeys(s, "Smith", k("Sales", "000003"))
+	b.checkKeys(s, "Jones", k("Sales", "000002"), k("Sales", "000004"))
+	b.clean(ix, "Sales", 3)
 }

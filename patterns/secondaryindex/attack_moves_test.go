@@ -212,3 +212,63 @@ func TestAttackArchiveIntraCompanionsKeyedInAnotherCase(t *testing.T) {
 		t.Fatalf("move refused (%v) after writing the archive copy: the entity is in the archive and still in the table with its copies", err)
 	}
 }
+
+// A live writer changes the employee's email (its copy moves to another key) while the
+// move's delete is held at the proxy, after Before enqueued the reconciliation: the
+// delete meets 412, the move starts over, and once the worker settled neither the old nor
+// the new email finds the archived employee.
+func TestAttackArchiveInterWriterBetweenBeforeAndDelete(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, name := b.Queue()
+	x := b.inter(t, q, safety, byEmail, byLast)
+	w := b.worker(t, name, x)
+	for _, e := range []*Employee{iemp(1, "Jun", "Jones", "jun@contoso.com"), iemp(2, "Amy", "Smith", "amy@contoso.com")} {
+		if err := x.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testbed.Drain(t, w)
+	live, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail, byLast},
+		&secondaryindex.InterOptions{SafetyDelay: safety, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, target := b.Archiver(x)
+	ps := b.Proxy().PauseAt("held delete", faultproxy.MethodIs("DELETE"), 1)
+	t.Cleanup(ps.Release)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001"))
+		done <- err
+	}()
+	testbed.WaitHeld(t, ps)
+	cur, err := live.Get(b.Ctx, "Sales", "000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Email = "jun.jones@contoso.com"
+	cur.LastName = "Jonas"
+	if err := live.Update(b.Ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	b.MustBeArchived(target, "Sales", "000001")
+	arch, _ := repo.New[codec.Entity](b.Direct.Tables, target, nil)
+	if got, _ := arch.Get(b.Ctx, "Sales", "000001"); got.Properties["Email"] != "jun.jones@contoso.com" {
+		t.Fatalf("archived %v, want the version the writer wrote", got.Properties["Email"])
+	}
+	testbed.Drain(t, w)
+	for _, email := range []string{"jun@contoso.com", "jun.jones@contoso.com"} {
+		if _, err := x.Lookup(b.Ctx, "Sales", "email", email); !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("lookup of %s: %v", email, err)
+		}
+	}
+	if got := ids(collect(t, x.Find(b.Ctx, "Sales", "last", "Jonas", nil))); got != "" {
+		t.Fatalf("find Jonas: %q", got)
+	}
+	mustClean(t, b.Ctx, x, 1, "Sales")
+}
