@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
@@ -312,5 +313,30 @@ func TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept(t *testing.T) {
 	b.MustMove(a, target, "Sales", "id_000001")
 	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); err != nil || got.SSN != "219-09-9999" {
 		t.Fatalf("archiving A removed B's copy: %+v %v", got, err)
+	}
+}
+
+// A forged ref row (stored data) makes the archived employee's ref name employee 2's
+// copy. The reconciliation the move enqueues finds employee 1 gone and deletes the copy
+// its ref names: it must not delete a copy whose key is not employee 1's.
+func TestAttackArchiveInterForgedRefNamesAnotherEntitysCopy(t *testing.T) {
+	t.Parallel()
+	b, x, w := interStaff(t, false)
+	ref := b.row(t, "email_Sales", "!"+keys.Join("000001"))
+	if ref == nil {
+		t.Fatal("no ref row for employee 1")
+	}
+	ref.Properties["Key"] = interKey("amy@contoso.com", "000002")
+	if err := b.Raw.Update(b.Ctx, ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, target := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "000001")
+	testbed.Drain(t, w)
+	if b.row(t, "email_Sales", interKey("amy@contoso.com", "000002")) == nil {
+		t.Fatal("archiving employee 1 deleted employee 2's email copy (named by a forged ref)")
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "email", "amy@contoso.com"); err != nil || got.EmployeeID != "000002" {
+		t.Fatalf("employee 2 by email after the move: %+v %v", got, err)
 	}
 }
