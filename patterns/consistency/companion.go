@@ -56,8 +56,10 @@ type Removal struct {
 	// transaction is sent through one client and names one table: build them on the
 	// Archiver's clients (account.Clients.Tables), on the table spelled as
 	// Options.Companions spells it (the move's delete takes that spelling, whatever the
-	// job's), or the transaction is refused with ErrInvalidInput before it is sent (the
-	// archive copy is then written and the source kept: a configuration error, permanent).
+	// job's). The move checks the transaction (repo.CheckTransaction: count, one table as
+	// spelled, one partition, one action per row, size) before it writes the archive
+	// copy: one that cannot commit is refused with ErrInvalidInput (permanent) and
+	// nothing is written.
 	Actions []repo.Action
 	// Before, if set, runs before the delete of e is sent: the durable first step for
 	// copies that live in other partitions or tables (an enqueue of the reconciliation
