@@ -197,7 +197,9 @@ func TestFixMovesSpellingMismatchRefusedBeforeWriting(t *testing.T) {
 
 type companionFunc func(context.Context, *codec.Entity) (Removal, error)
 
-func (f companionFunc) Removal(ctx context.Context, e *codec.Entity) (Removal, error) { return f(ctx, e) }
+func (f companionFunc) Removal(ctx context.Context, e *codec.Entity) (Removal, error) {
+	return f(ctx, e)
+}
 
 func upperName(s string) string {
 	b := []byte(s)
