@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,21 +24,16 @@ type afterOnly struct {
 
 func (c *afterOnly) Removal(_ context.Context, e *codec.Entity) (Removal, error) {
 	rk := e.RowKey
-	return Removal{After: func(context.Context) error {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.afters = append(c.afters, rk)
-		if c.fail {
-			return errors.New("queue unavailable")
-		}
-		return nil
-	}}, nil
+	return Removal{After: func(context.Context) error { return c.record(&c.afters, rk) }}, nil
 }
 
-func (c *afterOnly) Gone(_ context.Context, _, rk string) error {
+func (c *afterOnly) Gone(_ context.Context, _, rk string) error { return c.record(&c.gones, rk) }
+
+// record notes a call for rk in calls, and fails while fail is set.
+func (c *afterOnly) record(calls *[]string, rk string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gones = append(c.gones, rk)
+	*calls = append(*calls, rk)
 	if c.fail {
 		return errors.New("queue unavailable")
 	}
@@ -172,7 +168,7 @@ func TestFixMovesSpellingMismatchRefusedBeforeWriting(t *testing.T) {
 	}
 	// The delete addresses b.current as spelled; the companion builds its action on a
 	// Table whose name is spelled in upper case.
-	upper, err := repo.New[codec.Entity](b.clients.Tables, upperName(b.current.Name()), &repo.Options{Retry: fastRetry()})
+	upper, err := repo.New[codec.Entity](b.clients.Tables, strings.ToUpper(b.current.Name()), &repo.Options{Retry: fastRetry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +195,4 @@ type companionFunc func(context.Context, *codec.Entity) (Removal, error)
 
 func (f companionFunc) Removal(ctx context.Context, e *codec.Entity) (Removal, error) {
 	return f(ctx, e)
-}
-
-func upperName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
@@ -322,14 +321,7 @@ func TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept(t *testing.T) {
 func TestAttackArchiveInterForgedRefNamesAnotherEntitysCopy(t *testing.T) {
 	t.Parallel()
 	b, x, w := interStaff(t, false)
-	ref := b.row(t, "email_Sales", "!"+keys.Join("000001"))
-	if ref == nil {
-		t.Fatal("no ref row for employee 1")
-	}
-	ref.Properties["Key"] = interKey("amy@contoso.com", "000002")
-	if err := b.Raw.Update(b.Ctx, ref, nil); err != nil {
-		t.Fatal(err)
-	}
+	b.forgeRef(t, "000001", interKey("amy@contoso.com", "000002"))
 	a, target := b.Archiver(x)
 	b.MustMove(a, target, "Sales", "000001")
 	testbed.Drain(t, w)

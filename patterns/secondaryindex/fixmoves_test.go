@@ -35,15 +35,7 @@ func TestFixMovesIntraPartialOwnCopyIsRemoved(t *testing.T) {
 func TestFixMovesInterReconcileIgnoresForgedRef(t *testing.T) {
 	t.Parallel()
 	b, x, w := interStaff(t, false)
-	ref := b.row(t, "email_Sales", "!"+keys.Join("000001"))
-	if ref == nil {
-		t.Fatal("no ref row for employee 1")
-	}
-	ref.Properties["Key"] = interKey("amy@contoso.com", "000002")
-	ref.Properties["SourceETag"] = "forged"
-	if err := b.Raw.Update(b.Ctx, ref, nil); err != nil {
-		t.Fatal(err)
-	}
+	b.forgeRef(t, "000001", interKey("amy@contoso.com", "000002"))
 	if err := x.Notify(b.Ctx, "Sales", "000001"); err != nil {
 		t.Fatal(err)
 	}
@@ -54,5 +46,20 @@ func TestFixMovesInterReconcileIgnoresForgedRef(t *testing.T) {
 	got := b.row(t, "email_Sales", "!"+keys.Join("000001"))
 	if got == nil || got.Properties["Key"] != interKey("jun@contoso.com", "000001") {
 		t.Fatalf("ref after the reconciliation: %v", got)
+	}
+}
+
+// forgeRef rewrites the email ref of employee id (stored data) to name key, and marks it
+// as recording no version of the employee, so that the next reconciliation acts on it.
+func (b *bed) forgeRef(t *testing.T, id, key string) {
+	t.Helper()
+	ref := b.row(t, "email_Sales", "!"+keys.Join(id))
+	if ref == nil {
+		t.Fatalf("no ref row for employee %s", id)
+	}
+	ref.Properties["Key"] = key
+	ref.Properties["SourceETag"] = "forged"
+	if err := b.Raw.Update(b.Ctx, ref, nil); err != nil {
+		t.Fatal(err)
 	}
 }
