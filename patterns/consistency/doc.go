@@ -106,7 +106,10 @@
 // address one row; the later one waits for the next round of the batch, where its
 // companions are asked again against the row as the last round left it. A batch of 60
 // entities sharing three values deletes in 20 rounds, with no failed transaction
-// (TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions). Range archives
+// (TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions); two deliveries
+// at once make each other's transactions fail If-Match on the shared rows and restart,
+// and end with every entity moved once
+// (TestAttackArchiveRangeSamePartitionTwoDeliveriesAtOnce). Range archives
 // over Intra, Inter and SamePartition indexes leave no copy a lookup finds
 // (TestArchiveRangeIntraRemovesCopiesInTheDeleteTransactions,
 // TestArchiveRangeInterRemovesCopiesThroughTheWorker, once the worker settled).
@@ -305,39 +308,56 @@
 //     blob of its own (shard-NNNN-xxxxxxxx.jsonl.gz, a new name per attempt), reads it
 //     back, touches it If-Match, creates its ShardManifest (shard-NNNN.json) with
 //     If-None-Match, and then enqueues the combine. A delivery that finds its shard
-//     manifest only enqueues the combine again (a kill between the two loses nothing);
-//     of two deliveries at once, one manifest stands and the other's data is removed.
+//     manifest and its data only enqueues the combine again (a kill between the two
+//     loses nothing); of two deliveries at once, one manifest stands and the other's
+//     data is removed.
 //  3. archive-table-combine waits for every shard (a missing shard manifest is
-//     OutcomePending: nothing written, nothing deleted; the last shard's job enqueues the
-//     combine again). It then scans the whole table with every property, in key order,
-//     and requires each shard's range to hash to its shard manifest: the versions (else
-//     ErrTableChanged: the table was written since that shard read it) and the content
-//     (else ErrArchiveCorrupt: the shard manifest, read from the container, is forged).
-//     It reads every shard's data back against its manifest, touches each blob, writes
-//     the generation's manifest (Manifest.Shards, Manifest.ShardsSHA256 binding the
-//     shard manifests; the table-wide counts and checksums are those an unsharded export
-//     of the same table has), and deletes the table as ArchiveTable does (the Timestamp
-//     check, the latest generation, the data touched again). Two combines at once write
-//     one manifest (the second takes the one it finds when it describes the same
-//     content) and delete the table once; if another generation became the latest, the
-//     combine finishes as a rerun of the unsharded job would.
+//     OutcomePending: nothing written, nothing deleted; the last shard's job enqueues
+//     the combine again). It then scans the whole table with every property, in key
+//     order, and requires each shard's range to hash to its shard manifest: the
+//     versions (else ErrTableChanged: the table was written since that shard read it)
+//     and the content (else ErrArchiveCorrupt: the shard manifest, read from the
+//     container, is forged). Before that scan it reads every shard's data back against
+//     its manifest and touches each blob (data gone fails before the scan, and the new
+//     Last-Modified keeps a sweep off the generation while the scan runs); after it, it
+//     touches each blob again (If-Match), writes the generation's manifest
+//     (Manifest.Shards, Manifest.ShardsSHA256 binding the shard manifests; the
+//     table-wide counts and checksums are those an unsharded export of the same table
+//     has), and deletes the table as ArchiveTable does (the Timestamp check, the latest
+//     generation, the data touched again). Two combines at once write one manifest (the
+//     second takes the one it finds when it describes the same content) and delete the
+//     table once; if another generation became the latest, the combine finishes as a
+//     rerun of the unsharded job would.
 //
 // Nothing a shard or combine job reads back is trusted: plans (bounds strictly
 // increasing and valid keys), shard manifests (their range, their data blob's name in
 // the generation's folder, their checksums) and the counts are validated, and a forged
 // or missing shard never gets the table deleted: the table's own content must hash to
-// every shard. RestoreTable restores a sharded generation in one job: it reads the shard
+// every shard. Shard manifests are bound to the generation's manifest only by
+// ShardsSHA256 and sums, which anyone with write access to the container can recompute
+// over forged shards; so every later reader of a sharded generation (a rerun of the
+// unsharded job, a combine that falls back to it, a restore) also reads the shards'
+// data in shard order through one SHA-256 and requires it to equal the manifest's own
+// SHA256, the table-wide checksum a rerun compares with the table itself: the data, not
+// only the manifests, is tied to the table, as an unsharded generation's data is by its
+// SHA256 (else ErrArchiveCorrupt: the rerun exports the table again, a restore writes
+// nothing). RestoreTable restores a sharded generation in one job: it reads the shard
 // manifests (contiguous ranges, bound by ShardsSHA256, adding up to the manifest's
-// counts), snapshots and verifies every shard before it writes anything, then writes
-// four shards at once. One job rather than one per shard, because "nothing is written
-// unless every byte verified" needs every shard verified before the first write, and
-// restores are bounded by the table's write rate rather than by one reader. Generations,
-// ReadManifest, restore -generation all and a rerun of an unsharded job read sharded
-// generations like the others; SweepAbortedExports also removes the shard data of a
-// generation without a manifest, and shard data that no shard manifest names (an
-// attempt killed before its manifest); its olderThan must then exceed a whole sharded
-// export, from the first shard to the combine (a combine that finds a shard's data gone
-// is ErrArchiveCorrupt: nothing deleted, the job is to be enqueued again).
+// counts), snapshots every shard and verifies the snapshots, one after another through
+// that one hash, before it writes anything, then writes four shards at once. One job
+// rather than one per shard, because "nothing is written unless every byte verified"
+// needs every shard verified before the first write, and restores are bounded by the
+// table's write rate rather than by one reader. Generations, ReadManifest, restore
+// -generation all and a rerun of an unsharded job read sharded generations like the
+// others; SweepAbortedExports also removes the shard data of a generation without a
+// manifest, and shard data that no shard manifest names (an attempt killed before its
+// manifest), once no blob of that generation (plan, shard data, shard manifest) was
+// written within olderThan: a generation in progress is kept whole while its last
+// shards run. Its olderThan must then exceed the longest pause of a sharded export (one
+// shard's export, or the combine's read of the shards' data, or its scan). A generation
+// swept anyway can never complete: its shard jobs (a shard manifest without its data)
+// and its combine are ErrArchiveCorrupt, permanent, nothing deleted; a new
+// archive-table job archives the table.
 //
 // The bounds are compared as Go strings (UTF-8 byte order) and must come back from the
 // service in that order: a table whose partition keys mix characters beyond U+FFFF with
@@ -349,9 +369,11 @@
 // a shard's read and the combine's scan is ErrTableChanged, one after is found by the
 // Timestamp check. Cost: the plan's keys-only scan (one count per partition kept in
 // memory), each entity read once by its shard and once by the combine's scan, every
-// shard's data uploaded, read back twice (shard, combine) and touched three times, one
+// shard's data uploaded, read back twice (shard, combine) and touched four times, one
 // message per shard, one combine message per shard (all but the last find work
-// pending, for a few reads each), and the plan and shard manifests (small blobs).
+// pending, for a few reads each), and the plan and shard manifests (small blobs). A
+// rerun and a restore read a sharded generation's shards one after another (one
+// SHA-256 over them all); a restore still writes them four at once.
 //
 // # Consistency and cost
 //

@@ -333,6 +333,11 @@ func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table,
 // blob before either meets 412 and keeps it, one whose delete landed first makes the
 // export keep the table. A blob that changed since the listing is kept.
 //
+// The data of a sharded export (see the package doc, "Sharded exports") is removed when
+// its generation has no manifest or no shard manifest names it, and only once no blob
+// of its generation (plan, shard data, shard manifest) was written within olderThan:
+// the finished shards of an export in progress wait for its last shards and combine.
+//
 // Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when
 // the container does not exist).
 func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, olderThan time.Duration, dryRun bool) ([]string, error) {
@@ -362,10 +367,21 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 		data := map[string]listed{}
 		manifests := map[string]bool{}
 		shardData := map[string]map[string]listed{} // generation -> shard data blob -> listing
+		// youngest is the age of the generation's last written blob (plan, shard data,
+		// shard manifest): a sharded export in progress writes one at every step.
+		youngest := map[string]time.Duration{}
 		err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, date time.Time) {
 			g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
 			if !ok || !validGeneration(g) {
 				return
+			}
+			if p := b.Properties; p != nil && p.LastModified != nil && !date.IsZero() {
+				age := date.Add(a.serviceAhead).Sub(*p.LastModified)
+				if y, seen := youngest[g]; !seen || age < y {
+					youngest[g] = age
+				}
+			} else {
+				youngest[g] = 0 // age unknown: the generation is kept
 			}
 			switch file {
 			case "manifest.json":
@@ -410,8 +426,13 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 		// and those no shard manifest names (an attempt killed before its shard manifest,
 		// then run again under another name).
 		for g, blobs := range shardData {
+			if youngest[g] < olderThan || f != tableFolder(table) {
+				// A sharded export still going on (a shard or the combine wrote within
+				// olderThan): its finished shards' data waits for the last shard.
+				continue
+			}
 			for name, l := range blobs {
-				if l.age < olderThan || f != tableFolder(table) {
+				if l.age < olderThan {
 					continue
 				}
 				if dryRun {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry"
+	"github.com/tablepatterns/tablepatterns/internal/telemetry/telemetrytest"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -309,4 +311,31 @@ func TestRangeJobWithoutQueueRunsWhole(t *testing.T) {
 		t.Fatalf("worker: %+v, want one delivery", s)
 	}
 	b.assertRangeArchived(t, want, nil)
+}
+
+// A range job run by the worker records one consistency.archive_range span per delivery,
+// under the worker's queueworker.process span, with the tables and the number of
+// entities the delivery moved (tablepatterns.count), as telemetry.go lists it.
+func TestArchiveRangeSpan(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}
+	b.loadRange(t, []string{job.PartitionKey}, 40)
+	q, queue := rangeClient(t, b)
+	w := rangeWorker(t, b, queue, rangeArchiver(t, b, q, nil))
+	telemetrytest.Install()
+	if err := EnqueueArchiveRange(b.ctx, q, job); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	spans := telemetrytest.Find("consistency.archive_range", telemetry.KeyTable.String(b.current.Name()))
+	if len(spans) != 1 {
+		t.Fatalf("%d archive_range spans, want 1 (one page, one delivery)", len(spans))
+	}
+	if !telemetrytest.HasAll(spans[0].Attributes, telemetry.KeyTargetTable.String(b.archive.Name()), telemetry.KeyCount.Int(40)) {
+		t.Errorf("archive_range attributes %v", spans[0].Attributes)
+	}
+	if p, ok := telemetrytest.ByID(spans[0].Parent); !ok || p.Name != "queueworker.process" {
+		t.Fatalf("archive_range's parent is %q (found %v), want queueworker.process", p.Name, ok)
+	}
 }

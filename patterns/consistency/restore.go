@@ -45,8 +45,11 @@ const restoreChunk = 2000
 //
 // A sharded generation's data is one blob per shard: its shard manifests are read and
 // checked against the generation's manifest (ShardsSHA256, contiguous ranges, counts),
-// every shard is snapshotted and verified before the first write, and then written
-// four shards at once (their keys are disjoint; generations still in order).
+// every shard is snapshotted, and the snapshots are verified one after another, each
+// against its shard manifest and all of them in order, through one SHA-256, against the
+// generation's manifest (its SHA256: the shard manifests alone can be forged
+// consistently), before the first write; they are then written four shards at once
+// (their keys are disjoint; generations still in order).
 //
 // Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
@@ -100,10 +103,25 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	err = fanout.Do(ctx, len(all), shardParallel, func(ctx context.Context, i int) error {
 		snap, err := a.snapshot(ctx, job.Container, all[i].DataBlob, restoreID)
 		snaps[i] = snap
-		if err != nil {
-			return err
+		return err
+	})
+	if err != nil {
+		return TableReport{}, err
+	}
+	// Every snapshot verified before the first write: an unsharded generation against
+	// its manifest; a sharded one shard by shard against its shard manifests and, read
+	// in order through one hash, against its manifest's own SHA256 (verifyShards).
+	first := make([]int, len(gens))
+	for i := 1; i < len(gens); i++ {
+		first[i] = first[i-1] + len(parts[i-1])
+	}
+	err = fanout.Do(ctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
+		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
+		if gens[i].m.Shards == 0 {
+			return a.readLines(ctx, job.Container, ps[0], ss[0], nil)
 		}
-		return a.readLines(ctx, job.Container, all[i], snap, nil)
+		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss)
+		return err
 	})
 	if err != nil {
 		return TableReport{}, err
@@ -119,13 +137,11 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 		return TableReport{}, err
 	}
 	names := make([]string, len(gens))
-	first := 0
 	for i, g := range gens {
 		names[i] = g.m.Generation
 		// Generations in order (a later copy replaces an earlier one); the shards of one
 		// generation hold disjoint keys, so they are written at once.
-		ps, ss := all[first:first+len(parts[i])], snaps[first:first+len(parts[i])]
-		first += len(parts[i])
+		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
 		if err := fanout.Do(ctx, len(ps), shardParallel, func(ctx context.Context, j int) error {
 			return a.restoreGeneration(ctx, t, job.Container, ps[j], ss[j])
 		}); err != nil {
@@ -271,6 +287,13 @@ func (a *Archiver) readLines(ctx context.Context, container string, m Manifest, 
 // readData is readLines that also returns the ETag of the blob it read (one download:
 // the content checked is the content of that ETag).
 func (a *Archiver) readData(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error) (azcore.ETag, error) {
+	return a.readDataTo(ctx, container, m, snapshot, fn, nil)
+}
+
+// readDataTo is readData that also writes the blob's uncompressed lines to whole (when
+// not nil): the shards of a generation, read in order through one hash, must hash to
+// the generation's manifest (see verifyShards).
+func (a *Archiver) readDataTo(ctx context.Context, container string, m Manifest, snapshot string, fn func(*codec.Entity) error, whole io.Writer) (azcore.ETag, error) {
 	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(m.DataBlob)
 	if snapshot != "" {
 		var err error
@@ -295,7 +318,11 @@ func (a *Archiver) readData(ctx context.Context, container string, m Manifest, s
 		return "", fmt.Errorf("%w: export %s/%s is not gzip: %v", ErrArchiveCorrupt, container, m.DataBlob, err)
 	}
 	var sum hash.Hash = sha256.New()
-	sc := bufio.NewScanner(io.TeeReader(zr, sum))
+	var to io.Writer = sum
+	if whole != nil {
+		to = io.MultiWriter(sum, whole)
+	}
+	sc := bufio.NewScanner(io.TeeReader(zr, to))
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // an entity is at most 1 MiB, its JSON a few
 	var n, size int64
 	for sc.Scan() {

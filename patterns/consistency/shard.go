@@ -362,13 +362,15 @@ func (a *Archiver) goneOutcome(ctx context.Context, job ArchiveTableJob) (TableR
 // shard's PartitionKey range (from the generation's plan) to a data blob of its own,
 // reads it back and checks it, writes the shard manifest (If-None-Match: *), and then
 // enqueues the combine job. A shard whose manifest exists (a rerun, a duplicate) only
-// enqueues the combine again; a generation whose manifest exists, or a table that is
-// gone, needs nothing. The shard does not delete anything, and does not prove the table
-// unchanged: the combine does, for every shard at once.
+// enqueues the combine again, once it found the data blob that manifest names (gone:
+// ErrArchiveCorrupt, the generation cannot complete); a generation whose manifest
+// exists, or a table that is gone, needs nothing. The shard does not delete anything,
+// and does not prove the table unchanged: the combine does, for every shard at once.
 //
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotAllowed,
-// ErrArchiveCorrupt (no plan, or a plan or shard manifest this package did not write),
-// ErrNotSealed (a Timestamp after the claimed period), ErrTransient, *repo.Error.
+// ErrArchiveCorrupt (no plan, or a plan or shard manifest this package did not write,
+// or a shard manifest whose data is gone), ErrNotSealed (a Timestamp after the claimed
+// period), ErrTransient, *repo.Error.
 func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, error) {
 	seal, err := a.checkShardJob(job, job.ArchiveTableJob)
 	if err != nil {
@@ -393,6 +395,9 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	sm, err := a.readShardManifest(ctx, job.Container, job.Table, job.Generation, job.Shard, plan)
 	switch {
 	case err == nil:
+		if err := a.shardDataExists(ctx, job.Container, sm); err != nil {
+			return TableReport{}, err
+		}
 		return a.enqueueCombine(ctx, job, sm, OutcomeAlreadyArchived)
 	case !errors.Is(err, errs.ErrNotFound):
 		return TableReport{}, err
@@ -456,6 +461,24 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	return a.enqueueCombine(ctx, job, sm, OutcomeMoved)
 }
 
+// shardDataExists checks that the data blob a found shard manifest names is still there
+// (one HEAD). Its absence is ErrArchiveCorrupt, a permanent failure: the shard manifest
+// is never replaced, so the generation can never complete (its data was removed, by
+// SweepAbortedExports with an olderThan shorter than the export, or by hand); the
+// table is untouched and a new archive-table job archives it as a new generation.
+func (a *Archiver) shardDataExists(ctx context.Context, container string, sm ShardManifest) error {
+	bc := a.blobs().ServiceClient().NewContainerClient(container).NewBlobClient(sm.DataBlob)
+	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "check shard data", Resource: container}, func(ctx context.Context, _ int) error {
+		_, err := bc.GetProperties(ctx, nil)
+		return errs.Wrap(err, "check shard data", container, "", "")
+	})
+	if errors.Is(err, errs.ErrNotFound) {
+		return fmt.Errorf("%w: shard %d of generation %s of %s is exported, but its data blob is gone: this generation cannot complete (the table is untouched: enqueue a new archive-table job): %w",
+			ErrArchiveCorrupt, sm.Shard, sm.Generation, sm.Table, err)
+	}
+	return err
+}
+
 // checkShardJob validates a shard or combine job, checks it against the allowlists and
 // the seal of its table (by the archiver's clock), without sending anything.
 func (a *Archiver) checkShardJob(j interface{ Validate() error }, job ArchiveTableJob) (sealState, error) {
@@ -492,12 +515,13 @@ func (a *Archiver) enqueueCombine(ctx context.Context, job ShardJob, sm ShardMan
 // with every property once, in key order, and requires each shard's range to hash to
 // its shard manifest: the same versions (else ErrTableChanged: written since the shard
 // read it) and the same content (else ErrArchiveCorrupt: a shard manifest that does not
-// describe the table, forged); it reads every shard's data back and checks it against
-// its shard manifest; then it writes the generation's manifest (If-None-Match: *; one a
-// concurrent combine wrote for the same content is taken as is), ordered and protected
-// as ArchiveTable's (CheckedAt, data blobs touched If-Match), and deletes the table as
-// ArchiveTable does (step 6). If another generation became the latest or the data
-// changed before the delete, it finishes as ArchiveTable of the unsharded job would.
+// describe the table, forged); before that scan it reads every shard's data back,
+// checks it against its shard manifest and touches it, after it touches it again; then
+// it writes the generation's manifest (If-None-Match: *; one a concurrent combine wrote
+// for the same content is taken as is), ordered and protected as ArchiveTable's
+// (CheckedAt, data blobs touched If-Match), and deletes the table as ArchiveTable does
+// (step 6). If another generation became the latest or the data changed before the
+// delete, it finishes as ArchiveTable of the unsharded job would.
 //
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotAllowed,
 // ErrArchiveCorrupt, ErrTableChanged, ErrNotSealed, ErrTransient, *repo.Error.
@@ -561,6 +585,13 @@ func (a *Archiver) combine(ctx context.Context, t *repo.Table[codec.Entity], job
 	if err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return Manifest{}, nil, time.Time{}, nil, err
 	}
+	// Every shard's data is read back against its shard manifest and touched before the
+	// scan: a combine whose data is gone fails before it reads the whole table, and the
+	// new Last-Modified keeps SweepAbortedExports off the generation while the scan runs.
+	refs, err := a.verifyAndTouch(ctx, job.Container, shards)
+	if err != nil {
+		return Manifest{}, nil, time.Time{}, nil, err
+	}
 	checkFrom := a.now().UTC()
 	recent := recentSet{}
 	whole, per, err := a.scanShards(ctx, t, plan, seal, checkFrom.Add(-a.opts.ClockSkew), recent)
@@ -581,8 +612,7 @@ func (a *Archiver) combine(ctx context.Context, t *repo.Table[codec.Entity], job
 	if err := a.after("archive-table-combine", "checked"); err != nil {
 		return Manifest{}, nil, time.Time{}, nil, err
 	}
-	refs, err := a.verifyAndTouch(ctx, job.Container, shards)
-	if err != nil {
+	if refs, err = a.retouchShards(ctx, job.Container, shards, refs); err != nil {
 		return Manifest{}, nil, time.Time{}, nil, err
 	}
 	key := nextKey(checkFrom, gens)
@@ -711,6 +741,27 @@ func (a *Archiver) verifyAndTouch(ctx context.Context, container string, shards 
 	}
 }
 
+// retouchShards touches every shard's data again, If-Match the ETag of its touch before
+// the scan, just before the manifest (see exportGeneration). A concurrent combine's
+// touch in between (412) makes it read the data again (verifyAndTouch); data gone since
+// is ErrArchiveCorrupt.
+func (a *Archiver) retouchShards(ctx context.Context, container string, shards []ShardManifest, refs []dataRef) ([]dataRef, error) {
+	for i := range refs {
+		etag, err := a.touchData(ctx, container, refs[i].name, refs[i].etag)
+		switch {
+		case errors.Is(err, errs.ErrPreconditionFailed):
+			return a.verifyAndTouch(ctx, container, shards)
+		case errors.Is(err, errs.ErrNotFound):
+			return nil, fmt.Errorf("%w: the data of shard %d of generation %s of %s is gone after its check: %w",
+				ErrArchiveCorrupt, i, shards[i].Generation, shards[i].Table, err)
+		case err != nil:
+			return nil, err
+		}
+		refs[i].etag = etag
+	}
+	return refs, nil
+}
+
 // dataRef is one data blob of a generation and the ETag of the content checked.
 type dataRef struct {
 	name string
@@ -804,7 +855,41 @@ func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Man
 	if err != nil {
 		return nil, err
 	}
-	return a.verifyParts(ctx, container, shards)
+	parts := make([]Manifest, len(shards))
+	for i, s := range shards {
+		parts[i] = s.part()
+	}
+	return a.verifyShards(ctx, container, m, parts, nil)
+}
+
+// verifyShards reads the data of every shard of the sharded generation m (parts, in
+// shard order; from the snapshots snaps when not nil), checks each against its shard
+// manifest, and requires the lines of all of them, in order, to hash to m's own SHA256.
+// The shard manifests are bound to m only by ShardsSHA256 and sums, which anyone with
+// write access to the container can recompute over forged shards; m's SHA256 is the
+// table-wide checksum that a rerun compares with the table itself (holds), so this ties
+// the data, not only the manifests, to the table, as an unsharded generation's data is
+// tied by its own SHA256. SHA-256 does not combine: the shards are read one after
+// another.
+func (a *Archiver) verifyShards(ctx context.Context, container string, m Manifest, parts []Manifest, snaps []string) ([]dataRef, error) {
+	whole := sha256.New()
+	refs := make([]dataRef, len(parts))
+	for i, p := range parts {
+		snap := ""
+		if snaps != nil {
+			snap = snaps[i]
+		}
+		etag, err := a.readDataTo(ctx, container, p, snap, nil, whole)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = dataRef{name: p.DataBlob, etag: etag}
+	}
+	if got := hex.EncodeToString(whole.Sum(nil)); got != m.SHA256 {
+		return nil, fmt.Errorf("%w: the data of the %d shards of generation %s of %s, in order, is not the export its manifest describes (sha256 %s, the manifest says %s)",
+			ErrArchiveCorrupt, len(parts), m.Generation, m.Table, got, m.SHA256)
+	}
+	return refs, nil
 }
 
 // readPlan reads and validates a generation's plan.

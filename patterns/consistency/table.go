@@ -349,8 +349,10 @@ func (j RestoreTableJob) Validate() error {
 // With job.Shards > 1 it only plans a sharded export (see the package doc, "Sharded
 // exports"): OutcomeSharded once the shard jobs are enqueued on Options.Queue (nil:
 // ErrInvalidInput, nothing sent); ExportShard and CombineShards do the rest. A rerun
-// finding a sharded latest generation treats it as any other (every shard's data is
-// read back).
+// finding a sharded latest generation treats it as any other: every shard's data is
+// read back against its shard manifest and, in shard order through one SHA-256, must
+// hash to the manifest's SHA256, which the table itself hashes to in 3 (shard
+// manifests alone can be forged consistently: see the package doc, "Sharded exports").
 //
 // Errors: ErrInvalidInput and ErrNotSealed (nothing sent), ErrNotSealed (a Timestamp
 // after the claimed period), ErrTableChanged, ErrArchiveCorrupt, ErrTransient,
@@ -722,6 +724,7 @@ func (a *Archiver) checkVersions(ctx context.Context, t *repo.Table[codec.Entity
 // an export of it now writes). m comes from the container and is untrusted: Versions
 // alone can be copied from a genuine manifest; content a manifest did not read from
 // this table does not hash to its SHA256. One scan of every property (see scanTable).
+// For a sharded m, verifyGeneration then ties the shards' data to that same SHA256.
 func (a *Archiver) holds(ctx context.Context, t *repo.Table[codec.Entity], m Manifest, seal sealState, since time.Time, recent recentSet) (bool, error) {
 	d, err := a.scanTable(ctx, t, seal, since, recent, true)
 	if err != nil {

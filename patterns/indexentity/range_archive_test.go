@@ -3,6 +3,7 @@ package indexentity
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
@@ -63,4 +64,46 @@ func TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions(t *testi
 	b.clean(ix, "Sales", 0)
 	b.checkIndex(ix, "Ops")
 	b.clean(ix, "Ops", n)
+}
+
+// Two deliveries of one range job at once over a SamePartition index whose values the
+// employees share: both runs compute removals against the same index entities, so each
+// commit of one makes the other's next transaction fail If-Match and restart from fresh
+// reads. Both succeed, every employee is moved once (the two reports add up to all of
+// them), and the index ends empty with no drift.
+func TestAttackArchiveRangeSamePartitionTwoDeliveriesAtOnce(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	b := setup(t, false)
+	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
+	for i := range n {
+		if err := ix.Insert(b.Ctx, emp("Sales", fmt.Sprintf("%06d", i+1), []string{"Jones", "Smith"}[i%2])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, target := b.Archiver(ix)
+	lo, _ := ix.KeyRange()
+	job := b.RangeJob(target, "Sales", "", lo)
+	var wg sync.WaitGroup
+	moved := make([]int, 2)
+	for i := range moved {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := a.ArchiveRange(b.Ctx, job)
+			if err != nil {
+				t.Errorf("delivery %d: %v", i, err)
+			}
+			moved[i] = rep.Moved
+		}()
+	}
+	wg.Wait()
+	if moved[0]+moved[1] != n {
+		t.Fatalf("the deliveries moved %v, want %d in all", moved, n)
+	}
+	b.MustHaveArchivedRange(job, n)
+	if pages := b.indexPages(ix, "Sales"); len(pages) != 0 {
+		t.Fatalf("%d index entities left in Sales", len(pages))
+	}
+	b.clean(ix, "Sales", 0)
 }

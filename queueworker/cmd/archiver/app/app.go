@@ -182,6 +182,13 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -442,6 +449,11 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if kind == consistency.KindArchiveTable && table.Shards < 2 && flagGiven(fs, "shards") {
+		// The library takes 0 or 1 as "unsharded"; on the command line a -shards that
+		// splits nothing is a mistake (omit it for an unsharded export).
+		return usagef("enqueue archive-table: -shards %d: want 2 to %d (omit -shards for an unsharded export)", table.Shards, consistency.MaxShards)
 	}
 	if restore.Generation == "latest" {
 		restore.Generation = consistency.GenerationLatest

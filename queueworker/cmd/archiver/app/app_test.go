@@ -270,6 +270,8 @@ func TestBadJobsExitTwoBeforeAnyRequest(t *testing.T) {
 		{"enqueue", "archive-table", "-table", "Current", "-container", "cold"},                                   // not sealed
 		{"enqueue", "archive-table", "-table", "Current", "-container", "cold", "-sealed", "-shards", "65"},       // more than MaxShards
 		{"enqueue", "archive-table", "-table", "Current", "-container", "cold", "-sealed", "-shards", "-1"},
+		{"enqueue", "archive-table", "-table", "Current", "-container", "cold", "-sealed", "-shards", "1"}, // splits nothing: omit -shards
+		{"enqueue", "archive-table", "-table", "Current", "-container", "cold", "-sealed", "-shards", "0"},
 		{"enqueue", "archive-table", "-table", "SignIns" + time.Now().UTC().Format("20060102"), "-container", "cold", "-period-prefix", "SignIns", "-period", "daily"},
 		{"enqueue", "restore-table", "-table", "Current", "-container", "cold", "-generation", "../x"},
 		{"enqueue", "archive-periods", "-prefix", "SignIns", "-period", "daily", "-before", tomorrow, "-container", "cold"},

@@ -1,0 +1,116 @@
+package consistency
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// blobTimes returns a blob's Last-Modified and the service's clock (the response's Date).
+func blobTimes(t *testing.T, sb *shardBed, name string) (lastModified, now time.Time) {
+	t.Helper()
+	resp, err := sb.clients.Blobs.ServiceClient().NewContainerClient(sb.container).NewBlobClient(name).GetProperties(sb.ctx, nil)
+	if err != nil || resp.LastModified == nil || resp.Date == nil {
+		t.Fatalf("properties of %s: %v", name, err)
+	}
+	return *resp.LastModified, *resp.Date
+}
+
+// SweepAbortedExports must not take the finished shards' data of a sharded export that
+// is still going on: shard 0's data is older than olderThan by the service's clock, but
+// shard 1 finished within it, so the generation is kept whole, and it then completes.
+func TestSweepKeepsActiveShardedGeneration(t *testing.T) {
+	t.Parallel()
+	sb := setupShards(t, 600)
+	table, container := sb.current.Name(), sb.container
+	job, gen := sb.planned(t, 3)
+	export := func(i int) ShardManifest {
+		t.Helper()
+		if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: i}); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := sb.a.readPlan(sb.ctx, container, table, gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm, err := sb.a.readShardManifest(sb.ctx, container, table, gen, i, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sm
+	}
+	s0 := export(0)
+	l0, _ := blobTimes(t, sb, s0.DataBlob)
+	// Shard 1 finishes at least 5 s later by the service's clock (Last-Modified has
+	// whole seconds): poll the service's clock, with a deadline.
+	const gap = 5 * time.Second
+	deadline := time.Now().Add(time.Minute)
+	for _, now := blobTimes(t, sb, s0.DataBlob); now.Before(l0.Add(gap)); _, now = blobTimes(t, sb, s0.DataBlob) {
+		if time.Now().After(deadline) {
+			t.Fatal("the service's clock did not advance")
+		}
+		time.Sleep(100 * time.Millisecond) // polling the service's clock, not synchronisation
+	}
+	s1 := export(1)
+	l1, _ := blobTimes(t, sb, shardManifestName(table, gen, 1))
+	if l1.Sub(l0) < gap {
+		t.Fatalf("shard 1 (%v) is not %v after shard 0's data (%v): the test would prove nothing", l1, gap, l0)
+	}
+	// Age the generation by the service's clock so that shard 0's data is just past
+	// olderThan and shard 1's blobs are not.
+	_, now := blobTimes(t, sb, s1.DataBlob)
+	sweeper := sb.archiver(t, nil)
+	sweeper.serviceAhead = time.Hour - now.Sub(l0)
+	swept, err := sweeper.SweepAbortedExports(sb.ctx, container, table, time.Hour, false)
+	if err != nil || len(swept) != 0 {
+		t.Fatalf("a sweep during the export (shard 0's data past olderThan, shard 1 within it) removed %v (%v)", swept, err)
+	}
+	export(2)
+	rep, err := sb.a.CombineShards(sb.ctx, CombineJob{ArchiveTableJob: job, Generation: gen})
+	if err != nil || rep.Outcome != OutcomeMoved {
+		t.Fatalf("combine: %+v %v", rep, err)
+	}
+	sb.assertArchivedOnce(t, gen)
+	assertRestored(t, sb.bed, container, table, GenerationLatest, sb.want)
+}
+
+// A sharded export stalled longer than olderThan is swept; the generation can then
+// never complete, and its jobs say so (ErrArchiveCorrupt, permanent: a shard job that
+// finds its manifest but not its data, the combine); the table is untouched, and a new
+// archive-table job archives it.
+func TestShardJobSaysItsDataIsGone(t *testing.T) {
+	t.Parallel()
+	sb := setupShards(t, 600)
+	table, container := sb.current.Name(), sb.container
+	job, gen := sb.planned(t, 3)
+	for i := range 2 {
+		if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweeper := sb.archiver(t, nil)
+	sweeper.serviceAhead = 2 * time.Hour
+	swept, err := sweeper.SweepAbortedExports(sb.ctx, container, table, time.Hour, false)
+	if err != nil || len(swept) != 2 {
+		t.Fatalf("a sweep of a generation stalled past olderThan removed %v (%v), want both shards' data", swept, err)
+	}
+	rerun, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: 0})
+	if !errors.Is(err, ErrArchiveCorrupt) || !strings.Contains(err.Error(), "data blob is gone") {
+		t.Fatalf("shard 0 rerun after its data was swept: %s %v, want ErrArchiveCorrupt saying the data is gone", rerun.Outcome, err)
+	}
+	if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := sb.a.CombineShards(sb.ctx, CombineJob{ArchiveTableJob: job, Generation: gen}); !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("combine without its shards' data: %+v %v, want ErrArchiveCorrupt", rep, err)
+	}
+	if ok, err := sb.current.Exists(sb.ctx); !ok || err != nil {
+		t.Fatalf("the table is gone (%v)", err)
+	}
+	rep, err := sb.a.ArchiveTable(sb.ctx, ArchiveTableJob{Table: table, Container: container, Sealed: true})
+	if err != nil || rep.Outcome != OutcomeMoved || rep.Manifest.Generation == gen {
+		t.Fatalf("a new archive-table job: %+v %v", rep, err)
+	}
+	assertRestored(t, sb.bed, container, table, GenerationLatest, sb.want)
+}
