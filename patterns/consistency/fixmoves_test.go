@@ -40,6 +40,18 @@ func (c *afterOnly) record(calls *[]string, rk string) error {
 	return nil
 }
 
+// setupAfterOnly is a bed whose archiver has one afterOnly companion, failing.
+func setupAfterOnly(t *testing.T) (*bed, *Archiver, *afterOnly) {
+	t.Helper()
+	b := setup(t, "")
+	c := &afterOnly{fail: true}
+	a, err := New(b.clients, &Options{Retry: fastRetry(), Companions: map[string][]Companion{b.current.Name(): {c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a, c
+}
+
 func (c *afterOnly) setFail(v bool) {
 	c.mu.Lock()
 	c.fail = v
@@ -105,12 +117,7 @@ func TestFixMovesEntityReplacesCopyWithoutTable(t *testing.T) {
 // Sweeper (Gone), whose error fails it too until it succeeds.
 func TestFixMovesFailedAfterWithoutBeforeFailsTheMove(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "")
-	c := &afterOnly{fail: true}
-	a, err := New(b.clients, &Options{Retry: fastRetry(), Companions: map[string][]Companion{b.current.Name(): {c}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, a, c := setupAfterOnly(t)
 	if err := b.current.Insert(b.ctx, employee("Sales", "000001", 30)); err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +146,7 @@ func TestFixMovesFailedAfterWithoutBeforeFailsTheMove(t *testing.T) {
 // report counts what was deleted.
 func TestFixMovesRangeFailedAfterWithoutBeforeFailsTheJob(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "")
-	c := &afterOnly{fail: true}
-	a, err := New(b.clients, &Options{Retry: fastRetry(), Companions: map[string][]Companion{b.current.Name(): {c}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, a, _ := setupAfterOnly(t)
 	b.loadRange(t, []string{"Sales"}, 5)
 	rep, err := a.ArchiveRange(b.ctx, ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()})
 	if err == nil || !errors.Is(err, errMoveStepFailed) {
