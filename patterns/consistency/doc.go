@@ -121,7 +121,11 @@
 // If-Match and the batch's next read leaves it out), and keeps that older copy in the
 // target beside it: the source stays authoritative, and a later move replaces the copy.
 // RangeReport.Moved counts the deletes whose commit this run saw (one lost in a lost
-// response is not counted, although it happened).
+// response is not counted, although it happened). A range rerun never sees the entities
+// an earlier run deleted (its scan finds only what is left), so it calls no Sweeper: a
+// stop between a delete transaction and the After hooks of a companion without Before
+// (Inter with SafetyDelay off) leaves those copies until Notify or Repair; give such an
+// index a SafetyDelay when it is archived by range.
 //
 // Cost: per 100 entities one target read, one source read, one copy transaction and one
 // delete transaction (a blob target: two blob requests per entity instead of the target
