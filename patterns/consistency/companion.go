@@ -86,7 +86,7 @@ type Removal struct {
 	// harmless when e is still there. When the Removal has a Before, After's error is
 	// logged, not returned: Before already covers what After hastens. Without a Before,
 	// After is the only step that removes the copies: its error (after a delete that
-	// landed) fails the move, so that the job runs again; a rerun that finds e gone asks
+	// landed, or one that found e gone) fails the move, so that the job runs again; a rerun that finds e gone asks
 	// the companions that implement Sweeper.
 	After func(ctx context.Context) error
 }
@@ -154,9 +154,10 @@ func (a *Archiver) removals(ctx context.Context, table string, e *codec.Entity) 
 //     Removal has no Before come back, the others are logged. When send's outcome is
 //     unknown (repo.ErrOutcomeUnknown: it may have landed) or it met a gone entity
 //     (repo.ErrNotFound: a concurrent run, or an earlier attempt, deleted it), the After
-//     hooks run too (their errors logged: the move starts over or re-reads anyway, and
-//     a rerun that finds the entity gone asks the Sweepers), so that a Removal without a
-//     Before does not depend on a response that was lost.
+//     hooks run too, so that a Removal without a Before does not depend on a response
+//     that was lost: after an unknown outcome their errors are logged (the move starts
+//     over, and a rerun that finds the entity gone asks the Sweepers); after a 404 the
+//     errors of those without a Before are joined to send's (errMoveStepFailed).
 //
 // A deadline that passed before send succeeded is errRestart (the move starts over from
 // fresh reads, and its Before hooks run again), whatever the hook or the request said.
@@ -205,7 +206,13 @@ func (a *Archiver) withCompanions(ctx context.Context, job, table string, es []r
 	if err := send(dctx); err != nil {
 		if errors.Is(err, errs.ErrOutcomeUnknown) || errors.Is(err, errs.ErrNotFound) {
 			// The delete may have landed: a Removal without a Before has no other step.
-			_ = a.runAfter(ctx, table, es, false)
+			// A 404 proves the entity gone (a move that then finds its copy in the target
+			// reports it moved): After's error must fail that move as after a delete of
+			// its own; after an unknown outcome the move re-reads anyway.
+			gone := errors.Is(err, errs.ErrNotFound)
+			if aerr := a.runAfter(ctx, table, es, gone); aerr != nil {
+				return errors.Join(late(err), aerr)
+			}
 		}
 		return late(err)
 	}

@@ -176,7 +176,8 @@
 //     implement Sweeper (Inter: one enqueue), so that the copies never outlive the
 //     entity for want of a message (TestAttackArchiveInterNoSafetyLostDeleteResponseLeavesCopies,
 //     TestAttackArchiveInterNoSafetyFailedNotifyIsOnlyLogged,
-//     TestFixMovesFailedAfterWithoutBeforeFailsTheMove).
+//     TestFixMovesFailedAfterWithoutBeforeFailsTheMove,
+//     TestFixMovesGoneBeforeTheDeleteStillRunsAfter).
 //
 // A stop between Before and the delete leaves entity and copies in place and a message
 // that finds the entity and keeps them; the rerun moves both

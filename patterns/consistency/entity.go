@@ -308,6 +308,9 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 		return "", err
 	}
 	err = a.deleteSource(ctx, src, job, version, acts, removals)
+	if errors.Is(err, errMoveStepFailed) {
+		return "", err // gone, but the only step that removes its copies failed: run again
+	}
 	if errors.Is(err, errs.ErrNotFound) {
 		// Gone: a concurrent run moved it, or the application deleted it. Moved only if
 		// the target holds the very version that was there.

@@ -198,3 +198,32 @@ type companionFunc func(context.Context, *codec.Entity) (Removal, error)
 func (f companionFunc) Removal(ctx context.Context, e *codec.Entity) (Removal, error) {
 	return f(ctx, e)
 }
+
+// The application deletes the entity between the move's copy and its delete: the delete
+// meets 404 and the move finds its copy in the target (moved). After, the only step of a
+// Removal without Before, runs all the same, and its failure fails the move.
+func TestFixMovesGoneBeforeTheDeleteStillRunsAfter(t *testing.T) {
+	t.Parallel()
+	b, a, c := setupAfterOnly(t)
+	if err := b.current.Insert(b.ctx, employee("Sales", "000001", 30)); err != nil {
+		t.Fatal(err)
+	}
+	a.step = func(job, step string) error {
+		if job == "archive-entity" && step == "copied" {
+			return b.current.Delete(b.ctx, "Sales", "000001", nil)
+		}
+		return nil
+	}
+	if out, err := a.ArchiveEntity(b.ctx, b.job("Sales", "000001")); !errors.Is(err, errMoveStepFailed) {
+		t.Fatalf("move: %v %v, want the After failure", out, err)
+	}
+	c.setFail(false)
+	if out, err := a.ArchiveEntity(b.ctx, b.job("Sales", "000001")); err != nil || out != OutcomeAlreadyArchived {
+		t.Fatalf("rerun: %v %v", out, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fmt.Sprint(c.afters) != "[000001]" || fmt.Sprint(c.gones) != "[000001]" {
+		t.Fatalf("afters %v, gones %v", c.afters, c.gones)
+	}
+}
