@@ -58,6 +58,20 @@ func (t *Table[T]) DeleteAction(pk, rk string, opts *DeleteOptions) Action {
 // Keys returns the action's PartitionKey and RowKey.
 func (a Action) Keys() (pk, rk string) { return a.w.pk, a.w.rk }
 
+// Table returns the name of the table the action addresses, as the Table that built it
+// spells it. A transaction covers one table as spelled (see Submit).
+func (a Action) Table() string { return a.w.table }
+
+// CheckTransaction runs the checks Submit runs before it sends anything, without sending:
+// it returns the error Submit would refuse actions with (ErrInvalidInput: no actions,
+// actions on two tables or two partitions, two actions on one entity, more than
+// MaxTransactionActions actions, a payload of MaxTransactionBytes or more, an action whose
+// entity broke a limit), or nil. A multi-step write calls it before its first step, so
+// that a transaction it will send last cannot be refused after the earlier steps landed.
+//
+// Errors: ErrInvalidInput.
+func CheckTransaction(actions ...Action) error { return checkTransaction(actions) }
+
 // Submit runs actions as one entity group transaction: all are applied or none is.
 //
 // Before sending, it refuses with ErrInvalidInput (no request sent) a transaction that the

@@ -116,17 +116,33 @@ func TestTransactionLimitsRefusedWithoutRequest(t *testing.T) {
 		"two tables":       {emps.InsertAction(employee("P", "1")), otherTable.InsertAction(employee("P", "2"))},
 		"invalid property": {emps.InsertAction(employee("P", "1")), emps.InsertAction(employee("P", "bad/key"))},
 	}
+	// Table names are case-insensitive, but a transaction covers one table as spelled.
+	upper, err := repo.New[Employee](other, strings.ToUpper(b.name), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases["two spellings"] = []repo.Action{emps.InsertAction(employee("P", "1")), upper.InsertAction(employee("P", "2"))}
 	for name, actions := range cases {
 		_, err := repo.Submit(ctx, actions...)
 		var ie *repo.InvalidInputError
 		if !errors.As(err, &ie) || ie.Field != "transaction" {
 			t.Errorf("%s: got %v, want an *InvalidInputError on the transaction", name, err)
 		}
+		// CheckTransaction is Submit's own check: the same refusal, nothing sent.
+		if cerr := repo.CheckTransaction(actions...); cerr == nil || err == nil || cerr.Error() != err.Error() {
+			t.Errorf("%s: CheckTransaction %v, Submit %v", name, cerr, err)
+		}
 	}
 	if n := requestsSince(b.proxy, mark); n != 0 {
 		t.Fatalf("%d requests sent for refused transactions", n)
 	}
 	// 100 actions is the limit, not over it.
+	if err := repo.CheckTransaction(many[:100]...); err != nil {
+		t.Fatalf("100 actions checked: %v", err)
+	}
+	if many[0].Table() != b.name || upper.InsertAction(employee("P", "3")).Table() != strings.ToUpper(b.name) {
+		t.Fatalf("Action.Table: %q", many[0].Table())
+	}
 	if _, err := repo.Submit(ctx, many[:100]...); err != nil {
 		t.Fatalf("100 actions: %v", err)
 	}

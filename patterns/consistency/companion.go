@@ -2,9 +2,11 @@ package consistency
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,8 +56,10 @@ type Removal struct {
 	// transaction is sent through one client and names one table: build them on the
 	// Archiver's clients (account.Clients.Tables), on the table spelled as
 	// Options.Companions spells it (the move's delete takes that spelling, whatever the
-	// job's), or the transaction is refused with ErrInvalidInput before it is sent (the
-	// archive copy is then written and the source kept: a configuration error, permanent).
+	// job's). The move checks the transaction (repo.CheckTransaction: count, one table as
+	// spelled, one partition, one action per row, size) before it writes the archive
+	// copy: one that cannot commit is refused with ErrInvalidInput (permanent) and
+	// nothing is written.
 	Actions []repo.Action
 	// Before, if set, runs before the delete of e is sent: the durable first step for
 	// copies that live in other partitions or tables (an enqueue of the reconciliation
@@ -77,11 +81,34 @@ type Removal struct {
 	// After, if set, runs once the delete of e has landed (in a batched move, once the
 	// transaction that deleted e committed; up to 16 at once): a prompt step that a stop
 	// can skip (a reconciliation visible at once, where Before's waits out its delay). It
-	// does not run when the move cannot tell that its own delete landed (a lost response,
-	// a concurrent run that deleted first). Its error is logged, not returned: the move is
-	// done, and Before must already cover what After hastens.
+	// also runs when the move cannot tell whether its delete landed (a lost response: the
+	// outcome is unknown) or finds e already gone (404): After must therefore be
+	// harmless when e is still there. When the Removal has a Before, After's error is
+	// logged, not returned: Before already covers what After hastens. Without a Before,
+	// After is the only step that removes the copies: its error (after a delete that
+	// landed, or one that found e gone) fails the move, so that the job runs again; a rerun that finds e gone asks
+	// the companions that implement Sweeper.
 	After func(ctx context.Context) error
 }
+
+// Sweeper is implemented by a Companion whose copies of an entity are removed by a step
+// that a move can miss: a Removal whose After is the only step (no Before), and whose
+// move stopped, or lost the delete's response, between the delete and After. A move that
+// finds the entity gone from the source and its archive copy written (a rerun:
+// OutcomeAlreadyArchived) calls Gone for each such companion of the source table, so
+// that the copies do not outlive the entity forever.
+type Sweeper interface {
+	Companion
+	// Gone is called with the keys of an entity that a move found already gone from the
+	// table and archived. It must be idempotent and harmless when the entity is back (a
+	// reconciliation that re-reads the table). Its error fails the move (the job runs
+	// again). The keys come from the job: they are valid keys, not read from storage.
+	Gone(ctx context.Context, pk, rk string) error
+}
+
+// errMoveStepFailed is wrapped by the error of a move whose delete landed but whose
+// companion's After, the only step that removes the copies (no Before), failed.
+var errMoveStepFailed = errors.New("consistency: the entity was moved, but its companion's step that removes its copies failed (the job must run again)")
 
 // hookConcurrency is how many Before (or After) hooks of one delete step run at once: a
 // batched move's transaction can hold the removals of up to 100 entities, and their hooks
@@ -123,7 +150,14 @@ func (a *Archiver) removals(ctx context.Context, table string, e *codec.Entity) 
 //  2. their Before hooks (up to hookConcurrency at once), under the deadline;
 //  3. send, under the deadline: a deadline already passed sends nothing, one that passes
 //     during the request abandons it;
-//  4. once send succeeded, their After hooks, whose errors are logged, not returned.
+//  4. once send succeeded, their After hooks (runAfter): the errors of those whose
+//     Removal has no Before come back, the others are logged. When send's outcome is
+//     unknown (repo.ErrOutcomeUnknown: it may have landed) or it met a gone entity
+//     (repo.ErrNotFound: a concurrent run, or an earlier attempt, deleted it), the After
+//     hooks run too, so that a Removal without a Before does not depend on a response
+//     that was lost: after an unknown outcome their errors are logged (the move starts
+//     over, and a rerun that finds the entity gone asks the Sweepers); after a 404 the
+//     errors of those without a Before are joined to send's (errMoveStepFailed).
 //
 // A deadline that passed before send succeeded is errRestart (the move starts over from
 // fresh reads, and its Before hooks run again), whatever the hook or the request said.
@@ -170,34 +204,72 @@ func (a *Archiver) withCompanions(ctx context.Context, job, table string, es []r
 		return late(err) // not sent: too late
 	}
 	if err := send(dctx); err != nil {
+		if errors.Is(err, errs.ErrOutcomeUnknown) || errors.Is(err, errs.ErrNotFound) {
+			// The delete may have landed: a Removal without a Before has no other step.
+			// A 404 proves the entity gone (a move that then finds its copy in the target
+			// reports it moved): After's error must fail that move as after a delete of
+			// its own; after an unknown outcome the move re-reads anyway.
+			gone := errors.Is(err, errs.ErrNotFound)
+			if aerr := a.runAfter(ctx, table, es, gone); aerr != nil {
+				return errors.Join(late(err), aerr)
+			}
+		}
 		return late(err)
 	}
-	a.runAfter(ctx, table, es)
-	return nil
+	return a.runAfter(ctx, table, es, true)
 }
 
-// runAfter runs the After hooks of entities whose delete landed; their errors are logged
-// (see Removal.After).
-func (a *Archiver) runAfter(ctx context.Context, table string, es []removing) {
+// runAfter runs the After hooks of entities whose delete landed (or may have). The
+// errors of hooks whose Removal has no Before are returned when landed is true (nothing
+// else removes those copies); the others are logged (see Removal.After).
+func (a *Archiver) runAfter(ctx context.Context, table string, es []removing, landed bool) error {
 	type hook struct {
-		pk, rk string
-		fn     func(context.Context) error
+		pk, rk  string
+		fn      func(context.Context) error
+		covered bool // the Removal has a Before
 	}
 	var hooks []hook
 	for _, e := range es {
 		for _, r := range e.rs {
 			if r.After != nil {
-				hooks = append(hooks, hook{e.pk, e.rk, r.After})
+				hooks = append(hooks, hook{e.pk, e.rk, r.After, r.Before != nil})
 			}
 		}
 	}
+	var mu sync.Mutex
+	var failed error
 	_ = fanout.Each(ctx, len(hooks), hookConcurrency, func(ctx context.Context, i int) error {
-		if err := hooks[i].fn(ctx); err != nil {
-			a.opts.Logger.Warn("consistency: a companion's prompt step failed after the move; its first step covers it",
-				zap.String("table", table), zap.String("partitionKey", hooks[i].pk), zap.String("rowKey", hooks[i].rk), errs.LogField(err))
+		h := hooks[i]
+		err := h.fn(ctx)
+		switch {
+		case err == nil:
+		case landed && !h.covered:
+			mu.Lock()
+			failed = errors.Join(failed, fmt.Errorf("%w: (%s, %s) of %s: %w", errMoveStepFailed, h.pk, h.rk, table, err))
+			mu.Unlock()
+		default:
+			a.opts.Logger.Warn("consistency: a companion's prompt step failed after the move; its first step, or a rerun, covers it",
+				zap.String("table", table), zap.String("partitionKey", h.pk), zap.String("rowKey", h.rk), errs.LogField(err))
 		}
 		return nil
 	})
+	return failed
+}
+
+// alreadyArchived is the outcome of a move that found the entity gone from the source
+// and its archive copy written: OutcomeAlreadyArchived, once the Sweepers of the source
+// table were told (Sweeper.Gone; their error fails the move).
+func (a *Archiver) alreadyArchived(ctx context.Context, job ArchiveEntityJob) (Outcome, error) {
+	for i, c := range a.companions(job.Source) {
+		s, ok := c.(Sweeper)
+		if !ok {
+			continue
+		}
+		if err := s.Gone(ctx, job.PartitionKey, job.RowKey); err != nil {
+			return "", fmt.Errorf("consistency: the companion %d of %s, told that (%s, %s) is gone: %w", i, job.Source, job.PartitionKey, job.RowKey, err)
+		}
+	}
+	return OutcomeAlreadyArchived, nil
 }
 
 // companionSpelling returns the name Options.Companions gives table (table names are

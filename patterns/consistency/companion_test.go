@@ -324,4 +324,7 @@ func TestArchiveEntityCompanionOnAnotherClientIsRefused(t *testing.T) {
 	if _, err := b.current.Get(b.ctx, "Sales", "000001"); err != nil {
 		t.Fatalf("the source after the refusal: %v", err)
 	}
+	if _, err := b.archive.Get(b.ctx, "Sales", "000001"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("the archive copy was written before the refusal: %v", err)
+	}
 }

@@ -77,7 +77,7 @@
 // alone exceed a transaction is refused (ErrInvalidInput; the job is cancelled).
 //
 // An entity the target cannot take (its table copy would have more than 252 custom
-// properties with the copy's two, or exceed 1 MiB; its blob name would be too long) is
+// properties with the copy's own (three), or exceed 1 MiB; its blob name would be too long) is
 // left in the source unchanged and the rest of the range moves: RangeReport.Skipped
 // lists its keys and a warning logs them, keys only, never its values
 // (TestRangeSkipsEntitiesTheTargetCannotTake, TestAttackRangeOnePoisonEntityStopsTheJob).
@@ -128,8 +128,11 @@
 // a transaction that cannot be sent in time is not sent, one still running at the
 // deadline is abandoned, and the batch starts over from fresh reads (its Before hooks
 // run again; TestAttackArchiveRangeWithinExpiresBeforeTheDeleteTransaction). Once a
-// transaction committed, the After hooks of its entities run, their errors logged, not
-// returned (TestArchiveRangeFailingAfterIsLogged). Entities of a batch can share a
+// transaction committed (or when its outcome is unknown), the After hooks of its
+// entities run, their errors logged when the Removal has a Before
+// (TestArchiveRangeFailingAfterIsLogged) and failing the job when it has none
+// (TestFixMovesRangeFailedAfterWithoutBeforeFailsTheJob; Moved still counts the
+// committed deletes). Entities of a batch can share a
 // companion row (the index entity of a value many of them hold): an entity's actions
 // were computed from the row as it was, so a transaction never takes two groups that
 // address one row; the later one waits for the next round of the batch, where its
@@ -150,7 +153,11 @@
 // If-Match and the batch's next read leaves it out), and keeps that older copy in the
 // target beside it: the source stays authoritative, and a later move replaces the copy.
 // RangeReport.Moved counts the deletes whose commit this run saw (one lost in a lost
-// response is not counted, although it happened).
+// response is not counted, although it happened). A range rerun never sees the entities
+// an earlier run deleted (its scan finds only what is left), so it calls no Sweeper: a
+// stop between a delete transaction and the After hooks of a companion without Before
+// (Inter with SafetyDelay off) leaves those copies until Notify or Repair; give such an
+// index a SafetyDelay when it is archived by range.
 //
 // Cost: per 100 entities one target read, one source read, one copy transaction and one
 // delete transaction (a blob target: two blob requests per entity instead of the target
@@ -196,7 +203,16 @@
 //     Settle/2 protocol: a reconciliation enqueued to run after the delete cannot run
 //     before it; a delete not sent in time restarts the move,
 //     TestArchiveEntityWithinDeadlineRestartsTheMove), and After, a prompt step once the
-//     delete landed (a reconciliation visible at once), whose failure is only logged.
+//     delete landed (a reconciliation visible at once), whose failure is only logged
+//     when a Before covers it. After also runs when the delete's outcome is unknown (a
+//     lost response) or the delete met a gone entity. A Removal without a Before (Inter
+//     with SafetyDelay off) has After as its only step: its failure fails the move, and
+//     a rerun that finds the entity gone and archived calls Gone on the companions that
+//     implement Sweeper (Inter: one enqueue), so that the copies never outlive the
+//     entity for want of a message (TestAttackArchiveInterNoSafetyLostDeleteResponseLeavesCopies,
+//     TestAttackArchiveInterNoSafetyFailedNotifyIsOnlyLogged,
+//     TestFixMovesFailedAfterWithoutBeforeFailsTheMove,
+//     TestFixMovesGoneBeforeTheDeleteStillRunsAfter).
 //
 // A stop between Before and the delete leaves entity and copies in place and a message
 // that finds the entity and keeps them; the rerun moves both
@@ -209,7 +225,16 @@
 // from storage: a companion refuses one it cannot find the copies of (it does not decode,
 // its values are forged, or it is itself a copy) with errs.ErrInvalidInput, before
 // anything is written, and the worker moves the job to the poison queue
-// (TestAttackArchiveIntraUnreadableAndForgedEntities).
+// (TestAttackArchiveIntraUnreadableAndForgedEntities). The delete and the companions'
+// actions are checked as one transaction (repo.CheckTransaction: at most 100 actions,
+// one table as spelled, one partition, one action per row, under 4 MiB) before the
+// archive copy is written: forged index pages that list the entity a hundred times, or
+// Options.Companions keyed in another spelling than the companions' own table, are
+// refused (ErrInvalidInput, permanent) with nothing written
+// (TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction,
+// TestFixMovesSpellingMismatchRefusedBeforeWriting). A source table that does not exist
+// as addressed (entity requests are case-sensitive on Azurite) is an error, not a
+// missing entity (TestAttackArchiveIntraCompanionsKeyedInAnotherCase).
 //
 // Consistency: copies in the partition are atomic with the move; copies elsewhere are
 // eventually consistent, removed once the pattern's worker settles (as for any delete
@@ -220,8 +245,8 @@
 // remove or run, the move sends exactly the requests it always did
 // (TestArchiveEntityUnindexedMoveSendsTheSameRequests). The actions are sent in the
 // archive's transaction, through the Archiver's client: build the companions' tables on
-// the clients given to New (actions built on another client make the delete fail with
-// errs.ErrInvalidInput, the archive copy written and the source kept). The stock archiver
+// the clients given to New (actions built on another client are refused with
+// errs.ErrInvalidInput before the archive copy is written). The stock archiver
 // binary knows no application types: a team's own archiver passes its indexes as
 // Extensions.Companions of package queueworker/cmd/archiver/app, or an application runs
 // the archive jobs in its own worker (New with Options.Companions, then Register).
@@ -397,9 +422,15 @@
 // Archive after the Current (or check both). An entity move costs one message, two reads,
 // one write, one delete, and a message delete (six requests; a 404 on the delete adds a
 // read); companions add their reads and enqueues, and turn the delete into a transaction
-// (see "Index-aware moves"). The copy carries two more properties, SourceETagProperty and
-// SourceTimestampProperty (blob metadata for a blob copy), so a source entity with more
-// than 250 custom properties cannot be archived to a table. A table export reads the table
+// (see "Index-aware moves"). The copy carries three more properties, SourceTableProperty,
+// SourceETagProperty and SourceTimestampProperty (blob metadata for a blob copy, whose
+// name holds the table), so a source entity with more than 249 custom properties cannot
+// be archived to a table. Two source tables may share a target table only if their keys
+// never collide: a move never replaces a copy that records another source table (it
+// refuses, ErrInvalidInput with the keys: TestAttackRangeTwoSourcesOneTargetTable,
+// TestFixMovesEntityRefusesAnotherTablesCopy); a copy written before the source table
+// was recorded carries none and is replaced as before
+// (TestFixMovesEntityReplacesCopyWithoutTable). A table export reads the table
 // once to export it and twice more (a keys-only scan, and a Timestamp query), writes two
 // blobs, reads the data blob back to verify it, sets its metadata twice, lists the
 // table's generations three times (two top-level listings, one listing per folder and

@@ -134,6 +134,11 @@ const (
 	SourceETagProperty = "ArchivedSourceETag"
 	// SourceTimestampProperty holds the Timestamp of that source entity.
 	SourceTimestampProperty = "ArchivedSourceTimestamp"
+	// SourceTableProperty holds the name of the table the source entity was archived from
+	// (as the job spells it). A move refuses to replace a copy that records another table
+	// (two source tables archived into one target table, with the same keys in both);
+	// a copy without it (written before it was recorded) is taken for the move's own.
+	SourceTableProperty = "ArchivedSourceTable"
 	// blob metadata names (lowercase: listings lowercase them; GetProperties does not).
 	metaSourceETag      = "sourceetag"
 	metaSourceTimestamp = "sourcetimestamp"
@@ -176,7 +181,8 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
 		return "", err
 	}
-	// The companions' transaction actions name the table as Options.Companions spells it.
+	// The companions' transaction actions name the table as Options.Companions spells it
+	// (checked before anything is written: checkRemoval).
 	src, err := a.table(a.companionSpelling(job.Source))
 	if err != nil {
 		return "", err
@@ -192,11 +198,44 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 }
 
 // copyState is what the target holds: whether a copy exists, its own ETag, and the
-// source ETag it records ("" when unknown).
+// source ETag and source table it records ("" when unknown).
 type copyState struct {
-	exists     bool
-	etag       string
-	sourceETag string
+	exists      bool
+	etag        string
+	sourceETag  string
+	sourceTable string
+}
+
+// foreign reports a copy that records another source table than table: the copy of
+// another table's entity with the same keys, which a move of table must not replace.
+func (c copyState) foreign(table string) bool {
+	return c.exists && c.sourceTable != "" && !strings.EqualFold(c.sourceTable, table)
+}
+
+// foreignCopy is the refusal of a move whose target holds another table's copy under the
+// same keys: permanent (ErrInvalidInput), nothing written.
+func foreignCopy(target, source, pk, rk, other string) error {
+	return errs.Invalid("targetTable", "the copy of (%s, %s) in %s was archived from table %s, not from %s: archive each source table to its own target table", pk, rk, target, other, source)
+}
+
+// checkRemoval checks, before anything is written, that the delete of the entity at
+// (pk, rk) and its companions' actions can commit in one entity group transaction
+// (repo.CheckTransaction: count, one table as spelled, one partition, one action per row,
+// size), and returns the transaction's actions, the delete first. A refusal is
+// permanent (ErrInvalidInput): a forged or misconfigured companion answer must not leave
+// the entity both archived and in the table.
+func checkRemoval(table string, del repo.Action, pk, rk string, rs []Removal) ([]repo.Action, error) {
+	acts := []repo.Action{del}
+	for _, r := range rs {
+		acts = append(acts, r.Actions...)
+	}
+	if len(acts) == 1 {
+		return acts, nil
+	}
+	if err := repo.CheckTransaction(acts...); err != nil {
+		return nil, fmt.Errorf("consistency: the delete of (%s, %s) of %s and its companions' actions (%d in all) cannot commit in one transaction: %w", pk, rk, table, len(acts), err)
+	}
+	return acts, nil
 }
 
 func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob) (Outcome, error) {
@@ -204,17 +243,28 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	if err != nil {
 		return "", err
 	}
+	if tgt.foreign(job.Source) {
+		return "", foreignCopy(job.TargetTable, job.Source, job.PartitionKey, job.RowKey, tgt.sourceTable)
+	}
 	e, err := src.Get(ctx, job.PartitionKey, job.RowKey)
+	if isTableNotFound(err) {
+		// Not a missing entity: the table as addressed (Options.Companions' spelling, and
+		// entity requests are case-sensitive on some servers) does not exist.
+		return "", fmt.Errorf("consistency: the source table %s (addressed as %s) does not exist: %w", job.Source, src.Name(), err)
+	}
 	if errors.Is(err, errs.ErrNotFound) {
 		if tgt.exists {
-			return OutcomeAlreadyArchived, nil
+			return a.alreadyArchived(ctx, job)
 		}
 		// The target may have been written after our read of it: look again.
 		if tgt, err = a.readTarget(ctx, job); err != nil {
 			return "", err
 		}
+		if tgt.foreign(job.Source) {
+			return "", foreignCopy(job.TargetTable, job.Source, job.PartitionKey, job.RowKey, tgt.sourceTable)
+		}
 		if tgt.exists {
-			return OutcomeAlreadyArchived, nil
+			return a.alreadyArchived(ctx, job)
 		}
 		if job.TargetContainer != "" {
 			// A copy an earlier version wrote under another name (EntityBlobName).
@@ -223,7 +273,7 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 				return "", err
 			}
 			if old {
-				return OutcomeAlreadyArchived, nil
+				return a.alreadyArchived(ctx, job)
 			}
 		}
 		return OutcomeMissing, nil
@@ -244,6 +294,10 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	if err != nil {
 		return "", err
 	}
+	acts, err := checkRemoval(job.Source, src.DeleteAction(job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version}), job.PartitionKey, job.RowKey, removals)
+	if err != nil {
+		return "", err
+	}
 	if tgt.sourceETag != version {
 		// The source holds a newer version than the target's copy (see ArchiveEntity).
 		if err := a.writeTarget(ctx, job, &e, tgt); err != nil {
@@ -253,7 +307,10 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	if err := a.after("archive-entity", "copied"); err != nil {
 		return "", err
 	}
-	err = a.deleteSource(ctx, src, job, version, removals)
+	err = a.deleteSource(ctx, src, job, version, acts, removals)
+	if errors.Is(err, errMoveStepFailed) {
+		return "", err // gone, but the only step that removes its copies failed: run again
+	}
 	if errors.Is(err, errs.ErrNotFound) {
 		// Gone: a concurrent run moved it, or the application deleted it. Moved only if
 		// the target holds the very version that was there.
@@ -273,21 +330,17 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 }
 
 // deleteSource deletes the source entity If-Match version. Without removals it is one
-// delete, as it always was. With them it is one entity group transaction of the delete
-// and their actions, sent under their protocol (withCompanions: Before hooks and the
+// delete, as it always was. With them it is one entity group transaction of acts (the
+// delete and their actions, checked by checkRemoval), sent under their protocol (withCompanions: Before hooks and the
 // transaction within the shortest Within, then After hooks). The delete's own failure
 // comes back as it is (404: gone; 412: changed); a companion action that fails because
 // its copy changed or went (412, 404, 409), and a deadline that passed, make the move
 // start over from fresh reads (errRestart): the transaction is atomic, so nothing of it
 // landed.
-func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, rs []Removal) error {
+func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, acts []repo.Action, rs []Removal) error {
 	del := &repo.DeleteOptions{ETag: version}
 	if len(rs) == 0 {
 		return src.Delete(ctx, job.PartitionKey, job.RowKey, del)
-	}
-	acts := []repo.Action{src.DeleteAction(job.PartitionKey, job.RowKey, del)}
-	for _, r := range rs {
-		acts = append(acts, r.Actions...)
 	}
 	es := []removing{{pk: job.PartitionKey, rk: job.RowKey, rs: rs}}
 	return a.withCompanions(ctx, "archive-entity", job.Source, es, func(ctx context.Context) error {
@@ -305,12 +358,14 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 }
 
 // archiveCopy is the archive copy of e: its keys and properties and, for a copy in a
-// table (inTable), the source version it was made from (SourceETagProperty,
-// SourceTimestampProperty). A blob copy records the version in its metadata instead.
-func archiveCopy(e *codec.Entity, inTable bool) *codec.Entity {
-	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+2)}
+// table (inTable), the source table and version it was made from (SourceTableProperty,
+// SourceETagProperty, SourceTimestampProperty). A blob copy records the version in its
+// metadata instead (its name holds the table).
+func archiveCopy(e *codec.Entity, source string, inTable bool) *codec.Entity {
+	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+3)}
 	maps.Copy(cp.Properties, e.Properties)
 	if inTable {
+		cp.Properties[SourceTableProperty] = source
 		cp.Properties[SourceETagProperty] = e.ETag
 		if !e.Timestamp.IsZero() {
 			cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
@@ -323,7 +378,7 @@ func archiveCopy(e *codec.Entity, inTable bool) *codec.Entity {
 // the source: insert if there was none, replace If-Match otherwise. A conflict
 // (ErrAlreadyExists, ErrPreconditionFailed) makes the move start over.
 func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *codec.Entity, tgt copyState) error {
-	cp := archiveCopy(e, job.TargetTable != "")
+	cp := archiveCopy(e, job.Source, job.TargetTable != "")
 	if job.TargetTable != "" {
 		dst, err := a.table(job.TargetTable)
 		if err != nil {
@@ -400,7 +455,8 @@ func (a *Archiver) readTarget(ctx context.Context, job ArchiveEntityJob) (copySt
 			return copyState{}, err
 		}
 		s, _ := e.Properties[SourceETagProperty].(string)
-		return copyState{exists: true, etag: e.ETag, sourceETag: s}, nil
+		t, _ := e.Properties[SourceTableProperty].(string)
+		return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
 	}
 	return a.blobState(ctx, job, EntityBlobName(job.Source, job.PartitionKey, job.RowKey))
 }

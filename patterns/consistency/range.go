@@ -398,7 +398,7 @@ type RangeReport struct {
 	// conditions (re-checked on the entities read: see Condition.Type).
 	Scanned int
 	// Skipped lists the keys of the entities the run left in the source because the
-	// target cannot take their copy (252 custom properties and the copy's two, a copy
+	// target cannot take their copy (252 custom properties and the copy's own, a copy
 	// over 1 MiB, a blob name too long), in the service's order. The rest of the range
 	// moves; each is also logged (keys only) as a warning.
 	Skipped []RangeKey

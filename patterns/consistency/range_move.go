@@ -79,7 +79,7 @@ func (s *skipped) list() []RangeKey {
 }
 
 // refusedCopy returns why the target cannot take e's archive copy (an ErrInvalidInput:
-// too many properties with the copy's two, too large, a blob name too long), or nil.
+// too many properties with the copy's own, too large, a blob name too long), or nil.
 func refusedCopy(job ArchiveRangeJob, e *codec.Entity) error {
 	if job.TargetContainer != "" {
 		one := ArchiveEntityJob{Source: job.Source, PartitionKey: e.PartitionKey, RowKey: e.RowKey, TargetContainer: job.TargetContainer}
@@ -87,7 +87,7 @@ func refusedCopy(job ArchiveRangeJob, e *codec.Entity) error {
 			return err
 		}
 	}
-	_, err := codec.EncodeEntity(archiveCopy(e, job.TargetTable != ""))
+	_, err := codec.EncodeEntity(archiveCopy(e, job.Source, job.TargetTable != ""))
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return err
 	}
@@ -277,6 +277,12 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if len(live) == 0 {
 		return 0, nil
 	}
+	for _, e := range live {
+		if st := tgt[e.RowKey]; st.foreign(job.Source) {
+			// Another table's entity under the same keys: never replaced (nothing written).
+			return 0, foreignCopy(job.TargetTable, job.Source, e.PartitionKey, e.RowKey, st.sourceTable)
+		}
+	}
 	if err := a.after(KindArchiveRange, "read"); err != nil {
 		return 0, err
 	}
@@ -323,7 +329,8 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 			// Untrusted: a recorded version that is not a string counts as unknown,
 			// which only means the copy is rewritten from the source.
 			s, _ := e.Properties[SourceETagProperty].(string)
-			out[e.RowKey] = copyState{exists: true, etag: e.ETag, sourceETag: s}
+			st, _ := e.Properties[SourceTableProperty].(string)
+			out[e.RowKey] = copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: st}
 		}
 		return out, nil
 	}
@@ -349,7 +356,7 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 func (a *Archiver) readCopies(ctx context.Context, dst *repo.Table[codec.Entity], b rangeBatch) ([]codec.Entity, error) {
 	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
 	f := filter.And(filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
-	pager := dst.Pages(repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty}})
+	pager := dst.Pages(repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty, SourceTableProperty}})
 	page, err := pager.Next(ctx)
 	if err != nil {
 		return nil, err
@@ -405,7 +412,7 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	var cur []repo.Action
 	size := repo.TransactionSize()
 	for _, e := range stale {
-		cp := archiveCopy(e, true)
+		cp := archiveCopy(e, job.Source, true)
 		var act repo.Action
 		if st := tgt[e.RowKey]; st.exists {
 			cp.ETag = st.etag
@@ -451,35 +458,23 @@ type removalGroup struct {
 }
 
 // removalGroup asks the companions of the source what removing e means, and checks that
-// e's delete and its companions' actions fit one transaction: at most
-// repo.MaxTransactionActions, all in e's partition, one per row.
+// e's delete and its companions' actions fit one transaction (checkRemoval, as the
+// single move does: count, one table as spelled, e's partition, one action per row,
+// size).
 func (a *Archiver) removalGroup(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, e *codec.Entity) (removalGroup, error) {
 	rs, err := a.removals(ctx, job.Source, e)
 	if err != nil {
 		return removalGroup{}, err
 	}
-	g := removalGroup{e: e, actions: []repo.Action{src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})},
-		removing: removing{pk: e.PartitionKey, rk: e.RowKey, rs: rs}}
-	for _, r := range rs {
-		g.actions = append(g.actions, r.Actions...)
+	del := src.DeleteAction(e.PartitionKey, e.RowKey, &repo.DeleteOptions{ETag: e.ETag})
+	acts, err := checkRemoval(job.Source, del, e.PartitionKey, e.RowKey, rs)
+	if err != nil {
+		return removalGroup{}, err
 	}
-	if len(g.actions) > repo.MaxTransactionActions {
-		return removalGroup{}, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), len(g.actions), repo.MaxTransactionActions)
-	}
+	g := removalGroup{e: e, actions: acts, removing: removing{pk: e.PartitionKey, rk: e.RowKey, rs: rs}}
 	for _, act := range g.actions {
+		_, rk := act.Keys()
 		g.size += act.Size()
-	}
-	if n := repo.TransactionSize() + g.size; n >= repo.MaxTransactionBytes {
-		return removalGroup{}, errs.TooLarge("companion actions", fmt.Sprintf("the delete of (%s, %s) and its companions' actions do not fit one transaction", e.PartitionKey, e.RowKey), n, repo.MaxTransactionBytes)
-	}
-	for _, act := range g.actions {
-		pk, rk := act.Keys()
-		if pk != e.PartitionKey {
-			return removalGroup{}, errs.Invalid("companion actions", "an action for (%s, %s) is outside the partition %q of the entity it removes", pk, rk, e.PartitionKey)
-		}
-		if slices.Contains(g.rows, rk) {
-			return removalGroup{}, errs.Invalid("companion actions", "two actions address (%s, %s)", pk, rk)
-		}
 		g.rows = append(g.rows, rk)
 	}
 	return g, nil
@@ -545,6 +540,9 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 				}
 				return err
 			})
+			if errors.Is(err, errMoveStepFailed) {
+				deleted += len(batch) // committed; a companion's After failed
+			}
 			if err != nil {
 				return err
 			}

@@ -222,7 +222,12 @@
 // can hold, and an index entity archived as if it were an entity are refused with
 // errs.ErrInvalidInput before anything is written or enqueued
 // (TestAttackArchiveSamePartitionUnreadableAndForgedEntities,
-// TestAttackArchiveEventualUnreadableEntity).
+// TestAttackArchiveEventualUnreadableEntity). Forged pages that list the id under its
+// value more than once are all cleaned in the delete transaction
+// (TestAttackArchiveSamePartitionForgedPagesPointingAtTheEntity); so many that the
+// transaction would exceed its limits are refused by the move before the archive copy
+// is written (errs.ErrInvalidInput, permanent: the entity stays where it is, for an
+// operator; TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction).
 //
 // # Where the index entities live
 //

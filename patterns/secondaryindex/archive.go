@@ -24,7 +24,9 @@ import (
 // RowKey (forged), or whose values no copy key can hold is refused with
 // errs.ErrInvalidInput: archiving it would leave copies that lookups find. A copy that
 // is already gone is skipped; one that names another entity as its owner (a unique value
-// taken over by hand) is left to it.
+// taken over by hand, or by Backfill) is left to it, and so is a copy of a unique index
+// whose owner cannot be told (see ownsCopy): an unknown owner is never taken for e. Such
+// a copy, if it is in fact e's, stays findable until Repair removes it as an orphan.
 //
 // Cost: one point query per secondary index in which e has a value; the transaction
 // grows by one delete per copy found. The actions are built on this Intra's table: build
@@ -72,8 +74,8 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 		if err != nil {
 			return consistency.Removal{}, err
 		}
-		if o := x.ownerOf(&cp); o != "" && o != owner {
-			continue // another entity's copy (see ownerOf): not this move's to delete
+		if !x.ownsCopy(ctx, &cp, &v, owner, pk, i) {
+			continue // another entity's copy, or one whose owner cannot be told: not this move's to delete
 		}
 		r.Actions = append(r.Actions, x.dyn.DeleteAction(pk, ks[i], &repo.DeleteOptions{ETag: cp.ETag}))
 	}
@@ -113,4 +115,56 @@ func (x *Inter[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 		r.Before = func(ctx context.Context) error { return x.enqueue(ctx, pk, rk, x.safety.Settle()) }
 	}
 	return r, nil
+}
+
+// Gone makes Inter a consistency.Sweeper: a move that finds the primary entity (pk, rk)
+// already gone and archived (a rerun after a stop, or after a lost response, between the
+// delete and After) enqueues its reconciliation visible at once, as Notify does. With
+// SafetyDelay off that is the only message that removes the copies; with it on, one more
+// message that finds nothing to change once the safety message ran.
+//
+// Cost: one enqueue.
+//
+// Errors: errs.ErrInvalidInput (keys inside an index partition; nothing sent), and
+// Notify's.
+func (x *Inter[T]) Gone(ctx context.Context, pk, rk string) error {
+	if err := x.checkRef(pk, rk); err != nil {
+		return err
+	}
+	return x.Notify(ctx, pk, rk)
+}
+
+// ownsCopy reports whether the stored copy cp of the secondary index i (read at the key
+// e's value gives) is e's, where e is v with the primary value owner. A copy of an index
+// with duplicates names its owner in its key (value, then primary value). A copy of a
+// unique index names it when it carries the primary value (it is decoded, encrypted
+// properties included); otherwise (the index's Properties leave the primary value out)
+// it is e's only when every stored property equals e's projection for that index, which
+// is what every write of this package stores with e. A copy that does not decode, or an
+// encrypted copy without the primary value (ciphertexts cannot be compared), has an
+// unknown owner: false.
+func (x *Intra[T]) ownsCopy(ctx context.Context, cp *codec.Entity, v *T, owner, pk string, i int) bool {
+	ix := x.all[i]
+	if ix.AllowDuplicates {
+		return true // the key holds the primary value
+	}
+	body, err := codec.EncodeEntity(cp)
+	if err != nil {
+		return false
+	}
+	var cv T
+	if err := x.c.DecodeContext(ctx, body, &cv); err != nil {
+		return false
+	}
+	if o := x.all[0].valueOf(&cv); o != "" {
+		return o == owner
+	}
+	if x.c.Encrypted() {
+		return false
+	}
+	want, err := project(x.c, v, pk, cp.RowKey, ix.props)
+	if err != nil {
+		return false
+	}
+	return sameProperties(cp.Properties, want.Properties) // maintain.go's comparison, as Verify's
 }

@@ -295,15 +295,33 @@
 //     prompt one is enqueued after; the worker finds the entity gone and removes its
 //     copies (TestArchiveInterRemovesCopiesThroughTheWorker,
 //     TestAttackArchiveInterCrashBetweenBeforeAndDelete,
-//     TestAttackArchiveInterLostResponseAndTwoDeliveries).
+//     TestAttackArchiveInterLostResponseAndTwoDeliveries). With SafetyDelay off the
+//     prompt reconciliation is the only one: it is enqueued also when the delete's
+//     response was lost, its failure fails the move, and a rerun that finds the entity
+//     archived enqueues it again (Inter is a consistency.Sweeper)
+//     (TestAttackArchiveInterNoSafetyLostDeleteResponseLeavesCopies,
+//     TestAttackArchiveInterNoSafetyFailedNotifyIsOnlyLogged).
 //
 // Archived rows are stored data: Intra refuses (errs.ErrInvalidInput, nothing written) a
 // primary copy that does not decode or whose primary value is not its own key, a value no
-// key can hold, and a copy archived as if it were an entity, and leaves a copy that names
-// another entity as its owner alone; Inter needs only the keys (its refs name the
+// key can hold, and a copy archived as if it were an entity. It deletes a copy of a
+// unique index only when the copy is the entity's: the copy carries the entity's primary
+// value (decoded, encrypted properties included), or, when the index's Properties leave
+// the primary value out, every stored property equals what the entity's own writes store.
+// Anything else (another entity's copy, taken over by Backfill or forged; a copy that does
+// not decode; an encrypted copy without the primary value) is left alone: a copy whose
+// owner is unknown is never taken for the archived entity's, and if it was in fact its,
+// Repair removes it as an orphan (TestAttackArchiveIntraPartialCopyOfAnotherEntityIsKept,
+// TestAttackArchiveIntraPartialCopyTakenOverByBackfillIsKept,
+// TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept). Copies of an index with
+// duplicates name their entity in their key. Inter needs only the keys (its refs name the
 // copies), so an entity whose values do not decode is archived and cleaned all the same,
 // and a row of an index partition is refused (TestAttackArchiveIntraUnreadableAndForgedEntities,
-// TestAttackArchiveInterUnreadableAndForgedEntities).
+// TestAttackArchiveInterUnreadableAndForgedEntities). A ref is stored data too: every
+// reconciliation deletes the copy a ref names only when its key is a copy key of the
+// ref's own entity (value, then that entity's RowKey); a ref that names another row is
+// rewritten and the row left alone, with a warning
+// (TestAttackArchiveInterForgedRefNamesAnotherEntitysCopy).
 //
 // # Issues and considerations
 //

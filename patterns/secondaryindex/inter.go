@@ -168,6 +168,16 @@ func (ix *interIndex[T]) copyKey(value, rk string) (string, error) {
 
 func refKey(rk string) string { return refPrefix + keys.Join(rk) }
 
+// isCopyKeyOf reports whether k is the key of a copy of the primary entity rk: two parts
+// (keys.Join(value, rk)), a non-empty value, rk last; never a ref.
+func isCopyKeyOf(k, rk string) bool {
+	if strings.HasPrefix(k, refPrefix) {
+		return false
+	}
+	parts, err := keys.Split(k)
+	return err == nil && len(parts) == 2 && parts[0] != "" && parts[1] == rk
+}
+
 // Inter keeps copies of entities of type T in other partitions (the guide's "empid_Sales"
 // and "email_Sales"), or other tables, eventually consistent with the primary entities
 // through a queue (the Azure Table storage design guide's "Inter-partition secondary
@@ -661,6 +671,14 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 	if ref != nil {
 		have = ref.Key
 	}
+	// The ref is stored data: the copy it names is deleted below only if its key is a
+	// copy key of this very entity (value, rk); a forged ref naming another entity's
+	// copy (or a ref) is rewritten and that row left alone.
+	forged := have != "" && !isCopyKeyOf(have, rk)
+	if forged {
+		x.opts.Table.Logger.Warn("secondaryindex: a ref names a row that is not a copy of its entity; the row is left alone and the ref rewritten",
+			zap.String("index", ix.Name), zap.String("partitionKey", part), zap.String("rowKey", rk))
+	}
 	// Up to date only when the ref records this very version of the primary (its ETag, or
 	// "" for a primary that is gone). A ref is never deleted: a primary without a copy in
 	// this index leaves a tombstone (Key ""), and even the first reconciliation of an
@@ -669,7 +687,7 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 	// reconciliation that read an older state fails its condition and starts over
 	// (never an insert that succeeds because a ref was deleted meanwhile: the ABA of
 	// issue 15, defect 1).
-	if ref != nil && want == have && ref.SourceETag == etag {
+	if ref != nil && want == have && ref.SourceETag == etag && !forged {
 		return invalid // up to date
 	}
 	var acts []repo.Action
@@ -688,7 +706,7 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 		}
 		acts = append(acts, ix.copies.UpsertAction(e, &repo.UpsertOptions{}))
 	}
-	if have != "" && have != want {
+	if have != "" && have != want && !forged {
 		dropAt = len(acts)
 		acts = append(acts, ix.copies.DeleteAction(part, have, nil))
 	}
