@@ -500,10 +500,12 @@ func isContainerNotFound(err error) bool {
 	return errors.As(err, &se) && se.Code == "ContainerNotFound"
 }
 
-// isTableNotFound reports a 404 TableNotFound (not an entity's 404).
+// isTableNotFound reports a 404 TableNotFound (not an entity's 404), from a single
+// request (*errs.ServiceError) or from an action of a transaction (*repo.ActionError).
 func isTableNotFound(err error) bool {
 	var se *errs.ServiceError
-	return errors.As(err, &se) && se.Code == "TableNotFound"
+	var ae *repo.ActionError
+	return errors.As(err, &se) && se.Code == "TableNotFound" || errors.As(err, &ae) && ae.Code == "TableNotFound"
 }
 
 func ptrTo[T any](v T) *T { return &v }

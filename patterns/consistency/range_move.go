@@ -37,14 +37,6 @@ func fitsTransaction(count, size, n int) bool {
 	return count+1 <= repo.MaxTransactionActions && size+n < repo.MaxTransactionBytes
 }
 
-// isMissingTable reports whether err says that the table does not exist: from a single
-// request (*errs.ServiceError) or from an action of a transaction (*repo.ActionError
-// 404 TableNotFound).
-func isMissingTable(err error) bool {
-	var ae *repo.ActionError
-	return isTableNotFound(err) || errors.As(err, &ae) && ae.Code == "TableNotFound"
-}
-
 // skipped collects the entities of a page that the target cannot take, once each.
 type skipped struct {
 	mu   sync.Mutex
@@ -312,7 +304,7 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 			return nil, err
 		}
 		got, err := a.readCopies(ctx, dst, b)
-		if isMissingTable(err) {
+		if isTableNotFound(err) {
 			return out, nil // created by the first copy
 		}
 		if err != nil {
@@ -431,7 +423,7 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []
 	created := false
 	for _, tx := range txs {
 		_, err := repo.Submit(ctx, tx...)
-		if isMissingTable(err) && !created {
+		if isTableNotFound(err) && !created {
 			if err = dst.CreateIfNotExists(ctx); err == nil {
 				created = true
 				_, err = repo.Submit(ctx, tx...)
