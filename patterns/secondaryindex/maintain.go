@@ -3,11 +3,11 @@ package secondaryindex
 import (
 	"bytes"
 	"context"
-	"sync"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -162,39 +162,10 @@ func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
 	return out, nil
 }
 
-// forEach runs fn for every item of items with at most n at once, and returns the first
-// error (the others still finish).
+// forEach runs fn for every item of items with at most n at once (fanout.Each: every call
+// runs, and the errors of the failed ones are returned joined).
 func forEach[V any](ctx context.Context, n int, items []V, fn func(ctx context.Context, v V) error) error {
-	if n < 1 {
-		n = 1
-	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for _, v := range items {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(ctx, v); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
+	return fanout.Each(ctx, len(items), n, func(ctx context.Context, i int) error { return fn(ctx, items[i]) })
 }
 
 // sameProperties reports whether a stored copy holds exactly the properties of want.
