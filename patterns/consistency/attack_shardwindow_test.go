@@ -10,12 +10,13 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // changeAndBack updates one entity of [low, high) to other content and then back to its
 // own: the table holds the same content, with a new ETag and Timestamp.
 func changeAndBack(ctx context.Context, tb *repo.Table[codec.Entity], low, high string) error {
-	got, err := tb.Collect(ctx, repo.Query{Top: 1, Filter: shardFilter(low, high)})
+	got, err := tb.Collect(ctx, repo.Query{Top: 1, Filter: filter.PartitionRange(low, high)})
 	if err != nil || len(got) != 1 {
 		return fmt.Errorf("no entity in [%q, %q): %v", low, high, err)
 	}

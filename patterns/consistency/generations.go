@@ -431,10 +431,7 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 				// olderThan): its finished shards' data waits for the last shard.
 				continue
 			}
-			for name, l := range blobs {
-				if l.age < olderThan {
-					continue
-				}
+			for name, l := range blobs { // each at least as old as youngest[g] (>= olderThan)
 				if dryRun {
 					if ok, err := a.shardDataOrphan(ctx, cont, table, g, name); err != nil {
 						return swept, err

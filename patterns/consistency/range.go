@@ -138,7 +138,7 @@ func (c Condition) value(field string) (any, error) {
 	case "Edm.Guid":
 		v = filter.GUID(c.Value)
 	default:
-		return filter.Expr{}, errs.Invalid(field+".type", "%.40q is not one of Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid", c.Type)
+		return nil, errs.Invalid(field+".type", "%.40q is not one of Edm.String, Edm.Int32, Edm.Int64, Edm.Double, Edm.Boolean, Edm.DateTime, Edm.Guid", c.Type)
 	}
 	if err != nil {
 		return nil, errs.Invalid(field+".value", "%.64q is not a value of type %s: %v", c.Value, c.Type, err)

@@ -54,6 +54,8 @@ const shardParallel = 4
 // archive-table job in the generation's folder: the PartitionKey ranges of its shards.
 // It is read back as untrusted input.
 type ShardPlan struct {
+	// Format names the plan's format version; Table and Generation the export it plans
+	// (checked against the job that reads it).
 	Format     string `json:"format"`
 	Table      string `json:"table"`
 	Generation string `json:"generation"`
@@ -97,6 +99,8 @@ func (p ShardPlan) validate(table, gen string) error {
 // verified, and read back as untrusted input: the combine job checks it against the
 // table itself before the generation's manifest binds it (Manifest.ShardsSHA256).
 type ShardManifest struct {
+	// Format names the manifest's format version; Table, Generation, Shard (0-based) and
+	// Shards say which shard of which export it describes (checked against the plan).
 	Format     string `json:"format"`
 	Table      string `json:"table"`
 	Generation string `json:"generation"`
@@ -106,7 +110,8 @@ type ShardManifest struct {
 	// open).
 	Low  string `json:"low,omitempty"`
 	High string `json:"high,omitempty"`
-	// Entities, Bytes, SHA256 and Versions are as in Manifest, for the shard's entities.
+	// Entities, Partitions, Bytes, SHA256 and Versions are as in Manifest, for the shard's
+	// entities.
 	Entities   int64  `json:"entities"`
 	Partitions int64  `json:"partitions"`
 	Bytes      int64  `json:"bytes"`
@@ -115,7 +120,8 @@ type ShardManifest struct {
 	// DataBlob is the gzip JSON-lines blob of the shard, in the generation's folder
 	// (shard-NNNN-xxxxxxxx.jsonl.gz: one name per attempt, so that an attempt never
 	// overwrites another's data).
-	DataBlob   string `json:"dataBlob"`
+	DataBlob string `json:"dataBlob"`
+	// ExportedAt is as Manifest.ExportedAt, for the shard's export.
 	ExportedAt string `json:"exportedAt"`
 }
 
@@ -174,6 +180,7 @@ func shardDataName(table, gen string, i int) string {
 // plan). The plan's archive-table job enqueues one per shard.
 type ShardJob struct {
 	ArchiveTableJob
+	// Generation is the sharded generation the plan named; Shard the shard to export.
 	Generation string `json:"generation"`
 	Shard      int    `json:"shard"`
 }
@@ -196,6 +203,7 @@ func (j ShardJob) Validate() error {
 // Each shard job enqueues it once its shard manifest is written.
 type CombineJob struct {
 	ArchiveTableJob
+	// Generation is the sharded generation whose shards to combine.
 	Generation string `json:"generation"`
 }
 
@@ -318,18 +326,6 @@ func (a *Archiver) shardBounds(ctx context.Context, t *repo.Table[codec.Entity],
 	return bounds, nil
 }
 
-// shardFilter selects the PartitionKeys in [low, high) ("" is open).
-func shardFilter(low, high string) filter.Expr {
-	var lo, hi filter.Expr
-	if low != "" {
-		lo = filter.Ge("PartitionKey", low)
-	}
-	if high != "" {
-		hi = filter.Lt("PartitionKey", high)
-	}
-	return filter.And(lo, hi)
-}
-
 // openTable returns the job's table if it exists; else nil and the outcome of a job
 // whose table is gone (goneOutcome).
 func (a *Archiver) openTable(ctx context.Context, job ArchiveTableJob) (*repo.Table[codec.Entity], TableReport, error) {
@@ -409,7 +405,7 @@ func (a *Archiver) ExportShard(ctx context.Context, job ShardJob) (TableReport, 
 	started := a.now().UTC()
 	x := exportState{since: started.Add(-a.opts.ClockSkew), recent: recentSet{}, seal: seal}
 	pm := Manifest{Format: ManifestFormat, Table: job.Table, Generation: job.Generation, DataBlob: shardDataName(job.Table, job.Generation, job.Shard)}
-	uploaded, err := a.upload(ctx, t, repo.Query{FullMetadata: true, Filter: shardFilter(low, high)}, job.Container, &pm, &x)
+	uploaded, err := a.upload(ctx, t, repo.Query{FullMetadata: true, Filter: filter.PartitionRange(low, high)}, job.Container, &pm, &x)
 	if err != nil {
 		return TableReport{}, err
 	}

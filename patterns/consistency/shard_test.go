@@ -20,6 +20,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // shardBed is a bed whose archiver enqueues shard and combine jobs on a fresh queue,
@@ -364,7 +365,7 @@ func TestAttackWriterDuringShardExport(t *testing.T) {
 	low, _ := plan.shardRange(1)
 	writer := sb.archiver(t, func(j, step string) error {
 		if j == "archive-table-shard" && step == "exported" {
-			got, err := sb.current.Collect(sb.ctx, repo.Query{Top: 1, Filter: shardFilter(low, "")})
+			got, err := sb.current.Collect(sb.ctx, repo.Query{Top: 1, Filter: filter.PartitionRange(low, "")})
 			if err != nil || len(got) != 1 {
 				return fmt.Errorf("no entity in shard 1: %v", err)
 			}
@@ -425,7 +426,7 @@ func TestAttackForgedOrMissingShardKeepsTable(t *testing.T) {
 	lines := []byte{}
 	var entities, bytes int64
 	low, high := plan.shardRange(1)
-	for e, err := range sb.current.Query(sb.ctx, repo.Query{Filter: shardFilter(low, high)}) {
+	for e, err := range sb.current.Query(sb.ctx, repo.Query{Filter: filter.PartitionRange(low, high)}) {
 		if err != nil {
 			t.Fatal(err)
 		}
