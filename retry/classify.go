@@ -29,6 +29,9 @@ import (
 //   - io.ErrUnexpectedEOF anywhere in the chain; io.EOF from the HTTP client (inside a
 //     *url.Error or *net.OpError: the server closed the connection before answering; a
 //     bare io.EOF is not a transport error).
+//   - net.ErrClosed from the HTTP client ("use of closed network connection": the server
+//     closed a kept-alive connection while the request was being written on it; Go's
+//     transport replays only requests it proves unsent, never a POST with a body).
 //   - syscall.ECONNRESET, ECONNREFUSED, ECONNABORTED, EPIPE, ETIMEDOUT; a net.Error whose
 //     Timeout() is true (an http.Client timeout, a dial or read deadline); a DNS error the
 //     resolver marks temporary or timed out.
@@ -96,7 +99,7 @@ func transientTransport(err error) bool {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		var ue *url.Error
 		var oe *net.OpError
 		return errors.As(err, &ue) || errors.As(err, &oe)
@@ -153,9 +156,9 @@ func chainHas(err, target error) bool {
 // Left open (true): 500 (InternalError, OperationTimedOut: the operation may have
 // completed), 502, 504, 408 and other 5xx except 503; the codes OperationTimedOut and
 // InternalError whatever the status; a connection reset, closed or timed out once the
-// request may have been written (io.EOF, io.ErrUnexpectedEOF, ECONNRESET, EPIPE, a read
-// timeout); any other transport error, because a failure that does not prove otherwise
-// must be assumed to have landed.
+// request may have been written (io.EOF, io.ErrUnexpectedEOF, ECONNRESET, EPIPE,
+// net.ErrClosed, a read timeout); any other transport error, because a failure that does
+// not prove otherwise must be assumed to have landed.
 //
 // The answer depends on the status or transport error, never on the operation: callers
 // decide what it means for theirs.

@@ -119,6 +119,8 @@ func TestIsTransientErrors(t *testing.T) {
 		{"EOF from conn", &net.OpError{Op: "read", Net: "tcp", Err: io.EOF}, true},
 		{"bare EOF", io.EOF, false},
 		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"closed while writing", closedWhileWriting(), true},
+		{"bare closed", net.ErrClosed, false},
 		{"refused", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, true},
 		{"broken pipe", fmt.Errorf("write: %w", syscall.EPIPE), true},
 		{"aborted", syscall.ECONNABORTED, true},
@@ -184,5 +186,47 @@ func TestIsTransientRealTransport(t *testing.T) {
 	_, err = http.Get("http://" + addr)
 	if err == nil || !IsTransient(err) {
 		t.Errorf("IsTransient(connection refused: %v) = false", err)
+	}
+}
+
+// closedWhileWriting is the error Go's HTTP client returns when the server closes a
+// kept-alive connection while a POST's body is being written on it, as CI met it against
+// Azurite (whose keep-alive timeout is 5 s): "Post URL: readfrom tcp A->B: write tcp A->B:
+// use of closed network connection".
+func closedWhileWriting() error {
+	return &url.Error{Op: "Post", URL: "http://127.0.0.1:1/devstoreaccount1/$batch", Err: &net.OpError{
+		Op: "readfrom", Net: "tcp", Err: &net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed},
+	}}
+}
+
+// MayHaveApplied leaves open every failure that does not prove the request unsent, and
+// closes only refusals by the service and connections never made.
+func TestMayHaveApplied(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"invalid input", errs.Invalid("RowKey", "bad"), false},
+		{"server busy", responseError(t, 503, "ServerBusy"), false},
+		{"429", responseError(t, 429, ""), false},
+		{"409", responseError(t, 409, "EntityAlreadyExists"), false},
+		{"500 timed out", responseError(t, 500, "OperationTimedOut"), true},
+		{"500 internal", responseError(t, 500, "InternalError"), true},
+		{"502", responseError(t, 502, ""), true},
+		{"408", responseError(t, 408, ""), true},
+		{"refused", &url.Error{Op: "Post", URL: "https://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, false},
+		{"dns", &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}, false},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
+		{"EOF", &url.Error{Op: "Post", URL: "https://x", Err: io.EOF}, true},
+		{"closed while writing", closedWhileWriting(), true},
+		{"other", errors.New("boom"), true},
+	}
+	for _, tt := range tests {
+		if got := MayHaveApplied(tt.err); got != tt.want {
+			t.Errorf("%s: MayHaveApplied(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
 	}
 }

@@ -65,7 +65,7 @@ const (
 	ReasonNone         = "none"                // the attempt succeeded
 	ReasonThrottled    = "throttled"           // 503 ServerBusy, 429
 	ReasonTimeout      = "timeout"             // 408, 504, OperationTimedOut, a per-try or transport timeout
-	ReasonReset        = "reset"               // the connection broke after it was made (reset, EOF, broken pipe)
+	ReasonReset        = "reset"               // the connection broke after it was made (reset, EOF, broken pipe, closed)
 	ReasonUnreachable  = "unreachable"         // no connection: refused, DNS failure, dial error
 	ReasonServerError  = "server_error"        // another 5xx (500 InternalError, 502, ...)
 	ReasonConflict     = "conflict"            // 409: already exists, or a creation race
@@ -123,7 +123,7 @@ func Reason(err error) string {
 		return ReasonOther
 	case notConnected(err):
 		return ReasonUnreachable
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
 		return ReasonReset
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):

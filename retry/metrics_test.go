@@ -244,6 +244,7 @@ func TestReason(t *testing.T) {
 		{"EOF", &url.Error{Op: "Post", URL: "https://x", Err: io.EOF}, ReasonReset},
 		{"unexpected EOF", io.ErrUnexpectedEOF, ReasonReset},
 		{"broken pipe", os.NewSyscallError("write", syscall.EPIPE), ReasonReset},
+		{"closed while writing", closedWhileWriting(), ReasonReset},
 		{"refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, ReasonUnreachable},
 		{"dns", &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}, ReasonUnreachable},
 		{"other", errors.New("boom"), ReasonOther},
