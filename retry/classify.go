@@ -30,8 +30,9 @@ import (
 //     *url.Error or *net.OpError: the server closed the connection before answering; a
 //     bare io.EOF is not a transport error).
 //   - net.ErrClosed from the HTTP client ("use of closed network connection": the server
-//     closed a kept-alive connection while the request was being written on it; Go's
-//     transport replays only requests it proves unsent, never a POST with a body).
+//     closed a kept-alive connection while the request was being written on it), and
+//     net/http's "server closed idle connection" (its FIN crossed the request): Go's
+//     transport replays such a request only when it may, never a POST whose body it wrote.
 //   - syscall.ECONNRESET, ECONNREFUSED, ECONNABORTED, EPIPE, ETIMEDOUT; a net.Error whose
 //     Timeout() is true (an http.Client timeout, a dial or read deadline); a DNS error the
 //     resolver marks temporary or timed out.
@@ -99,6 +100,9 @@ func transientTransport(err error) bool {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
+	if closedIdle(err) {
+		return true
+	}
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		var ue *url.Error
 		var oe *net.OpError
@@ -121,8 +125,13 @@ func transientTransport(err error) bool {
 // chain. An http.Client timeout matches errors.Is(err, context.DeadlineExceeded) but is
 // a transport timeout; only the sentinel itself comes from a context.
 func chainHas(err, target error) bool {
+	return chainAny(err, func(e error) bool { return e == target })
+}
+
+// chainAny reports whether an error in err's chain (err itself included) satisfies is.
+func chainAny(err error, is func(error) bool) bool {
 	for err != nil {
-		if err == target {
+		if is(err) {
 			return true
 		}
 		switch u := err.(type) {
@@ -130,7 +139,7 @@ func chainHas(err, target error) bool {
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, e := range u.Unwrap() {
-				if chainHas(e, target) {
+				if chainAny(e, is) {
 					return true
 				}
 			}
@@ -140,6 +149,16 @@ func chainHas(err, target error) bool {
 		}
 	}
 	return false
+}
+
+// serverClosedIdle is the text of net/http's unexported errServerClosedIdle: the server
+// closed a kept-alive connection (its FIN crossed the request), which Go's transport
+// replays itself only for requests it may (GET, HEAD, ... or a body it never wrote).
+const serverClosedIdle = "http: server closed idle connection"
+
+// closedIdle reports net/http's errServerClosedIdle anywhere in err's chain.
+func closedIdle(err error) bool {
+	return chainAny(err, func(e error) bool { return e.Error() == serverClosedIdle })
 }
 
 // MayHaveApplied reports whether a failed attempt leaves open that the service applied the

@@ -121,6 +121,7 @@ func TestIsTransientErrors(t *testing.T) {
 		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
 		{"closed while writing", closedWhileWriting(), true},
 		{"bare closed", net.ErrClosed, false},
+		{"server closed idle", closedIdleConn(), true},
 		{"refused", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, true},
 		{"broken pipe", fmt.Errorf("write: %w", syscall.EPIPE), true},
 		{"aborted", syscall.ECONNABORTED, true},
@@ -199,6 +200,12 @@ func closedWhileWriting() error {
 	}}
 }
 
+// closedIdleConn is net/http's errServerClosedIdle as the client returns it for a POST
+// whose body it wrote on a kept-alive connection that the server had just closed.
+func closedIdleConn() error {
+	return fmt.Errorf("transaction: %w", &url.Error{Op: "Post", URL: "http://127.0.0.1:1/devstoreaccount1/$batch", Err: errors.New("http: server closed idle connection")})
+}
+
 // MayHaveApplied leaves open every failure that does not prove the request unsent, and
 // closes only refusals by the service and connections never made.
 func TestMayHaveApplied(t *testing.T) {
@@ -222,6 +229,7 @@ func TestMayHaveApplied(t *testing.T) {
 		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, true},
 		{"EOF", &url.Error{Op: "Post", URL: "https://x", Err: io.EOF}, true},
 		{"closed while writing", closedWhileWriting(), true},
+		{"server closed idle", closedIdleConn(), true},
 		{"other", errors.New("boom"), true},
 	}
 	for _, tt := range tests {

@@ -245,6 +245,7 @@ func TestReason(t *testing.T) {
 		{"unexpected EOF", io.ErrUnexpectedEOF, ReasonReset},
 		{"broken pipe", os.NewSyscallError("write", syscall.EPIPE), ReasonReset},
 		{"closed while writing", closedWhileWriting(), ReasonReset},
+		{"server closed idle", closedIdleConn(), ReasonReset},
 		{"refused", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, ReasonUnreachable},
 		{"dns", &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}, ReasonUnreachable},
 		{"other", errors.New("boom"), ReasonOther},
