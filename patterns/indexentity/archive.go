@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 )
 
 // Removal tells an archive move (package consistency, where the index is a Companion of
@@ -28,7 +28,7 @@ import (
 //
 // Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
 func (ix *SamePartition[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
-	v, err := decodeStored(ctx, ix.codec, e)
+	v, err := maintain.Decode(ctx, ix.codec, e)
 	if err != nil {
 		return consistency.Removal{}, err
 	}
@@ -62,7 +62,7 @@ func (ix *SamePartition[T]) Removal(ctx context.Context, e *codec.Entity) (consi
 //
 // Errors: errs.ErrInvalidInput (nothing sent). Removal itself sends nothing.
 func (ix *Eventual[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
-	v, err := decodeStored(ctx, ix.codec, e)
+	v, err := maintain.Decode(ctx, ix.codec, e)
 	if err != nil {
 		return consistency.Removal{}, err
 	}
@@ -82,20 +82,4 @@ func (ix *Eventual[T]) Removal(ctx context.Context, e *codec.Entity) (consistenc
 		Within: ix.settle.Settle() / 2,
 		Before: func(ctx context.Context) error { return ix.enqueue(ctx, c) },
 	}, nil
-}
-
-// decodeStored reads the stored entity e as a T, refusing what does not decode.
-func decodeStored[T any](ctx context.Context, c *codec.Codec[T], e *codec.Entity) (T, error) {
-	var v T
-	if e == nil {
-		return v, errs.Invalid("entity", "is nil")
-	}
-	body, err := codec.EncodeEntity(e)
-	if err == nil {
-		err = c.DecodeContext(ctx, body, &v)
-	}
-	if err != nil {
-		return v, errs.Invalid("entity", "%s/%s does not read as the indexed type: %v", e.PartitionKey, e.RowKey, err)
-	}
-	return v, nil
 }

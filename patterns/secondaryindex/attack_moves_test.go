@@ -273,8 +273,8 @@ func TestAttackArchiveInterWriterBetweenBeforeAndDelete(t *testing.T) {
 	mustClean(t, b.Ctx, x, 1, "Sales")
 }
 
-// An entity type with encrypted fields: ownerOf compares "by key only", so a copy of a
-// unique index always counts as the archived entity's. A Backfill (which does not check
+// An entity type with encrypted fields: a copy of a unique index compared "by key only"
+// would always count as the archived entity's (copyOwner decrypts it and reads its owner). A Backfill (which does not check
 // unique indexes against what is stored) gave employee B the blind-index value A holds;
 // archiving A must leave B's copy.
 func TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept(t *testing.T) {
