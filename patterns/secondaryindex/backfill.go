@@ -236,7 +236,7 @@ func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 		}
 		var written atomic.Int64
 		err = forEach(ctx, maintenanceConcurrency, page.Items, func(ctx context.Context, v T) error {
-			w, err := x.rewrite(ctx, &v)
+			w, err := x.rewrite(ctx, "backfill", &v)
 			if w {
 				written.Add(1)
 			}
@@ -278,17 +278,18 @@ const maintenanceConcurrency = 8
 // a missing one is inserted, so a copy claimed meanwhile fails the transaction and the
 // round starts over. An entity changed or deleted since v was read
 // needs nothing: the write that changed it wrote every copy (or removed them). A lost
-// response is decided from a fresh read of the primary copy.
-func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
+// response is decided from a fresh read of the primary copy. op names the running
+// operation (backfill, repair) in the warnings it logs.
+func (x *Intra[T]) rewrite(ctx context.Context, op string, v *T) (bool, error) {
 	pk, ks, err := x.keysOf(v)
 	if err != nil {
 		// A stored value that cannot be indexed: verify reports its copies.
-		x.rows.Logger().Warn("secondaryindex: backfill met an entity that cannot be indexed")
+		x.rows.Logger().Warn("secondaryindex: " + op + " met an entity that cannot be indexed")
 		return false, nil
 	}
 	for range maxRewrites {
 		var w, again bool
-		w, again, err = x.rewriteOnce(ctx, v, pk, ks)
+		w, again, err = x.rewriteOnce(ctx, op, v, pk, ks)
 		if !again {
 			return w, err
 		}
@@ -297,7 +298,7 @@ func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
 }
 
 // rewriteOnce is one round of rewrite; again reports a round to run (err says why).
-func (x *Intra[T]) rewriteOnce(ctx context.Context, v *T, pk string, ks []string) (wrote, again bool, err error) {
+func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, ks []string) (wrote, again bool, err error) {
 	e, err := x.copyOf(v, pk, 0, ks[0])
 	if err != nil {
 		return false, false, err
@@ -328,7 +329,7 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, v *T, pk string, ks []string
 			return false, false, err
 		}
 		if x.copyOwner(ctx, &have, v, pk, i) == ownedByOther {
-			x.rows.Logger().Warn("secondaryindex: backfill left a unique copy held by another entity (Verify reports it as a conflict)",
+			x.rows.Logger().Warn("secondaryindex: "+op+" left a unique copy held by another entity (Verify reports it as a conflict)",
 				zap.String("index", x.all[i].Name))
 			continue
 		}

@@ -3,10 +3,14 @@ package secondaryindex_test
 import (
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // One rule decides who owns a unique copy, for Verify, BackfillPartition, Repair and
@@ -92,4 +96,60 @@ func TestAttackIntraEncryptedUniqueCopyOneOwnerRule(t *testing.T) {
 	if n := removal("id_000002"); n != 0 {
 		t.Fatalf("a move of B removes %d copies, want 0 (the h1 copy is A's)", n)
 	}
+}
+
+// A Repair that leaves a unique copy held by another entity says so as a repair, not as
+// a backfill: two employees share an email in data older than the indexes; the backfill
+// gives the copy to one and logs that it left it for the other; the other's copy in a
+// second index, deleted by hand, is Missing, so Repair rewrites that employee and logs
+// that it left the email copy once more.
+func TestIntraRepairLogsItsOwnName(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	old := b.intra(t)
+	for _, e := range []*Employee{emp(1, "Ann", "Lee", "same@contoso.com"), emp(2, "Bob", "Ray", "same@contoso.com")} {
+		if err := old.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry(), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail, byLast}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := func(op string) {
+		t.Helper()
+		got := logs.TakeAll()
+		if len(got) != 1 || got[0].Message != "secondaryindex: "+op+" left a unique copy held by another entity (Verify reports it as a conflict)" {
+			t.Fatalf("%s logged %v, want one line saying the %s left a unique copy", op, got, op)
+		}
+	}
+	if _, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
+		t.Fatal(err)
+	}
+	left("backfill")
+	r, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil || r.Conflict != 1 || r.Drift() != 0 {
+		t.Fatalf("verify: %+v %v, want one Conflict and no drift", r, err)
+	}
+	loser := r.Samples[0].RowKey
+	lasts, err := b.Raw.Collect(b.Ctx, repo.Query{Filter: filter.RowKeyPrefix("Sales", "last_")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range lasts {
+		if "empid_"+c.Properties["EmployeeId"].(string) == loser {
+			if err := b.Raw.Delete(b.Ctx, "Sales", c.RowKey, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if r, err := x.Repair(b.Ctx, "Sales", nil); err != nil || r.Missing != 1 || r.Repaired != 1 {
+		t.Fatalf("repair: %+v %v, want the missing copy of %s written", r, err, loser)
+	}
+	left("repair")
 }

@@ -455,7 +455,7 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 	}
 	var repaired atomic.Int64
 	err = forEach(ctx, maintenanceConcurrency, entities, func(ctx context.Context, v *T) error {
-		w, err := x.rewrite(ctx, v)
+		w, err := x.rewrite(ctx, "repair", v)
 		if w {
 			repaired.Add(1)
 		}
