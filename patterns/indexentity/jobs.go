@@ -110,15 +110,6 @@ func (ix *Eventual[T]) jobs() *maintain.Jobs {
 	}
 }
 
-// resumeAt is the options of a backfill job's call: from its resume point, up to limit
-// entities.
-func resumeAt(after string, limit int) *BackfillOptions {
-	return &BackfillOptions{After: after, Limit: limit}
-}
-
-// reached is where a backfill stands: its resume point and whether it is done.
-func (cp Checkpoint) reached() (string, bool) { return cp.After, cp.Done }
-
 // summary is r as a job logs it: counts, and samples as keys (the value a sample names
 // is data: left out).
 func (r *Report) summary() maintain.Summary {
@@ -130,3 +121,12 @@ func (r *Report) summary() maintain.Summary {
 	}
 	return s
 }
+
+// resumeAt is the options of a backfill job's call: from its resume point, up to limit
+// entities.
+func resumeAt(after string, limit int) *BackfillOptions {
+	return &BackfillOptions{After: after, Limit: limit}
+}
+
+// reached is where a backfill stands: its resume point and whether it is done.
+func (cp Checkpoint) reached() (string, bool) { return cp.After, cp.Done }

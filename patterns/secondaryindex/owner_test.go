@@ -20,37 +20,15 @@ import (
 // see it as A's: Verify reports B's value as a Conflict (not clean), Backfill and Repair
 // leave the copy with A, and an archive move of A removes it while one of B leaves it.
 // (Before one rule decided, Verify and Backfill gave up on encrypted types: Verify read B
-// as clean, Backfill gave A's copy to B, and Removal still called it A's.)
+// as clean, Backfill handed the copy to B and back, and Removal called it A's.)
 func TestAttackIntraEncryptedUniqueCopyOneOwnerRule(t *testing.T) {
 	t.Parallel()
-	type Secret struct {
-		Dept     string `table:",pk"`
-		RK       string `table:",rk"`
-		ID       string `table:"EmployeeId"`
-		SSN      string `table:"SSN,encrypt"`
-		SSNIndex string `table:"SSNIndex"`
-		ETag     string `table:",etag"`
-	}
 	b := setup(t, false)
-	key, err := codec.NewLocalKey("k1", make([]byte, 32))
-	if err != nil {
+	old, x := secretIntra(t, b, false), secretIntra(t, b, true)
+	if err := x.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
 		t.Fatal(err)
 	}
-	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}, Retry: testbed.FastRetry()}
-	byID := secondaryindex.Index[Secret]{Name: "id", Value: func(s *Secret) string { return s.ID }}
-	bySSN := secondaryindex.Index[Secret]{Name: "ssn", Value: func(s *Secret) string { return s.SSNIndex }}
-	old, err := intraOn(b.Clients.Tables, b.Table, byID, nil, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Secret]{bySSN}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Insert(b.Ctx, &Secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Insert(b.Ctx, &Secret{Dept: "Sales", ID: "000002", SSN: "219-09-9999", SSNIndex: "h1"}); err != nil {
+	if err := old.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000002", SSN: "219-09-9999", SSNIndex: "h1"}); err != nil {
 		t.Fatal(err)
 	}
 	owner := func(when string) {
@@ -152,4 +130,36 @@ func TestIntraRepairLogsItsOwnName(t *testing.T) {
 		t.Fatalf("repair: %+v %v, want the missing copy of %s written", r, err, loser)
 	}
 	left("repair")
+}
+
+// secret is an employee whose SSN is encrypted and indexed through a blind index (a
+// plain field, SSNIndex).
+type secret struct {
+	Dept     string `table:",pk"`
+	RK       string `table:",rk"`
+	ID       string `table:"EmployeeId"`
+	SSN      string `table:"SSN,encrypt"`
+	SSNIndex string `table:"SSNIndex"`
+	ETag     string `table:",etag"`
+}
+
+// secretIntra builds on b's table an Intra of secrets by id, with the unique index
+// "ssn" (by SSNIndex) when withSSN, every one under the same local encryption key.
+func secretIntra(t *testing.T, b *bed, withSSN bool) *secondaryindex.Intra[secret] {
+	t.Helper()
+	key, err := codec.NewLocalKey("k1", make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}, Retry: testbed.FastRetry()}
+	byID := secondaryindex.Index[secret]{Name: "id", Value: func(s *secret) string { return s.ID }}
+	var more []secondaryindex.Index[secret]
+	if withSSN {
+		more = append(more, secondaryindex.Index[secret]{Name: "ssn", Value: func(s *secret) string { return s.SSNIndex }})
+	}
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, more, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
