@@ -26,7 +26,9 @@ import (
 // action. The actions are built on this index's table: build it on the Archiver's
 // clients.
 //
-// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error, and for
+// a type with encrypted fields the key holder's own failure (not the data's: the move
+// fails and reruns).
 func (ix *SamePartition[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	v, err := maintain.Decode(ctx, ix.codec, e)
 	if err != nil {
@@ -60,7 +62,8 @@ func (ix *SamePartition[T]) Removal(ctx context.Context, e *codec.Entity) (consi
 //
 // Cost: one enqueue; the worker's reconciliation of e.
 //
-// Errors: errs.ErrInvalidInput (nothing sent). Removal itself sends nothing.
+// Errors: errs.ErrInvalidInput (nothing sent), the key holder's failure as above.
+// Removal itself sends nothing.
 func (ix *Eventual[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	v, err := maintain.Decode(ctx, ix.codec, e)
 	if err != nil {

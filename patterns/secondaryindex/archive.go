@@ -34,7 +34,9 @@ import (
 // grows by one delete per copy found. The actions are built on this Intra's table: build
 // it on the Archiver's clients.
 //
-// Errors: errs.ErrInvalidInput (see above; nothing sent), errs.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (see above; nothing sent), errs.ErrTransient, *repo.Error,
+// and for a type with encrypted fields the key holder's own failure (e or a copy that
+// could not be decrypted for want of it decides nothing: the move fails and reruns).
 func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	if e == nil {
 		return consistency.Removal{}, errs.Invalid("entity", "is nil")
@@ -71,7 +73,11 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 		if err != nil {
 			return consistency.Removal{}, err
 		}
-		if x.copyOwner(ctx, &cp, &v, pk, i) != ownedByEntity {
+		own, err := x.copyOwner(ctx, &cp, &v, pk, i)
+		if err != nil {
+			return consistency.Removal{}, err
+		}
+		if own != ownedByEntity {
 			continue // another entity's copy, or one whose owner cannot be told: not this move's to delete
 		}
 		r.Actions = append(r.Actions, x.dyn.DeleteAction(pk, ks[i], &repo.DeleteOptions{ETag: cp.ETag}))
@@ -157,28 +163,33 @@ const (
 // write of this package stores with v. A copy that does not decode, a partial copy that
 // differs from v's projection, and an encrypted copy without a primary value
 // (ciphertexts cannot be compared) have an unknown owner. The stored copy is untrusted:
-// nothing in it is taken for v's unless it proves so.
-func (x *Intra[T]) copyOwner(ctx context.Context, cp *codec.Entity, v *T, pk string, i int) ownership {
+// nothing in it is taken for v's unless it proves so. A failure to read the copy that is
+// not the copy's fault (the key holder out of reach, ctx done) decides nothing: it is
+// returned, and the caller fails rather than guess.
+func (x *Intra[T]) copyOwner(ctx context.Context, cp *codec.Entity, v *T, pk string, i int) (ownership, error) {
 	ix := x.all[i]
 	if ix.AllowDuplicates {
-		return ownedByEntity // the key holds the primary value
+		return ownedByEntity, nil // the key holds the primary value
 	}
 	cv, err := maintain.Decode(ctx, x.c, cp)
-	if err != nil {
-		return ownerUnknown
+	switch {
+	case errors.Is(err, errs.ErrInvalidInput):
+		return ownerUnknown, nil
+	case err != nil:
+		return ownerUnknown, err
 	}
 	if o := x.all[0].valueOf(&cv); o != "" {
 		if o == x.all[0].valueOf(v) {
-			return ownedByEntity
+			return ownedByEntity, nil
 		}
-		return ownedByOther
+		return ownedByOther, nil
 	}
 	if x.c.Encrypted() {
-		return ownerUnknown
+		return ownerUnknown, nil
 	}
 	want, err := project(x.c, v, pk, cp.RowKey, ix.props)
 	if err == nil && sameProperties(cp.Properties, want.Properties) { // Verify's comparison
-		return ownedByEntity
+		return ownedByEntity, nil
 	}
-	return ownerUnknown
+	return ownerUnknown, nil
 }

@@ -328,7 +328,11 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 		case err != nil:
 			return false, false, err
 		}
-		if x.copyOwner(ctx, &have, v, pk, i) == ownedByOther {
+		own, err := x.copyOwner(ctx, &have, v, pk, i)
+		if err != nil {
+			return false, false, err
+		}
+		if own == ownedByOther {
 			x.rows.Logger().Warn("secondaryindex: "+op+" left a unique copy held by another entity (Verify reports it as a conflict)",
 				zap.String("index", x.all[i].Name))
 			continue

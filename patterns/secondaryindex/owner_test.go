@@ -1,6 +1,9 @@
 package secondaryindex_test
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
@@ -147,11 +150,23 @@ type secret struct {
 // "ssn" (by SSNIndex) when withSSN, every one under the same local encryption key.
 func secretIntra(t *testing.T, b *bed, withSSN bool) *secondaryindex.Intra[secret] {
 	t.Helper()
+	return secretIntraWith(t, b, withSSN, localKey(t))
+}
+
+// localKey is the local key-encryption key of the secrets.
+func localKey(t *testing.T) codec.KeyEncryptionKey {
+	t.Helper()
 	key, err := codec.NewLocalKey("k1", make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}, Retry: testbed.FastRetry()}
+	return key
+}
+
+// secretIntraWith is secretIntra under the key-encryption key kek.
+func secretIntraWith(t *testing.T, b *bed, withSSN bool, kek codec.KeyEncryptionKey) *secondaryindex.Intra[secret] {
+	t.Helper()
+	opts := &repo.Options{Encryption: &codec.Encryption{Key: kek}, Retry: testbed.FastRetry()}
 	byID := secondaryindex.Index[secret]{Name: "id", Value: func(s *secret) string { return s.ID }}
 	var more []secondaryindex.Index[secret]
 	if withSSN {
@@ -162,4 +177,58 @@ func secretIntra(t *testing.T, b *bed, withSSN bool) *secondaryindex.Intra[secre
 		t.Fatal(err)
 	}
 	return x
+}
+
+// flakyKey is a key-encryption key whose holder stops answering once it unwrapped
+// `left` content keys (a key vault out of reach).
+type flakyKey struct {
+	codec.KeyEncryptionKey
+	left atomic.Int64
+}
+
+func (k *flakyKey) UnwrapKey(ctx context.Context, wrapped []byte, algorithm string) ([]byte, error) {
+	if k.left.Add(-1) < 0 {
+		return nil, errors.New("key vault unreachable")
+	}
+	return k.KeyEncryptionKey.UnwrapKey(ctx, wrapped, algorithm)
+}
+
+// Attack on "a unique copy whose owner cannot be proven is never taken over": the copy
+// of employee A's value cannot be decrypted because the key holder is out of reach, not
+// because the copy is bad. A backfill of employee B (who shares A's value in data older
+// than the index) reads B, then A's copy, whose decryption fails: that failure decides
+// nothing (it is no evidence about the copy), so the backfill fails and leaves the copy
+// with A, and so do Verify and an archive move's Removal, instead of reading the copy as
+// one of unknown owner (which a backfill rewrites, and Verify reports as Stale).
+func TestAttackIntraKeyHolderOutageDecidesNoOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	kek := &flakyKey{KeyEncryptionKey: localKey(t)}
+	kek.left.Store(1 << 30)
+	old, x := secretIntraWith(t, b, false, kek), secretIntraWith(t, b, true, kek)
+	if err := x.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000002", SSN: "219-09-9999", SSNIndex: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	kek.left.Store(1) // B's primary copy decrypts; A's ssn copy does not
+	cp, err := x.BackfillPartition(b.Ctx, "Sales", &secondaryindex.BackfillOptions{After: "id_000001"})
+	if err == nil || errors.Is(err, repo.ErrInvalidInput) {
+		t.Errorf("backfill of B while the key holder is out of reach: %+v %v, want its error (not a decision, not ErrInvalidInput)", cp, err)
+	}
+	kek.left.Store(2) // the primaries decrypt; the copy does not
+	if r, err := x.Verify(b.Ctx, "Sales", nil); err == nil {
+		t.Errorf("verify while the key holder is out of reach: %+v, want its error", r)
+	}
+	e := b.row(t, "Sales", "id_000002")
+	kek.left.Store(1) // B decrypts; the copy does not
+	if rm, err := x.Removal(b.Ctx, e); err == nil || errors.Is(err, repo.ErrInvalidInput) {
+		t.Errorf("removal of B while the key holder is out of reach: %+v %v, want its error", rm, err)
+	}
+	kek.left.Store(1 << 30)
+	got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1")
+	if err != nil || got.ID != "000001" {
+		t.Fatalf("the copy of h1 reads %+v %v, want A's (000001): an unreadable copy was taken over", got, err)
+	}
 }

@@ -384,7 +384,11 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 				r.add(s, samples)
 				continue
 			}
-			switch x.copyOwner(ctx, have, w.v, pk, n) {
+			own, err := x.copyOwner(ctx, have, w.v, pk, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch own {
 			case ownedByOther:
 				// Another entity's copy: not this entity's to rewrite (Repair would hand
 				// it back and forth between the two).
