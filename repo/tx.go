@@ -58,10 +58,6 @@ func (t *Table[T]) DeleteAction(pk, rk string, opts *DeleteOptions) Action {
 // Keys returns the action's PartitionKey and RowKey.
 func (a Action) Keys() (pk, rk string) { return a.w.pk, a.w.rk }
 
-// Table returns the name of the table the action addresses, as the Table that built it
-// spells it. A transaction covers one table as spelled (see Submit).
-func (a Action) Table() string { return a.w.table }
-
 // CheckTransaction runs the checks Submit runs before it sends anything, without sending:
 // it returns the error Submit would refuse actions with (ErrInvalidInput: no actions,
 // actions on two tables or two partitions, two actions on one entity, more than

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 )
 
 // Removal tells an archive move (package consistency, where the index is a Companion of
@@ -26,9 +26,11 @@ import (
 // action. The actions are built on this index's table: build it on the Archiver's
 // clients.
 //
-// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error, and for
+// a type with encrypted fields the key holder's own failure (not the data's: the move
+// fails and reruns).
 func (ix *SamePartition[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
-	v, err := decodeStored(ctx, ix.codec, e)
+	v, err := maintain.Decode(ctx, ix.codec, e)
 	if err != nil {
 		return consistency.Removal{}, err
 	}
@@ -60,9 +62,10 @@ func (ix *SamePartition[T]) Removal(ctx context.Context, e *codec.Entity) (consi
 //
 // Cost: one enqueue; the worker's reconciliation of e.
 //
-// Errors: errs.ErrInvalidInput (nothing sent). Removal itself sends nothing.
+// Errors: errs.ErrInvalidInput (nothing sent), the key holder's failure as above.
+// Removal itself sends nothing.
 func (ix *Eventual[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
-	v, err := decodeStored(ctx, ix.codec, e)
+	v, err := maintain.Decode(ctx, ix.codec, e)
 	if err != nil {
 		return consistency.Removal{}, err
 	}
@@ -82,20 +85,4 @@ func (ix *Eventual[T]) Removal(ctx context.Context, e *codec.Entity) (consistenc
 		Within: ix.settle.Settle() / 2,
 		Before: func(ctx context.Context) error { return ix.enqueue(ctx, c) },
 	}, nil
-}
-
-// decodeStored reads the stored entity e as a T, refusing what does not decode.
-func decodeStored[T any](ctx context.Context, c *codec.Codec[T], e *codec.Entity) (T, error) {
-	var v T
-	if e == nil {
-		return v, errs.Invalid("entity", "is nil")
-	}
-	body, err := codec.EncodeEntity(e)
-	if err == nil {
-		err = c.DecodeContext(ctx, body, &v)
-	}
-	if err != nil {
-		return v, errs.Invalid("entity", "%s/%s does not read as the indexed type: %v", e.PartitionKey, e.RowKey, err)
-	}
-	return v, nil
 }

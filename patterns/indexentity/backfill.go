@@ -70,7 +70,7 @@ func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, op
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
 	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, int, error) {
-		return backfillEach(ctx, ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
+		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
 			_, rk := ix.codec.Keys(&v)
 			return ix.relist(ctx, pk, rk, &v, nil)
 		})
@@ -270,7 +270,7 @@ func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyO
 	}
 	wrong, order := wrongValues(r)
 	// An entity whose value cannot be indexed is logged and left (Verify reports it).
-	r.Repaired, _, err = backfillEach(ctx, ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
+	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKeys(pk, rk) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
@@ -340,7 +340,7 @@ func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *B
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
 	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, int, error) {
-		return backfillEach(ctx, ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
+		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
 			if ix.value(&v) == "" {
 				return false, nil
 			}
@@ -463,7 +463,7 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 	}
 	wrong, order := wrongValues(r)
 	// An entity whose value cannot be indexed is logged and left (Verify reports it).
-	r.Repaired, _, err = backfillEach(ctx, ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
+	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKey(Key{pk, rk}) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}

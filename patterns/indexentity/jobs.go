@@ -63,9 +63,9 @@ func (ix *SamePartition[T]) jobs() *maintain.Jobs {
 		Backfill: ix.BackfillKind(), Verify: ix.VerifyKind(), Repair: ix.RepairKind(),
 		Queue: ix.queue, QueueOption: "SamePartitionOptions.Queue", Logger: ix.primary.Logger(),
 		Check:             func(pk string) error { return checkKey(Key{pk, ""}) },
-		BackfillPartition: backfillFunc(ix.BackfillPartition),
-		VerifyPartition:   reportFunc(ix.Verify),
-		RepairPartition:   reportFunc(ix.Repair),
+		BackfillPartition: maintain.BackfillFunc(ix.BackfillPartition, resumeAt, Checkpoint.reached),
+		VerifyPartition:   maintain.ReportFunc(ix.Verify, (*Report).summary),
+		RepairPartition:   maintain.ReportFunc(ix.Repair, (*Report).summary),
 	}
 }
 
@@ -104,34 +104,29 @@ func (ix *Eventual[T]) jobs() *maintain.Jobs {
 		Backfill: ix.BackfillKind(), Verify: ix.VerifyKind(), Repair: ix.RepairKind(),
 		Queue: ix.queue, Logger: ix.primary.Logger(),
 		Check:             func(pk string) error { return ix.checkKey(Key{pk, "x"}) },
-		BackfillPartition: backfillFunc(ix.BackfillPartition),
-		VerifyPartition:   reportFunc(ix.Verify),
-		RepairPartition:   reportFunc(ix.Repair),
+		BackfillPartition: maintain.BackfillFunc(ix.BackfillPartition, resumeAt, Checkpoint.reached),
+		VerifyPartition:   maintain.ReportFunc(ix.Verify, (*Report).summary),
+		RepairPartition:   maintain.ReportFunc(ix.Repair, (*Report).summary),
 	}
 }
 
-// backfillFunc adapts a BackfillPartition to the shared job plumbing.
-func backfillFunc(f func(context.Context, string, *BackfillOptions) (Checkpoint, error)) func(context.Context, string, string, int) (string, bool, error) {
-	return func(ctx context.Context, pk, after string, limit int) (string, bool, error) {
-		cp, err := f(ctx, pk, &BackfillOptions{After: after, Limit: limit})
-		return cp.After, cp.Done, err
+// summary is r as a job logs it: counts, and samples as keys (the value a sample names
+// is data: left out).
+func (r *Report) summary() maintain.Summary {
+	s := maintain.Summary{Entities: r.Entities, Copies: r.Entries, Missing: r.Missing, Stale: r.Stale,
+		Orphan: r.Orphan, Repaired: r.Repaired}
+	for _, smp := range r.Samples {
+		s.Samples = append(s.Samples, maintain.SampleKeys{Drift: string(smp.Drift),
+			PartitionKey: smp.Key.PartitionKey, RowKey: smp.Key.RowKey})
 	}
+	return s
 }
 
-// reportFunc adapts Verify or Repair to the shared job plumbing: the report as counts
-// and samples as keys (the value a sample names is data: left out).
-func reportFunc(f func(context.Context, string, *VerifyOptions) (*Report, error)) func(context.Context, string) (maintain.Summary, error) {
-	return func(ctx context.Context, pk string) (maintain.Summary, error) {
-		r, err := f(ctx, pk, nil)
-		if r == nil {
-			return maintain.Summary{}, err
-		}
-		s := maintain.Summary{Entities: r.Entities, Copies: r.Entries, Missing: r.Missing, Stale: r.Stale,
-			Orphan: r.Orphan, Repaired: r.Repaired}
-		for _, smp := range r.Samples {
-			s.Samples = append(s.Samples, maintain.SampleKeys{Drift: string(smp.Drift),
-				PartitionKey: smp.Key.PartitionKey, RowKey: smp.Key.RowKey})
-		}
-		return s, err
-	}
+// resumeAt is the options of a backfill job's call: from its resume point, up to limit
+// entities.
+func resumeAt(after string, limit int) *BackfillOptions {
+	return &BackfillOptions{After: after, Limit: limit}
 }
+
+// reached is where a backfill stands: its resume point and whether it is done.
+func (cp Checkpoint) reached() (string, bool) { return cp.After, cp.Done }

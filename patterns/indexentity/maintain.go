@@ -221,16 +221,17 @@ func each[V any](ctx context.Context, n int, items []V, fn func(ctx context.Cont
 	return int(count.Load()), err
 }
 
-// backfillEach runs fix on every entity of a page, at most n at once, and counts those it
-// wrote and those it skipped: an entity whose stored value cannot be indexed
-// (errs.ErrInvalidInput) is logged and passed over, so that one bad entity neither stops
-// its partition nor gets the backfill job cancelled.
-func backfillEach[T any](ctx context.Context, n int, log *zap.Logger, items []T, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
+// fixEach runs fix on every entity of a page (of a backfill) or on every drifted entity
+// (of a repair: op names which), at most n at once, and counts those it wrote and those
+// it skipped: an entity whose stored value cannot be indexed (errs.ErrInvalidInput) is
+// logged as skipped by op and passed over, so that one bad entity neither stops its
+// partition nor gets the job cancelled.
+func fixEach[T any](ctx context.Context, op string, n int, log *zap.Logger, items []T, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
 	var s atomic.Int64
 	written, err = each(ctx, n, items, func(ctx context.Context, v T) (bool, error) {
 		w, err := fix(ctx, v)
 		if errors.Is(err, errs.ErrInvalidInput) {
-			log.Warn("indexentity: backfill skipped an entity whose value cannot be indexed (Verify reports it)", errs.LogField(err))
+			log.Warn("indexentity: "+op+" skipped an entity whose value cannot be indexed (Verify reports it)", errs.LogField(err))
 			s.Add(1)
 			return false, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -25,14 +26,17 @@ import (
 // errs.ErrInvalidInput: archiving it would leave copies that lookups find. A copy that
 // is already gone is skipped; one that names another entity as its owner (a unique value
 // taken over by hand, or by Backfill) is left to it, and so is a copy of a unique index
-// whose owner cannot be told (see ownsCopy): an unknown owner is never taken for e. Such
-// a copy, if it is in fact e's, stays findable until Repair removes it as an orphan.
+// whose owner cannot be told (copyOwner, the rule Verify and BackfillPartition follow
+// too): an unknown owner is never taken for e. Such a copy, if it is in fact e's, stays
+// findable until Repair removes it as an orphan.
 //
 // Cost: one point query per secondary index in which e has a value; the transaction
 // grows by one delete per copy found. The actions are built on this Intra's table: build
 // it on the Archiver's clients.
 //
-// Errors: errs.ErrInvalidInput (see above; nothing sent), errs.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (see above; nothing sent), errs.ErrTransient, *repo.Error,
+// and for a type with encrypted fields the key holder's own failure (e or a copy that
+// could not be decrypted for want of it decides nothing: the move fails and reruns).
 func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	if e == nil {
 		return consistency.Removal{}, errs.Invalid("entity", "is nil")
@@ -45,13 +49,9 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 	case ix != x.all[0]:
 		return consistency.Removal{}, errs.Invalid("entity", "%s/%s is a copy of index %q, not an entity: archive the entity by its primary copy (%s_...)", e.PartitionKey, e.RowKey, ix.Name, x.all[0].Name)
 	}
-	var v T
-	body, err := codec.EncodeEntity(e)
-	if err == nil {
-		err = x.c.DecodeContext(ctx, body, &v)
-	}
+	v, err := maintain.Decode(ctx, x.c, e)
 	if err != nil {
-		return consistency.Removal{}, errs.Invalid("entity", "%s/%s does not read as the indexed type: %v", e.PartitionKey, e.RowKey, err)
+		return consistency.Removal{}, err
 	}
 	x.c.SetKeys(&v, e.PartitionKey, e.RowKey)
 	pk, ks, err := x.keysOf(&v)
@@ -61,7 +61,6 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 	if pk != e.PartitionKey || ks[0] != e.RowKey {
 		return consistency.Removal{}, errs.Invalid("entity", "%s/%s holds the primary value of %s/%s: its copies cannot be told from that entity's", e.PartitionKey, e.RowKey, pk, ks[0])
 	}
-	owner := x.all[0].valueOf(&v)
 	var r consistency.Removal
 	for i := 1; i < len(x.all); i++ {
 		if ks[i] == "" {
@@ -74,7 +73,11 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 		if err != nil {
 			return consistency.Removal{}, err
 		}
-		if !x.ownsCopy(ctx, &cp, &v, owner, pk, i) {
+		own, err := x.copyOwner(ctx, &cp, &v, pk, i)
+		if err != nil {
+			return consistency.Removal{}, err
+		}
+		if own != ownedByEntity {
 			continue // another entity's copy, or one whose owner cannot be told: not this move's to delete
 		}
 		r.Actions = append(r.Actions, x.dyn.DeleteAction(pk, ks[i], &repo.DeleteOptions{ETag: cp.ETag}))
@@ -134,37 +137,59 @@ func (x *Inter[T]) Gone(ctx context.Context, pk, rk string) error {
 	return x.Notify(ctx, pk, rk)
 }
 
-// ownsCopy reports whether the stored copy cp of the secondary index i (read at the key
-// e's value gives) is e's, where e is v with the primary value owner. A copy of an index
-// with duplicates names its owner in its key (value, then primary value). A copy of a
-// unique index names it when it carries the primary value (it is decoded, encrypted
-// properties included); otherwise (the index's Properties leave the primary value out)
-// it is e's only when every stored property equals e's projection for that index, which
-// is what every write of this package stores with e. A copy that does not decode, or an
-// encrypted copy without the primary value (ciphertexts cannot be compared), has an
-// unknown owner: false.
-func (x *Intra[T]) ownsCopy(ctx context.Context, cp *codec.Entity, v *T, owner, pk string, i int) bool {
+// ownership says whose a stored copy of a unique index is, as copyOwner decides.
+type ownership int
+
+const (
+	// ownerUnknown: the copy cannot tell (it does not decode, or it carries neither a
+	// primary value nor the entity's projection).
+	ownerUnknown ownership = iota
+	// ownedByEntity: the copy is the entity's.
+	ownedByEntity
+	// ownedByOther: the copy names another entity as its owner.
+	ownedByOther
+)
+
+// copyOwner is the one rule that decides whose the stored copy cp of the secondary index
+// i (read at the key v's value gives in partition pk) is: Verify (Conflict, Stale),
+// BackfillPartition and Repair (a copy of another is never taken over) and Removal (only
+// the entity's own copy is deleted) all ask it, so they cannot disagree.
+//
+// A copy of an index with duplicates names its owner in its key (value, then primary
+// value): v's. A copy of a unique index is decoded as T (encrypted properties decrypted,
+// with ctx for the key resolver): when it carries a primary value, that value names its
+// owner. Otherwise (the index's Properties leave the primary value out) it is v's only
+// when every stored property equals v's projection for the index, which is what every
+// write of this package stores with v. A copy that does not decode, a partial copy that
+// differs from v's projection, and an encrypted copy without a primary value
+// (ciphertexts cannot be compared) have an unknown owner. The stored copy is untrusted:
+// nothing in it is taken for v's unless it proves so. A failure to read the copy that is
+// not the copy's fault (the key holder out of reach, ctx done) decides nothing: it is
+// returned, and the caller fails rather than guess.
+func (x *Intra[T]) copyOwner(ctx context.Context, cp *codec.Entity, v *T, pk string, i int) (ownership, error) {
 	ix := x.all[i]
 	if ix.AllowDuplicates {
-		return true // the key holds the primary value
+		return ownedByEntity, nil // the key holds the primary value
 	}
-	body, err := codec.EncodeEntity(cp)
-	if err != nil {
-		return false
-	}
-	var cv T
-	if err := x.c.DecodeContext(ctx, body, &cv); err != nil {
-		return false
+	cv, err := maintain.Decode(ctx, x.c, cp)
+	switch {
+	case errors.Is(err, errs.ErrInvalidInput):
+		return ownerUnknown, nil
+	case err != nil:
+		return ownerUnknown, err
 	}
 	if o := x.all[0].valueOf(&cv); o != "" {
-		return o == owner
+		if o == x.all[0].valueOf(v) {
+			return ownedByEntity, nil
+		}
+		return ownedByOther, nil
 	}
 	if x.c.Encrypted() {
-		return false
+		return ownerUnknown, nil
 	}
 	want, err := project(x.c, v, pk, cp.RowKey, ix.props)
-	if err != nil {
-		return false
+	if err == nil && sameProperties(cp.Properties, want.Properties) { // Verify's comparison
+		return ownedByEntity, nil
 	}
-	return sameProperties(cp.Properties, want.Properties) // maintain.go's comparison, as Verify's
+	return ownerUnknown, nil
 }

@@ -273,36 +273,18 @@ func TestAttackArchiveInterWriterBetweenBeforeAndDelete(t *testing.T) {
 	mustClean(t, b.Ctx, x, 1, "Sales")
 }
 
-// An entity type with encrypted fields: ownerOf compares "by key only", so a copy of a
-// unique index always counts as the archived entity's. A Backfill (which does not check
-// unique indexes against what is stored) gave employee B the blind-index value A holds;
-// archiving A must leave B's copy.
+// An entity type with encrypted fields: a copy of a unique index compared "by key only"
+// would always count as the archived entity's (copyOwner decrypts it and reads its
+// owner). A Backfill (which does not check unique indexes against what is stored) gave
+// employee B the blind-index value A holds; archiving A must leave B's copy.
 func TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept(t *testing.T) {
 	t.Parallel()
-	type Secret struct {
-		Dept     string `table:",pk"`
-		RK       string `table:",rk"`
-		ID       string `table:"EmployeeId"`
-		SSN      string `table:"SSN,encrypt"`
-		SSNIndex string `table:"SSNIndex"`
-		ETag     string `table:",etag"`
-	}
 	b := setup(t, false)
-	key, err := codec.NewLocalKey("k1", make([]byte, 32))
-	if err != nil {
+	x := secretIntra(t, b, true)
+	if err := x.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
 		t.Fatal(err)
 	}
-	opts := &repo.Options{Encryption: &codec.Encryption{Key: key}, Retry: testbed.FastRetry()}
-	byID := secondaryindex.Index[Secret]{Name: "id", Value: func(s *Secret) string { return s.ID }}
-	bySSN := secondaryindex.Index[Secret]{Name: "ssn", Value: func(s *Secret) string { return s.SSNIndex }}
-	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Secret]{bySSN}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Insert(b.Ctx, &Secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Backfill(b.Ctx, []*Secret{{Dept: "Sales", ID: "000002", SSN: "219-09-9999", SSNIndex: "h1"}}); err != nil {
+	if err := x.Backfill(b.Ctx, []*secret{{Dept: "Sales", ID: "000002", SSN: "219-09-9999", SSNIndex: "h1"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); err != nil || got.SSN != "219-09-9999" {

@@ -236,7 +236,7 @@ func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 		}
 		var written atomic.Int64
 		err = forEach(ctx, maintenanceConcurrency, page.Items, func(ctx context.Context, v T) error {
-			w, err := x.rewrite(ctx, &v)
+			w, err := x.rewrite(ctx, "backfill", &v)
 			if w {
 				written.Add(1)
 			}
@@ -270,23 +270,26 @@ const maintenanceConcurrency = 8
 // rewrite writes every copy of v (a primary copy as a page read it, with its ETag) in one
 // transaction conditional on that ETag, and reports whether it wrote. The primary copy is
 // merged, not replaced: the rewrite exists only to carry the condition, so properties T
-// does not declare stay. A copy in a unique index is read first: one held by another
-// entity (a value two entities share in data older than the index) is never taken over
-// (reported by Verify as a Conflict), an existing copy of v is replaced conditional on the
-// ETag read, and a missing one is inserted, so a copy claimed meanwhile fails the
-// transaction and the round starts over. An entity changed or deleted since v was read
+// does not declare stay. A copy in a unique index is read first and judged by copyOwner
+// (the rule of Verify and Removal): one held by another entity (a value two entities
+// share in data older than the index) is never taken over (reported by Verify as a
+// Conflict); one of v, or whose owner cannot be told (it does not decode, or is a partial
+// copy that differs from v's: Verify's Stale), is replaced conditional on the ETag read;
+// a missing one is inserted, so a copy claimed meanwhile fails the transaction and the
+// round starts over. An entity changed or deleted since v was read
 // needs nothing: the write that changed it wrote every copy (or removed them). A lost
-// response is decided from a fresh read of the primary copy.
-func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
+// response is decided from a fresh read of the primary copy. op names the running
+// operation (backfill, repair) in the warnings it logs.
+func (x *Intra[T]) rewrite(ctx context.Context, op string, v *T) (bool, error) {
 	pk, ks, err := x.keysOf(v)
 	if err != nil {
 		// A stored value that cannot be indexed: verify reports its copies.
-		x.rows.Logger().Warn("secondaryindex: backfill met an entity that cannot be indexed")
+		x.rows.Logger().Warn("secondaryindex: " + op + " met an entity that cannot be indexed")
 		return false, nil
 	}
 	for range maxRewrites {
 		var w, again bool
-		w, again, err = x.rewriteOnce(ctx, v, pk, ks)
+		w, again, err = x.rewriteOnce(ctx, op, v, pk, ks)
 		if !again {
 			return w, err
 		}
@@ -295,8 +298,7 @@ func (x *Intra[T]) rewrite(ctx context.Context, v *T) (bool, error) {
 }
 
 // rewriteOnce is one round of rewrite; again reports a round to run (err says why).
-func (x *Intra[T]) rewriteOnce(ctx context.Context, v *T, pk string, ks []string) (wrote, again bool, err error) {
-	primary := x.all[0].valueOf(v)
+func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, ks []string) (wrote, again bool, err error) {
 	e, err := x.copyOf(v, pk, 0, ks[0])
 	if err != nil {
 		return false, false, err
@@ -326,8 +328,12 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, v *T, pk string, ks []string
 		case err != nil:
 			return false, false, err
 		}
-		if owner := x.ownerOf(&have); owner != "" && owner != primary {
-			x.rows.Logger().Warn("secondaryindex: backfill left a unique copy held by another entity (Verify reports it as a conflict)",
+		own, err := x.copyOwner(ctx, &have, v, pk, i)
+		if err != nil {
+			return false, false, err
+		}
+		if own == ownedByOther {
+			x.rows.Logger().Warn("secondaryindex: "+op+" left a unique copy held by another entity (Verify reports it as a conflict)",
 				zap.String("index", x.all[i].Name))
 			continue
 		}
@@ -362,23 +368,6 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, v *T, pk string, ks []string
 		return false, true, err // a copy changed since read: read it again and decide again
 	}
 	return false, false, err
-}
-
-// ownerOf returns the primary value that the copy e names, "" when it names none (a copy
-// whose index carries only some properties, or one that cannot be decoded).
-func (x *Intra[T]) ownerOf(e *codec.Entity) string {
-	if x.c.Encrypted() {
-		return "" // compared by key only
-	}
-	body, err := codec.EncodeEntity(e)
-	if err != nil {
-		return ""
-	}
-	var v T
-	if err := x.c.Decode(body, &v); err != nil {
-		return ""
-	}
-	return x.all[0].valueOf(&v)
 }
 
 // maxRewrites bounds the attempts of rewrite whose outcome stays unknown.

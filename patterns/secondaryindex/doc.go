@@ -313,7 +313,15 @@
 // owner is unknown is never taken for the archived entity's, and if it was in fact its,
 // Repair removes it as an orphan (TestAttackArchiveIntraPartialCopyOfAnotherEntityIsKept,
 // TestAttackArchiveIntraPartialCopyTakenOverByBackfillIsKept,
-// TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept). Copies of an index with
+// TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept). Verify, Backfill and Repair
+// decide whose a copy is by this same rule, so they cannot disagree with a move: a copy
+// a move keeps as another entity's is a Conflict to Verify and never taken over by
+// Backfill or Repair; one whose owner is unknown is Stale to Verify, and Repair rewrites
+// it as the entity's, after which a move removes it
+// (TestAttackIntraEncryptedUniqueCopyOneOwnerRule). A copy that cannot be decrypted
+// because the key holder is out of reach is not of unknown owner: nothing is decided,
+// and the move, Verify, Backfill or Repair fails and runs again
+// (TestAttackIntraKeyHolderOutageDecidesNoOwner). Copies of an index with
 // duplicates name their entity in their key. Inter needs only the keys (its refs name the
 // copies), so an entity whose values do not decode is archived and cleaned all the same,
 // and a row of an index partition is refused (TestAttackArchiveIntraUnreadableAndForgedEntities,

@@ -49,9 +49,9 @@ func (x *Inter[T]) jobs() *maintain.Jobs {
 		Backfill: x.BackfillKind(), Verify: x.VerifyKind(), Repair: x.RepairKind(),
 		Queue: x.queue, Logger: x.primary.Logger(),
 		Check:             func(pk string) error { return x.checkRef(pk, "") },
-		BackfillPartition: backfillFunc(x.BackfillPartition),
-		VerifyPartition:   reportFunc(x.Verify),
-		RepairPartition:   reportFunc(x.Repair),
+		BackfillPartition: maintain.BackfillFunc(x.BackfillPartition, resumeAt, Checkpoint.reached),
+		VerifyPartition:   maintain.ReportFunc(x.Verify, (*Report).summary),
+		RepairPartition:   maintain.ReportFunc(x.Repair, (*Report).summary),
 	}
 }
 
@@ -96,34 +96,29 @@ func (x *Intra[T]) jobs() *maintain.Jobs {
 	return &maintain.Jobs{
 		Backfill: x.BackfillKind(), Verify: x.VerifyKind(), Repair: x.RepairKind(),
 		Queue: x.queue, QueueOption: "IntraOptions.Queue", Logger: x.rows.Logger(),
-		BackfillPartition: backfillFunc(x.BackfillPartition),
-		VerifyPartition:   reportFunc(x.Verify),
-		RepairPartition:   reportFunc(x.Repair),
+		BackfillPartition: maintain.BackfillFunc(x.BackfillPartition, resumeAt, Checkpoint.reached),
+		VerifyPartition:   maintain.ReportFunc(x.Verify, (*Report).summary),
+		RepairPartition:   maintain.ReportFunc(x.Repair, (*Report).summary),
 	}
 }
 
-// backfillFunc adapts a BackfillPartition to the shared job plumbing.
-func backfillFunc(f func(context.Context, string, *BackfillOptions) (Checkpoint, error)) func(context.Context, string, string, int) (string, bool, error) {
-	return func(ctx context.Context, pk, after string, limit int) (string, bool, error) {
-		cp, err := f(ctx, pk, &BackfillOptions{After: after, Limit: limit})
-		return cp.After, cp.Done, err
-	}
+// resumeAt is the options of a backfill job's call: from its resume point, up to limit
+// entities.
+func resumeAt(after string, limit int) *BackfillOptions {
+	return &BackfillOptions{After: after, Limit: limit}
 }
 
-// reportFunc adapts Verify or Repair to the shared job plumbing: the report as counts
-// and samples as keys (the copy's key, which holds the indexed value, is left out).
-func reportFunc(f func(context.Context, string, *VerifyOptions) (*Report, error)) func(context.Context, string) (maintain.Summary, error) {
-	return func(ctx context.Context, pk string) (maintain.Summary, error) {
-		r, err := f(ctx, pk, nil)
-		if r == nil {
-			return maintain.Summary{}, err
-		}
-		s := maintain.Summary{Entities: r.Entities, Copies: r.Copies, Missing: r.Missing, Stale: r.Stale,
-			Orphan: r.Orphan, Conflict: r.Conflict, Unindexable: r.Unindexable, Repaired: r.Repaired}
-		for _, smp := range r.Samples {
-			s.Samples = append(s.Samples, maintain.SampleKeys{Drift: string(smp.Drift), Index: smp.Index,
-				PartitionKey: smp.PartitionKey, RowKey: smp.RowKey})
-		}
-		return s, err
+// reached is where a backfill stands: its resume point and whether it is done.
+func (cp Checkpoint) reached() (string, bool) { return cp.After, cp.Done }
+
+// summary is r as a job logs it: counts, and samples as keys (the copy's key, which
+// holds the indexed value, is left out).
+func (r *Report) summary() maintain.Summary {
+	s := maintain.Summary{Entities: r.Entities, Copies: r.Copies, Missing: r.Missing, Stale: r.Stale,
+		Orphan: r.Orphan, Conflict: r.Conflict, Unindexable: r.Unindexable, Repaired: r.Repaired}
+	for _, smp := range r.Samples {
+		s.Samples = append(s.Samples, maintain.SampleKeys{Drift: string(smp.Drift), Index: smp.Index,
+			PartitionKey: smp.PartitionKey, RowKey: smp.RowKey})
 	}
+	return s
 }

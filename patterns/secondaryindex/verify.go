@@ -299,8 +299,11 @@ func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
 // primaries and then each index's copies: an entity written in between can show as drift
 // that is not there; Repair re-checks before it writes.
 //
-// Copies of an entity type with encrypted fields are compared by key only: their
-// ciphertext differs at every encoding.
+// Whose a unique copy is is decided by the rule Backfill, Repair and Removal follow
+// (the copy decoded, encrypted properties decrypted, names its owner): a copy of another
+// entity is a Conflict, one whose owner cannot be told (it does not decode) is Stale.
+// The properties of copies of an entity type with encrypted fields are not compared
+// beyond that: their ciphertext differs at every encoding.
 //
 // Cost: 1 query per 1,000 primaries, 1 query per 1,000 copies per index.
 //
@@ -381,14 +384,24 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 				r.add(s, samples)
 				continue
 			}
-			if !ix.AllowDuplicates {
-				if owner := x.ownerOf(have); owner != "" && owner != x.all[0].valueOf(w.v) {
-					// Another entity's copy: not this entity's to rewrite (Repair would hand
-					// it back and forth between the two).
-					s.Drift = Conflict
-					r.add(s, samples)
-					continue
-				}
+			own, err := x.copyOwner(ctx, have, w.v, pk, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch own {
+			case ownedByOther:
+				// Another entity's copy: not this entity's to rewrite (Repair would hand
+				// it back and forth between the two).
+				s.Drift = Conflict
+				r.add(s, samples)
+				continue
+			case ownerUnknown:
+				// A copy under the entity's value that cannot be told to be its own (it
+				// does not decode, or differs from the entity's projection): drift, which
+				// Repair rewrites as a backfill does.
+				s.Drift = Stale
+				r.add(s, samples)
+				continue
 			}
 			e, err := x.copyOf(w.v, pk, n, k)
 			if err != nil {
@@ -446,7 +459,7 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 	}
 	var repaired atomic.Int64
 	err = forEach(ctx, maintenanceConcurrency, entities, func(ctx context.Context, v *T) error {
-		w, err := x.rewrite(ctx, v)
+		w, err := x.rewrite(ctx, "repair", v)
 		if w {
 			repaired.Add(1)
 		}

@@ -215,3 +215,28 @@ func (j *Jobs) Start(ctx context.Context, kind string, parts []string, list func
 	}
 	return nil
 }
+
+// BackfillFunc adapts a package's BackfillPartition (run) to Jobs.BackfillPartition:
+// options builds the call's options from a job's resume point and limit, and reached
+// reads where the checkpoint it returns stands (also when it stops on an error).
+func BackfillFunc[O, C any](run func(context.Context, string, *O) (C, error), options func(after string, limit int) *O, reached func(C) (after string, done bool)) func(ctx context.Context, pk, after string, limit int) (string, bool, error) {
+	return func(ctx context.Context, pk, after string, limit int) (string, bool, error) {
+		cp, err := run(ctx, pk, options(after, limit))
+		next, done := reached(cp)
+		return next, done, err
+	}
+}
+
+// ReportFunc adapts a package's Verify or Repair (run, called with nil options: the
+// defaults) to Jobs.VerifyPartition and Jobs.RepairPartition: summarize turns its report
+// into the counts and keys a job logs. A nil report gives the zero Summary and run's
+// error.
+func ReportFunc[O, R any](run func(context.Context, string, *O) (*R, error), summarize func(*R) Summary) func(ctx context.Context, pk string) (Summary, error) {
+	return func(ctx context.Context, pk string) (Summary, error) {
+		r, err := run(ctx, pk, nil)
+		if r == nil {
+			return Summary{}, err
+		}
+		return summarize(r), err
+	}
+}

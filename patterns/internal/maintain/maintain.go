@@ -1,5 +1,7 @@
-// Package maintain holds what the index maintenance of secondaryindex and indexentity
-// (backfill, verify, repair) shares: the partition listing and the option defaults.
+// Package maintain holds what the index packages secondaryindex and indexentity share:
+// for their maintenance (backfill, verify, repair) the partition listing, the option
+// defaults and the job plumbing, and for maintenance and archive moves alike the
+// reading of a stored entity as the indexed type (Decode).
 package maintain
 
 import (

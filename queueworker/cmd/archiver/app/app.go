@@ -317,14 +317,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	defer stopTelemetry()
-	companions, registerIndexes, err := ext.setupRun(e)
+	q := e.clients.Queues.NewQueueClient(e.queue)
+	// Range continuations, the shard and combine jobs of sharded archive-table jobs, and
+	// the indexes' maintenance jobs are enqueued on the queue this worker reads.
+	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
 	if err != nil {
 		return err
 	}
-	q := e.clients.Queues.NewQueueClient(e.queue)
-	// Range continuations, and the shard and combine jobs of sharded archive-table jobs,
-	// are enqueued on the queue this worker reads.
-	jobs, err := queueworker.NewClient(q, &queueworker.ClientOptions{Logger: e.logger})
+	companions, registerIndexes, err := ext.setupRun(e, jobs)
 	if err != nil {
 		return err
 	}

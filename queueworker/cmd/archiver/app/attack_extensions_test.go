@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -93,5 +94,28 @@ func TestAttackEnqueueIndexUnreachableLeaksNoSecret(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// `enqueue verify -index NAME` without -pk, the job queue not there yet: the partitions
+// are listed once (one query per partition and one that finds the end), not once before
+// the first enqueue meets QueueNotFound and again after the queue is created.
+func TestEnqueueIndexListsPartitionsOnceWhenTheQueueIsMissing(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := newIndexBed(t, ps.ConnectionString)
+	b.seed(map[string]int{"HR": 1, "IT": 2, "Sales": 3})
+	qc := b.clients.Queues.NewQueueClient(b.queue)
+	t.Cleanup(func() { _, _ = qc.Delete(context.Background(), nil) })
+	before := ps.Table.Count()
+	if out, _ := b.must("enqueue", "verify", "-index", "employee-email"); !strings.Contains(out, "enqueued verify of index employee-email (every partition)") {
+		t.Fatalf("enqueue verify: %q", out)
+	}
+	if n := ps.Table.Count() - before; n != 4 {
+		t.Fatalf("%d table requests for 3 partitions, want 4 (each partition listed once, and the end)", n)
+	}
+	resp, err := qc.GetProperties(t.Context(), nil)
+	if err != nil || resp.ApproximateMessagesCount == nil || *resp.ApproximateMessagesCount != 3 {
+		t.Fatalf("the job queue holds %v messages (%v), want 3: one per partition", resp.ApproximateMessagesCount, err)
 	}
 }

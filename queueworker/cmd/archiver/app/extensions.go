@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"reflect"
 	"regexp"
 	"slices"
@@ -25,7 +26,10 @@ import (
 // it. Register puts its handlers (its backfill, verify and repair jobs, and for Inter
 // and Eventual its reconciliation messages) on the worker's registry; the Start methods
 // enqueue one job per partition (every partition when none is given) on the index's
-// queue.
+// queue. An Index that also lists its partitions (a method Partitions(ctx)
+// iter.Seq2[string, error], as the four have) is listed once by `archiver enqueue`
+// without -pk, which hands Start the partitions: creating a missing job queue then does
+// not make Start list them a second time.
 type Index interface {
 	Register(r *queueworker.Registry) error
 	StartBackfill(ctx context.Context, partitions ...string) error
@@ -173,26 +177,22 @@ Index maintenance (patterns/secondaryindex, patterns/indexentity):
 	return head + "  Indexes of this archiver: " + strings.Join(names, ", ") + "\n"
 }
 
-// env returns the Env of the extension functions for e.
-func (x *Extensions) env(e *env) (*Env, error) {
-	q, err := queueworker.NewClient(e.clients.Queues.NewQueueClient(e.queue), &queueworker.ClientOptions{Logger: e.logger})
-	if err != nil {
-		return nil, err
-	}
-	return &Env{Clients: e.clients, Queue: q, Logger: e.logger, ext: x}, nil
+// env returns the Env of the extension functions for e, on the command's client of the
+// job queue (one client per command: the archive and the indexes share it).
+func (x *Extensions) env(e *env, jobs *queueworker.Client) *Env {
+	return &Env{Clients: e.clients, Queue: jobs, Logger: e.logger, ext: x}
 }
 
 // setupRun builds, for `archiver run`, the Companions of the archive and a function that
-// registers every index's handlers. It sends nothing.
-func (x *Extensions) setupRun(e *env) (map[string][]consistency.Companion, func(*queueworker.Registry) error, error) {
+// registers every index's handlers, on jobs, the worker's client of the job queue. It
+// sends nothing.
+func (x *Extensions) setupRun(e *env, jobs *queueworker.Client) (map[string][]consistency.Companion, func(*queueworker.Registry) error, error) {
 	if x == nil {
 		return nil, func(*queueworker.Registry) error { return nil }, nil
 	}
-	ev, err := x.env(e)
-	if err != nil {
-		return nil, nil, err
-	}
+	ev := x.env(e, jobs)
 	var comps map[string][]consistency.Companion
+	var err error
 	if x.Companions != nil {
 		if comps, err = x.Companions(ev); err != nil {
 			return nil, nil, fmt.Errorf("extensions: companions: %w", err)
@@ -258,13 +258,29 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	ev, err := x.env(e)
+	qc := e.clients.Queues.NewQueueClient(e.queue)
+	jobs, err := queueworker.NewClient(qc, &queueworker.ClientOptions{Logger: e.logger})
 	if err != nil {
 		return err
 	}
-	ix, err := ev.Index(name)
+	ix, err := x.env(e, jobs).Index(name)
 	if err != nil {
 		return err
+	}
+	every := len(pks) == 0
+	if l, ok := ix.(partitionLister); ok && every {
+		// Listed here, once: the Start below gets the partitions, so that its second
+		// run after the queue's creation does not list them again.
+		for pk, err := range l.Partitions(ctx) {
+			if err != nil {
+				return err
+			}
+			pks = append(pks, pk)
+		}
+		if len(pks) == 0 {
+			fmt.Fprintf(stdout, "enqueued nothing: index %s has no partitions\n", name)
+			return nil
+		}
 	}
 	start := func() error {
 		switch job {
@@ -281,7 +297,7 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 	// table missing (its partition listing's 404) is the command's failure.
 	err = start()
 	if queueMissing(err) {
-		if err = createQueue(ctx, e.clients.Queues.NewQueueClient(e.queue)); err == nil {
+		if err = createQueue(ctx, qc); err == nil {
 			err = start()
 		}
 	}
@@ -289,7 +305,7 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 		return err
 	}
 	which := "every partition"
-	if len(pks) > 0 {
+	if !every {
 		which = fmt.Sprintf("%d partition(s)", len(pks))
 	}
 	fmt.Fprintf(stdout, "enqueued %s of index %s (%s) on %s\n", job, name, which, e.queue)
@@ -300,6 +316,12 @@ func enqueueIndex(ctx context.Context, job string, args []string, stdout, stderr
 // QueueNotFound), not that something else the command read is missing.
 func queueMissing(err error) bool {
 	return errors.Is(err, errs.ErrNotFound) && queueerror.HasCode(err, queueerror.QueueNotFound)
+}
+
+// partitionLister is an Index that lists its partitions itself (the four of
+// tablepatterns do): `enqueue` without -pk lists them once and hands them to Start.
+type partitionLister interface {
+	Partitions(ctx context.Context) iter.Seq2[string, error]
 }
 
 // indexes returns x.Indexes, nil for nil extensions.
