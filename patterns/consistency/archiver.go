@@ -113,7 +113,7 @@ type Archiver struct {
 	// sweep reads it: time passing at the service (an export that ran for hours).
 	serviceAhead time.Duration
 	// companionsByTable is Options.Companions keyed by lower-case table name.
-	companionsByTable map[string][]Companion
+	companionsByTable map[string]tableCompanions
 }
 
 // New returns an Archiver over clients (from account.NewClients). It sends nothing.

@@ -276,22 +276,27 @@ func (a *Archiver) alreadyArchived(ctx context.Context, job ArchiveEntityJob) (O
 // case-insensitive; the companions' transaction actions carry that spelling, and a
 // transaction covers one table as spelled), or table itself when none does.
 func (a *Archiver) companionSpelling(table string) string {
-	for name := range a.opts.Companions {
-		if strings.EqualFold(name, table) {
-			return name
-		}
+	if tc, ok := a.companionsByTable[strings.ToLower(table)]; ok {
+		return tc.name
 	}
 	return table
 }
 
 // companions returns the companions of table (case-insensitive, as table names are).
 func (a *Archiver) companions(table string) []Companion {
-	return a.companionsByTable[strings.ToLower(table)]
+	return a.companionsByTable[strings.ToLower(table)].list
+}
+
+// tableCompanions are the companions Options.Companions gives one table, with the
+// table's name as it spells it.
+type tableCompanions struct {
+	name string
+	list []Companion
 }
 
 // indexCompanions checks Options.Companions and keys it by lower-case table name.
-func indexCompanions(in map[string][]Companion) (map[string][]Companion, error) {
-	out := make(map[string][]Companion, len(in))
+func indexCompanions(in map[string][]Companion) (map[string]tableCompanions, error) {
+	out := make(map[string]tableCompanions, len(in))
 	for table, cs := range in {
 		if err := codec.ValidateTableName(table); err != nil {
 			return nil, err
@@ -305,7 +310,7 @@ func indexCompanions(in map[string][]Companion) (map[string][]Companion, error) 
 				return nil, errs.Invalid("Options.Companions", "holds a nil companion for table %s", table)
 			}
 		}
-		out[key] = append([]Companion(nil), cs...)
+		out[key] = tableCompanions{name: table, list: append([]Companion(nil), cs...)}
 	}
 	return out, nil
 }

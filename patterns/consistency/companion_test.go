@@ -328,3 +328,34 @@ func TestArchiveEntityCompanionOnAnotherClientIsRefused(t *testing.T) {
 		t.Fatalf("the archive copy was written before the refusal: %v", err)
 	}
 }
+
+// A job names its source table in any spelling; the move addresses the table as
+// Options.Companions spells it (the companions' actions carry that spelling), found in
+// the map New keyed by lower-case name, and a table without companions as the job spells
+// it. Sends nothing.
+func TestCompanionSpellingFromTheIndex(t *testing.T) {
+	t.Parallel()
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sib := &sibling{}
+	a, err := New(clients, &Options{Companions: map[string][]Companion{"CurrentEmployees": {sib}, "Other": nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for job, want := range map[string]string{
+		"currentemployees": "CurrentEmployees", "CURRENTEMPLOYEES": "CurrentEmployees", "CurrentEmployees": "CurrentEmployees",
+		"oTHER": "Other", "Unrelated": "Unrelated",
+	} {
+		if got := a.companionSpelling(job); got != want {
+			t.Errorf("%s: addressed as %s, want %s", job, got, want)
+		}
+	}
+	if cs := a.companions("CURRENTemployees"); len(cs) != 1 || cs[0] != Companion(sib) {
+		t.Fatalf("companions %v", cs)
+	}
+	if cs := a.companions("Unrelated"); cs != nil {
+		t.Fatalf("companions of a table without any: %v", cs)
+	}
+}

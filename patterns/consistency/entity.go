@@ -65,9 +65,17 @@ func (j ArchiveEntityJob) Validate() error {
 		if err := codec.ValidateContainerName(j.TargetContainer); err != nil {
 			return err
 		}
-		if n := len(EntityBlobName(j.Source, j.PartitionKey, j.RowKey)); n > MaxBlobNameBytes {
-			return errs.TooLarge("target blob name", "the entity's blob name is too long", n, MaxBlobNameBytes)
-		}
+		return checkBlobName(j.Source, j.PartitionKey, j.RowKey)
+	}
+	return nil
+}
+
+// checkBlobName refuses the keys of an entity of table whose blob name (EntityBlobName)
+// is longer than MaxBlobNameBytes: ErrInvalidInput, the one refusal of valid keys by a
+// blob target.
+func checkBlobName(table, pk, rk string) error {
+	if n := len(EntityBlobName(table, pk, rk)); n > MaxBlobNameBytes {
+		return errs.TooLarge("target blob name", "the entity's blob name is too long", n, MaxBlobNameBytes)
 	}
 	return nil
 }
@@ -187,14 +195,17 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 	if err != nil {
 		return "", err
 	}
-	op := retry.Op{Name: "archive entity", Resource: job.Source, PartitionKey: job.PartitionKey, RowKey: job.RowKey,
-		Retryable: func(err error) bool {
-			return errors.Is(err, errRestart) || errors.Is(err, errs.ErrPreconditionFailed) ||
-				errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrOutcomeUnknown)
-		}}
+	op := retry.Op{Name: "archive entity", Resource: job.Source, PartitionKey: job.PartitionKey, RowKey: job.RowKey, Retryable: restartable}
 	return retry.DoValue(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) (Outcome, error) {
 		return a.moveOnce(ctx, src, job)
 	})
+}
+
+// restartable reports the failures of a move's attempt that make it start over from
+// fresh reads: errRestart, a conflict (412, 409), a write whose outcome is unknown.
+func restartable(err error) bool {
+	return errors.Is(err, errRestart) || errors.Is(err, errs.ErrPreconditionFailed) ||
+		errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrOutcomeUnknown)
 }
 
 // copyState is what the target holds: whether a copy exists, its own ETag, and the
@@ -204,6 +215,15 @@ type copyState struct {
 	etag        string
 	sourceETag  string
 	sourceTable string
+}
+
+// tableCopyState is the state of the archive copy e, read from a target table. What it
+// reads is untrusted: a recorded version or table that is not a string counts as unknown,
+// which only means the copy is rewritten from the source (or taken for the move's own).
+func tableCopyState(e *codec.Entity) copyState {
+	s, _ := e.Properties[SourceETagProperty].(string)
+	t, _ := e.Properties[SourceTableProperty].(string)
+	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}
 }
 
 // foreign reports a copy that records another source table than table: the copy of
@@ -338,14 +358,10 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 // start over from fresh reads (errRestart): the transaction is atomic, so nothing of it
 // landed.
 func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, acts []repo.Action, rs []Removal) error {
-	del := &repo.DeleteOptions{ETag: version}
-	if len(rs) == 0 {
-		return src.Delete(ctx, job.PartitionKey, job.RowKey, del)
-	}
-	es := []removing{{pk: job.PartitionKey, rk: job.RowKey, rs: rs}}
-	return a.withCompanions(ctx, "archive-entity", job.Source, es, func(ctx context.Context) error {
+	send := func(ctx context.Context) error {
 		if len(acts) == 1 {
-			return src.Delete(ctx, job.PartitionKey, job.RowKey, del)
+			// The plain delete (no companion action): one request, not a transaction.
+			return src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version})
 		}
 		_, err := repo.Submit(ctx, acts...)
 		var ae *repo.ActionError
@@ -354,7 +370,12 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 			return fmt.Errorf("%w: a companion's copy changed (action %d, RowKey %q: %d %s)", errRestart, ae.Index, ae.RowKey, ae.StatusCode, ae.Code)
 		}
 		return err
-	})
+	}
+	if len(rs) == 0 {
+		return send(ctx) // acts is the delete alone (checkRemoval)
+	}
+	es := []removing{{pk: job.PartitionKey, rk: job.RowKey, rs: rs}}
+	return a.withCompanions(ctx, "archive-entity", job.Source, es, send)
 }
 
 // archiveCopy is the archive copy of e: its keys and properties and, for a copy in a
@@ -405,6 +426,14 @@ func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *cod
 	if err != nil {
 		return err
 	}
+	return a.uploadCopy(ctx, job, e, body, tgt)
+}
+
+// uploadCopy uploads body, the encoded archive copy of e, to the blob EntityBlobName
+// names, conditionally on the target state read before the source: If-None-Match * if
+// there was none, If-Match its ETag otherwise (a conflict makes the move start over). It
+// creates a missing container.
+func (a *Archiver) uploadCopy(ctx context.Context, job ArchiveEntityJob, e *codec.Entity, body []byte, tgt copyState) error {
 	name := EntityBlobName(job.Source, job.PartitionKey, job.RowKey)
 	meta := map[string]*string{metaSourceETag: ptrTo(hex.EncodeToString([]byte(e.ETag)))}
 	if !e.Timestamp.IsZero() {
@@ -429,7 +458,7 @@ func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *cod
 			return err
 		})
 	}
-	err = upload()
+	err := upload()
 	if isContainerNotFound(err) {
 		if err = a.createContainer(ctx, job.TargetContainer); err == nil {
 			err = upload()
@@ -454,9 +483,7 @@ func (a *Archiver) readTarget(ctx context.Context, job ArchiveEntityJob) (copySt
 		if err != nil {
 			return copyState{}, err
 		}
-		s, _ := e.Properties[SourceETagProperty].(string)
-		t, _ := e.Properties[SourceTableProperty].(string)
-		return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
+		return tableCopyState(&e), nil
 	}
 	return a.blobState(ctx, job, EntityBlobName(job.Source, job.PartitionKey, job.RowKey))
 }

@@ -93,21 +93,44 @@ var conditionOps = map[string]func(prop string, v any) filter.Expr{
 	"eq": filter.Eq, "ne": filter.Ne, "gt": filter.Gt, "ge": filter.Ge, "lt": filter.Lt, "le": filter.Le,
 }
 
-// expr builds the comparison; field names it in errors.
-func (c Condition) expr(field string) (filter.Expr, error) {
+// condition is a Condition compiled once per delivery (rangePlan): its value parsed as
+// its Type, which the re-check of every entity read (matches) compares with.
+type condition struct {
+	property, op string
+	// want is string, int32, int64, float64, bool, time.Time or codec.GUID.
+	want any
+	// sent reports whether the comparison goes into the query's filter (sentInQuery).
+	sent bool
+}
+
+// compile checks the condition, parses its value once and builds its comparison; field
+// names it in errors.
+func (c Condition) compile(field string) (condition, filter.Expr, error) {
 	if strings.EqualFold(c.Property, "PartitionKey") || strings.EqualFold(c.Property, "RowKey") {
-		return filter.Expr{}, errs.Invalid(field+".property", "%s: select keys with the job's key bounds", c.Property)
+		return condition{}, filter.Expr{}, errs.Invalid(field+".property", "%s: select keys with the job's key bounds", c.Property)
 	}
 	v, err := c.value(field)
 	if err != nil {
-		return filter.Expr{}, err
+		return condition{}, filter.Expr{}, err
 	}
 	op, ok := conditionOps[c.Op]
 	if !ok {
-		return filter.Expr{}, errs.Invalid(field+".op", "%.16q is not one of eq, ne, gt, ge, lt, le", c.Op)
+		return condition{}, filter.Expr{}, errs.Invalid(field+".op", "%.16q is not one of eq, ne, gt, ge, lt, le", c.Op)
 	}
 	e := op(c.Property, v)
-	return e, e.Err()
+	if err := e.Err(); err != nil {
+		return condition{}, filter.Expr{}, err
+	}
+	want := v
+	if g, isGUID := v.(filter.GUID); isGUID {
+		// The filter checked the text (8-4-4-4-12 hex digits), which ParseGUID accepts.
+		parsed, err := codec.ParseGUID(string(g))
+		if err != nil {
+			return condition{}, filter.Expr{}, errs.Invalid(field+".value", "%.64q is not a value of type %s: %v", c.Value, c.Type, err)
+		}
+		want = parsed
+	}
+	return condition{property: c.Property, op: c.Op, want: want, sent: c.sentInQuery()}, e, nil
 }
 
 // value parses Value as Type: string, int32, int64, float64, bool, time.Time or
@@ -150,17 +173,13 @@ func (c Condition) value(field string) (any, error) {
 // stored with the condition's type and compare as the condition says. Strings compare
 // by UTF-16 code units, as the service compares them. An ordering of GUIDs (gt, ge, lt,
 // le) is left to the service once the type matches; eq and ne compare the 16 bytes.
-func (c Condition) matches(props map[string]any) bool {
-	v, err := c.value("")
-	if err != nil {
-		return false
-	}
-	p, ok := props[c.Property]
+func (c condition) matches(props map[string]any) bool {
+	p, ok := props[c.property]
 	if !ok {
 		return false // the service never matches a missing property, ne included
 	}
 	var order int
-	switch want := v.(type) {
+	switch want := c.want.(type) {
 	case string:
 		got, isString := p.(string)
 		ok, order = isString, keys.Compare(got, want)
@@ -176,23 +195,22 @@ func (c Condition) matches(props map[string]any) bool {
 	case time.Time:
 		got, isTime := p.(time.Time)
 		ok, order = isTime, got.Compare(want)
-	case filter.GUID:
+	case codec.GUID:
 		got, isGUID := p.(codec.GUID)
 		if !isGUID {
 			return false
 		}
-		if c.Op != "eq" && c.Op != "ne" {
+		if c.op != "eq" && c.op != "ne" {
 			return true
 		}
-		g, err := codec.ParseGUID(string(want))
-		ok, order = err == nil, bytes.Compare(got[:], g[:])
+		ok, order = true, bytes.Compare(got[:], want[:])
 	default:
 		return false
 	}
 	if !ok {
 		return false
 	}
-	switch c.Op {
+	switch c.op {
 	case "eq":
 		return order == 0
 	case "ne":
@@ -227,9 +245,20 @@ func b2i(b bool) int {
 // numeric type (Azurite fails such a query with 500), so they are only re-checked.
 func (c Condition) sentInQuery() bool { return c.Type != "Edm.Int64" }
 
+// rangePlan is an archive-range job validated and compiled once per delivery: its
+// conditions parsed (the re-check of every entity read compares with the parsed values)
+// and its selection filter built (every batch's source read reuses it).
+type rangePlan struct {
+	job   ArchiveRangeJob
+	where []condition
+	// sel is the job's key bounds and conditions, without the checkpoint: the filter
+	// sent, without the conditions that are only re-checked (sentInQuery).
+	sel filter.Expr
+}
+
 // matches re-checks every condition of the job on an entity read from storage.
-func (j ArchiveRangeJob) matches(e *codec.Entity) bool {
-	for _, c := range j.Where {
+func (p *rangePlan) matches(e *codec.Entity) bool {
+	for _, c := range p.where {
 		if !c.matches(e.Properties) {
 			return false
 		}
@@ -255,8 +284,15 @@ func (j ArchiveRangeJob) scanSelect() []string {
 //
 // Errors: ErrInvalidInput naming the field.
 func (j ArchiveRangeJob) Validate() error {
+	_, err := j.plan()
+	return err
+}
+
+// plan validates the job (see Validate) and compiles it: its conditions parsed once and
+// its selection filter built once, for every batch of the delivery.
+func (j ArchiveRangeJob) plan() (*rangePlan, error) {
 	if err := codec.ValidateTableName(j.Source); err != nil {
-		return err
+		return nil, err
 	}
 	bounds := []struct{ field, v string }{
 		{"pk", j.PartitionKey}, {"rkFrom", j.RowKeyFrom}, {"rkTo", j.RowKeyTo}, {"pkFrom", j.PartitionKeyFrom}, {"pkTo", j.PartitionKeyTo},
@@ -266,40 +302,63 @@ func (j ArchiveRangeJob) Validate() error {
 			continue
 		}
 		if err := codec.ValidateKey(k.field, k.v); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	switch {
 	case j.PartitionKey != "" && (j.PartitionKeyFrom != "" || j.PartitionKeyTo != ""):
-		return errs.Invalid("pk", "a job selects one partition (pk) or a range of partitions (pkFrom, pkTo), not both")
+		return nil, errs.Invalid("pk", "a job selects one partition (pk) or a range of partitions (pkFrom, pkTo), not both")
 	case j.PartitionKey == "" && (j.RowKeyFrom != "" || j.RowKeyTo != ""):
-		return errs.Invalid("rkFrom", "RowKey bounds need one partition (pk)")
+		return nil, errs.Invalid("rkFrom", "RowKey bounds need one partition (pk)")
 	case j.RowKeyTo != "" && keys.Compare(j.RowKeyFrom, j.RowKeyTo) >= 0:
-		return errs.Invalid("rkTo", "must be after rkFrom (the range %q to %q is empty)", j.RowKeyFrom, j.RowKeyTo)
+		return nil, errs.Invalid("rkTo", "must be after rkFrom (the range %q to %q is empty)", j.RowKeyFrom, j.RowKeyTo)
 	case j.PartitionKeyTo != "" && keys.Compare(j.PartitionKeyFrom, j.PartitionKeyTo) >= 0:
-		return errs.Invalid("pkTo", "must be after pkFrom (the range %q to %q is empty)", j.PartitionKeyFrom, j.PartitionKeyTo)
+		return nil, errs.Invalid("pkTo", "must be after pkFrom (the range %q to %q is empty)", j.PartitionKeyFrom, j.PartitionKeyTo)
 	case j.PartitionKey == "" && j.PartitionKeyFrom == "" && j.PartitionKeyTo == "" && len(j.Where) == 0:
-		return errs.Invalid("pk", "the job selects the whole table: name a partition (pk), a range (pkFrom, pkTo) or conditions (where); archive-table archives whole tables")
+		return nil, errs.Invalid("pk", "the job selects the whole table: name a partition (pk), a range (pkFrom, pkTo) or conditions (where); archive-table archives whole tables")
 	case len(j.Where) > MaxRangeConditions:
-		return errs.TooLarge("where", "too many conditions", len(j.Where), MaxRangeConditions)
+		return nil, errs.TooLarge("where", "too many conditions", len(j.Where), MaxRangeConditions)
 	}
 	// The target follows the rules of a single move's (exactly one, not the source).
 	target := ArchiveEntityJob{Source: j.Source, PartitionKey: "-", TargetTable: j.TargetTable, TargetContainer: j.TargetContainer}
 	if err := target.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if j.After != nil {
 		if err := j.checkAfter(); err != nil {
-			return err
+			return nil, err
 		}
+	}
+	p := &rangePlan{job: j, where: make([]condition, 0, len(j.Where))}
+	parts := []filter.Expr{}
+	if j.PartitionKey != "" {
+		parts = append(parts, filter.RowKeyRange(j.PartitionKey, j.RowKeyFrom, j.RowKeyTo))
+	} else {
+		parts = append(parts, filter.PartitionRange(j.PartitionKeyFrom, j.PartitionKeyTo))
+	}
+	for i, c := range j.Where {
+		cond, e, err := c.compile(fmt.Sprintf("where[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		p.where = append(p.where, cond)
+		if cond.sent {
+			parts = append(parts, e)
+		}
+	}
+	p.sel = filter.And(parts...)
+	if err := p.sel.Err(); err != nil {
+		return nil, err
 	}
 	// Build the scan with a checkpoint, the largest filter the job sends.
 	at := RangeKey{PartitionKey: cmp.Or(j.PartitionKey, j.PartitionKeyFrom, "a"), RowKey: "a"}
 	if j.After != nil {
 		at = *j.After
 	}
-	_, err := j.scan(&at)
-	return err
+	if _, err := p.scan(&at); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // checkAfter checks that the checkpoint is a valid key inside the job's selection: a
@@ -328,42 +387,19 @@ func (j ArchiveRangeJob) checkAfter() error {
 	return nil
 }
 
-// selection is the job's key bounds and conditions, without the checkpoint: the filter
-// sent, without the conditions that are only re-checked (sentInQuery).
-func (j ArchiveRangeJob) selection() (filter.Expr, error) {
-	parts := []filter.Expr{}
-	if j.PartitionKey != "" {
-		parts = append(parts, filter.RowKeyRange(j.PartitionKey, j.RowKeyFrom, j.RowKeyTo))
-	} else {
-		parts = append(parts, filter.PartitionRange(j.PartitionKeyFrom, j.PartitionKeyTo))
-	}
-	for i, c := range j.Where {
-		e, err := c.expr(fmt.Sprintf("where[%d]", i))
-		if err != nil {
-			return filter.Expr{}, err
-		}
-		if c.sentInQuery() {
-			parts = append(parts, e)
-		}
-	}
-	e := filter.And(parts...)
-	return e, e.Err()
-}
-
 // scan is the filter of the job's entities after the checkpoint at (nil: from the start).
-func (j ArchiveRangeJob) scan(at *RangeKey) (filter.Expr, error) {
-	sel, err := j.selection()
-	if err != nil || at == nil {
-		return sel, err
+func (p *rangePlan) scan(at *RangeKey) (filter.Expr, error) {
+	if at == nil {
+		return p.sel, nil
 	}
 	var after filter.Expr
-	if j.PartitionKey != "" {
+	if p.job.PartitionKey != "" {
 		after = filter.Gt("RowKey", at.RowKey)
 	} else {
 		after = filter.Or(filter.Gt("PartitionKey", at.PartitionKey),
 			filter.And(filter.PartitionKey(at.PartitionKey), filter.Gt("RowKey", at.RowKey)))
 	}
-	e := filter.And(sel, after)
+	e := filter.And(p.sel, after)
 	return e, e.Err()
 }
 
@@ -419,16 +455,35 @@ type RangeReport struct {
 // the errors of the source table's companions.
 func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
 	var total RangeReport
+	p, err := a.planRange(job)
+	if err != nil {
+		return total, err
+	}
 	for {
-		rep, err := a.archiveRangePage(ctx, job)
+		rep, err := a.archiveRangePage(ctx, p)
 		total.Moved += rep.Moved
 		total.Scanned += rep.Scanned
 		total.Skipped = append(total.Skipped, rep.Skipped...)
 		if err != nil || rep.Next == nil {
 			return total, err
 		}
-		job.After = rep.Next
+		// A checkpoint of the page's own scan: batches checked each key it returned
+		// against the range (checkAfter) and the order.
+		p.job.After = rep.Next
 	}
+}
+
+// planRange validates and compiles a job (ArchiveRangeJob.plan) and checks it against
+// the allowlists, before any request.
+func (a *Archiver) planRange(job ArchiveRangeJob) (*rangePlan, error) {
+	p, err := job.plan()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // handleRange is the worker's handler of an archive-range message. With Options.Queue it
@@ -446,15 +501,29 @@ func (a *Archiver) handleRange(ctx context.Context, job ArchiveRangeJob) (err er
 	}()
 	if a.opts.Queue == nil {
 		rep, err = a.ArchiveRange(ctx, job)
-	} else if rep, err = a.archiveRangePage(ctx, job); err == nil && rep.Next != nil {
-		next := job
-		next.After = rep.Next
-		if _, err = queueworker.Enqueue(ctx, a.opts.Queue, KindArchiveRange, next.id(), next, nil); err == nil {
-			err = a.after(KindArchiveRange, "continued")
-		}
+	} else {
+		rep, err = a.rangeDelivery(ctx, job)
 	}
 	if permanent(err) || errors.Is(err, ErrNothingToArchive) {
 		return queueworker.Cancel(err)
 	}
 	return err
+}
+
+// rangeDelivery moves one page of job and enqueues its continuation (see handleRange).
+func (a *Archiver) rangeDelivery(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
+	p, err := a.planRange(job)
+	if err != nil {
+		return RangeReport{}, err
+	}
+	rep, err := a.archiveRangePage(ctx, p)
+	if err != nil || rep.Next == nil {
+		return rep, err
+	}
+	next := job
+	next.After = rep.Next
+	if _, err := queueworker.Enqueue(ctx, a.opts.Queue, KindArchiveRange, next.id(), next, nil); err != nil {
+		return rep, err
+	}
+	return rep, a.after(KindArchiveRange, "continued")
 }

@@ -313,6 +313,10 @@ func TestRangeScanKeysUntrusted(t *testing.T) {
 	t.Parallel()
 	job := ArchiveRangeJob{Source: "Current", PartitionKeyFrom: "b", PartitionKeyTo: "d", TargetTable: "Archive",
 		After: &RangeKey{PartitionKey: "b", RowKey: "5"}}
+	plan, err := job.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
 	keys := func(ks ...string) []codec.Entity {
 		var out []codec.Entity
 		for _, k := range ks {
@@ -330,7 +334,7 @@ func TestRangeScanKeysUntrusted(t *testing.T) {
 		"out of order":          keys("c/1", "b/9"),
 		"invalid key":           keys("c/a#b"),
 	} {
-		if _, err := job.batches(found); err == nil {
+		if _, err := plan.batches(found); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -339,7 +343,7 @@ func TestRangeScanKeysUntrusted(t *testing.T) {
 		ok = append(ok, fmt.Sprintf("b/%03d", 600+i))
 	}
 	ok = append(ok, "c/0", "c/1")
-	got, err := job.batches(keys(ok...))
+	got, err := plan.batches(keys(ok...))
 	if err != nil {
 		t.Fatal(err)
 	}

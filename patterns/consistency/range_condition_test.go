@@ -1,10 +1,13 @@
 package consistency
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
 // The re-check of a Where condition on an entity read: only a property of the
@@ -49,8 +52,57 @@ func TestConditionMatchesOnlyItsOwnType(t *testing.T) {
 		{Condition{"G", "eq", "", "c9da6455-213d-42c9-9a79-3e9149a57833"}, false},
 		{Condition{"Missing", "ne", "Edm.Int32", "5"}, false},
 	} {
-		if got := tc.c.matches(props); got != tc.want {
+		c, _, err := tc.c.compile("where[0]")
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.c, err)
+		}
+		if got := c.matches(props); got != tc.want {
 			t.Errorf("%+v: matches %v, want %v", tc.c, got, tc.want)
 		}
+	}
+}
+
+// A job's conditions are parsed once, when the job is compiled for a delivery (plan),
+// not for every entity read: re-checking an entity against conditions of every type
+// parses nothing and allocates nothing (parsing a DateTime or a Double value and
+// boxing it does). A condition whose value does not parse fails the plan, before any
+// request. No server; not parallel (testing.AllocsPerRun counts the whole process's
+// allocations).
+func TestRangePlanParsesConditionsOnce(t *testing.T) {
+	when := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	g, err := codec.ParseGUID("C9DA6455-213D-42C9-9A79-3E9149A57833")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := ArchiveRangeJob{Source: "Current", PartitionKey: "P", TargetTable: "Archive", Where: []Condition{
+		{"T", "ge", "Edm.DateTime", "2019-12-31T23:59:59.5Z"},
+		{"D", "lt", "Edm.Double", "6.25"},
+		{"Big", "gt", "Edm.Int64", "1099511627776"},
+		{"I32", "eq", "Edm.Int32", "100000"},
+		{"S", "ne", "", "other"},
+		{"B", "eq", "Edm.Boolean", "true"},
+		{"G", "eq", "Edm.Guid", "c9da6455-213d-42c9-9a79-3e9149a57833"},
+	}}
+	p, err := job.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &codec.Entity{PartitionKey: "P", RowKey: "1", Properties: map[string]any{
+		"T": when, "D": 5.5, "Big": int64(1)<<41 + 3, "I32": int32(100000), "S": "x", "B": true, "G": g,
+	}}
+	if !p.matches(e) {
+		t.Fatal("the entity does not match the conditions it meets")
+	}
+	// The least of three counts: another goroutine of the process can only add to one.
+	least := testing.AllocsPerRun(100, func() { p.matches(e) })
+	for range 2 {
+		least = min(least, testing.AllocsPerRun(100, func() { p.matches(e) }))
+	}
+	if least != 0 {
+		t.Fatalf("re-checking one entity allocates %.0f times: a condition is parsed per entity", least)
+	}
+	job.Where[1].Value = "six"
+	if _, err := job.plan(); !errors.Is(err, errs.ErrInvalidInput) || !strings.Contains(err.Error(), "where[1].value") {
+		t.Fatalf("a Double condition of \"six\": %v", err)
 	}
 }

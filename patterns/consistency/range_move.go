@@ -30,11 +30,12 @@ const rangeConcurrency = 8
 // blobConcurrency is how many blob reads or writes of one batch run at once.
 const blobConcurrency = 16
 
-// fitsTransaction reports whether actions plus one more action of size n stay a
-// transaction Submit accepts: at most repo.MaxTransactionActions actions, a payload under
-// repo.MaxTransactionBytes as repo.TransactionSize measures it (size is that of actions).
-func fitsTransaction(count, size, n int) bool {
-	return count+1 <= repo.MaxTransactionActions && size+n < repo.MaxTransactionBytes
+// fitsTransaction reports whether a transaction of count actions measuring size
+// (repo.TransactionSize) stays one that Submit accepts with addCount more actions whose
+// repo.Action.Size add up to addSize: at most repo.MaxTransactionActions actions, a
+// payload under repo.MaxTransactionBytes.
+func fitsTransaction(count, size, addCount, addSize int) bool {
+	return count+addCount <= repo.MaxTransactionActions && size+addSize < repo.MaxTransactionBytes
 }
 
 // skipped collects the entities of a page that the target cannot take, once each.
@@ -70,20 +71,34 @@ func (s *skipped) list() []RangeKey {
 	return out
 }
 
-// refusedCopy returns why the target cannot take e's archive copy (an ErrInvalidInput:
-// too many properties with the copy's own, too large, a blob name too long), or nil.
-func refusedCopy(job ArchiveRangeJob, e *codec.Entity) error {
-	if job.TargetContainer != "" {
-		one := ArchiveEntityJob{Source: job.Source, PartitionKey: e.PartitionKey, RowKey: e.RowKey, TargetContainer: job.TargetContainer}
-		if err := one.Validate(); err != nil {
-			return err
-		}
+// copyWrite is the archive copy of one source entity of a batch, encoded once: when the
+// batch checks that the target can take it, and sent as encoded. A table target's copy is
+// the transaction action that inserts it, or replaces the copy read If-Match; a blob
+// target's is the blob's body.
+type copyWrite struct {
+	e    *codec.Entity
+	act  repo.Action // table target
+	body []byte      // blob target
+}
+
+// encodeCopy encodes e's archive copy for the target state st: for a table target (dst)
+// as the action that writes it, checked as Submit checks it (repo.CheckTransaction),
+// otherwise as a blob's body. An ErrInvalidInput is the target refusing the copy (too
+// many properties with the copy's own, too large): the entity is left in the source.
+func encodeCopy(source string, dst *repo.Table[codec.Entity], e *codec.Entity, st copyState) (copyWrite, error) {
+	if dst == nil {
+		body, err := codec.EncodeEntity(archiveCopy(e, source, false))
+		return copyWrite{e: e, body: body}, err
 	}
-	_, err := codec.EncodeEntity(archiveCopy(e, job.Source, job.TargetTable != ""))
-	if errors.Is(err, errs.ErrInvalidInput) {
-		return err
+	cp := archiveCopy(e, source, true)
+	w := copyWrite{e: e}
+	if st.exists {
+		cp.ETag = st.etag
+		w.act = dst.UpdateAction(cp, nil) // replace If-Match the copy's ETag
+	} else {
+		w.act = dst.InsertAction(cp)
 	}
-	return nil
+	return w, repo.CheckTransaction(w.act)
 }
 
 // rangeBatch is a run of keys of one partition, in RowKey order.
@@ -92,22 +107,17 @@ type rangeBatch struct {
 	rks []string
 }
 
-// archiveRangePage runs one page of a range job: it scans up to RangeJobSize keys after
-// the checkpoint and moves them in batches.
-func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (RangeReport, error) {
-	if err := job.Validate(); err != nil {
-		return RangeReport{}, err
-	}
-	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
-		return RangeReport{}, err
-	}
+// archiveRangePage runs one page of a range job (compiled by planRange): it scans up to
+// RangeJobSize keys after the checkpoint and moves them in batches.
+func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeReport, error) {
+	job := p.job
 	// The companions' transaction actions name the table as Options.Companions spells it,
 	// and the deletes must share their transactions.
 	src, err := a.table(a.companionSpelling(job.Source))
 	if err != nil {
 		return RangeReport{}, err
 	}
-	f, err := job.scan(job.After)
+	f, err := p.scan(job.After)
 	if err != nil {
 		return RangeReport{}, err
 	}
@@ -118,7 +128,7 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 	if err != nil {
 		return RangeReport{}, err
 	}
-	batches, err := job.batches(found)
+	batches, err := p.batches(found)
 	if err != nil {
 		return RangeReport{}, err
 	}
@@ -132,7 +142,7 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 	var moved atomic.Int64
 	skip := &skipped{keys: map[RangeKey]bool{}, log: a.opts.Logger}
 	err = fanout.Do(ctx, len(batches), rangeConcurrency, func(ctx context.Context, i int) error {
-		return a.moveBatch(ctx, src, job, batches[i], &moved, skip)
+		return a.moveBatch(ctx, src, p, batches[i], &moved, skip)
 	})
 	rep.Moved = int(moved.Load())
 	rep.Skipped = skip.list()
@@ -151,7 +161,8 @@ func (a *Archiver) archiveRangePage(ctx context.Context, job ArchiveRangeJob) (R
 // be a valid key inside the job's range, after the checkpoint and after the key before
 // it in the service's order (keys.Compare), so that a continuation always moves forward
 // and never leaves the range.
-func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
+func (p *rangePlan) batches(found []codec.Entity) ([]rangeBatch, error) {
+	j := p.job
 	var out []rangeBatch
 	prev := j.After
 	for i := range found {
@@ -165,7 +176,7 @@ func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned keys out of order", j.Source)
 		}
 		prev = &k
-		if !j.matches(&found[i]) {
+		if !p.matches(&found[i]) {
 			continue // the query matched what the conditions do not (another EDM type)
 		}
 		if n := len(out); n == 0 || out[n-1].pk != k.PartitionKey || len(out[n-1].rks) == rangeBatchSize {
@@ -178,14 +189,29 @@ func (j ArchiveRangeJob) batches(found []codec.Entity) ([]rangeBatch, error) {
 
 // moveBatch moves a batch, starting over from fresh reads when the source or the target
 // changed under it (as ArchiveEntity does); moved counts the entities it deleted.
-func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch, moved *atomic.Int64, skip *skipped) error {
-	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0],
-		Retryable: func(err error) bool {
-			return errors.Is(err, errRestart) || errors.Is(err, errs.ErrPreconditionFailed) ||
-				errors.Is(err, errs.ErrAlreadyExists) || errors.Is(err, errs.ErrOutcomeUnknown)
-		}}
+//
+// A key whose blob name is too long (a blob target) has no copy to read or write: it is
+// left in the source and reported (skip) here, once, before anything of the batch is
+// read or written; the attempts see only the other keys.
+func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity], p *rangePlan, b rangeBatch, moved *atomic.Int64, skip *skipped) error {
+	job := p.job
+	if job.TargetContainer != "" {
+		var rks []string
+		for _, rk := range b.rks {
+			if err := checkBlobName(job.Source, b.pk, rk); err != nil {
+				skip.add(job.Source, RangeKey{b.pk, rk}, err)
+				continue
+			}
+			rks = append(rks, rk)
+		}
+		if len(rks) == 0 {
+			return nil
+		}
+		b.rks = rks
+	}
+	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0], Retryable: restartable}
 	return retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
-		n, err := a.moveBatchOnce(ctx, src, job, b, skip)
+		n, err := a.moveBatchOnce(ctx, src, p, b, skip)
 		moved.Add(int64(n))
 		return err
 	})
@@ -204,42 +230,33 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 //     (withCompanions: Before hooks and the transaction within the shortest Within, then
 //     After hooks).
 //
-// The companions are asked after the reads of 1 and before 2 (a refusal, or actions
-// that cannot share a transaction with the delete, leave nothing written).
+// Each copy is encoded once, after the reads of 1, and a copy the target refuses leaves
+// its entity in the source (skip). The companions are asked after the reads of 1 and
+// before 2 (a refusal, or actions that cannot share a transaction with the delete, leave
+// nothing written).
 //
 // Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
 // attempt reads again. Entities whose delete committed are no longer in the source, so
 // a new attempt moves only what is left.
-func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, b rangeBatch, skip *skipped) (int, error) {
-	if job.TargetContainer != "" {
-		// A key whose blob name is too long has no copy to read or write.
-		var rks []string
-		for _, rk := range b.rks {
-			if err := refusedCopy(job, &codec.Entity{PartitionKey: b.pk, RowKey: rk}); err != nil {
-				skip.add(job.Source, RangeKey{b.pk, rk}, err)
-				continue
-			}
-			rks = append(rks, rk)
-		}
-		if len(rks) == 0 {
-			return 0, nil
-		}
-		b.rks = rks
-	}
+func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], p *rangePlan, b rangeBatch, skip *skipped) (int, error) {
+	job := p.job
 	want := make(map[string]bool, len(b.rks))
 	for _, rk := range b.rks {
 		want[rk] = true
 	}
-	tgt, err := a.rangeTargets(ctx, job, b, want)
-	if err != nil {
-		return 0, err
+	var dst *repo.Table[codec.Entity] // nil: a blob target
+	if job.TargetTable != "" {
+		var err error
+		if dst, err = a.table(job.TargetTable); err != nil {
+			return 0, err
+		}
 	}
-	sel, err := job.selection()
+	tgt, err := a.rangeTargets(ctx, job, dst, b, want)
 	if err != nil {
 		return 0, err
 	}
 	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
-	f := filter.And(sel, filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
+	f := filter.And(p.sel, filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
 	read, err := src.Collect(ctx, repo.Query{Filter: f})
 	if err != nil {
 		return 0, err
@@ -247,6 +264,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	// Keep the batch's own keys: an entity inserted behind the scan is left for a later
 	// run, and the query's answer is untrusted.
 	var live []*codec.Entity
+	var stale []copyWrite // the copies that do not record their source's version
 	for i := range read {
 		e := &read[i]
 		if e.PartitionKey != b.pk || !want[e.RowKey] {
@@ -256,15 +274,23 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 			return 0, fmt.Errorf("consistency: a source entity of %s came back without an ETag", job.Source)
 		}
 		want[e.RowKey] = false // a key read twice is moved once
-		if !job.matches(e) {
+		if !p.matches(e) {
 			continue // no longer selected (or never, in the conditions' types)
 		}
-		if err := refusedCopy(job, e); err != nil {
+		st := tgt[e.RowKey]
+		w, err := encodeCopy(job.Source, dst, e, st)
+		if errors.Is(err, errs.ErrInvalidInput) {
 			// The target cannot take this one entity: leave it, report it, move the rest.
 			skip.add(job.Source, RangeKey{e.PartitionKey, e.RowKey}, err)
 			continue
 		}
+		if err != nil {
+			return 0, err
+		}
 		live = append(live, e)
+		if st.sourceETag != e.ETag {
+			stale = append(stale, w)
+		}
 	}
 	if len(live) == 0 {
 		return 0, nil
@@ -282,7 +308,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err != nil {
 		return 0, err
 	}
-	if err := a.writeCopies(ctx, job, live, tgt); err != nil {
+	if err := a.writeCopies(ctx, job, dst, stale, tgt); err != nil {
 		return 0, err
 	}
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
@@ -295,14 +321,11 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	return n, a.after(KindArchiveRange, "deleted")
 }
 
-// rangeTargets reads the target's state for the keys of a batch.
-func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rangeBatch, want map[string]bool) (map[string]copyState, error) {
+// rangeTargets reads the target's state for the keys of a batch: the copies in the
+// target table dst, or (dst nil) the blobs of the target container.
+func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, dst *repo.Table[codec.Entity], b rangeBatch, want map[string]bool) (map[string]copyState, error) {
 	out := make(map[string]copyState, len(b.rks))
-	if job.TargetTable != "" {
-		dst, err := a.table(job.TargetTable)
-		if err != nil {
-			return nil, err
-		}
+	if dst != nil {
 		got, err := a.readCopies(ctx, dst, b)
 		if isTableNotFound(err) {
 			return out, nil // created by the first copy
@@ -310,7 +333,8 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range got {
+		for i := range got {
+			e := &got[i]
 			if e.PartitionKey != b.pk || !want[e.RowKey] {
 				continue
 			}
@@ -318,20 +342,14 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, b rang
 				// Without it the replace below would be unconditional.
 				return nil, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", job.TargetTable)
 			}
-			// Untrusted: a recorded version that is not a string counts as unknown,
-			// which only means the copy is rewritten from the source.
-			s, _ := e.Properties[SourceETagProperty].(string)
-			st, _ := e.Properties[SourceTableProperty].(string)
-			out[e.RowKey] = copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: st}
+			out[e.RowKey] = tableCopyState(e)
 		}
 		return out, nil
 	}
 	var mu sync.Mutex
 	err := fanout.Do(ctx, len(b.rks), blobConcurrency, func(ctx context.Context, i int) error {
+		// The blob name was checked when the batch started (moveBatch).
 		one := ArchiveEntityJob{Source: job.Source, PartitionKey: b.pk, RowKey: b.rks[i], TargetContainer: job.TargetContainer}
-		if err := one.Validate(); err != nil {
-			return err // a key whose blob name is too long
-		}
 		st, err := a.blobState(ctx, one, EntityBlobName(job.Source, b.pk, b.rks[i]))
 		mu.Lock()
 		out[b.rks[i]] = st
@@ -378,45 +396,29 @@ func (a *Archiver) readCopies(ctx context.Context, dst *repo.Table[codec.Entity]
 }
 
 // writeCopies writes the archive copies of the entities whose copy does not record
-// their version, conditionally on the target state read before the source.
-func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, live []*codec.Entity, tgt map[string]copyState) error {
-	var stale []*codec.Entity
-	for _, e := range live {
-		if tgt[e.RowKey].sourceETag != e.ETag {
-			stale = append(stale, e)
-		}
-	}
+// their version (stale, encoded by encodeCopy), conditionally on the target state read
+// before the source: to the target table dst in entity group transactions, or (dst nil)
+// to blobs.
+func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, dst *repo.Table[codec.Entity], stale []copyWrite, tgt map[string]copyState) error {
 	if len(stale) == 0 {
 		return nil
 	}
-	if job.TargetContainer != "" {
+	if dst == nil {
 		return fanout.Do(ctx, len(stale), blobConcurrency, func(ctx context.Context, i int) error {
-			e := stale[i]
-			one := ArchiveEntityJob{Source: job.Source, PartitionKey: e.PartitionKey, RowKey: e.RowKey, TargetContainer: job.TargetContainer}
-			return a.writeTarget(ctx, one, e, tgt[e.RowKey])
+			w := stale[i]
+			one := ArchiveEntityJob{Source: job.Source, PartitionKey: w.e.PartitionKey, RowKey: w.e.RowKey, TargetContainer: job.TargetContainer}
+			return a.uploadCopy(ctx, one, w.e, w.body, tgt[w.e.RowKey])
 		})
-	}
-	dst, err := a.table(job.TargetTable)
-	if err != nil {
-		return err
 	}
 	var txs [][]repo.Action
 	var cur []repo.Action
 	size := repo.TransactionSize()
-	for _, e := range stale {
-		cp := archiveCopy(e, job.Source, true)
-		var act repo.Action
-		if st := tgt[e.RowKey]; st.exists {
-			cp.ETag = st.etag
-			act = dst.UpdateAction(cp, nil) // replace If-Match the copy's ETag
-		} else {
-			act = dst.InsertAction(cp)
-		}
-		n := act.Size()
-		if len(cur) > 0 && !fitsTransaction(len(cur), size, n) {
+	for _, w := range stale {
+		n := w.act.Size()
+		if len(cur) > 0 && !fitsTransaction(len(cur), size, 1, n) {
 			txs, cur, size = append(txs, cur), nil, repo.TransactionSize()
 		}
-		cur = append(cur, act)
+		cur = append(cur, w.act)
 		size += n
 	}
 	txs = append(txs, cur)
@@ -559,7 +561,7 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 					continue
 				}
 			}
-			if len(tx)+len(g.actions) > repo.MaxTransactionActions || size+g.size >= repo.MaxTransactionBytes {
+			if !fitsTransaction(len(tx), size, len(g.actions), g.size) {
 				if err := flush(); err != nil {
 					return deleted, err
 				}

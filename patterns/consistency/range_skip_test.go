@@ -141,3 +141,80 @@ func TestRangeConditionsOfTheirOwnType(t *testing.T) {
 		}
 	}
 }
+
+// What one batch of a range move sends, pinned request by request: each copy is encoded
+// once and each blob name checked once, before anything is sent, and neither check
+// costs or changes a request. To a table: the scan, one target read, one source read,
+// one transaction of the stale copies (not the copy that already records its source's
+// version, not the entity the target refuses), one transaction of the deletes. To blobs:
+// the scan, one blob read per key whose name fits, one source read, one upload per
+// copy, one delete transaction; the key whose blob name is too long sends nothing.
+func TestRangeMoveRequestsPinned(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := &companionBed{bed: setup(t, ps.ConnectionString), ps: ps}
+	container := testenv.ContainerName(t)
+	if _, err := b.clients.Blobs.CreateContainer(b.ctx, container, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = b.clients.Blobs.DeleteContainer(context.Background(), container, nil) })
+	// Table: 000004 has 252 custom properties (its copy would have 255), and 000002's
+	// copy already records its source's version.
+	big := &codec.Entity{PartitionKey: "T", RowKey: "000004", Properties: map[string]any{}}
+	for i := range codec.MaxProperties {
+		big.Properties[fmt.Sprintf("P%03d", i)] = int32(i)
+	}
+	// Blob: the name of 000004%%%... is too long.
+	long := &codec.Entity{PartitionKey: "B", RowKey: "000004" + strings.Repeat("%", 400), Properties: map[string]any{"N": int32(4)}}
+	for _, e := range []*codec.Entity{big, long, rangeEntity("T", 1, 1), rangeEntity("T", 2, 1), rangeEntity("T", 3, 1),
+		rangeEntity("B", 1, 1), rangeEntity("B", 2, 1), rangeEntity("B", 3, 1)} {
+		if err := b.current.Insert(b.ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := b.current.Get(b.ctx, "T", "000002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := archiveCopy(&src, b.current.Name(), true)
+	if err := b.archive.Insert(b.ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job              ArchiveRangeJob
+		refused          *codec.Entity
+		wantTable, blobs []string
+	}{
+		{ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "T", TargetTable: b.archive.Name()}, big,
+			[]string{"GET current", "GET archive", "GET current", "POST $batch", "POST $batch"}, nil},
+		{ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "B", TargetContainer: container}, long,
+			[]string{"GET current", "GET current", "POST $batch"}, []string{"HEAD", "HEAD", "HEAD", "PUT", "PUT", "PUT"}},
+	} {
+		tableMark, blobMark := len(ps.Table.Requests()), len(ps.Blob.Requests())
+		rep, err := b.a.ArchiveRange(b.ctx, tc.job)
+		if err != nil || rep.Moved != 3 || !slices.Equal(rep.Skipped, []RangeKey{{tc.refused.PartitionKey, tc.refused.RowKey}}) {
+			t.Fatalf("%s: %+v: %v", tc.job.PartitionKey, rep, err)
+		}
+		if got := b.requestsSince(tableMark); !slices.Equal(got, tc.wantTable) {
+			t.Fatalf("%s: table requests %q, want %q", tc.job.PartitionKey, got, tc.wantTable)
+		}
+		var blobs []string
+		for _, r := range ps.Blob.Requests()[blobMark:] {
+			blobs = append(blobs, r.Method)
+		}
+		slices.Sort(blobs) // the reads, and the uploads, run at once
+		if !slices.Equal(blobs, tc.blobs) {
+			t.Fatalf("%s: blob requests %q, want %q", tc.job.PartitionKey, blobs, tc.blobs)
+		}
+	}
+	// The transaction of copies held the two stale ones: 000002's copy is as it was.
+	for _, rk := range []string{"000001", "000002", "000003"} {
+		cp, err := b.archive.Get(b.ctx, "T", rk)
+		if err != nil || cp.Properties[SourceTableProperty] != b.current.Name() {
+			t.Fatalf("the copy of %s: %v", rk, err)
+		}
+		if rk == "000002" && cp.ETag != current.ETag {
+			t.Fatal("the copy that recorded its source's version was rewritten")
+		}
+	}
+}
