@@ -217,13 +217,18 @@ type copyState struct {
 	sourceTable string
 }
 
-// tableCopyState is the state of the archive copy e, read from a target table. What it
+// tableCopyState is the state of the archive copy e, read from target, a table. What it
 // reads is untrusted: a recorded version or table that is not a string counts as unknown,
 // which only means the copy is rewritten from the source (or taken for the move's own).
-func tableCopyState(e *codec.Entity) copyState {
+// A copy without an ETag is refused: the replace of it would be unconditional
+// (If-Match: *) and could overwrite a newer copy written since the read.
+func tableCopyState(target string, e *codec.Entity) (copyState, error) {
+	if e.ETag == "" {
+		return copyState{}, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", target)
+	}
 	s, _ := e.Properties[SourceETagProperty].(string)
 	t, _ := e.Properties[SourceTableProperty].(string)
-	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}
+	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
 }
 
 // foreign reports a copy that records another source table than table: the copy of
@@ -483,7 +488,7 @@ func (a *Archiver) readTarget(ctx context.Context, job ArchiveEntityJob) (copySt
 		if err != nil {
 			return copyState{}, err
 		}
-		return tableCopyState(&e), nil
+		return tableCopyState(job.TargetTable, &e)
 	}
 	return a.blobState(ctx, job, EntityBlobName(job.Source, job.PartitionKey, job.RowKey))
 }

@@ -338,11 +338,11 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, dst *r
 			if e.PartitionKey != b.pk || !want[e.RowKey] {
 				continue
 			}
-			if e.ETag == "" {
-				// Without it the replace below would be unconditional.
-				return nil, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", job.TargetTable)
+			st, err := tableCopyState(job.TargetTable, e)
+			if err != nil {
+				return nil, err
 			}
-			out[e.RowKey] = tableCopyState(e)
+			out[e.RowKey] = st
 		}
 		return out, nil
 	}

@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -55,5 +56,22 @@ func TestRangeTargetReadAcrossShortAndEmptyPages(t *testing.T) {
 				t.Fatalf("copy: %v %v", got.Properties, err)
 			}
 		})
+	}
+}
+
+// A target copy read back without an ETag is refused by the single move and the range
+// move alike: its replace would be unconditional (If-Match: *) and could overwrite a
+// newer copy written since the read. The service always sends one, so this is a response
+// that was tampered with or broken on the way.
+func TestCopyWithoutETagRefused(t *testing.T) {
+	t.Parallel()
+	e := &codec.Entity{PartitionKey: "p", RowKey: "r", Properties: map[string]any{SourceETagProperty: "W/\"1\""}}
+	if _, err := tableCopyState("Archive", e); err == nil || !strings.Contains(err.Error(), "without an ETag") {
+		t.Fatalf("a copy without an ETag: %v, want a refusal", err)
+	}
+	e.ETag = "W/\"2\""
+	st, err := tableCopyState("Archive", e)
+	if err != nil || !st.exists || st.etag != e.ETag || st.sourceETag != "W/\"1\"" {
+		t.Fatalf("a copy with an ETag: %+v %v", st, err)
 	}
 }
