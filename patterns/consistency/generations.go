@@ -2,10 +2,8 @@ package consistency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -279,28 +277,13 @@ func (a *Archiver) readManifest(ctx context.Context, container, table, gen strin
 }
 
 // readManifestIn reads and validates one generation's manifest in folder: it is
-// untrusted input, its Table must be table (in any case) and its DataBlob the name this
-// package gives that generation's data in that folder.
+// untrusted input (read by readJSON: over manifestLimit is ErrArchiveCorrupt), its Table
+// must be table (in any case) and its DataBlob the name this package gives that
+// generation's data in that folder.
 func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table, gen string) (Manifest, error) {
 	var m Manifest
 	name := manifestBlobIn(folder, gen)
-	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download manifest", Resource: container}, func(ctx context.Context, _ int) error {
-		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)
-		if err != nil {
-			return errs.Wrap(err, "download manifest", container, "", "")
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if err != nil {
-			return errs.Wrap(err, "download manifest", container, "", "")
-		}
-		m = Manifest{}
-		if err := json.Unmarshal(body, &m); err != nil {
-			return fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, name, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := a.readJSON(ctx, container, name, manifestLimit, &m); err != nil {
 		return Manifest{}, err
 	}
 	// A sharded generation (written in the canonical folder only) has no DataBlob: its

@@ -804,7 +804,7 @@ func (a *Archiver) readShards(ctx context.Context, container string, m Manifest)
 	var entities, bytes int64
 	for i := range shards {
 		var s ShardManifest
-		err := a.readJSON(ctx, container, shardManifestName(m.Table, m.Generation, i), 64<<10, &s)
+		err := a.readJSON(ctx, container, shardManifestName(m.Table, m.Generation, i), manifestLimit, &s)
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, fmt.Errorf("%w: shard %d of generation %s of %s is missing: %w", ErrArchiveCorrupt, i, m.Generation, m.Table, err)
 		}
@@ -900,15 +900,21 @@ func (a *Archiver) readPlan(ctx context.Context, container, table, gen string) (
 // readShardManifest reads shard i's manifest and checks it against plan.
 func (a *Archiver) readShardManifest(ctx context.Context, container, table, gen string, i int, plan ShardPlan) (ShardManifest, error) {
 	var s ShardManifest
-	if err := a.readJSON(ctx, container, shardManifestName(table, gen, i), 64<<10, &s); err != nil {
+	if err := a.readJSON(ctx, container, shardManifestName(table, gen, i), manifestLimit, &s); err != nil {
 		return ShardManifest{}, err
 	}
 	low, high := plan.shardRange(i)
 	return s, s.validate(table, gen, i, plan.shards(), low, high)
 }
 
-// readJSON downloads a small JSON blob (at most limit bytes) into v. A missing blob is
-// errs.ErrNotFound; one that does not decode is ErrArchiveCorrupt.
+// manifestLimit is the size of the largest manifest or shard manifest read back (this
+// package writes them far smaller).
+const manifestLimit = 64 << 10
+
+// readJSON downloads a small JSON blob (at most limit bytes) into v: the one download
+// path of the export's metadata (manifests, shard manifests, plans). A missing blob is
+// errs.ErrNotFound; one larger than limit (never decoded from a prefix) or that does
+// not decode is ErrArchiveCorrupt.
 func (a *Archiver) readJSON(ctx context.Context, container, name string, limit int64, v any) error {
 	return retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download export metadata", Resource: container}, func(ctx context.Context, _ int) error {
 		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)
