@@ -2,9 +2,14 @@ package consistency
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 )
 
 // blobTimes returns a blob's Last-Modified and the service's clock (the response's Date).
@@ -112,5 +117,51 @@ func TestShardJobSaysItsDataIsGone(t *testing.T) {
 	if err != nil || rep.Outcome != OutcomeMoved || rep.Manifest.Generation == gen {
 		t.Fatalf("a new archive-table job: %+v %v", rep, err)
 	}
+	assertRestored(t, sb.bed, container, table, GenerationLatest, sb.want)
+}
+
+// A sweep over an archived sharded generation reads the generation's manifest once and
+// each shard's manifest once, however many data blobs the generation holds (one per
+// shard, and a second attempt's data for shard 1, which no shard manifest names and
+// the sweep removes); reading them again for every data blob made every sweep cost two
+// downloads per shard data blob of every archived generation.
+func TestSweepReadsShardedGenerationOnce(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	sb := setupShards(t, 900)
+	table, container := sb.current.Name(), sb.container
+	_, m := sb.archivedKept(t, 4)
+	n := m.Shards
+	if n < 3 {
+		t.Fatalf("the generation has %d shards: the test needs several", n)
+	}
+	orphan := shardDataName(table, m.Generation, 1)
+	upload(t, sb.bed, container, orphan, gzipBytes(t, []byte("{}\n")))
+
+	s := sweeper(t, ps, 2*time.Hour) // only the sweep goes through ps
+	swept, err := s.SweepAbortedExports(sb.ctx, container, table, time.Hour, false)
+	if err != nil || !sameSet(swept, []string{orphan}) {
+		t.Fatalf("swept %v (%v), want [%s]", swept, err, orphan)
+	}
+	reads := map[string]int{}
+	others := 0
+	for _, r := range ps.Blob.Requests() {
+		switch {
+		case r.Method == http.MethodGet && strings.Contains(r.RawQuery, "comp=list"):
+		case r.Method == http.MethodDelete && strings.HasSuffix(r.Path, "/"+orphan):
+		case r.Method == http.MethodGet:
+			reads[r.Path[strings.LastIndex(r.Path, "/")+1:]]++
+		default:
+			others++
+		}
+	}
+	want := map[string]int{"manifest.json": 1}
+	for i := range n {
+		want[fmt.Sprintf("shard-%04d.json", i)] = 1
+	}
+	if !reflect.DeepEqual(reads, want) || others != 0 {
+		t.Fatalf("the sweep downloaded %v and sent %d other requests; want each manifest once: %v", reads, others, want)
+	}
+	// The generation is whole: the table (kept) still holds it, and it restores.
 	assertRestored(t, sb.bed, container, table, GenerationLatest, sb.want)
 }
