@@ -234,16 +234,13 @@ func messageGeneration(insertion time.Time, messageID string) string {
 // planShards is ArchiveTable for job.Shards > 1: it chooses the shards' PartitionKey
 // ranges from a keys-only scan, writes the plan of generation gen (or reads the one an
 // earlier delivery wrote) and enqueues one shard job per shard on Options.Queue.
-func (a *Archiver) planShards(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, gen string) (TableReport, error) {
+func (a *Archiver) planShards(ctx context.Context, job ArchiveTableJob, gen string) (TableReport, error) {
 	if a.opts.Queue == nil {
 		return TableReport{}, errs.Invalid("Options.Queue", "a sharded archive-table job (shards %d) enqueues its shard jobs: the archiver needs a queue", job.Shards)
 	}
-	exists, err := t.Exists(ctx)
-	if err != nil {
-		return TableReport{}, err
-	}
-	if !exists {
-		return a.goneOutcome(ctx, job)
+	t, gone, err := a.openTable(ctx, job)
+	if t == nil || err != nil {
+		return gone, err
 	}
 	plan, err := a.readPlan(ctx, job.Container, job.Table, gen)
 	if errors.Is(err, errs.ErrNotFound) {
@@ -838,7 +835,8 @@ func (a *Archiver) readShards(ctx context.Context, container string, m Manifest)
 }
 
 // verifyGeneration reads every data blob of generation m and checks it against m (or
-// its shard manifests), and returns the blobs with the ETags of the content checked.
+// its shard manifests, generationParts), and returns the blobs with the ETags of the
+// content checked.
 func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Manifest) ([]dataRef, error) {
 	if m.Shards == 0 {
 		etag, err := a.verifyDataETag(ctx, container, m)
@@ -847,13 +845,9 @@ func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Man
 		}
 		return []dataRef{{name: m.DataBlob, etag: etag}}, nil
 	}
-	shards, err := a.readShards(ctx, container, m)
+	parts, err := a.generationParts(ctx, container, m)
 	if err != nil {
 		return nil, err
-	}
-	parts := make([]Manifest, len(shards))
-	for i, s := range shards {
-		parts[i] = s.part()
 	}
 	return a.verifyShards(ctx, container, m, parts, nil)
 }
