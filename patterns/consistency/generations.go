@@ -2,10 +2,10 @@ package consistency
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -279,28 +279,13 @@ func (a *Archiver) readManifest(ctx context.Context, container, table, gen strin
 }
 
 // readManifestIn reads and validates one generation's manifest in folder: it is
-// untrusted input, its Table must be table (in any case) and its DataBlob the name this
-// package gives that generation's data in that folder.
+// untrusted input (read by readJSON: over manifestLimit is ErrArchiveCorrupt), its Table
+// must be table (in any case) and its DataBlob the name this package gives that
+// generation's data in that folder.
 func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table, gen string) (Manifest, error) {
 	var m Manifest
 	name := manifestBlobIn(folder, gen)
-	err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download manifest", Resource: container}, func(ctx context.Context, _ int) error {
-		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)
-		if err != nil {
-			return errs.Wrap(err, "download manifest", container, "", "")
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if err != nil {
-			return errs.Wrap(err, "download manifest", container, "", "")
-		}
-		m = Manifest{}
-		if err := json.Unmarshal(body, &m); err != nil {
-			return fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, name, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := a.readJSON(ctx, container, name, manifestLimit, &m); err != nil {
 		return Manifest{}, err
 	}
 	// A sharded generation (written in the canonical folder only) has no DataBlob: its
@@ -337,6 +322,8 @@ func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table,
 // its generation has no manifest or no shard manifest names it, and only once no blob
 // of its generation (plan, shard data, shard manifest) was written within olderThan:
 // the finished shards of an export in progress wait for its last shards and combine.
+// Each sharded generation past olderThan costs one read of its manifest and one of the
+// manifest of each shard with data, however many data blobs it holds, on every sweep.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error (ErrNotFound when
 // the container does not exist).
@@ -431,22 +418,27 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 				// olderThan): its finished shards' data waits for the last shard.
 				continue
 			}
+			orphans, err := a.shardOrphans(ctx, cont, table, g, maps.Keys(blobs))
+			if err != nil {
+				return swept, err
+			}
 			for name, l := range blobs { // each at least as old as youngest[g] (>= olderThan)
-				if dryRun {
-					if ok, err := a.shardDataOrphan(ctx, cont, table, g, name); err != nil {
-						return swept, err
-					} else if ok {
-						swept = append(swept, name)
-					}
+				if !orphans[name] {
 					continue
 				}
-				deleted, err := a.sweepShardData(ctx, cont, table, g, name, l.etag)
-				if err != nil {
-					return swept, err
+				if !dryRun {
+					// If-Match the listing's ETag: a shard job or a combine touches its
+					// data before it writes a manifest that names it, so a sweep that
+					// listed the blob earlier meets 412 and keeps it.
+					deleted, err := a.deleteUnchanged(ctx, cont, name, l.etag)
+					if err != nil {
+						return swept, err
+					}
+					if !deleted {
+						continue
+					}
 				}
-				if deleted {
-					swept = append(swept, name)
-				}
+				swept = append(swept, name)
 			}
 		}
 	}
@@ -471,44 +463,52 @@ func shardIndex(file string) (int, bool) {
 	return n, n < MaxShards
 }
 
-// shardDataOrphan reports whether a shard data blob is referenced by nothing: its
-// generation has no manifest, or its shard manifest is absent or names another blob
-// (only a 404 counts as absent; a manifest that does not read keeps the blob).
-func (a *Archiver) shardDataOrphan(ctx context.Context, cont, table, gen, name string) (bool, error) {
+// shardOrphans returns the shard data blobs among names (of generation gen, listed
+// before the call) that nothing references: every one when the generation has no
+// manifest; else those no shard manifest names (an absent shard manifest names none).
+// Only a 404 counts as absent: a manifest or shard manifest that does not read keeps
+// every blob it could name. It reads the generation's manifest once and the manifest
+// of each shard with data among names once, whatever the number of blobs (one per
+// attempt), and tests the names against what they name.
+func (a *Archiver) shardOrphans(ctx context.Context, cont, table, gen string, names iter.Seq[string]) (map[string]bool, error) {
+	orphans := map[string]bool{}
 	_, err := a.readManifest(ctx, cont, table, gen)
 	switch {
 	case errors.Is(err, errs.ErrNotFound):
-		return true, nil
-	case err != nil:
-		if errors.Is(err, ErrArchiveCorrupt) {
-			return false, nil
+		for name := range names {
+			orphans[name] = true
 		}
-		return false, err
-	}
-	i, _ := shardIndex(strings.TrimPrefix(name, tableFolder(table)+"/"+gen+"/"))
-	var s ShardManifest
-	err = a.readJSON(ctx, cont, shardManifestName(table, gen, i), 64<<10, &s)
-	switch {
-	case errors.Is(err, errs.ErrNotFound):
-		return true, nil
+		return orphans, nil
 	case errors.Is(err, ErrArchiveCorrupt):
-		return false, nil
+		return orphans, nil
 	case err != nil:
-		return false, err
+		return nil, err
 	}
-	return s.DataBlob != name, nil
-}
-
-// sweepShardData deletes one shard data blob that nothing references (shardDataOrphan,
-// read just before the delete) If-Match the ETag the listing saw: a shard job or a
-// combine touches its data before it writes a manifest that names it, so a sweep that
-// listed the blob earlier meets 412. It reports whether the blob is gone.
-func (a *Archiver) sweepShardData(ctx context.Context, cont, table, gen, name string, etag azcore.ETag) (bool, error) {
-	orphan, err := a.shardDataOrphan(ctx, cont, table, gen, name)
-	if err != nil || !orphan {
-		return false, err
+	folder := tableFolder(table) + "/" + gen + "/"
+	perShard := map[int][]string{}
+	for name := range names {
+		if i, ok := shardIndex(strings.TrimPrefix(name, folder)); ok {
+			perShard[i] = append(perShard[i], name)
+		}
 	}
-	return a.deleteUnchanged(ctx, cont, name, etag)
+	for i, blobs := range perShard {
+		var s ShardManifest
+		err := a.readJSON(ctx, cont, shardManifestName(table, gen, i), manifestLimit, &s)
+		switch {
+		case errors.Is(err, errs.ErrNotFound):
+			s = ShardManifest{} // names no blob
+		case errors.Is(err, ErrArchiveCorrupt):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		for _, name := range blobs {
+			if name != s.DataBlob {
+				orphans[name] = true
+			}
+		}
+	}
+	return orphans, nil
 }
 
 // sweepOne deletes one aborted export's data blob if its manifest is still absent (a

@@ -234,16 +234,13 @@ func messageGeneration(insertion time.Time, messageID string) string {
 // planShards is ArchiveTable for job.Shards > 1: it chooses the shards' PartitionKey
 // ranges from a keys-only scan, writes the plan of generation gen (or reads the one an
 // earlier delivery wrote) and enqueues one shard job per shard on Options.Queue.
-func (a *Archiver) planShards(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, gen string) (TableReport, error) {
+func (a *Archiver) planShards(ctx context.Context, job ArchiveTableJob, gen string) (TableReport, error) {
 	if a.opts.Queue == nil {
 		return TableReport{}, errs.Invalid("Options.Queue", "a sharded archive-table job (shards %d) enqueues its shard jobs: the archiver needs a queue", job.Shards)
 	}
-	exists, err := t.Exists(ctx)
-	if err != nil {
-		return TableReport{}, err
-	}
-	if !exists {
-		return a.goneOutcome(ctx, job)
+	t, gone, err := a.openTable(ctx, job)
+	if t == nil || err != nil {
+		return gone, err
 	}
 	plan, err := a.readPlan(ctx, job.Container, job.Table, gen)
 	if errors.Is(err, errs.ErrNotFound) {
@@ -804,7 +801,7 @@ func (a *Archiver) readShards(ctx context.Context, container string, m Manifest)
 	var entities, bytes int64
 	for i := range shards {
 		var s ShardManifest
-		err := a.readJSON(ctx, container, shardManifestName(m.Table, m.Generation, i), 64<<10, &s)
+		err := a.readJSON(ctx, container, shardManifestName(m.Table, m.Generation, i), manifestLimit, &s)
 		if errors.Is(err, errs.ErrNotFound) {
 			return nil, fmt.Errorf("%w: shard %d of generation %s of %s is missing: %w", ErrArchiveCorrupt, i, m.Generation, m.Table, err)
 		}
@@ -838,7 +835,8 @@ func (a *Archiver) readShards(ctx context.Context, container string, m Manifest)
 }
 
 // verifyGeneration reads every data blob of generation m and checks it against m (or
-// its shard manifests), and returns the blobs with the ETags of the content checked.
+// its shard manifests, generationParts), and returns the blobs with the ETags of the
+// content checked.
 func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Manifest) ([]dataRef, error) {
 	if m.Shards == 0 {
 		etag, err := a.verifyDataETag(ctx, container, m)
@@ -847,13 +845,9 @@ func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Man
 		}
 		return []dataRef{{name: m.DataBlob, etag: etag}}, nil
 	}
-	shards, err := a.readShards(ctx, container, m)
+	parts, err := a.generationParts(ctx, container, m)
 	if err != nil {
 		return nil, err
-	}
-	parts := make([]Manifest, len(shards))
-	for i, s := range shards {
-		parts[i] = s.part()
 	}
 	return a.verifyShards(ctx, container, m, parts, nil)
 }
@@ -900,15 +894,21 @@ func (a *Archiver) readPlan(ctx context.Context, container, table, gen string) (
 // readShardManifest reads shard i's manifest and checks it against plan.
 func (a *Archiver) readShardManifest(ctx context.Context, container, table, gen string, i int, plan ShardPlan) (ShardManifest, error) {
 	var s ShardManifest
-	if err := a.readJSON(ctx, container, shardManifestName(table, gen, i), 64<<10, &s); err != nil {
+	if err := a.readJSON(ctx, container, shardManifestName(table, gen, i), manifestLimit, &s); err != nil {
 		return ShardManifest{}, err
 	}
 	low, high := plan.shardRange(i)
 	return s, s.validate(table, gen, i, plan.shards(), low, high)
 }
 
-// readJSON downloads a small JSON blob (at most limit bytes) into v. A missing blob is
-// errs.ErrNotFound; one that does not decode is ErrArchiveCorrupt.
+// manifestLimit is the size of the largest manifest or shard manifest read back (this
+// package writes them far smaller).
+const manifestLimit = 64 << 10
+
+// readJSON downloads a small JSON blob (at most limit bytes) into v: the one download
+// path of the export's metadata (manifests, shard manifests, plans). A missing blob is
+// errs.ErrNotFound; one larger than limit (never decoded from a prefix) or that does
+// not decode is ErrArchiveCorrupt.
 func (a *Archiver) readJSON(ctx context.Context, container, name string, limit int64, v any) error {
 	return retry.Do(ctx, a.opts.Retry, retry.Op{Name: "download export metadata", Resource: container}, func(ctx context.Context, _ int) error {
 		resp, err := a.blobs().DownloadStream(ctx, container, name, nil)

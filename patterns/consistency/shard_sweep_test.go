@@ -2,9 +2,17 @@ package consistency
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/repo"
 )
 
 // blobTimes returns a blob's Last-Modified and the service's clock (the response's Date).
@@ -113,4 +121,137 @@ func TestShardJobSaysItsDataIsGone(t *testing.T) {
 		t.Fatalf("a new archive-table job: %+v %v", rep, err)
 	}
 	assertRestored(t, sb.bed, container, table, GenerationLatest, sb.want)
+}
+
+// A sweep over an archived sharded generation reads the generation's manifest once and
+// each shard's manifest once, however many data blobs the generation holds (one per
+// shard, and a second attempt's data for shard 1, which no shard manifest names and
+// the sweep removes); reading them again for every data blob made every sweep cost two
+// downloads per shard data blob of every archived generation.
+func TestSweepReadsShardedGenerationOnce(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	sb := setupShards(t, 900)
+	table, container := sb.current.Name(), sb.container
+	_, m := sb.archivedKept(t, 4)
+	n := m.Shards
+	if n < 3 {
+		t.Fatalf("the generation has %d shards: the test needs several", n)
+	}
+	orphan := shardDataName(table, m.Generation, 1)
+	upload(t, sb.bed, container, orphan, gzipBytes(t, []byte("{}\n")))
+
+	s := sweeper(t, ps, 2*time.Hour) // only the sweep goes through ps
+	swept, err := s.SweepAbortedExports(sb.ctx, container, table, time.Hour, false)
+	if err != nil || !sameSet(swept, []string{orphan}) {
+		t.Fatalf("swept %v (%v), want [%s]", swept, err, orphan)
+	}
+	reads := map[string]int{}
+	others := 0
+	for _, r := range ps.Blob.Requests() {
+		switch {
+		case r.Method == http.MethodGet && strings.Contains(r.RawQuery, "comp=list"):
+		case r.Method == http.MethodDelete && strings.HasSuffix(r.Path, "/"+orphan):
+		case r.Method == http.MethodGet:
+			reads[r.Path[strings.LastIndex(r.Path, "/")+1:]]++
+		default:
+			others++
+		}
+	}
+	want := map[string]int{"manifest.json": 1}
+	for i := range n {
+		want[fmt.Sprintf("shard-%04d.json", i)] = 1
+	}
+	if !reflect.DeepEqual(reads, want) || others != 0 {
+		t.Fatalf("the sweep downloaded %v and sent %d other requests; want each manifest once: %v", reads, others, want)
+	}
+	// The generation is whole: the table (kept) still holds it, and it restores.
+	assertRestored(t, sb.bed, container, table, GenerationLatest, sb.want)
+}
+
+// "The sweep never deletes data a manifest refers to, even racing a running export", for
+// a sharded export whose generation the sweep reads once, before all of its deletes:
+// shard 1's data is listed and read as an orphan (no generation manifest, no shard
+// manifest, past olderThan), and the sweep's delete of it is held at the proxy while
+// the shard job finishes (touch, shard manifest): the delete meets 412 and the data
+// stays. With the delete first, the shard job fails and names no data that is gone.
+// Either way the generation then completes and restores whole.
+func TestAttackSweepRacesShardManifest(t *testing.T) {
+	t.Parallel()
+	t.Run("shard first", func(t *testing.T) { t.Parallel(); raceSweepAndShard(t, false) })
+	t.Run("delete first", func(t *testing.T) { t.Parallel(); raceSweepAndShard(t, true) })
+}
+
+// raceSweepAndShard runs one order of TestAttackSweepRacesShardManifest.
+func raceSweepAndShard(t *testing.T, deleteFirst bool) {
+	t.Helper()
+	ps := testenv.Proxies(t)
+	sb := setupShards(t, 300)
+	table, container := sb.current.Name(), sb.container
+	job, gen := sb.planned(t, 3)
+	exported, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(resume) }) }
+	t.Cleanup(release)
+	a := sb.archiver(t, func(j, s string) error {
+		if j == "archive-table-shard" && s == "exported" {
+			close(exported)
+			<-resume
+		}
+		return nil
+	})
+	shard := make(chan error, 1)
+	go func() {
+		_, err := a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: 1})
+		shard <- err
+	}()
+	select {
+	case <-exported:
+	case err := <-shard:
+		t.Fatalf("shard 1 ended before its data was checked: %v", err)
+	}
+	del := ps.Blob.PauseAt("sweep delete", faultproxy.All(faultproxy.MethodIs(http.MethodDelete), faultproxy.PathContains("/shard-0001-")), 1)
+	t.Cleanup(del.Release)
+	type result struct {
+		swept []string
+		err   error
+	}
+	sweep, s := make(chan result, 1), sweeper(t, ps, 2*time.Hour)
+	go func() {
+		swept, err := s.SweepAbortedExports(sb.ctx, container, table, time.Hour, false)
+		sweep <- result{swept, err}
+	}()
+	if err := del.Wait(sb.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if deleteFirst {
+		del.Release()
+		if r := <-sweep; r.err != nil || len(r.swept) != 1 {
+			t.Fatalf("sweep: %v %v, want shard 1's data", r.swept, r.err)
+		}
+		release()
+		if err := <-shard; err == nil {
+			t.Fatal("shard 1 succeeded after its data was swept")
+		}
+		var sm ShardManifest
+		if err := sb.a.readJSON(sb.ctx, container, shardManifestName(table, gen, 1), manifestLimit, &sm); !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("shard 1's manifest after its data was swept: %+v %v, want none", sm, err)
+		}
+	} else {
+		release()
+		if err := <-shard; err != nil {
+			t.Fatalf("shard 1: %v", err)
+		}
+		del.Release()
+		if r := <-sweep; r.err != nil || len(r.swept) != 0 {
+			t.Fatalf("sweep: removed %v (%v) after shard 1's manifest named it", r.swept, r.err)
+		}
+	}
+	for i := range 3 {
+		if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: i}); err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+	}
+	sb.combined(t, CombineJob{ArchiveTableJob: job, Generation: gen})
+	sb.assertArchivedOnce(t, gen)
 }

@@ -1,6 +1,7 @@
 package consistency
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -198,6 +199,16 @@ func (sb *shardBed) planned(t *testing.T, shards int) (ArchiveTableJob, string) 
 	t.Helper()
 	job := ArchiveTableJob{Table: sb.current.Name(), Container: sb.container, Sealed: true, Shards: shards}
 	return job, sb.plan(t, job)
+}
+
+// archivedKept archives the bed's Current table as one sharded generation of shards
+// shards (planned, exported and combined in this process) and keeps the table; it
+// returns the combine job and the generation's manifest.
+func (sb *shardBed) archivedKept(t *testing.T, shards int) (CombineJob, Manifest) {
+	t.Helper()
+	cj, _ := sb.exportShards(t, sb.container, shards)
+	cj.KeepTable = true
+	return cj, sb.combined(t, cj).Manifest
 }
 
 // combined runs a combine that must archive the table.
@@ -603,4 +614,25 @@ func sameSet(got, want []string) bool {
 	slices.Sort(g)
 	slices.Sort(w)
 	return slices.Equal(g, w)
+}
+
+// A manifest blob larger than the bound (64 KiB) is ErrArchiveCorrupt, as every other
+// export metadata blob that readJSON reads: never parsed from its first 64 KiB. The
+// forged blob is a genuine manifest followed by whitespace, whose truncated prefix
+// decodes to the genuine manifest.
+func TestManifestOverBoundIsCorrupt(t *testing.T) {
+	t.Parallel()
+	sb := setupShards(t, 60)
+	_, m := sb.archivedKept(t, 2)
+	name := ManifestBlobName(m.Table, m.Generation)
+	if got, err := sb.a.ReadManifest(sb.ctx, sb.container, m.Table); err != nil || got != m {
+		t.Fatalf("the genuine manifest: %+v %v", got, err)
+	}
+	upload(t, sb.bed, sb.container, name, append(download(t, sb.bed, sb.container, name), bytes.Repeat([]byte(" "), 64<<10)...))
+	if got, err := sb.a.ReadManifest(sb.ctx, sb.container, m.Table); !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("a manifest over 64 KiB: %+v %v, want ErrArchiveCorrupt", got, err)
+	}
+	if gens, err := sb.a.Generations(sb.ctx, sb.container, m.Table); !errors.Is(err, ErrArchiveCorrupt) {
+		t.Fatalf("generations with a manifest over 64 KiB: %v %v, want ErrArchiveCorrupt", gens, err)
+	}
 }

@@ -374,15 +374,15 @@ func (a *Archiver) archiveTable(ctx context.Context, job ArchiveTableJob, gen st
 	if err != nil {
 		return TableReport{}, err
 	}
-	t, err := a.table(job.Table)
-	if err != nil {
-		return TableReport{}, err
-	}
 	if job.Shards > 1 {
 		if gen == "" {
 			gen = newGeneration(a.now())
 		}
-		return a.planShards(ctx, t, job, gen)
+		return a.planShards(ctx, job, gen)
+	}
+	t, err := a.table(job.Table)
+	if err != nil {
+		return TableReport{}, err
 	}
 	for round := 0; round < 3; round++ {
 		rep, done, err := a.archiveRound(ctx, t, job, seal)
