@@ -121,7 +121,7 @@ func TestAttackShardManifestOfAnotherShardOrGeneration(t *testing.T) {
 	}
 	// B's manifest rewritten to claim A's generation, its data copied into A's folder.
 	var sm ShardManifest
-	if err := sb.a.readJSON(sb.ctx, container, shardManifestName(table, cjB.Generation, 1), 64<<10, &sm); err != nil {
+	if err := sb.a.readJSON(sb.ctx, container, shardManifestName(table, cjB.Generation, 1), manifestLimit, &sm); err != nil {
 		t.Fatal(err)
 	}
 	data := download(t, sb.bed, container, sm.DataBlob)

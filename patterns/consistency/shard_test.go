@@ -628,7 +628,7 @@ func TestManifestOverBoundIsCorrupt(t *testing.T) {
 	if got, err := sb.a.ReadManifest(sb.ctx, sb.container, m.Table); err != nil || got != m {
 		t.Fatalf("the genuine manifest: %+v %v", got, err)
 	}
-	upload(t, sb.bed, sb.container, name, append(download(t, sb.bed, sb.container, name), bytes.Repeat([]byte(" "), 64<<10)...))
+	upload(t, sb.bed, sb.container, name, append(download(t, sb.bed, sb.container, name), bytes.Repeat([]byte(" "), manifestLimit)...))
 	if got, err := sb.a.ReadManifest(sb.ctx, sb.container, m.Table); !errors.Is(err, ErrArchiveCorrupt) {
 		t.Fatalf("a manifest over 64 KiB: %+v %v, want ErrArchiveCorrupt", got, err)
 	}
