@@ -1,0 +1,160 @@
+package secondaryindex_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Attacks on the one ownership rule of unique copies (copyOwner), as Verify, Backfill,
+// Repair and the index-aware move's Removal use it.
+
+// A partial unique index (its copies carry FirstName and Email, not the primary value):
+// the owner is "told" by content equality. Two employees named Amy share an email in
+// data older than the index. The one copy then equals both projections, so copyOwner
+// calls it owned by each of them: Verify sees no Conflict and no drift although two
+// entities hold one unique value, and archiving the second Amy deletes the first Amy's
+// copy ("Removal never deletes another entity's copy"; DESIGN: content equality cannot
+// prove that the stored state is ours).
+func TestAttackOwnerPartialCopyEqualToTwoProjections(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byMailPartial)
+	if err := x.Insert(b.Ctx, emp(1, "Amy", "Smith", "amy@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	// The second Amy is older data (stored around the index), sharing the email.
+	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "empid_000002",
+		Properties: map[string]any{"EmployeeId": "000002", "FirstName": "Amy", "LastName": "Jones", "Age": int32(22), "Email": "amy@contoso.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verify: %+v", r)
+	if r.Conflict == 0 && r.Drift() == 0 {
+		t.Errorf("verify reads Sales clean (conflict 0, drift 0) while employees 000001 and 000002 share the unique email: the copy counts as each one's")
+	}
+	a, target := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "empid_000002")
+	if got, err := x.Lookup(b.Ctx, "Sales", "mail", "amy@contoso.com"); err != nil || got.LastName != "Smith" {
+		t.Fatalf("archiving employee 000002 deleted employee 000001's mail copy: lookup gives %+v %v", got, err)
+	}
+}
+
+// A copy names an owner that no longer holds the value (its primary was deleted around
+// the package, the drift Verify and Repair exist for), while another employee now holds
+// the value. copyOwner takes the name in the copy at its word: ownedByOther, so Verify
+// says Conflict (not counted as drift), Repair leaves the copy, and Lookup returns an
+// employee that does not exist. Drift's own definition: "Orphan: a copy that no entity
+// has (the entity is gone, ...)".
+func TestAttackOwnerCopyOfVanishedOwnerSquatsTheValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	for _, e := range []*Employee{emp(3, "Cy", "Gone", "x@contoso.com"), emp(2, "Bo", "Here", "y@contoso.com")} {
+		if err := x.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Writes around the package: employee 3's primary is deleted (its copy stays), and
+	// employee 2's email becomes x@.
+	if err := b.Raw.Delete(b.Ctx, "Sales", "empid_000003", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Raw.Upsert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "empid_000002",
+		Properties: map[string]any{"Email": "x@contoso.com"}}, &repo.UpsertOptions{Mode: repo.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := x.Repair(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("repair: %+v", r)
+	after, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verify after repair: %+v", after)
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "x@contoso.com")
+	if err != nil || got.EmployeeID != "000002" {
+		t.Fatalf("after Repair, lookup of x@ gives %+v %v, want employee 000002 (employee 000003 no longer exists; verify after repair: drift %d, conflict %d)",
+			got, err, after.Drift(), after.Conflict)
+	}
+}
+
+// Decode errors that are not the data's fault are returned (good), but their text names
+// the copy's RowKey, "ssn_" + the indexed value, and the worker logs that text (Redact
+// keeps keys) on every failed delivery of a verify job: the log carries the indexed value
+// that the job's own report line carefully leaves out.
+func TestAttackOwnerKeyOutageLogsTheIndexedValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	const value = "blind7f3a9cVALUE"
+	kek := &flakyKey{KeyEncryptionKey: localKey(t)}
+	kek.left.Store(1 << 30)
+	q, _ := b.Queue()
+	tb, err := repo.New[secret](b.Clients.Tables, b.Table, &repo.Options{Encryption: &codec.Encryption{Key: kek}, Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, secondaryindex.Index[secret]{Name: "id", Value: func(s *secret) string { return s.ID }},
+		[]secondaryindex.Index[secret]{{Name: "ssn", Value: func(s *secret) string { return s.SSNIndex }}},
+		&secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: value}); err != nil {
+		t.Fatal(err)
+	}
+	kek.left.Store(1) // the primary decrypts; the copy does not (the key holder went away)
+	_, verr := x.Verify(b.Ctx, "Sales", nil)
+	if verr == nil {
+		t.Fatal("verify succeeded while the key holder is out of reach")
+	}
+	if text := errs.Redact(verr); strings.Contains(text, value) {
+		t.Errorf("the verify error, as the worker logs it, carries the indexed value: %s", text)
+	}
+
+	// The same through a verify job on a worker whose log is observed.
+	core, logs := observer.New(zapcore.DebugLevel)
+	reg := queueworker.NewRegistry()
+	if err := x.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	w, err := queueworker.New(queueworker.Config{Queue: q.Queue(), Service: b.Clients.Queues, Registry: reg,
+		Logger: zap.New(core), MaxDequeueCount: 1, Retry: testbed.FastRetry(),
+		MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond, ShutdownTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek.left.Store(1)
+	if err := x.StartVerify(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	for _, l := range logs.All() {
+		line := l.Message
+		for k, v := range l.ContextMap() {
+			line += " " + k + "=" + strings.TrimSpace(strings.ReplaceAll(toString(v), "\n", " "))
+		}
+		if strings.Contains(line, value) {
+			t.Errorf("the worker's log carries the indexed value: %s", line)
+		}
+	}
+}
+
+func toString(v any) string { return fmt.Sprint(v) }
