@@ -158,3 +158,35 @@ func TestAttackOwnerKeyOutageLogsTheIndexedValue(t *testing.T) {
 }
 
 func toString(v any) string { return fmt.Sprint(v) }
+
+// An encrypted indexed type: the copy's plaintext EmployeeId is not bound to it, so a
+// writer of the table (who holds no key) rewrites employee A's ssn copy to name an
+// employee that does not exist. copyOwner believes the name: Verify calls A's value a
+// Conflict (no drift), and archiving A leaves the copy, so after the move a lookup still
+// finds A's decrypted SSN ("an archive move of an entity then leaves no copy that a
+// lookup can find").
+func TestAttackOwnerEncryptedCopyRenamedToNobodySurvivesTheMove(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := secretIntra(t, b, true)
+	if err := x.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Raw.Upsert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "ssn_h1",
+		Properties: map[string]any{"EmployeeId": "999999"}}, &repo.UpsertOptions{Mode: repo.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	got, lerr := x.Lookup(b.Ctx, "Sales", "ssn", "h1")
+	t.Logf("the renamed copy reads %+v %v", got, lerr)
+	r, err := x.Verify(b.Ctx, "Sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verify: %+v", r)
+	a, target := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "id_000001")
+	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); err == nil {
+		t.Fatalf("after archiving A, its value still finds %+v (SSN decrypted: %q); verify before the move said drift %d, conflict %d",
+			got, got.SSN, r.Drift(), r.Conflict)
+	}
+}
