@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -188,5 +189,74 @@ func TestAttackOwnerEncryptedCopyRenamedToNobodySurvivesTheMove(t *testing.T) {
 	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); err == nil {
 		t.Fatalf("after archiving A, its value still finds %+v (SSN decrypted: %q); verify before the move said drift %d, conflict %d",
 			got, got.SSN, r.Drift(), r.Conflict)
+	}
+}
+
+// The window between Removal's read of a copy (A's) and the move's transaction: held at
+// the proxy while a bulk Backfill hands the copy to employee B. The transaction's delete
+// of the copy is conditional on the ETag Removal read: it fails, the move starts over,
+// and the copy, now B's, is kept.
+func TestAttackOwnerCopyTakenOverBetweenRemovalAndTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byEmail)
+	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", "shared@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	direct, err := intraOn(b.Direct.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, target := b.Archiver(x)
+	b.MustMoveHeld(a, target, "Sales", "empid_000001", func() {
+		if err := direct.Backfill(b.Ctx, []*Employee{emp(2, "Bob", "Ray", "shared@contoso.com")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got, err := x.Lookup(b.Ctx, "Sales", "email", "shared@contoso.com"); err != nil || got.EmployeeID != "000002" {
+		t.Fatalf("B's copy after A's held move: %+v %v", got, err)
+	}
+}
+
+// The window between a backfill's read of a unique copy whose owner is unknown (forged
+// garbage under B's value) and its transaction: held while the copy is rewritten as
+// employee C's (C holds the value too). The backfill's replace is conditional on the ETag
+// it read: it fails, the round reads the copy again, finds C's, and leaves it.
+func TestAttackOwnerUnknownCopyBecomesAnothersBeforeBackfillWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byEmail)
+	direct, err := intraOn(b.Direct.Tables, b.Table, byID, nil, &repo.Options{Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*Employee{emp(2, "Bob", "Ray", "v@contoso.com"), emp(3, "Cy", "Fox", "v@contoso.com")} {
+		if err := direct.Insert(b.Ctx, e); err != nil { // data older than the email index
+			t.Fatal(err)
+		}
+	}
+	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "email_v@contoso.com",
+		Properties: map[string]any{"Age": "not a number"}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("backfill transaction", faultproxy.IsBatch, 1)
+	t.Cleanup(ps.Release)
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.BackfillPartition(b.Ctx, "Sales", &secondaryindex.BackfillOptions{Limit: 1, PageSize: 1})
+		done <- err
+	}()
+	testbed.WaitHeld(t, ps)
+	c := emp(3, "Cy", "Fox", "v@contoso.com")
+	if err := b.Raw.Upsert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "email_v@contoso.com",
+		Properties: map[string]any{"EmployeeId": c.EmployeeID, "FirstName": c.FirstName, "LastName": c.LastName, "Email": c.Email}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "email", "v@contoso.com"); err != nil || got.EmployeeID != "000003" {
+		t.Fatalf("the copy after the held backfill of B: %+v %v, want C's (000003)", got, err)
 	}
 }
