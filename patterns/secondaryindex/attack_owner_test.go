@@ -1,8 +1,11 @@
 package secondaryindex_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -258,5 +261,49 @@ func TestAttackOwnerUnknownCopyBecomesAnothersBeforeBackfillWrites(t *testing.T)
 	}
 	if got, err := x.Lookup(b.Ctx, "Sales", "email", "v@contoso.com"); err != nil || got.EmployeeID != "000003" {
 		t.Fatalf("the copy after the held backfill of B: %+v %v, want C's (000003)", got, err)
+	}
+}
+
+// cancelKey cancels the operation's context at its nth unwrap and answers with ctx's
+// error, as a key holder client that honours ctx does when the caller goes away.
+type cancelKey struct {
+	codec.KeyEncryptionKey
+	n      atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (k *cancelKey) UnwrapKey(ctx context.Context, wrapped []byte, algorithm string) ([]byte, error) {
+	if k.n.Add(-1) == 0 && k.cancel != nil {
+		k.cancel()
+		return nil, ctx.Err()
+	}
+	return k.KeyEncryptionKey.UnwrapKey(ctx, wrapped, algorithm)
+}
+
+// A context cancelled while copyOwner decrypts the copy is no evidence about the copy:
+// Verify and Removal must fail with the context's error, never report the copy as Stale
+// or of unknown owner.
+func TestAttackOwnerContextCancelledDuringCopyDecodeDecidesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	kek := &cancelKey{KeyEncryptionKey: localKey(t)}
+	x := secretIntraWith(t, b, true, kek)
+	if err := x.Insert(b.Ctx, &secret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Ctx)
+	kek.cancel = cancel
+	kek.n.Store(2) // the primary decrypts, the copy's decryption meets the cancellation
+	r, err := x.Verify(ctx, "Sales", nil)
+	if err == nil || !errors.Is(err, context.Canceled) || errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("verify cancelled during the copy's decode: %+v %v, want context.Canceled", r, err)
+	}
+	e := b.row(t, "Sales", "id_000001")
+	ctx, cancel = context.WithCancel(b.Ctx)
+	kek.cancel = cancel
+	kek.n.Store(2) // e decrypts, the copy does not
+	rm, err := x.Removal(ctx, e)
+	if err == nil || !errors.Is(err, context.Canceled) || errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("removal cancelled during the copy's decode: %+v %v, want context.Canceled", rm, err)
 	}
 }
