@@ -71,14 +71,18 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 			continue // already gone: nothing to remove
 		}
 		if err != nil {
-			return consistency.Removal{}, err
+			return consistency.Removal{}, x.aboutCopy(err, "removal", i, pk, ks[0])
 		}
-		own, err := x.copyOwner(ctx, &cp, &v, pk, i)
+		own, err := x.copyOwner(ctx, &cp, &v, pk, i, x.pointHolder(pk, i, ks[i]))
 		if err != nil {
-			return consistency.Removal{}, err
+			return consistency.Removal{}, x.aboutCopy(err, "removal", i, pk, ks[0])
 		}
-		if own != ownedByEntity {
-			continue // another entity's copy, or one whose owner cannot be told: not this move's to delete
+		if own != ownedByEntity && own != ownerVanished {
+			// Another live entity's copy, or one whose owner cannot be told: not this
+			// move's to delete. A copy naming an entity that does not hold the value
+			// (ownerVanished) is removed: no live entity can claim it by name, and
+			// keeping it would leave e findable by its value after the move.
+			continue
 		}
 		r.Actions = append(r.Actions, x.dyn.DeleteAction(pk, ks[i], &repo.DeleteOptions{ETag: cp.ETag}))
 	}
@@ -135,61 +139,4 @@ func (x *Inter[T]) Gone(ctx context.Context, pk, rk string) error {
 		return err
 	}
 	return x.Notify(ctx, pk, rk)
-}
-
-// ownership says whose a stored copy of a unique index is, as copyOwner decides.
-type ownership int
-
-const (
-	// ownerUnknown: the copy cannot tell (it does not decode, or it carries neither a
-	// primary value nor the entity's projection).
-	ownerUnknown ownership = iota
-	// ownedByEntity: the copy is the entity's.
-	ownedByEntity
-	// ownedByOther: the copy names another entity as its owner.
-	ownedByOther
-)
-
-// copyOwner is the one rule that decides whose the stored copy cp of the secondary index
-// i (read at the key v's value gives in partition pk) is: Verify (Conflict, Stale),
-// BackfillPartition and Repair (a copy of another is never taken over) and Removal (only
-// the entity's own copy is deleted) all ask it, so they cannot disagree.
-//
-// A copy of an index with duplicates names its owner in its key (value, then primary
-// value): v's. A copy of a unique index is decoded as T (encrypted properties decrypted,
-// with ctx for the key resolver): when it carries a primary value, that value names its
-// owner. Otherwise (the index's Properties leave the primary value out) it is v's only
-// when every stored property equals v's projection for the index, which is what every
-// write of this package stores with v. A copy that does not decode, a partial copy that
-// differs from v's projection, and an encrypted copy without a primary value
-// (ciphertexts cannot be compared) have an unknown owner. The stored copy is untrusted:
-// nothing in it is taken for v's unless it proves so. A failure to read the copy that is
-// not the copy's fault (the key holder out of reach, ctx done) decides nothing: it is
-// returned, and the caller fails rather than guess.
-func (x *Intra[T]) copyOwner(ctx context.Context, cp *codec.Entity, v *T, pk string, i int) (ownership, error) {
-	ix := x.all[i]
-	if ix.AllowDuplicates {
-		return ownedByEntity, nil // the key holds the primary value
-	}
-	cv, err := maintain.Decode(ctx, x.c, cp)
-	switch {
-	case errors.Is(err, errs.ErrInvalidInput):
-		return ownerUnknown, nil
-	case err != nil:
-		return ownerUnknown, err
-	}
-	if o := x.all[0].valueOf(&cv); o != "" {
-		if o == x.all[0].valueOf(v) {
-			return ownedByEntity, nil
-		}
-		return ownedByOther, nil
-	}
-	if x.c.Encrypted() {
-		return ownerUnknown, nil
-	}
-	want, err := project(x.c, v, pk, cp.RowKey, ix.props)
-	if err == nil && sameProperties(cp.Properties, want.Properties) { // Verify's comparison
-		return ownedByEntity, nil
-	}
-	return ownerUnknown, nil
 }

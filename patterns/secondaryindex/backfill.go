@@ -326,11 +326,11 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 			p.add(x.dyn.InsertAction(c), step{ix: i, kind: stepPut, rk: k})
 			continue
 		case err != nil:
-			return false, false, err
+			return false, false, x.aboutCopy(err, op, i, pk, ks[0])
 		}
-		own, err := x.copyOwner(ctx, &have, v, pk, i)
+		own, err := x.copyOwner(ctx, &have, v, pk, i, x.pointHolder(pk, i, k))
 		if err != nil {
-			return false, false, err
+			return false, false, x.aboutCopy(err, op, i, pk, ks[0])
 		}
 		if own == ownedByOther {
 			x.rows.Logger().Warn("secondaryindex: "+op+" left a unique copy held by another entity (Verify reports it as a conflict)",
@@ -363,9 +363,12 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 		return false, true, err // not applied: the same version is still there
 	case errors.As(err, &ae) && ae.Index == 0 && (errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound)):
 		return false, false, nil // changed or deleted since read: that write did the copies
-	case errors.As(err, &ae) && ae.Index > 0 && (errors.Is(err, repo.ErrPreconditionFailed) ||
-		errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrAlreadyExists)):
-		return false, true, err // a copy changed since read: read it again and decide again
+	case errors.As(err, &ae) && ae.Index > 0 && ae.Index < len(p.steps):
+		// A copy's action failed: the error names the copy's key, which holds the value.
+		err = x.aboutCopy(err, op, p.steps[ae.Index].ix, pk, ks[0])
+		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrAlreadyExists) {
+			return false, true, err // a copy changed since read: read it again and decide again
+		}
 	}
 	return false, false, err
 }

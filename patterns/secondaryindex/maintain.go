@@ -55,10 +55,13 @@ const (
 	Stale Drift = "stale"
 	// Orphan: a copy that no entity has (the entity is gone, or has another value).
 	Orphan Drift = "orphan"
-	// Conflict (Intra): an entity's value in a unique index is held by the copy of another
-	// entity (data written around this package, or stored before the index was added,
-	// where two entities share a value). Backfill and Repair never take such a copy over:
-	// change one entity's value to resolve it.
+	// Conflict (Intra): another live entity of the partition holds the entity's value in
+	// a unique index too (data written around this package, or stored before the index
+	// was added), and the copy is not proven to be this entity's: every entity of such a
+	// group but the one the copy names (all of them when the copy names none, as a
+	// partial copy equal to several projections). Backfill and Repair never take such a
+	// copy over: change one entity's value to resolve it. It counts in Drift: lookups by
+	// that value cannot find every entity that has it.
 	Conflict Drift = "conflict"
 	// Unindexable: an entity has a value in an index and no copy can exist, because the
 	// copy's key would break the service's key rules (over 1 KiB once the index's name
@@ -90,9 +93,9 @@ type Report struct {
 	Entities, Copies int
 	// Missing, Stale and Orphan count the copies of each kind of drift.
 	Missing, Stale, Orphan int
-	// Conflict counts the entities whose value in a unique index is held by another
-	// entity's copy (Intra). Repair cannot fix them and writes nothing for them, so they
-	// are not counted in Drift; they are in Samples.
+	// Conflict counts the entities whose value in a unique index another live entity
+	// holds too (Intra; see Conflict). Repair cannot fix them and writes nothing for
+	// them, but they count in Drift, as Unindexable does: the index lacks them.
 	Conflict int
 	// Unindexable counts, per index, the entities with a value no copy key can hold (see
 	// Unindexable). Repair cannot fix them either, but they count in Drift: the index
@@ -107,9 +110,10 @@ type Report struct {
 	found []Sample
 }
 
-// Drift returns Missing + Stale + Orphan + Unindexable: zero when the indexes match the
-// entities (see Conflict).
-func (r *Report) Drift() int { return r.Missing + r.Stale + r.Orphan + r.Unindexable }
+// Drift returns Missing + Stale + Orphan + Conflict + Unindexable: zero when every
+// entity is found by each of its values and nothing else is found. Repair fixes the
+// first three; Conflict and Unindexable need a change of the entity's value.
+func (r *Report) Drift() int { return r.Missing + r.Stale + r.Orphan + r.Conflict + r.Unindexable }
 
 func (r *Report) add(s Sample, samples int) {
 	switch s.Drift {

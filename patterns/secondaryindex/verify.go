@@ -372,44 +372,69 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 		for i := range rows {
 			copies[rows[i].RowKey] = &rows[i]
 		}
-		for _, w := range wants {
-			k := w.ks[n]
-			if k == "" {
-				continue
+		// The entities that want each key: two live entities with one unique value are a
+		// Conflict whatever the copy holds (the copy can be only one's).
+		byKey := map[string][]int{}
+		var keyOrder []string
+		for j, w := range wants {
+			if k := w.ks[n]; k != "" {
+				if byKey[k] == nil {
+					keyOrder = append(keyOrder, k)
+				}
+				byKey[k] = append(byKey[k], j)
 			}
-			s := Sample{Index: ix.Name, PartitionKey: pk, RowKey: w.rk, CopyKey: k}
+		}
+		for _, k := range keyOrder {
+			group := byKey[k]
 			have := copies[k]
 			if have == nil {
-				s.Drift = Missing
-				r.add(s, samples)
+				for _, j := range group {
+					r.add(Sample{Drift: Missing, Index: ix.Name, PartitionKey: pk, RowKey: wants[j].rk, CopyKey: k}, samples)
+				}
 				continue
 			}
-			own, err := x.copyOwner(ctx, have, w.v, pk, n)
-			if err != nil {
-				return nil, nil, err
+			holds := x.partitionHolder(byRK, pk, n, k)
+			owns := make([]ownership, len(group))
+			owner := -1 // the one entity of the group the copy is proven to be, if exactly one
+			for g, j := range group {
+				if owns[g], err = x.copyOwner(ctx, have, wants[j].v, pk, n, holds); err != nil {
+					return nil, nil, x.aboutCopy(err, "verify", n, pk, wants[j].rk)
+				}
+				if owns[g] == ownedByEntity {
+					if owner == -1 {
+						owner = g
+					} else {
+						owner = -2 // equal to two projections: proven to be neither's
+					}
+				}
 			}
-			switch own {
-			case ownedByOther:
-				// Another entity's copy: not this entity's to rewrite (Repair would hand
-				// it back and forth between the two).
-				s.Drift = Conflict
-				r.add(s, samples)
-				continue
-			case ownerUnknown:
-				// A copy under the entity's value that cannot be told to be its own (it
-				// does not decode, or differs from the entity's projection): drift, which
-				// Repair rewrites as a backfill does.
-				s.Drift = Stale
-				r.add(s, samples)
-				continue
-			}
-			e, err := x.copyOf(w.v, pk, n, k)
-			if err != nil {
-				return nil, nil, err
-			}
-			if !x.c.Encrypted() && !sameProperties(have.Properties, e.Properties) {
-				s.Drift = Stale
-				r.add(s, samples)
+			for g, j := range group {
+				w := wants[j]
+				s := Sample{Index: ix.Name, PartitionKey: pk, RowKey: w.rk, CopyKey: k}
+				switch {
+				case g == owner:
+					e, err := x.copyOf(w.v, pk, n, k)
+					if err != nil {
+						return nil, nil, err
+					}
+					if !x.c.Encrypted() && !sameProperties(have.Properties, e.Properties) {
+						s.Drift = Stale
+						r.add(s, samples)
+					}
+				case len(group) > 1 || owns[g] == ownedByOther:
+					// Another live entity holds the value too (or the copy is proven
+					// another's): not this entity's to rewrite (Repair would hand it back
+					// and forth between the two).
+					s.Drift = Conflict
+					r.add(s, samples)
+				default:
+					// The only entity with the value, and a copy under it that cannot be
+					// told to be its own (it does not decode, differs from the entity's
+					// projection, or names an entity that does not hold the value): drift,
+					// which Repair rewrites as a backfill does.
+					s.Drift = Stale
+					r.add(s, samples)
+				}
 			}
 		}
 		for k := range copies {
@@ -537,4 +562,20 @@ func (x *Intra[T]) dropOrphans(ctx context.Context, pk string, orphans []Sample)
 		}
 	}
 	return n, nil
+}
+
+// partitionHolder is the holder of the copy key k of the index i for Verify, which has
+// every primary of partition pk in byRK (by primary RowKey): no request.
+func (x *Intra[T]) partitionHolder(byRK map[string]*T, pk string, i int, k string) holder {
+	return func(_ context.Context, owner string) (ownership, error) {
+		rk, err := x.all[0].intraKey(owner, "")
+		if err != nil {
+			return ownerVanished, nil
+		}
+		o := byRK[rk]
+		if o == nil {
+			return ownerVanished, nil
+		}
+		return x.holdsKey(o, rk, i, k), nil
+	}
 }

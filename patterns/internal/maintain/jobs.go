@@ -172,7 +172,7 @@ func (j *Jobs) report(ctx context.Context, m *queueworker.Message[Job], op strin
 		zap.Int("entities", s.Entities), zap.Int("copies", s.Copies),
 		zap.Int("missing", s.Missing), zap.Int("stale", s.Stale), zap.Int("orphan", s.Orphan),
 		zap.Int("conflict", s.Conflict), zap.Int("unindexable", s.Unindexable),
-		zap.Int("drift", s.Missing+s.Stale+s.Orphan+s.Unindexable),
+		zap.Int("drift", s.Missing+s.Stale+s.Orphan+s.Conflict+s.Unindexable),
 		zap.Int("repaired", s.Repaired), zap.Objects("samples", s.Samples))
 	return nil
 }

@@ -1,0 +1,136 @@
+package secondaryindex_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Tests of the owner rule's fold: what a copy's named owner is worth, and what errors
+// about a copy say.
+
+// A read of a unique copy that fails with 503 ServerBusy (retries exhausted) fails the
+// move's Removal and the backfill; the errors name the index and the entity's primary
+// keys, never the copy's key (the indexed value), and keep the cause reachable: the
+// sentinel ErrTransient and the *errs.ServiceError with its 503.
+func TestOwnerCopyErrorsNameTheEntityNotTheValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	const value = "hidden7q@contoso.com"
+	once := testbed.FastRetry()
+	once.MaxRetries = 1 // one retry is enough to exhaust: the proxy answers 503 every time
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", value)); err != nil {
+		t.Fatal(err)
+	}
+	e := b.row(t, "Sales", "empid_000001")
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy copy", Match: faultproxy.All(faultproxy.IsGetEntity, faultproxy.PathContains("email_")),
+		Action: faultproxy.Respond(503, "ServerBusy")})
+	check := func(what string, err error) {
+		t.Helper()
+		var se *errs.ServiceError
+		switch {
+		case err == nil:
+			t.Fatalf("%s succeeded while the copy cannot be read", what)
+		case strings.Contains(err.Error(), "hidden7q") || strings.Contains(errs.Redact(err), "hidden7q"):
+			t.Errorf("%s: the error carries the indexed value: %v", what, err)
+		case !strings.Contains(err.Error(), "empid_000001") || !strings.Contains(err.Error(), `"email"`) || !strings.Contains(err.Error(), "503 ServerBusy"):
+			t.Errorf("%s: the error does not name the index, the entity and the class: %v", what, err)
+		case !errors.Is(err, errs.ErrTransient) || !errors.As(err, &se) || se.StatusCode != 503 || errors.Is(err, errs.ErrInvalidInput):
+			t.Errorf("%s: the cause is not reachable (want ErrTransient and a 503 ServiceError): %v", what, err)
+		}
+	}
+	_, err = x.Removal(b.Ctx, e)
+	check("removal", err)
+	_, err = x.BackfillPartition(b.Ctx, "Sales", nil)
+	check("backfill", err)
+}
+
+// A copy names an owner that is live but holds another value now (its email changed
+// around the package): it is not that entity's any more. Backfill, which does not load
+// the partition, reads the named owner's primary row (one point read) and takes the
+// copy for the entity that has the value, instead of leaving it as "another's".
+func TestOwnerBackfillTakesCopyWhoseNamedOwnerHoldsAnotherValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	x := b.intra(t, byEmail)
+	for _, e := range []*Employee{emp(3, "Cy", "Moved", "x@contoso.com"), emp(2, "Bo", "Here", "y@contoso.com")} {
+		if err := x.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Around the package: employee 3 now has z@ (its x@ copy stays), employee 2 has x@.
+	for id, mail := range map[string]string{"empid_000003": "z@contoso.com", "empid_000002": "x@contoso.com"} {
+		if err := b.Raw.Upsert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: id, Properties: map[string]any{"Email": mail}},
+			&repo.UpsertOptions{Mode: repo.Merge}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark := b.Proxies.Table.Count()
+	cp, err := x.BackfillPartition(b.Ctx, "Sales", &secondaryindex.BackfillOptions{Limit: 1, PageSize: 1}) // employee 2 only
+	if err != nil || cp.Written != 1 {
+		t.Fatalf("backfill of employee 2: %+v %v, want it written", cp, err)
+	}
+	// 1 page, 1 read of the copy, 1 point read of the named owner, 1 transaction.
+	if n := requestsTo(b.Proxies.Table, mark); n != 4 {
+		t.Errorf("the backfill of one entity sent %d requests, want 4", n)
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "email", "x@contoso.com"); err != nil || got.EmployeeID != "000002" {
+		t.Fatalf("lookup of x@ after the backfill: %+v %v, want employee 000002", got, err)
+	}
+}
+
+// A Conflict counts in Drift, and a verify job logs it as drift: two employees share an
+// email in data older than the index, so one of them cannot be found by it.
+func TestOwnerVerifyJobCountsConflictAsDrift(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	old := b.intra(t)
+	for _, e := range []*Employee{emp(1, "Ann", "Lee", "same@contoso.com"), emp(2, "Bo", "Kim", "same@contoso.com")} {
+		if err := old.Insert(b.Ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry(), Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := x.Verify(b.Ctx, "Sales", nil); err != nil || r.Conflict != 1 || r.Drift() != 1 {
+		t.Fatalf("verify: %+v %v, want one Conflict counted in Drift", r, err)
+	}
+	w := b.Worker(q, x.Register)
+	if err := x.StartVerify(b.Ctx, "Sales"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	lines := logs.FilterMessage("index verify").All()
+	if len(lines) != 1 {
+		t.Fatalf("%d verify lines, want 1", len(lines))
+	}
+	if f := lines[0].ContextMap(); f["conflict"] != int64(1) || f["drift"] != int64(1) {
+		t.Fatalf("verify line %v, want conflict 1 and drift 1", f)
+	}
+}
