@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
@@ -56,11 +57,18 @@ func setup(t *testing.T, proxied bool) *bed {
 
 func (b *bed) intra(t *testing.T, secondary ...secondaryindex.Index[Employee]) *secondaryindex.Intra[Employee] {
 	t.Helper()
-	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry()})
+	return b.intraLogged(t, nil, nil, secondary...)
+}
+
+// intraLogged is intra with log as the table's logger (nil: none) and q as the queue of
+// its jobs (nil: none).
+func (b *bed) intraLogged(t *testing.T, log *zap.Logger, q *queueworker.Client, secondary ...secondaryindex.Index[Employee]) *secondaryindex.Intra[Employee] {
+	t.Helper()
+	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry(), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := secondaryindex.NewIntra(tb, byID, secondary, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry()})
+	x, err := secondaryindex.NewIntra(tb, byID, secondary, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}

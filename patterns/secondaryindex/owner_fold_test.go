@@ -107,14 +107,7 @@ func TestOwnerVerifyJobCountsConflictAsDrift(t *testing.T) {
 		}
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
-	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry(), Logger: zap.New(core)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry(), Queue: q})
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := b.intraLogged(t, zap.New(core), q, byEmail)
 	if _, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +125,55 @@ func TestOwnerVerifyJobCountsConflictAsDrift(t *testing.T) {
 	}
 	if f := lines[0].ContextMap(); f["conflict"] != int64(1) || f["drift"] != int64(1) {
 		t.Fatalf("verify line %v, want conflict 1 and drift 1", f)
+	}
+}
+
+// boundSecret is secret with the primary value's property encrypted too: what the
+// package documentation advises for an index on an encrypted type, so that a copy's
+// owner is bound to the copy by the encryption.
+type boundSecret struct {
+	Dept     string `table:",pk"`
+	RK       string `table:",rk"`
+	ID       string `table:"EmployeeId,encrypt"`
+	SSN      string `table:"SSN,encrypt"`
+	SSNIndex string `table:"SSNIndex"`
+	ETag     string `table:",etag"`
+}
+
+// With the owner property encrypted, a writer of the table without the key who renames
+// a copy's owner breaks the copy's authentication: no lookup returns it (so no decrypted
+// value comes out), Verify reports it Stale, Repair writes it again as the entity's, and
+// an archive move then removes it.
+func TestOwnerEncryptedOwnerPropertyBindsTheCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	byID := secondaryindex.Index[boundSecret]{Name: "id", Value: func(s *boundSecret) string { return s.ID }}
+	bySSN := secondaryindex.Index[boundSecret]{Name: "ssn", Value: func(s *boundSecret) string { return s.SSNIndex }}
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[boundSecret]{bySSN},
+		&repo.Options{Encryption: &codec.Encryption{Key: localKey(t)}, Retry: testbed.FastRetry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Insert(b.Ctx, &boundSecret{Dept: "Sales", ID: "000001", SSN: "078-05-1120", SSNIndex: "h1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Raw.Upsert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "ssn_h1",
+		Properties: map[string]any{"EmployeeId": "999999"}}, &repo.UpsertOptions{Mode: repo.Merge}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); err == nil || got.SSN != "" {
+		t.Fatalf("the renamed copy reads %+v %v, want a refusal", got, err)
+	}
+	r, err := x.Repair(b.Ctx, "Sales", nil)
+	if err != nil || r.Stale != 1 || r.Repaired != 1 {
+		t.Fatalf("repair: %+v %v, want the renamed copy Stale and rewritten", r, err)
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); err != nil || got.ID != "000001" {
+		t.Fatalf("after the repair the copy reads %+v %v, want employee 000001's", got, err)
+	}
+	a, target := b.Archiver(x)
+	b.MustMove(a, target, "Sales", "id_000001")
+	if got, err := x.Lookup(b.Ctx, "Sales", "ssn", "h1"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("after the move the value still finds %+v %v", got, err)
 	}
 }

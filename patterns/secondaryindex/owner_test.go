@@ -94,14 +94,7 @@ func TestIntraRepairLogsItsOwnName(t *testing.T) {
 		}
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	tb, err := repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: testbed.FastRetry(), Logger: zap.New(core)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := secondaryindex.NewIntra(tb, byID, []secondaryindex.Index[Employee]{byEmail, byLast}, &secondaryindex.IntraOptions{Conflict: testbed.FastRetry()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := b.intraLogged(t, zap.New(core), nil, byEmail, byLast)
 	left := func(op string) {
 		t.Helper()
 		got := logs.TakeAll()
