@@ -24,19 +24,28 @@ import (
 // primary copy that does not decode as T, whose primary value does not give its own
 // RowKey (forged), or whose values no copy key can hold is refused with
 // errs.ErrInvalidInput: archiving it would leave copies that lookups find. A copy that
-// is already gone is skipped; one that names another entity as its owner (a unique value
-// taken over by hand, or by Backfill) is left to it, and so is a copy of a unique index
-// whose owner cannot be told (copyOwner, the rule Verify and BackfillPartition follow
-// too): an unknown owner is never taken for e. Such a copy, if it is in fact e's, stays
-// findable until Repair removes it as an orphan.
+// is already gone is skipped. Whose a unique copy is, copyOwner decides (the rule
+// Verify, BackfillPartition and Repair follow too; see the package documentation): a
+// copy that names another entity which is live and holds the value (a value two
+// entities share, taken over by hand or by Backfill) is left to it, and so is a copy
+// whose owner cannot be told (it does not decode, or is a partial copy that differs from
+// e's): an unknown owner is never taken for e, and such a copy, if it is in fact e's,
+// stays findable until Repair removes it as an orphan. A copy that names an entity which
+// is gone or holds another value names nobody: it is deleted, as is a partial copy equal
+// to e's projection (also when another live entity, in a Conflict with e, has the same
+// projection: Repair writes that entity's copy again after the move).
 //
-// Cost: one point query per secondary index in which e has a value; the transaction
-// grows by one delete per copy found. The actions are built on this Intra's table: build
-// it on the Archiver's clients.
+// Cost: one point query per secondary index in which e has a value, and one of the
+// primary copy of the entity a copy names when it names another; the transaction grows
+// by one delete per copy removed. The actions are built on this Intra's table: build it
+// on the Archiver's clients.
 //
 // Errors: errs.ErrInvalidInput (see above; nothing sent), errs.ErrTransient, *repo.Error,
 // and for a type with encrypted fields the key holder's own failure (e or a copy that
-// could not be decrypted for want of it decides nothing: the move fails and reruns).
+// could not be decrypted for want of it decides nothing: the move fails and reruns). An
+// error about a copy names the index and e's keys, never the copy's key (it holds the
+// indexed value), and prints only its cause's class; errors.Is and errors.As reach the
+// cause.
 func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	if e == nil {
 		return consistency.Removal{}, errs.Invalid("entity", "is nil")

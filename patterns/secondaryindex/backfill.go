@@ -202,16 +202,22 @@ func (x *Intra[T]) StartBackfill(ctx context.Context, partitions ...string) erro
 // not declare stay), so a backfill never overwrites a newer write: an entity changed
 // since its page was read fails the condition, and the write that changed it has already
 // written every copy. A unique copy held by another entity (two entities sharing a value
-// in data older than the index) is left to it and logged; Verify reports it as a
-// Conflict. An entity whose value cannot be indexed is logged and passed over. Every
+// in data older than the index: the copy names an entity whose primary copy, read to
+// check, is live and has the value) is left to it and logged; Verify reports it as a
+// Conflict. A copy naming an entity that is gone or holds another value is taken over.
+// A unique index whose Properties leave the primary value out names no owner: its copy
+// is taken over unless it equals the entity's projection, so entities sharing a value
+// take it in turn; Verify reports them as a Conflict. An entity whose value cannot be indexed is logged and passed over. Every
 // backfilled entity gets a new ETag (a caller holding the old one must read again). It is
 // idempotent; rerun it, or resume from the returned checkpoint.
 //
 // Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read per unique
-// index where it has a value and 1 transaction.
+// index where it has a value (1 more when its copy names another entity) and 1
+// transaction.
 //
 // Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
-// *repo.Error, ctx's error, the Checkpoint callback's error.
+// *repo.Error, ctx's error, the Checkpoint callback's error. An error about a copy names
+// the index and the entity's keys, never the copy's key (it holds the indexed value).
 func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *BackfillOptions) (Checkpoint, error) {
 	o, err := opts.withDefaults()
 	cp := Checkpoint{PartitionKey: pk, After: o.After}
@@ -271,10 +277,12 @@ const maintenanceConcurrency = 8
 // transaction conditional on that ETag, and reports whether it wrote. The primary copy is
 // merged, not replaced: the rewrite exists only to carry the condition, so properties T
 // does not declare stay. A copy in a unique index is read first and judged by copyOwner
-// (the rule of Verify and Removal): one held by another entity (a value two entities
-// share in data older than the index) is never taken over (reported by Verify as a
-// Conflict); one of v, or whose owner cannot be told (it does not decode, or is a partial
-// copy that differs from v's: Verify's Stale), is replaced conditional on the ETag read;
+// (the rule of Verify and Removal; the entity a copy names is read to check that it
+// holds the value): one held by another entity (a value two entities share in data
+// older than the index) is never taken over (reported by Verify as a Conflict); one of
+// v, or whose owner cannot be told (it does not decode, is a partial copy that differs
+// from v's, or names an entity that is gone or holds another value: Verify's Stale), is
+// replaced conditional on the ETag read;
 // a missing one is inserted, so a copy claimed meanwhile fails the transaction and the
 // round starts over. An entity changed or deleted since v was read
 // needs nothing: the write that changed it wrote every copy (or removed them). A lost

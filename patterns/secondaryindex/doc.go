@@ -253,7 +253,7 @@
 // (TestIntraWindowBackfillCannotOverwriteALiveUpdate). A unique copy is read first and
 // never taken over from another entity: data older than the index where two entities
 // share a value keeps the copy with the first, and Verify reports the other as a Conflict
-// that Repair leaves (TestAttackIntraBackfillUniqueDuplicateInOldData,
+// (drift) that Repair leaves (TestAttackIntraBackfillUniqueDuplicateInOldData,
 // TestIntraVerifyReportsUniqueConflictRepairLeavesIt); a missing one is inserted, so a live
 // write that claims the value meanwhile keeps it
 // (TestAttackIntraBackfillHeldWhileLiveInsertClaimsTheValue). Intra's Repair deletes an
@@ -270,7 +270,8 @@
 //
 // Cost: a backfill pays about one write of every entity through the index (Inter:
 // Reconcile's 2 reads and 1 transaction per entity not up to date, plus 1 query of refs
-// per page; Intra: per entity 1 read per unique index with a value and 1 transaction,
+// per page; Intra: per entity 1 read per unique index with a value, 1 more of the entity
+// a copy names when it names another, and 1 transaction,
 // and every backfilled entity gets a new ETag); a rerun over an up-to-date Inter index only reads. Verify reads the
 // partition's primaries and its copies (1 query per 1,000); Repair adds per drifted
 // entity a reconciliation (Inter) or an Update (Intra), and per Intra orphan 1 read, 1
@@ -284,7 +285,8 @@
 // removed, not re-created in the archive table (an index covers its own table).
 //
 //   - Intra: Removal reads the entity's copies (one point query per index in which it has
-//     a value) and the move deletes them If-Match in the transaction that deletes the
+//     a value, and one of the entity a copy names when it names another) and the move
+//     deletes them If-Match in the transaction that deletes the
 //     entity: atomic. A copy changed meanwhile (a live Update) fails the transaction and
 //     the move starts over from fresh reads
 //     (TestArchiveIntraRemovesCopiesInTheDeleteTransaction,
@@ -304,24 +306,61 @@
 //
 // Archived rows are stored data: Intra refuses (errs.ErrInvalidInput, nothing written) a
 // primary copy that does not decode or whose primary value is not its own key, a value no
-// key can hold, and a copy archived as if it were an entity. It deletes a copy of a
-// unique index only when the copy is the entity's: the copy carries the entity's primary
-// value (decoded, encrypted properties included), or, when the index's Properties leave
-// the primary value out, every stored property equals what the entity's own writes store.
-// Anything else (another entity's copy, taken over by Backfill or forged; a copy that does
-// not decode; an encrypted copy without the primary value) is left alone: a copy whose
-// owner is unknown is never taken for the archived entity's, and if it was in fact its,
-// Repair removes it as an orphan (TestAttackArchiveIntraPartialCopyOfAnotherEntityIsKept,
-// TestAttackArchiveIntraPartialCopyTakenOverByBackfillIsKept,
-// TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept). Verify, Backfill and Repair
-// decide whose a copy is by this same rule, so they cannot disagree with a move: a copy
-// a move keeps as another entity's is a Conflict to Verify and never taken over by
-// Backfill or Repair; one whose owner is unknown is Stale to Verify, and Repair rewrites
-// it as the entity's, after which a move removes it
-// (TestAttackIntraEncryptedUniqueCopyOneOwnerRule). A copy that cannot be decrypted
-// because the key holder is out of reach is not of unknown owner: nothing is decided,
-// and the move, Verify, Backfill or Repair fails and runs again
-// (TestAttackIntraKeyHolderOutageDecidesNoOwner). Copies of an index with
+// key can hold, and a copy archived as if it were an entity. Whose a copy of a unique
+// index is, one rule decides (the owner rule), for the move, Verify, Backfill and Repair
+// alike, so they cannot disagree:
+//
+//   - A copy that carries the entity's primary value (decoded, encrypted properties
+//     included) is the entity's.
+//   - A copy that names another entity is that entity's only if it is a live entity whose
+//     value gives the copy's key: one point read of the named entity's primary copy
+//     (Verify, which has loaded the partition, reads nothing more). A name that is
+//     gone or holds another value names nobody: the copy is drift, Stale to Verify,
+//     rewritten as the entity's by Backfill and Repair, removed by a move of the entity
+//     that has the value (TestAttackOwnerCopyOfVanishedOwnerSquatsTheValue,
+//     TestOwnerBackfillTakesCopyWhoseNamedOwnerHoldsAnotherValue,
+//     TestAttackOwnerEncryptedCopyRenamedToNobodySurvivesTheMove).
+//   - A copy without a primary value (the index's Properties leave it out) is the
+//     entity's when every stored property equals what the entity's own writes store.
+//     Content equality cannot tell two equal projections apart: when two live entities
+//     share the value and their projections are equal, a move of either removes the
+//     copy. Keeping it would leave every archived entity of a partial unique index
+//     findable by its value; removing it loses the other entity's copy only in a state
+//     Verify reports as a Conflict, and after the move Verify reports that copy Missing
+//     and Repair writes it (TestAttackOwnerPartialCopyEqualToTwoProjections). A partial
+//     copy that differs from the entity's projection is left
+//     (TestAttackArchiveIntraPartialCopyOfAnotherEntityIsKept,
+//     TestAttackArchiveIntraPartialCopyTakenOverByBackfillIsKept).
+//   - Anything else (a copy that does not decode; an encrypted copy without the primary
+//     value) has an unknown owner: never taken for the archived entity's; Stale to Verify
+//     when one entity has the value, rewritten by Repair, after which a move removes it
+//     (TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept,
+//     TestAttackIntraEncryptedUniqueCopyOneOwnerRule).
+//
+// Verify reads the whole partition, so two live entities with one unique value are a
+// Conflict whatever the copy holds: every one of them but the one the copy is proven to
+// be (all of them when it is proven none's). Conflicts count in Report.Drift: lookups by
+// that value cannot find each entity that has it. Repair leaves them; change a value.
+//
+// The properties that name a copy's owner are plaintext unless the type encrypts them,
+// and encryption binds only what it encrypts: on a type with encrypted fields, a writer
+// of the table who holds no key can rename a copy's owner. The rule above makes a rename
+// to a name that does not hold the value harmless (drift that Repair and moves clean),
+// but a rename to another live entity that holds the same value (a Conflict) is
+// believed. An index on such a type that must not trust the table's writers encrypts the
+// primary value's property too (tag it encrypt): a renamed copy then fails
+// authentication, no lookup returns it, Verify reports it Stale and Repair writes it
+// again (TestOwnerEncryptedOwnerPropertyBindsTheCopy).
+//
+// A copy, or the primary copy of the entity it names, that cannot be decrypted because
+// the key holder is out of reach, or cannot be read for a transient failure, is not of
+// unknown owner: nothing is decided, and the move, Verify, Backfill or Repair fails and
+// runs again (TestAttackIntraKeyHolderOutageDecidesNoOwner,
+// TestAttackOwnerContextCancelledDuringCopyDecodeDecidesNothing). Such errors name the
+// index and the entity's primary keys and give the cause's class only ("503
+// ServerBusy", "key unavailable: ..."), never the copy's key, which holds the indexed
+// value; errors.Is and errors.As reach the cause (TestOwnerCopyErrorsNameTheEntityNotTheValue,
+// TestAttackOwnerKeyOutageLogsTheIndexedValue). Copies of an index with
 // duplicates name their entity in their key. Inter needs only the keys (its refs name the
 // copies), so an entity whose values do not decode is archived and cleaned all the same,
 // and a row of an index partition is refused (TestAttackArchiveIntraUnreadableAndForgedEntities,

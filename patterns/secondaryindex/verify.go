@@ -299,16 +299,21 @@ func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
 // primaries and then each index's copies: an entity written in between can show as drift
 // that is not there; Repair re-checks before it writes.
 //
-// Whose a unique copy is is decided by the rule Backfill, Repair and Removal follow
-// (the copy decoded, encrypted properties decrypted, names its owner): a copy of another
-// entity is a Conflict, one whose owner cannot be told (it does not decode) is Stale.
-// The properties of copies of an entity type with encrypted fields are not compared
-// beyond that: their ciphertext differs at every encoding.
+// Two live entities with one unique value are a Conflict whatever the copy holds: each
+// of them but the one the copy is proven to be (all of them when it is proven none's,
+// as a partial copy equal to several projections). For the only entity with a value,
+// whose the copy is is decided by the rule Backfill, Repair and Removal follow
+// (copyOwner; the named owner checked against the partition read, without a request):
+// one whose owner cannot be told (it does not decode, differs from a partial
+// projection, or names an entity that is gone or holds another value) is Stale. The
+// properties of copies of an entity type with encrypted fields are not compared beyond
+// that: their ciphertext differs at every encoding.
 //
 // Cost: 1 query per 1,000 primaries, 1 query per 1,000 copies per index.
 //
 // Errors: errs.ErrInvalidInput (bad key or options; nothing sent), errs.ErrTransient,
-// *repo.Error.
+// *repo.Error, and for a type with encrypted fields the key holder's own failure. An
+// error about a copy names the index and the entity's keys, never the copy's key.
 func (x *Intra[T]) Verify(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
 	r, _, err := x.verify(ctx, pk, opts)
 	return r, err
