@@ -358,6 +358,11 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 	var ae *repo.ActionError
 	switch {
 	case errors.Is(err, repo.ErrOutcomeUnknown):
+		var ou *errs.OutcomeUnknownError
+		if errors.As(err, &ou) && errors.As(ou.Err, &ae) && ae.Index > 0 && ae.Index < len(p.steps) {
+			// The retry's answer names the copy's key, which holds the value.
+			err = x.aboutCopy(err, op, p.steps[ae.Index].ix, pk, ks[0])
+		}
 		rk := ks[0]
 		cur, gerr := x.rows.Get(ctx, pk, rk)
 		switch {

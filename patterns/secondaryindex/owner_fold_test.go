@@ -177,3 +177,41 @@ func TestOwnerEncryptedOwnerPropertyBindsTheCopy(t *testing.T) {
 		t.Fatalf("after the move the value still finds %+v %v", got, err)
 	}
 }
+
+// A backfill transaction whose outcome stays unknown because the retry's answer was a
+// copy's (a 409 on the copy of an email), followed by a failed read of the primary copy
+// to decide it: the error returned names the index and the entity, not the copy's key
+// that the answer carries; errors.Is still finds ErrOutcomeUnknown and the read's 503.
+func TestOwnerRewriteOutcomeUnknownOnACopyKeepsTheValueOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	const value = "hidden9k@contoso.com"
+	old := b.intra(t)
+	if err := old.Insert(b.Ctx, emp(1, "Ann", "Lee", value)); err != nil {
+		t.Fatal(err)
+	}
+	once := testbed.FastRetry()
+	once.MaxRetries = 1
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondaryindex.SetIntraAfterSubmit(x, func(error) error {
+		// The answer a retried transaction met: the copy's insert refused (409).
+		return &errs.OutcomeUnknownError{Op: "transaction", Resource: b.Table, PartitionKey: "Sales", RowKey: "empid_000001",
+			Cause: errors.New("read: connection reset"),
+			Err:   &repo.ActionError{Index: 1, PartitionKey: "Sales", RowKey: "email_" + value, StatusCode: 409, Code: "EntityAlreadyExists"}}
+	})
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy primary", Match: faultproxy.All(faultproxy.IsGetEntity, faultproxy.PathContains("empid_")),
+		Action: faultproxy.Respond(503, "ServerBusy")})
+	_, err = x.BackfillPartition(b.Ctx, "Sales", nil)
+	var se *errs.ServiceError
+	switch {
+	case err == nil:
+		t.Fatal("backfill succeeded while its outcome is unknown and the primary cannot be read")
+	case strings.Contains(errs.Redact(err), "hidden9k"):
+		t.Errorf("the backfill's error carries the indexed value: %s", errs.Redact(err))
+	case !errors.Is(err, errs.ErrOutcomeUnknown) || !errors.As(err, &se) || se.StatusCode != 503:
+		t.Errorf("the causes are not reachable: %v", err)
+	}
+}
