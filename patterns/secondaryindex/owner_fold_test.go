@@ -215,3 +215,32 @@ func TestOwnerRewriteOutcomeUnknownOnACopyKeepsTheValueOut(t *testing.T) {
 		t.Errorf("the causes are not reachable: %v", err)
 	}
 }
+
+// Repair's read of an orphan copy fails with 503: the error names the index and the
+// partition, not the orphan's key (the indexed value), and keeps the 503 reachable.
+func TestOwnerRepairOrphanErrorKeepsTheValueOut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	once := testbed.FastRetry()
+	once.MaxRetries = 1
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "email_hidden3m@contoso.com",
+		Properties: map[string]any{"EmployeeId": "000042"}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy copy", Match: faultproxy.All(faultproxy.IsGetEntity, faultproxy.PathContains("email_")),
+		Action: faultproxy.Respond(503, "ServerBusy")})
+	r, err := x.Repair(b.Ctx, "Sales", nil)
+	var se *errs.ServiceError
+	switch {
+	case err == nil:
+		t.Fatalf("repair succeeded while the orphan cannot be read: %+v", r)
+	case strings.Contains(errs.Redact(err), "hidden3m") || !strings.Contains(err.Error(), `"email"`):
+		t.Errorf("the repair's error: %s, want the index named and the value left out", errs.Redact(err))
+	case !errors.As(err, &se) || se.StatusCode != 503:
+		t.Errorf("the 503 is not reachable: %v", err)
+	}
+}

@@ -465,7 +465,8 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 // transaction; when there are orphans, 1 read each, one more query of the primaries,
 // and 1 delete each.
 //
-// Errors: as Verify and Update.
+// Errors: as Verify and Update. An error about a copy names the index and the entity's
+// keys (the partition only, for an orphan), never the copy's key.
 func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (*Report, error) {
 	r, byRK, err := x.verify(ctx, pk, opts)
 	if err != nil {
@@ -535,7 +536,7 @@ func (x *Intra[T]) dropOrphans(ctx context.Context, pk string, orphans []Sample)
 		case errors.Is(err, repo.ErrNotFound):
 			continue
 		case err != nil:
-			return 0, err
+			return 0, &copyError{op: "repair", index: s.Index, pk: pk, err: err} // not the key: it holds the value
 		}
 		etags[i] = e.ETag
 	}
@@ -563,7 +564,7 @@ func (x *Intra[T]) dropOrphans(ctx context.Context, pk string, orphans []Sample)
 		case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrOutcomeUnknown):
 			// Rewritten or removed meanwhile (or by this call): the next Verify tells.
 		default:
-			return n, err
+			return n, &copyError{op: "repair", index: s.Index, pk: pk, err: err}
 		}
 	}
 	return n, nil
