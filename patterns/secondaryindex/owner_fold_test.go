@@ -244,3 +244,27 @@ func TestOwnerRepairOrphanErrorKeepsTheValueOut(t *testing.T) {
 		t.Errorf("the 503 is not reachable: %v", err)
 	}
 }
+
+// A partial unique copy equal to the projection of exactly one of two employees that
+// share its value: that one is its owner, and only the other is a Conflict (before, the
+// other read as Stale, which Repair "fixes" by taking the copy over).
+func TestOwnerVerifyPartialCopyOfOneOfTwoIsAConflictForTheOther(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byMailPartial)
+	if err := x.Insert(b.Ctx, emp(1, "Jun", "Jones", "shared@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Backfill(b.Ctx, []*Employee{emp(3, "Kim", "Lee", "shared@contoso.com")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		r, err := x.Repair(b.Ctx, "Sales", nil)
+		if err != nil || r.Conflict != 1 || r.Drift() != 1 || r.Repaired != 0 || r.Samples[0].RowKey != "empid_000001" {
+			t.Fatalf("repair %d: %+v %v, want employee 000001 a Conflict and nothing written", i, r, err)
+		}
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "mail", "shared@contoso.com"); err != nil || got.FirstName != "Kim" {
+		t.Fatalf("the copy after the repairs: %+v %v, want Kim's", got, err)
+	}
+}
