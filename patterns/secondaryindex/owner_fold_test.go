@@ -28,12 +28,7 @@ func TestOwnerCopyErrorsNameTheEntityNotTheValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	const value = "hidden7q@contoso.com"
-	once := testbed.FastRetry()
-	once.MaxRetries = 1 // one retry is enough to exhaust: the proxy answers 503 every time
-	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := b.busyIntra(t)
 	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", value)); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +49,7 @@ func TestOwnerCopyErrorsNameTheEntityNotTheValue(t *testing.T) {
 			t.Errorf("%s: the cause is not reachable (want ErrTransient and a 503 ServiceError): %v", what, err)
 		}
 	}
-	_, err = x.Removal(b.Ctx, e)
+	_, err := x.Removal(b.Ctx, e)
 	check("removal", err)
 	_, err = x.BackfillPartition(b.Ctx, "Sales", nil)
 	check("backfill", err)
@@ -190,12 +185,7 @@ func TestOwnerRewriteOutcomeUnknownOnACopyKeepsTheValueOut(t *testing.T) {
 	if err := old.Insert(b.Ctx, emp(1, "Ann", "Lee", value)); err != nil {
 		t.Fatal(err)
 	}
-	once := testbed.FastRetry()
-	once.MaxRetries = 1
-	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := b.busyIntra(t)
 	secondaryindex.SetIntraAfterSubmit(x, func(error) error {
 		// The answer a retried transaction met: the copy's insert refused (409).
 		return &errs.OutcomeUnknownError{Op: "transaction", Resource: b.Table, PartitionKey: "Sales", RowKey: "empid_000001",
@@ -204,7 +194,7 @@ func TestOwnerRewriteOutcomeUnknownOnACopyKeepsTheValueOut(t *testing.T) {
 	})
 	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy primary", Match: faultproxy.All(faultproxy.IsGetEntity, faultproxy.PathContains("empid_")),
 		Action: faultproxy.Respond(503, "ServerBusy")})
-	_, err = x.BackfillPartition(b.Ctx, "Sales", nil)
+	_, err := x.BackfillPartition(b.Ctx, "Sales", nil)
 	var se *errs.ServiceError
 	switch {
 	case err == nil:
@@ -221,12 +211,7 @@ func TestOwnerRewriteOutcomeUnknownOnACopyKeepsTheValueOut(t *testing.T) {
 func TestOwnerRepairOrphanErrorKeepsTheValueOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	once := testbed.FastRetry()
-	once.MaxRetries = 1
-	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := b.busyIntra(t)
 	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "email_hidden3m@contoso.com",
 		Properties: map[string]any{"EmployeeId": "000042"}}); err != nil {
 		t.Fatal(err)
@@ -267,4 +252,17 @@ func TestOwnerVerifyPartialCopyOfOneOfTwoIsAConflictForTheOther(t *testing.T) {
 	if got, err := x.Lookup(b.Ctx, "Sales", "mail", "shared@contoso.com"); err != nil || got.FirstName != "Kim" {
 		t.Fatalf("the copy after the repairs: %+v %v, want Kim's", got, err)
 	}
+}
+
+// busyIntra is an Intra of employees with the email index whose requests are retried
+// once: enough to exhaust against a proxy rule that answers 503 every time.
+func (b *bed) busyIntra(t *testing.T) *secondaryindex.Intra[Employee] {
+	t.Helper()
+	once := testbed.FastRetry()
+	once.MaxRetries = 1
+	x, err := intraOn(b.Clients.Tables, b.Table, byID, []secondaryindex.Index[Employee]{byEmail}, &repo.Options{Retry: once})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
 }
