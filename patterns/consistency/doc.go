@@ -95,6 +95,14 @@
 // TestRangeConditionsOfTheirOwnType). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
 //
+// A condition on Timestamp selects by the service's time of the entity's last write:
+// "archive what was not written for a year" is Where Timestamp lt (now minus a year),
+// Type Edm.DateTime (any other Type is refused, ErrInvalidInput). The query compares the
+// service's Timestamp and the re-check compares the Timestamp read back (codec keeps it
+// in Entity.Timestamp, not in Properties), so a write to an entity after the scan takes
+// it out of the move: its delete is If-Match the version read
+// (TestRangeTimestampConditionThroughWorker).
+//
 // Any conflict (a 409 or 412, a 404 in the delete transaction, ErrOutcomeUnknown) fails
 // the batch's attempt, and the next attempt reads again: a transaction that committed
 // took its entities out of the source, so an attempt moves only what is left. An entity

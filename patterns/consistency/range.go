@@ -73,7 +73,9 @@ type RangeKey struct {
 // query.
 type Condition struct {
 	// Property is the property name (an identifier; not PartitionKey or RowKey: use the
-	// job's key bounds).
+	// job's key bounds). "Timestamp" is the service's time of the entity's last write
+	// (the natural "not written for a year" job): its Type must be Edm.DateTime, and the
+	// re-check compares the Timestamp read back (codec.Entity.Timestamp).
 	Property string `json:"property"`
 	// Op is eq, ne, gt, ge, lt or le.
 	Op string `json:"op"`
@@ -101,6 +103,9 @@ type condition struct {
 	want any
 	// sent reports whether the comparison goes into the query's filter (sentInQuery).
 	sent bool
+	// timestamp reports that property is the service's Timestamp, which codec.DecodeEntity
+	// keeps in Entity.Timestamp, not in Properties.
+	timestamp bool
 }
 
 // compile checks the condition, parses its value once and builds its comparison; field
@@ -108,6 +113,10 @@ type condition struct {
 func (c Condition) compile(field string) (condition, filter.Expr, error) {
 	if strings.EqualFold(c.Property, "PartitionKey") || strings.EqualFold(c.Property, "RowKey") {
 		return condition{}, filter.Expr{}, errs.Invalid(field+".property", "%s: select keys with the job's key bounds", c.Property)
+	}
+	timestamp := c.Property == timestampProperty
+	if timestamp && c.Type != "Edm.DateTime" {
+		return condition{}, filter.Expr{}, errs.Invalid(field+".type", "%.40q: the Timestamp is compared as Edm.DateTime only", c.Type)
 	}
 	v, err := c.value(field)
 	if err != nil {
@@ -130,8 +139,11 @@ func (c Condition) compile(field string) (condition, filter.Expr, error) {
 		}
 		want = parsed
 	}
-	return condition{property: c.Property, op: c.Op, want: want, sent: c.sentInQuery()}, e, nil
+	return condition{property: c.Property, op: c.Op, want: want, sent: c.sentInQuery(), timestamp: timestamp}, e, nil
 }
+
+// timestampProperty is the service's own property: the time of an entity's last write.
+const timestampProperty = "Timestamp"
 
 // value parses Value as Type: string, int32, int64, float64, bool, time.Time or
 // filter.GUID.
@@ -169,12 +181,17 @@ func (c Condition) value(field string) (any, error) {
 	return v, nil
 }
 
-// matches re-checks the condition on properties read from storage: the property must be
+// matches re-checks the condition on an entity read from storage: the property must be
 // stored with the condition's type and compare as the condition says. Strings compare
 // by UTF-16 code units, as the service compares them. An ordering of GUIDs (gt, ge, lt,
-// le) is left to the service once the type matches; eq and ne compare the 16 bytes.
-func (c condition) matches(props map[string]any) bool {
-	p, ok := props[c.property]
+// le) is left to the service once the type matches; eq and ne compare the 16 bytes. A
+// Timestamp condition compares e.Timestamp (absent when the read did not return it).
+func (c condition) matches(e *codec.Entity) bool {
+	if c.timestamp {
+		want, _ := c.want.(time.Time) // compile parsed it as Edm.DateTime
+		return !e.Timestamp.IsZero() && c.holds(e.Timestamp.Compare(want))
+	}
+	p, ok := e.Properties[c.property]
 	if !ok {
 		return false // the service never matches a missing property, ne included
 	}
@@ -207,9 +224,12 @@ func (c condition) matches(props map[string]any) bool {
 	default:
 		return false
 	}
-	if !ok {
-		return false
-	}
+	return ok && c.holds(order)
+}
+
+// holds reports whether the condition's comparison holds for order, the stored value
+// compared with the condition's (cmp.Compare's sign).
+func (c condition) holds(order int) bool {
 	switch c.op {
 	case "eq":
 		return order == 0
@@ -259,7 +279,7 @@ type rangePlan struct {
 // matches re-checks every condition of the job on an entity read from storage.
 func (p *rangePlan) matches(e *codec.Entity) bool {
 	for _, c := range p.where {
-		if !c.matches(e.Properties) {
+		if !c.matches(e) {
 			return false
 		}
 	}
