@@ -81,6 +81,13 @@
 // left in the source unchanged and the rest of the range moves: RangeReport.Skipped
 // lists its keys and a warning logs them, keys only, never its values
 // (TestRangeSkipsEntitiesTheTargetCannotTake, TestAttackRangeOnePoisonEntityStopsTheJob).
+// So is a key the scan returns that the job cannot address: an empty PartitionKey
+// (another client can store one; aztables refuses it on every point operation) or a
+// character the service forbids in keys (a store that does not enforce the rule). The
+// keys a scan returns are still checked against the range and the order, and a
+// checkpoint is a position, not an address: a continuation after such a key resumes
+// after it (TestRangeUnaddressableKeysSkippedAndResumedAfter,
+// TestAttackAmovesRangeEmptyPartitionKey).
 //
 // Where conditions are re-checked on the entities read, by the scan and by each batch's
 // source read: a property must be stored with the condition's EDM type and compare as it

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
@@ -381,30 +383,53 @@ func (j ArchiveRangeJob) plan() (*rangePlan, error) {
 	return p, nil
 }
 
-// checkAfter checks that the checkpoint is a valid key inside the job's selection: a
-// continuation comes back from the queue, and one outside the range would make the job
-// move entities it does not select.
-func (j ArchiveRangeJob) checkAfter() error {
-	a := j.After
-	if a.PartitionKey == "" {
-		return errs.Invalid("after.pk", "is empty")
-	}
-	if err := codec.ValidateKey("after.pk", a.PartitionKey); err != nil {
-		return err
-	}
-	if err := codec.ValidateKey("after.rk", a.RowKey); err != nil {
-		return err
+// checkAfter checks that the checkpoint is a position inside the job's selection
+// (checkPosition): a continuation comes back from the queue.
+func (j ArchiveRangeJob) checkAfter() error { return j.checkPosition("after", *j.After) }
+
+// checkPosition checks that k is a position in the key order inside the job's range: a
+// checkpoint, or a key the scan returned. A position only bounds a scan (the scan is the
+// job's selection AND after the checkpoint), so it needs to be text the filter can carry
+// (valid UTF-8, at most a key's 1 KiB), not an address: it may be a key that the job
+// cannot address (an empty PartitionKey, which sorts first, inside a range open at the
+// bottom; a character the service forbids in keys, stored by a store that does not
+// enforce it), so that a continuation resumes after such a key rather than refusing it
+// (addressable decides what moves). One outside the range is refused: a scan that
+// returned it broke its filter.
+func (j ArchiveRangeJob) checkPosition(field string, k RangeKey) error {
+	for _, f := range []struct{ name, v string }{{field + ".pk", k.PartitionKey}, {field + ".rk", k.RowKey}} {
+		if !utf8.ValidString(f.v) {
+			return errs.Invalid(f.name, "is not valid UTF-8")
+		}
+		if n := 2 * len(utf16.Encode([]rune(f.v))); n > codec.MaxKeyBytes {
+			return errs.TooLarge(f.name, "key longer than 1 KiB of UTF-16", n, codec.MaxKeyBytes)
+		}
 	}
 	out := false
 	if j.PartitionKey != "" {
-		out = a.PartitionKey != j.PartitionKey || keys.Compare(a.RowKey, j.RowKeyFrom) < 0 || (j.RowKeyTo != "" && keys.Compare(a.RowKey, j.RowKeyTo) >= 0)
+		out = k.PartitionKey != j.PartitionKey || keys.Compare(k.RowKey, j.RowKeyFrom) < 0 || (j.RowKeyTo != "" && keys.Compare(k.RowKey, j.RowKeyTo) >= 0)
 	} else {
-		out = keys.Compare(a.PartitionKey, j.PartitionKeyFrom) < 0 || (j.PartitionKeyTo != "" && keys.Compare(a.PartitionKey, j.PartitionKeyTo) >= 0)
+		out = keys.Compare(k.PartitionKey, j.PartitionKeyFrom) < 0 || (j.PartitionKeyTo != "" && keys.Compare(k.PartitionKey, j.PartitionKeyTo) >= 0)
 	}
 	if out {
-		return errs.Invalid("after", "the checkpoint (%q, %q) is outside the job's range", a.PartitionKey, a.RowKey)
+		return errs.Invalid(field, "the position (%q, %q) is outside the job's range", k.PartitionKey, k.RowKey)
 	}
 	return nil
+}
+
+// addressable checks that a key the scan returned can be read, copied and deleted by
+// the job: a non-empty PartitionKey (aztables refuses an empty one on every point
+// operation, and so does repo) and keys the service accepts (codec.ValidateKey). The
+// scan of a table written by other clients, or kept by a store that does not enforce
+// the key rules, can return others: they are left in the source and reported.
+func addressable(k RangeKey) error {
+	if k.PartitionKey == "" {
+		return errs.Invalid("PartitionKey", "is empty: aztables cannot address the entity")
+	}
+	if err := codec.ValidateKey("PartitionKey", k.PartitionKey); err != nil {
+		return err
+	}
+	return codec.ValidateKey("RowKey", k.RowKey)
 }
 
 // scan is the filter of the job's entities after the checkpoint at (nil: from the start).
@@ -455,8 +480,10 @@ type RangeReport struct {
 	Scanned int
 	// Skipped lists the keys of the entities the run left in the source because the
 	// target cannot take their copy (252 custom properties and the copy's own, a copy
-	// over 1 MiB, a blob name too long), in the service's order. The rest of the range
-	// moves; each is also logged (keys only) as a warning.
+	// over 1 MiB, a blob name too long) or the job cannot address them (an empty
+	// PartitionKey; a key with a character the service forbids, kept by a store that
+	// does not enforce the rule), in the service's order. The rest of the range moves;
+	// each is also logged (keys only) as a warning.
 	Skipped []RangeKey
 	// Next is the checkpoint to continue from; nil when the range is done.
 	Next *RangeKey

@@ -53,7 +53,7 @@ func (s *skipped) add(source string, k RangeKey, err error) {
 		return
 	}
 	s.keys[k] = true
-	s.log.Warn("archive range: entity left in the source, the target cannot take it",
+	s.log.Warn("archive range: entity left in the source, the target cannot take it or the job cannot address it",
 		zap.String("table", source), zap.String("partitionKey", k.PartitionKey), zap.String("rowKey", k.RowKey), errs.LogField(err))
 }
 
@@ -128,11 +128,13 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	batches, err := p.batches(found)
+	skip := &skipped{keys: map[RangeKey]bool{}, log: a.opts.Logger}
+	batches, err := p.batches(found, skip)
 	if err != nil {
 		return RangeReport{}, err
 	}
-	rep := RangeReport{}
+	rep := RangeReport{Skipped: skip.list()}
+	rep.Scanned = len(rep.Skipped)
 	for _, b := range batches {
 		rep.Scanned += len(b.rks)
 	}
@@ -140,7 +142,6 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 		return rep, err
 	}
 	var moved atomic.Int64
-	skip := &skipped{keys: map[RangeKey]bool{}, log: a.opts.Logger}
 	err = fanout.Do(ctx, len(batches), rangeConcurrency, func(ctx context.Context, i int) error {
 		return a.moveBatch(ctx, src, p, batches[i], &moved, skip)
 	})
@@ -158,18 +159,17 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 
 // batches checks the keys of a scan and splits the entities that match the job's
 // conditions (re-checked: matches) into batches. The keys come from storage: each must
-// be a valid key inside the job's range, after the checkpoint and after the key before
-// it in the service's order (keys.Compare), so that a continuation always moves forward
-// and never leaves the range.
-func (p *rangePlan) batches(found []codec.Entity) ([]rangeBatch, error) {
+// be a position inside the job's range (checkPosition), after the checkpoint and after
+// the key before it in the service's order (keys.Compare), so that a continuation always
+// moves forward and never leaves the range. A matching key that the job cannot address
+// (addressable) goes to skip, and the rest moves.
+func (p *rangePlan) batches(found []codec.Entity, skip *skipped) ([]rangeBatch, error) {
 	j := p.job
 	var out []rangeBatch
 	prev := j.After
 	for i := range found {
 		k := RangeKey{PartitionKey: found[i].PartitionKey, RowKey: found[i].RowKey}
-		probe := j
-		probe.After = &k
-		if err := probe.checkAfter(); err != nil {
+		if err := j.checkPosition("scanned key", k); err != nil {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned a key outside the range: %w", j.Source, err)
 		}
 		if prev != nil && cmp.Or(keys.Compare(k.PartitionKey, prev.PartitionKey), keys.Compare(k.RowKey, prev.RowKey)) <= 0 {
@@ -178,6 +178,10 @@ func (p *rangePlan) batches(found []codec.Entity) ([]rangeBatch, error) {
 		prev = &k
 		if !p.matches(&found[i]) {
 			continue // the query matched what the conditions do not (another EDM type)
+		}
+		if err := addressable(k); err != nil {
+			skip.add(j.Source, k, err)
+			continue
 		}
 		if n := len(out); n == 0 || out[n-1].pk != k.PartitionKey || len(out[n-1].rks) == rangeBatchSize {
 			out = append(out, rangeBatch{pk: k.PartitionKey})
