@@ -318,7 +318,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
 		return 0, err
 	}
-	n, err := a.deleteMoved(ctx, src, job, groups)
+	n, err := a.deleteMoved(ctx, src, job, groups, skip)
 	if err != nil {
 		return n, err
 	}
@@ -505,7 +505,13 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 // already taken in the new round waits again without being asked, so an entity that
 // waited costs one more companion read (when its turn comes), not a failed transaction
 // and a restart of the whole batch.
-func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup) (int, error) {
+//
+// A store can answer the delete of an entity with 404 or 412 while the entity is there,
+// unchanged (Azurite, for a key with U+2028 or U+2029 in a $batch: it addresses another
+// row). One Get tells it from a concurrent change, and such an entity is then removed on
+// its own (removeAlone) while the rest of its transaction is sent again, rather than the
+// batch restarting until its retries end.
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup, skip *skipped) (int, error) {
 	type waiting struct {
 		g     removalGroup
 		asked bool // g holds the current answer of the companions; else only g.e and g.rows (the last round's)
@@ -516,36 +522,35 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 	}
 	deleted := 0
 	for len(pending) > 0 {
-		var tx []repo.Action
+		var cur []removalGroup // the groups of the transaction being built
 		size := repo.TransactionSize()
-		var batch []removing
 		used := map[string]bool{}
 		taken := func(rows []string) bool {
 			return slices.ContainsFunc(rows, func(rk string) bool { return used[rk] })
 		}
 		flush := func() error {
-			if len(tx) == 0 {
-				return nil
-			}
-			err := a.withCompanions(ctx, KindArchiveRange, job.Source, batch, func(ctx context.Context) error {
-				_, err := repo.Submit(ctx, tx...)
-				var ae *repo.ActionError
-				if err != nil && errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
-					// An entity (or a companion's copy) is gone: a concurrent run moved
-					// it, or the application deleted it. Start over: fresh reads find
-					// what is left.
-					return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+			for len(cur) > 0 {
+				n, err := a.deleteGroups(ctx, src, job, cur)
+				deleted += n
+				var ue *unaddressableError
+				if !errors.As(err, &ue) {
+					if err != nil {
+						return err
+					}
+					break
 				}
-				return err
-			})
-			if errors.Is(err, errMoveStepFailed) {
-				deleted += len(batch) // committed; a companion's After failed
+				// The store answered the delete of one entity with a 404 or 412 while the
+				// entity is there at the version read: nothing of the transaction landed.
+				// That entity takes a path of its own and the others go again.
+				g := cur[ue.group]
+				cur = slices.Delete(cur, ue.group, ue.group+1)
+				n, err = a.removeAlone(ctx, src, job, g, ue, skip)
+				deleted += n
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
-			deleted += len(batch)
-			tx, batch, size = nil, nil, repo.TransactionSize()
+			cur, size = nil, repo.TransactionSize()
 			return nil
 		}
 		var next []waiting
@@ -565,14 +570,13 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 					continue
 				}
 			}
-			if !fitsTransaction(len(tx), size, len(g.actions), g.size) {
+			if !fitsTransaction(actionCount(cur), size, len(g.actions), g.size) {
 				if err := flush(); err != nil {
 					return deleted, err
 				}
 			}
-			tx = append(tx, g.actions...)
+			cur = append(cur, g)
 			size += g.size
-			batch = append(batch, g.removing)
 			for _, rk := range g.rows {
 				used[rk] = true
 			}
@@ -583,4 +587,108 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 		pending = next
 	}
 	return deleted, nil
+}
+
+// actionCount is the number of actions of the groups gs.
+func actionCount(gs []removalGroup) int {
+	n := 0
+	for _, g := range gs {
+		n += len(g.actions)
+	}
+	return n
+}
+
+// unaddressableError reports that the store answered the delete of the entity of group
+// (an index into the transaction's groups) with err, a 404 or 412, while the entity is
+// there at the version the move read. It wraps nothing: the transaction did not land,
+// and the companions' After hooks must not run as after a 404.
+type unaddressableError struct {
+	group int
+	err   error
+}
+
+func (e *unaddressableError) Error() string {
+	return "consistency: the store refused the delete of an entity that is there, unchanged: " + e.err.Error()
+}
+
+// deleteGroups sends the deletes of gs in one entity group transaction under their
+// companion protocol (withCompanions) and returns how many entities it deleted. A
+// failure of an entity's own delete (404, 412) is checked with one Get of that entity:
+// gone or changed, the batch starts over (errRestart, or the 412 as it is); there at the
+// version read, an *unaddressableError names its group.
+func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, gs []removalGroup) (int, error) {
+	tx := make([]repo.Action, 0, actionCount(gs))
+	batch := make([]removing, 0, len(gs))
+	for _, g := range gs {
+		tx = append(tx, g.actions...)
+		batch = append(batch, g.removing)
+	}
+	err := a.withCompanions(ctx, KindArchiveRange, job.Source, batch, func(ctx context.Context) error {
+		_, err := repo.Submit(ctx, tx...)
+		var ae *repo.ActionError
+		if err == nil || errors.Is(err, errs.ErrOutcomeUnknown) || !errors.As(err, &ae) {
+			return err
+		}
+		notFound := errors.Is(err, errs.ErrNotFound)
+		if gi, own := deleteOf(gs, ae.Index); own && (notFound || errors.Is(err, errs.ErrPreconditionFailed)) {
+			e := gs[gi].e
+			got, gerr := src.Get(ctx, e.PartitionKey, e.RowKey)
+			if gerr == nil && got.ETag == e.ETag {
+				return &unaddressableError{group: gi, err: err}
+			}
+			if gerr != nil && !errors.Is(gerr, errs.ErrNotFound) {
+				return gerr
+			}
+		}
+		if notFound {
+			// An entity (or a companion's copy) is gone: a concurrent run moved it, or
+			// the application deleted it. Start over: fresh reads find what is left.
+			return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+		}
+		return err
+	})
+	if errors.Is(err, errMoveStepFailed) {
+		return len(gs), err // committed; a companion's After failed
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(gs), nil
+}
+
+// deleteOf returns the group of gs whose actions hold the transaction's action index,
+// and whether that action is the group's entity delete (its first: checkRemoval).
+func deleteOf(gs []removalGroup, index int) (int, bool) {
+	at := 0
+	for i, g := range gs {
+		if index < at+len(g.actions) {
+			return i, index == at
+		}
+		at += len(g.actions)
+	}
+	return 0, false
+}
+
+// removeAlone removes the entity of g, whose delete the store refused in a transaction
+// while the entity is there (ue), on a path of its own: a plain delete If-Match the
+// version copied when no companion takes part (one request, which the store addresses),
+// and returns 1 when it deleted it. An entity with companions cannot leave the
+// transaction of their actions and hooks: it is left in the source and reported (skip),
+// with its copy in the target beside it (the source stays authoritative).
+func (a *Archiver) removeAlone(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, g removalGroup, ue *unaddressableError, skip *skipped) (int, error) {
+	k := RangeKey{g.e.PartitionKey, g.e.RowKey}
+	if len(g.actions) > 1 || len(g.rs) > 0 {
+		skip.add(job.Source, k, errs.Invalid("RowKey", "the store refuses the entity's delete in an entity group transaction (%v), and its companions need one", ue.err))
+		return 0, nil
+	}
+	err := src.Delete(ctx, k.PartitionKey, k.RowKey, &repo.DeleteOptions{ETag: g.e.ETag})
+	switch {
+	case err == nil:
+		return 1, nil
+	case errors.Is(err, errs.ErrNotFound) && !isTableNotFound(err):
+		// Gone after all (a concurrent run): start over, fresh reads find what is left.
+		return 0, fmt.Errorf("%w: (%q, %q) went while deleted on its own", errRestart, k.PartitionKey, k.RowKey)
+	default:
+		return 0, err // 412 (changed): start over; others as they are
+	}
 }
