@@ -506,7 +506,7 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 // waited costs one more companion read (when its turn comes), not a failed transaction
 // and a restart of the whole batch.
 //
-// A store can answer the delete of an entity with 404 or 412 while the entity is there,
+// A store can refuse the delete of an entity (404, 412, 400) while the entity is there,
 // unchanged (Azurite, for a key with U+2028 or U+2029 in a $batch: it addresses another
 // row). One Get tells it from a concurrent change, and such an entity is then removed on
 // its own (removeAlone) while the rest of its transaction is sent again, rather than the
@@ -539,8 +539,8 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 					}
 					break
 				}
-				// The store answered the delete of one entity with a 404 or 412 while the
-				// entity is there at the version read: nothing of the transaction landed.
+				// The store refused the delete of one entity while the entity is there at
+				// the version read: nothing of the transaction landed.
 				// That entity takes a path of its own and the others go again.
 				g := cur[ue.group]
 				cur = slices.Delete(cur, ue.group, ue.group+1)
@@ -599,7 +599,7 @@ func actionCount(gs []removalGroup) int {
 }
 
 // unaddressableError reports that the store answered the delete of the entity of group
-// (an index into the transaction's groups) with err, a 404 or 412, while the entity is
+// (an index into the transaction's groups) with err, a 4xx, while the entity is
 // there at the version the move read. It wraps nothing: the transaction did not land,
 // and the companions' After hooks must not run as after a 404.
 type unaddressableError struct {
@@ -613,9 +613,11 @@ func (e *unaddressableError) Error() string {
 
 // deleteGroups sends the deletes of gs in one entity group transaction under their
 // companion protocol (withCompanions) and returns how many entities it deleted. A
-// failure of an entity's own delete (404, 412) is checked with one Get of that entity:
-// gone or changed, the batch starts over (errRestart, or the 412 as it is); there at the
-// version read, an *unaddressableError names its group.
+// refusal of an entity's own delete (a 4xx: 404, 412, or Azurite's 400
+// InvalidDuplicateRow when it read the key of another delete of the transaction) is
+// checked with one Get of that entity: gone or changed, the batch starts over
+// (errRestart, or the refusal as it is); there at the version read, an
+// *unaddressableError names its group.
 func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, gs []removalGroup) (int, error) {
 	tx := make([]repo.Action, 0, actionCount(gs))
 	batch := make([]removing, 0, len(gs))
@@ -630,7 +632,7 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 			return err
 		}
 		notFound := errors.Is(err, errs.ErrNotFound)
-		if gi, own := deleteOf(gs, ae.Index); own && (notFound || errors.Is(err, errs.ErrPreconditionFailed)) {
+		if gi, own := deleteOf(gs, ae.Index); own && ae.StatusCode >= 400 && ae.StatusCode < 500 {
 			e := gs[gi].e
 			got, gerr := src.Get(ctx, e.PartitionKey, e.RowKey)
 			if gerr == nil && got.ETag == e.ETag {
