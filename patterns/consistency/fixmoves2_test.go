@@ -1,10 +1,12 @@
 package consistency
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -92,5 +94,57 @@ func TestArchiveRangeLineSeparatorKeyWithCompanionSkipped(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"b\u2029", "copy-b\u2029"}) {
 		t.Fatalf("left in the source: %q; want the skipped entity and its copy", got)
+	}
+}
+
+// afterLooks is a companion whose only step is After: it records, each time it runs,
+// whether the entity is still in the table (After is for entities that are gone).
+type afterLooks struct {
+	tbl     *repo.Table[codec.Entity]
+	mu      sync.Mutex
+	present []bool
+}
+
+func (c *afterLooks) Removal(_ context.Context, e *codec.Entity) (Removal, error) {
+	pk, rk := e.PartitionKey, e.RowKey
+	return Removal{After: func(ctx context.Context) error {
+		_, err := c.tbl.Get(ctx, pk, rk)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.present = append(c.present, err == nil)
+		return nil
+	}}, nil
+}
+
+func (c *afterLooks) Gone(context.Context, string, string) error { return nil }
+
+// The same 404 for an entity that is there, with a companion whose only step is After
+// (it removes copies once the entity is gone): the 404 must not run After while the
+// entity is still in the table; After runs once, for the delete that landed.
+func TestArchiveEntity404WhileThereRunsNoAfter(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	c := &afterLooks{tbl: b.current}
+	a, err := New(b.clients, &Options{Retry: fastRetry(), Companions: map[string][]Companion{b.current.Name(): {c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.current.Insert(b.ctx, employee("Sales", "e1", 30)); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	match := func(r *http.Request) bool {
+		return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, b.current.Name()) && n.Add(1) == 1
+	}
+	ps.Table.AddRule(faultproxy.Rule{Name: "404", Match: match, Action: faultproxy.Respond(http.StatusNotFound, "ResourceNotFound")})
+	out, err := a.ArchiveEntity(b.ctx, b.job("Sales", "e1"))
+	if err != nil || out != OutcomeMoved || ps.Table.Fired("404") != 1 {
+		t.Fatalf("move: %v %v (the rule fired %d times)", out, err, ps.Table.Fired("404"))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Equal(c.present, []bool{false}) {
+		t.Fatalf("After ran with the entity present: %v; want once, after it was gone", c.present)
 	}
 }
