@@ -42,13 +42,7 @@ func (j ArchiveEntityJob) Validate() error {
 	if err := codec.ValidateTableName(j.Source); err != nil {
 		return err
 	}
-	if j.PartitionKey == "" {
-		return errs.Invalid("pk", "is empty")
-	}
-	if err := codec.ValidateKey("PartitionKey", j.PartitionKey); err != nil {
-		return err
-	}
-	if err := codec.ValidateKey("RowKey", j.RowKey); err != nil {
+	if err := addressable(RangeKey{j.PartitionKey, j.RowKey}); err != nil {
 		return err
 	}
 	switch {

@@ -17,6 +17,17 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
+// falseNotFoundOnFirstDelete makes p answer the first entity DELETE of table with 404
+// ResourceNotFound without forwarding it (rule "404"): a store that refuses a delete of
+// an entity that is there.
+func falseNotFoundOnFirstDelete(p *faultproxy.Proxy, table string) {
+	var n atomic.Int32
+	match := func(r *http.Request) bool {
+		return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, table) && n.Add(1) == 1
+	}
+	p.AddRule(faultproxy.Rule{Name: "404", Match: match, Action: faultproxy.Respond(http.StatusNotFound, "ResourceNotFound")})
+}
+
 // A store answers the single move's plain delete with 404 while the entity is there
 // (synthesized at the proxy, the request never forwarded). The move must not take the
 // 404 for "gone" although the target holds the version: one Get sees the entity, the
@@ -29,11 +40,7 @@ func TestArchiveEntity404WhileThereStartsOver(t *testing.T) {
 	if err := b.current.Insert(b.ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	var n atomic.Int32
-	match := func(r *http.Request) bool {
-		return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, b.current.Name()) && n.Add(1) == 1
-	}
-	ps.Table.AddRule(faultproxy.Rule{Name: "404", Match: match, Action: faultproxy.Respond(http.StatusNotFound, "ResourceNotFound")})
+	falseNotFoundOnFirstDelete(ps.Table, b.current.Name())
 	out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "e1"))
 	if err != nil || out != OutcomeMoved {
 		t.Fatalf("move: %v %v", out, err)
@@ -133,11 +140,7 @@ func TestArchiveEntity404WhileThereRunsNoAfter(t *testing.T) {
 	if err := b.current.Insert(b.ctx, employee("Sales", "e1", 30)); err != nil {
 		t.Fatal(err)
 	}
-	var n atomic.Int32
-	match := func(r *http.Request) bool {
-		return r.Method == http.MethodDelete && strings.Contains(r.URL.Path, b.current.Name()) && n.Add(1) == 1
-	}
-	ps.Table.AddRule(faultproxy.Rule{Name: "404", Match: match, Action: faultproxy.Respond(http.StatusNotFound, "ResourceNotFound")})
+	falseNotFoundOnFirstDelete(ps.Table, b.current.Name())
 	out, err := a.ArchiveEntity(b.ctx, b.job("Sales", "e1"))
 	if err != nil || out != OutcomeMoved || ps.Table.Fired("404") != 1 {
 		t.Fatalf("move: %v %v (the rule fired %d times)", out, err, ps.Table.Fired("404"))

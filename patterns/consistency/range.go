@@ -417,14 +417,16 @@ func (j ArchiveRangeJob) checkPosition(field string, k RangeKey) error {
 	return nil
 }
 
-// addressable checks that a key the scan returned can be read, copied and deleted by
-// the job: a non-empty PartitionKey (aztables refuses an empty one on every point
-// operation, and so does repo) and keys the service accepts (codec.ValidateKey). The
-// scan of a table written by other clients, or kept by a store that does not enforce
-// the key rules, can return others: they are left in the source and reported.
+// addressable checks that the keys of an entity can be read, copied and deleted by a
+// move: a non-empty PartitionKey (aztables refuses an empty one on every point
+// operation, and so does repo) and keys the service accepts (codec.ValidateKey). It is
+// the one rule of both moves: an archive-entity job's keys (Validate) and the keys a
+// range scan returns. The scan of a table written by other clients, or kept by a store
+// that does not enforce the key rules, can return others: a range leaves them in the
+// source and reports them.
 func addressable(k RangeKey) error {
 	if k.PartitionKey == "" {
-		return errs.Invalid("PartitionKey", "is empty: aztables cannot address the entity")
+		return errs.Invalid("pk", "is empty: aztables cannot address an entity without a PartitionKey")
 	}
 	if err := codec.ValidateKey("PartitionKey", k.PartitionKey); err != nil {
 		return err
