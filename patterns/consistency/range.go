@@ -401,8 +401,12 @@ func (j ArchiveRangeJob) checkPosition(field string, k RangeKey) error {
 		if !utf8.ValidString(f.v) {
 			return errs.Invalid(f.name, "is not valid UTF-8")
 		}
-		if n := 2 * len(utf16.Encode([]rune(f.v))); n > codec.MaxKeyBytes {
-			return errs.TooLarge(f.name, "key longer than 1 KiB of UTF-16", n, codec.MaxKeyBytes)
+		units := 0
+		for _, r := range f.v {
+			units += utf16.RuneLen(r) // valid UTF-8 holds no surrogate: 1 or 2
+		}
+		if units*2 > codec.MaxKeyBytes {
+			return errs.TooLarge(f.name, "key longer than 1 KiB of UTF-16", units*2, codec.MaxKeyBytes)
 		}
 	}
 	out := false

@@ -341,6 +341,7 @@ func TestRangeScanKeysUntrusted(t *testing.T) {
 		"repeated":              keys("b/6", "b/6"),
 		"out of order":          keys("c/1", "b/9"),
 		"not UTF-8":             keys("c/a\xffb"),
+		"over 1 KiB of UTF-16":  keys("c/" + strings.Repeat("\U0001F600", 257)),
 	} {
 		if _, err := plan.batches(found, &skipped{keys: map[RangeKey]bool{}, log: zap.NewNop()}); err == nil {
 			t.Errorf("%s: accepted", name)
