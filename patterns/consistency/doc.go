@@ -30,8 +30,10 @@
 //     never comes back): a copy never replaces a newer copy;
 //   - any conflict (the copy or the source changed between two steps, or a write whose
 //     outcome is unknown: repo.ErrOutcomeUnknown) restarts the move from fresh reads;
-//   - a 404 on the source delete counts as moved only when the copy records the version
-//     read in step 1; otherwise the move restarts and finds what happened;
+//   - a 404 on the source delete counts as moved only when one Get finds the source
+//     really gone and the copy records the version read in step 1; otherwise the move
+//     restarts and finds what happened (a store can answer 404 for an entity that is
+//     there: TestArchiveEntity404WhileThereStartsOver, TestAttackAmovesEntity404NotGone);
 //   - stopped after 3: the rerun finds no source and a copy: OutcomeAlreadyArchived.
 //
 // Concurrent duplicates, replays and reorders of a message therefore end with the newest
@@ -81,6 +83,13 @@
 // left in the source unchanged and the rest of the range moves: RangeReport.Skipped
 // lists its keys and a warning logs them, keys only, never its values
 // (TestRangeSkipsEntitiesTheTargetCannotTake, TestAttackRangeOnePoisonEntityStopsTheJob).
+// So is a key the scan returns that the job cannot address: an empty PartitionKey
+// (another client can store one; aztables refuses it on every point operation) or a
+// character the service forbids in keys (a store that does not enforce the rule). The
+// keys a scan returns are still checked against the range and the order, and a
+// checkpoint is a position, not an address: a continuation after such a key resumes
+// after it (TestRangeUnaddressableKeysSkippedAndResumedAfter,
+// TestAttackAmovesRangeEmptyPartitionKey).
 //
 // Where conditions are re-checked on the entities read, by the scan and by each batch's
 // source read: a property must be stored with the condition's EDM type and compare as it
@@ -95,6 +104,14 @@
 // TestRangeConditionsOfTheirOwnType). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
 //
+// A condition on Timestamp selects by the service's time of the entity's last write:
+// "archive what was not written for a year" is Where Timestamp lt (now minus a year),
+// Type Edm.DateTime (any other Type is refused, ErrInvalidInput). The query compares the
+// service's Timestamp and the re-check compares the Timestamp read back (codec keeps it
+// in Entity.Timestamp, not in Properties), so a write to an entity after the scan takes
+// it out of the move: its delete is If-Match the version read
+// (TestRangeTimestampConditionThroughWorker).
+//
 // Any conflict (a 409 or 412, a 404 in the delete transaction, ErrOutcomeUnknown) fails
 // the batch's attempt, and the next attempt reads again: a transaction that committed
 // took its entities out of the source, so an attempt moves only what is left. An entity
@@ -102,12 +119,24 @@
 // one, and duplicates, concurrent deliveries and replays of a job end with each entity
 // archived once (TestRangeArchiveKilledTenTimes, TestAttackRangeTwoDeliveriesAtOnce,
 // TestAttackRangeWriterBetweenCopyAndDelete, TestAttackRangeResponseLostAfterCommit).
+// A refusal (4xx) of an entity's own delete in the transaction costs one Get of that
+// entity: gone or changed, the attempt fails as above; still there at the version read,
+// the store refused a delete it should have done (Azurite reads the keys of a delete in
+// a $batch with a regular expression that stops at U+2028/U+2029, and so addresses
+// another row: 404, 412 or 400 InvalidDuplicateRow), and the entity is deleted alone
+// (one plain delete If-Match the copied version) while the rest of the transaction is
+// sent again, or, when companions need the transaction, left with its copy and reported
+// in RangeReport.Skipped (TestArchiveRangeLineSeparatorKeyBesideEmptyRowKey,
+// TestArchiveRangeLineSeparatorKeyWithCompanionSkipped,
+// TestAttackAmovesRangeLineSeparatorKeys).
 //
 // Checkpoints: with Options.Queue set (the archiver binary sets it), a delivery moves one
 // page and then enqueues its continuation, the same job with After at the last key it
 // scanned, before it returns; a stop anywhere leaves this message (delivered again, it
 // redoes its page, finding moved entities gone) or the continuation. A continuation is
-// untrusted like any job: its checkpoint must be a valid key inside the job's range, and
+// untrusted like any job: its checkpoint must be a position inside the job's range (valid
+// UTF-8 of a key's size; it may be a key the job cannot address, such as an empty
+// PartitionKey, which the scan returned last), and
 // the keys a scan returns must be inside the range and ascending, so a job never moves
 // backwards or outside its selection. Keys compare as the service orders them, by UTF-16
 // code units (keys.Compare): a key with a character above U+FFFF sorts before one with a
@@ -420,8 +449,8 @@
 // Eventual: between the enqueue and the worker's run, the entity is still in Current only;
 // between steps 2 and 3 it is briefly in both. Readers that must see one copy read the
 // Archive after the Current (or check both). An entity move costs one message, two reads,
-// one write, one delete, and a message delete (six requests; a 404 on the delete adds a
-// read); companions add their reads and enqueues, and turn the delete into a transaction
+// one write, one delete, and a message delete (six requests; a 404 on the delete adds
+// two reads: the source, then the target); companions add their reads and enqueues, and turn the delete into a transaction
 // (see "Index-aware moves"). The copy carries three more properties, SourceTableProperty,
 // SourceETagProperty and SourceTimestampProperty (blob metadata for a blob copy, whose
 // name holds the table), so a source entity with more than 249 custom properties cannot

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
@@ -73,7 +75,9 @@ type RangeKey struct {
 // query.
 type Condition struct {
 	// Property is the property name (an identifier; not PartitionKey or RowKey: use the
-	// job's key bounds).
+	// job's key bounds). "Timestamp" is the service's time of the entity's last write
+	// (the natural "not written for a year" job): its Type must be Edm.DateTime, and the
+	// re-check compares the Timestamp read back (codec.Entity.Timestamp).
 	Property string `json:"property"`
 	// Op is eq, ne, gt, ge, lt or le.
 	Op string `json:"op"`
@@ -101,6 +105,9 @@ type condition struct {
 	want any
 	// sent reports whether the comparison goes into the query's filter (sentInQuery).
 	sent bool
+	// timestamp reports that property is the service's Timestamp, which codec.DecodeEntity
+	// keeps in Entity.Timestamp, not in Properties.
+	timestamp bool
 }
 
 // compile checks the condition, parses its value once and builds its comparison; field
@@ -108,6 +115,10 @@ type condition struct {
 func (c Condition) compile(field string) (condition, filter.Expr, error) {
 	if strings.EqualFold(c.Property, "PartitionKey") || strings.EqualFold(c.Property, "RowKey") {
 		return condition{}, filter.Expr{}, errs.Invalid(field+".property", "%s: select keys with the job's key bounds", c.Property)
+	}
+	timestamp := c.Property == timestampProperty
+	if timestamp && c.Type != "Edm.DateTime" {
+		return condition{}, filter.Expr{}, errs.Invalid(field+".type", "%.40q: the Timestamp is compared as Edm.DateTime only", c.Type)
 	}
 	v, err := c.value(field)
 	if err != nil {
@@ -130,8 +141,11 @@ func (c Condition) compile(field string) (condition, filter.Expr, error) {
 		}
 		want = parsed
 	}
-	return condition{property: c.Property, op: c.Op, want: want, sent: c.sentInQuery()}, e, nil
+	return condition{property: c.Property, op: c.Op, want: want, sent: c.sentInQuery(), timestamp: timestamp}, e, nil
 }
+
+// timestampProperty is the service's own property: the time of an entity's last write.
+const timestampProperty = "Timestamp"
 
 // value parses Value as Type: string, int32, int64, float64, bool, time.Time or
 // filter.GUID.
@@ -169,12 +183,17 @@ func (c Condition) value(field string) (any, error) {
 	return v, nil
 }
 
-// matches re-checks the condition on properties read from storage: the property must be
+// matches re-checks the condition on an entity read from storage: the property must be
 // stored with the condition's type and compare as the condition says. Strings compare
 // by UTF-16 code units, as the service compares them. An ordering of GUIDs (gt, ge, lt,
-// le) is left to the service once the type matches; eq and ne compare the 16 bytes.
-func (c condition) matches(props map[string]any) bool {
-	p, ok := props[c.property]
+// le) is left to the service once the type matches; eq and ne compare the 16 bytes. A
+// Timestamp condition compares e.Timestamp (absent when the read did not return it).
+func (c condition) matches(e *codec.Entity) bool {
+	if c.timestamp {
+		want, _ := c.want.(time.Time) // compile parsed it as Edm.DateTime
+		return !e.Timestamp.IsZero() && c.holds(e.Timestamp.Compare(want))
+	}
+	p, ok := e.Properties[c.property]
 	if !ok {
 		return false // the service never matches a missing property, ne included
 	}
@@ -207,9 +226,12 @@ func (c condition) matches(props map[string]any) bool {
 	default:
 		return false
 	}
-	if !ok {
-		return false
-	}
+	return ok && c.holds(order)
+}
+
+// holds reports whether the condition's comparison holds for order, the stored value
+// compared with the condition's (cmp.Compare's sign).
+func (c condition) holds(order int) bool {
 	switch c.op {
 	case "eq":
 		return order == 0
@@ -259,7 +281,7 @@ type rangePlan struct {
 // matches re-checks every condition of the job on an entity read from storage.
 func (p *rangePlan) matches(e *codec.Entity) bool {
 	for _, c := range p.where {
-		if !c.matches(e.Properties) {
+		if !c.matches(e) {
 			return false
 		}
 	}
@@ -361,30 +383,59 @@ func (j ArchiveRangeJob) plan() (*rangePlan, error) {
 	return p, nil
 }
 
-// checkAfter checks that the checkpoint is a valid key inside the job's selection: a
-// continuation comes back from the queue, and one outside the range would make the job
-// move entities it does not select.
-func (j ArchiveRangeJob) checkAfter() error {
-	a := j.After
-	if a.PartitionKey == "" {
-		return errs.Invalid("after.pk", "is empty")
-	}
-	if err := codec.ValidateKey("after.pk", a.PartitionKey); err != nil {
-		return err
-	}
-	if err := codec.ValidateKey("after.rk", a.RowKey); err != nil {
-		return err
+// checkAfter checks that the checkpoint is a position inside the job's selection
+// (checkPosition): a continuation comes back from the queue.
+func (j ArchiveRangeJob) checkAfter() error { return j.checkPosition("after", *j.After) }
+
+// checkPosition checks that k is a position in the key order inside the job's range: a
+// checkpoint, or a key the scan returned. A position only bounds a scan (the scan is the
+// job's selection AND after the checkpoint), so it needs to be text the filter can carry
+// (valid UTF-8, at most a key's 1 KiB), not an address: it may be a key that the job
+// cannot address (an empty PartitionKey, which sorts first, inside a range open at the
+// bottom; a character the service forbids in keys, stored by a store that does not
+// enforce it), so that a continuation resumes after such a key rather than refusing it
+// (addressable decides what moves). One outside the range is refused: a scan that
+// returned it broke its filter.
+func (j ArchiveRangeJob) checkPosition(field string, k RangeKey) error {
+	for _, f := range []struct{ name, v string }{{field + ".pk", k.PartitionKey}, {field + ".rk", k.RowKey}} {
+		if !utf8.ValidString(f.v) {
+			return errs.Invalid(f.name, "is not valid UTF-8")
+		}
+		units := 0
+		for _, r := range f.v {
+			units += utf16.RuneLen(r) // valid UTF-8 holds no surrogate: 1 or 2
+		}
+		if units*2 > codec.MaxKeyBytes {
+			return errs.TooLarge(f.name, "key longer than 1 KiB of UTF-16", units*2, codec.MaxKeyBytes)
+		}
 	}
 	out := false
 	if j.PartitionKey != "" {
-		out = a.PartitionKey != j.PartitionKey || keys.Compare(a.RowKey, j.RowKeyFrom) < 0 || (j.RowKeyTo != "" && keys.Compare(a.RowKey, j.RowKeyTo) >= 0)
+		out = k.PartitionKey != j.PartitionKey || keys.Compare(k.RowKey, j.RowKeyFrom) < 0 || (j.RowKeyTo != "" && keys.Compare(k.RowKey, j.RowKeyTo) >= 0)
 	} else {
-		out = keys.Compare(a.PartitionKey, j.PartitionKeyFrom) < 0 || (j.PartitionKeyTo != "" && keys.Compare(a.PartitionKey, j.PartitionKeyTo) >= 0)
+		out = keys.Compare(k.PartitionKey, j.PartitionKeyFrom) < 0 || (j.PartitionKeyTo != "" && keys.Compare(k.PartitionKey, j.PartitionKeyTo) >= 0)
 	}
 	if out {
-		return errs.Invalid("after", "the checkpoint (%q, %q) is outside the job's range", a.PartitionKey, a.RowKey)
+		return errs.Invalid(field, "the position (%q, %q) is outside the job's range", k.PartitionKey, k.RowKey)
 	}
 	return nil
+}
+
+// addressable checks that the keys of an entity can be read, copied and deleted by a
+// move: a non-empty PartitionKey (aztables refuses an empty one on every point
+// operation, and so does repo) and keys the service accepts (codec.ValidateKey). It is
+// the one rule of both moves: an archive-entity job's keys (Validate) and the keys a
+// range scan returns. The scan of a table written by other clients, or kept by a store
+// that does not enforce the key rules, can return others: a range leaves them in the
+// source and reports them.
+func addressable(k RangeKey) error {
+	if k.PartitionKey == "" {
+		return errs.Invalid("pk", "is empty: aztables cannot address an entity without a PartitionKey")
+	}
+	if err := codec.ValidateKey("PartitionKey", k.PartitionKey); err != nil {
+		return err
+	}
+	return codec.ValidateKey("RowKey", k.RowKey)
 }
 
 // scan is the filter of the job's entities after the checkpoint at (nil: from the start).
@@ -435,8 +486,10 @@ type RangeReport struct {
 	Scanned int
 	// Skipped lists the keys of the entities the run left in the source because the
 	// target cannot take their copy (252 custom properties and the copy's own, a copy
-	// over 1 MiB, a blob name too long), in the service's order. The rest of the range
-	// moves; each is also logged (keys only) as a warning.
+	// over 1 MiB, a blob name too long) or the job cannot address them (an empty
+	// PartitionKey; a key with a character the service forbids, kept by a store that
+	// does not enforce the rule), in the service's order. The rest of the range moves;
+	// each is also logged (keys only) as a warning.
 	Skipped []RangeKey
 	// Next is the checkpoint to continue from; nil when the range is done.
 	Next *RangeKey

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"go.uber.org/zap"
 )
 
 // deleteBatchOf matches the entity group transactions that delete entities of table (the
@@ -236,10 +238,12 @@ func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
 		"NaN": func(j *ArchiveRangeJob) {
 			j.Where = []Condition{{Property: "N", Op: "eq", Type: "Edm.Double", Value: "NaN"}}
 		},
-		"too many conditions":   func(j *ArchiveRangeJob) { j.Where = make([]Condition, MaxRangeConditions+1) },
-		"checkpoint other pk":   func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Ops", RowKey: "1"} },
-		"checkpoint below":      func(j *ArchiveRangeJob) { j.RowKeyFrom, j.After = "5", &RangeKey{PartitionKey: "Sales", RowKey: "4"} },
-		"checkpoint bad key":    func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Sales", RowKey: "a#b"} },
+		"too many conditions": func(j *ArchiveRangeJob) { j.Where = make([]Condition, MaxRangeConditions+1) },
+		"checkpoint other pk": func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Ops", RowKey: "1"} },
+		"checkpoint below":    func(j *ArchiveRangeJob) { j.RowKeyFrom, j.After = "5", &RangeKey{PartitionKey: "Sales", RowKey: "4"} },
+		// A checkpoint is a position, not an address: a key the job cannot address (a '#',
+		// an empty PartitionKey) may be one (checkPosition); one that is not text may not.
+		"checkpoint bad key":    func(j *ArchiveRangeJob) { j.After = &RangeKey{PartitionKey: "Sales", RowKey: "a\xffb"} },
 		"checkpoint above pkTo": func(j *ArchiveRangeJob) { j.PartitionKey, j.PartitionKeyTo, j.After = "", "m", &RangeKey{"n", ""} },
 	}
 	c, err := queueworker.NewClient(b.clients.Queues.NewQueueClient(testenv.QueueName(t)), nil)
@@ -306,9 +310,13 @@ func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
 }
 
 // The keys a scan returns are untrusted: one outside the job's range, before its
-// checkpoint, repeated or out of order stops the page before anything is moved, so that
-// a continuation never moves backwards or outside the selection. Valid keys are split
-// into batches of at most 100 keys of one partition.
+// checkpoint, repeated, out of order or not text stops the page before anything is
+// moved, so that a continuation never moves backwards or outside the selection. A key
+// inside the range that the job cannot address (here a '#') is reported, not moved, and
+// does not stop the page (it used to: decided differently with the fix of
+// TestAttackAmovesRangeEmptyPartitionKey, since such a key is a position the
+// continuation can resume after). Valid keys are split into batches of at most 100 keys
+// of one partition.
 func TestRangeScanKeysUntrusted(t *testing.T) {
 	t.Parallel()
 	job := ArchiveRangeJob{Source: "Current", PartitionKeyFrom: "b", PartitionKeyTo: "d", TargetTable: "Archive",
@@ -332,18 +340,24 @@ func TestRangeScanKeysUntrusted(t *testing.T) {
 		"the checkpoint":        keys("b/5"),
 		"repeated":              keys("b/6", "b/6"),
 		"out of order":          keys("c/1", "b/9"),
-		"invalid key":           keys("c/a#b"),
+		"not UTF-8":             keys("c/a\xffb"),
+		"over 1 KiB of UTF-16":  keys("c/" + strings.Repeat("\U0001F600", 257)),
 	} {
-		if _, err := plan.batches(found); err == nil {
+		if _, err := plan.batches(found, &skipped{keys: map[RangeKey]bool{}, log: zap.NewNop()}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	skip := &skipped{keys: map[RangeKey]bool{}, log: zap.NewNop()}
+	got, err := plan.batches(keys("c/a#b", "c/b"), skip)
+	if err != nil || len(got) != 1 || len(got[0].rks) != 1 || got[0].rks[0] != "b" || !slices.Equal(skip.list(), []RangeKey{{"c", "a#b"}}) {
+		t.Fatalf("a key the job cannot address: batches %+v, skipped %v, %v", got, skip.list(), err)
 	}
 	var ok []string
 	for i := 0; i < 150; i++ {
 		ok = append(ok, fmt.Sprintf("b/%03d", 600+i))
 	}
 	ok = append(ok, "c/0", "c/1")
-	got, err := plan.batches(keys(ok...))
+	got, err = plan.batches(keys(ok...), skip)
 	if err != nil {
 		t.Fatal(err)
 	}

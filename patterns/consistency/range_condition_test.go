@@ -56,7 +56,7 @@ func TestConditionMatchesOnlyItsOwnType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", tc.c, err)
 		}
-		if got := c.matches(props); got != tc.want {
+		if got := c.matches(&codec.Entity{Properties: props}); got != tc.want {
 			t.Errorf("%+v: matches %v, want %v", tc.c, got, tc.want)
 		}
 	}

@@ -53,7 +53,7 @@ func (s *skipped) add(source string, k RangeKey, err error) {
 		return
 	}
 	s.keys[k] = true
-	s.log.Warn("archive range: entity left in the source, the target cannot take it",
+	s.log.Warn("archive range: entity left in the source, the target cannot take it or the job cannot address it",
 		zap.String("table", source), zap.String("partitionKey", k.PartitionKey), zap.String("rowKey", k.RowKey), errs.LogField(err))
 }
 
@@ -128,11 +128,13 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	batches, err := p.batches(found)
+	skip := &skipped{keys: map[RangeKey]bool{}, log: a.opts.Logger}
+	batches, err := p.batches(found, skip)
 	if err != nil {
 		return RangeReport{}, err
 	}
-	rep := RangeReport{}
+	rep := RangeReport{Skipped: skip.list()}
+	rep.Scanned = len(rep.Skipped)
 	for _, b := range batches {
 		rep.Scanned += len(b.rks)
 	}
@@ -140,7 +142,6 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 		return rep, err
 	}
 	var moved atomic.Int64
-	skip := &skipped{keys: map[RangeKey]bool{}, log: a.opts.Logger}
 	err = fanout.Do(ctx, len(batches), rangeConcurrency, func(ctx context.Context, i int) error {
 		return a.moveBatch(ctx, src, p, batches[i], &moved, skip)
 	})
@@ -158,18 +159,17 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 
 // batches checks the keys of a scan and splits the entities that match the job's
 // conditions (re-checked: matches) into batches. The keys come from storage: each must
-// be a valid key inside the job's range, after the checkpoint and after the key before
-// it in the service's order (keys.Compare), so that a continuation always moves forward
-// and never leaves the range.
-func (p *rangePlan) batches(found []codec.Entity) ([]rangeBatch, error) {
+// be a position inside the job's range (checkPosition), after the checkpoint and after
+// the key before it in the service's order (keys.Compare), so that a continuation always
+// moves forward and never leaves the range. A matching key that the job cannot address
+// (addressable) goes to skip, and the rest moves.
+func (p *rangePlan) batches(found []codec.Entity, skip *skipped) ([]rangeBatch, error) {
 	j := p.job
 	var out []rangeBatch
 	prev := j.After
 	for i := range found {
 		k := RangeKey{PartitionKey: found[i].PartitionKey, RowKey: found[i].RowKey}
-		probe := j
-		probe.After = &k
-		if err := probe.checkAfter(); err != nil {
+		if err := j.checkPosition("scanned key", k); err != nil {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned a key outside the range: %w", j.Source, err)
 		}
 		if prev != nil && cmp.Or(keys.Compare(k.PartitionKey, prev.PartitionKey), keys.Compare(k.RowKey, prev.RowKey)) <= 0 {
@@ -178,6 +178,10 @@ func (p *rangePlan) batches(found []codec.Entity) ([]rangeBatch, error) {
 		prev = &k
 		if !p.matches(&found[i]) {
 			continue // the query matched what the conditions do not (another EDM type)
+		}
+		if err := addressable(k); err != nil {
+			skip.add(j.Source, k, err)
+			continue
 		}
 		if n := len(out); n == 0 || out[n-1].pk != k.PartitionKey || len(out[n-1].rks) == rangeBatchSize {
 			out = append(out, rangeBatch{pk: k.PartitionKey})
@@ -314,7 +318,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
 		return 0, err
 	}
-	n, err := a.deleteMoved(ctx, src, job, groups)
+	n, err := a.deleteMoved(ctx, src, job, groups, skip)
 	if err != nil {
 		return n, err
 	}
@@ -501,7 +505,13 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 // already taken in the new round waits again without being asked, so an entity that
 // waited costs one more companion read (when its turn comes), not a failed transaction
 // and a restart of the whole batch.
-func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup) (int, error) {
+//
+// A store can refuse the delete of an entity (404, 412, 400) while the entity is there,
+// unchanged (Azurite, for a key with U+2028 or U+2029 in a $batch: it addresses another
+// row). One Get tells it from a concurrent change, and such an entity is then removed on
+// its own (removeAlone) while the rest of its transaction is sent again, rather than the
+// batch restarting until its retries end.
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup, skip *skipped) (int, error) {
 	type waiting struct {
 		g     removalGroup
 		asked bool // g holds the current answer of the companions; else only g.e and g.rows (the last round's)
@@ -512,36 +522,35 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 	}
 	deleted := 0
 	for len(pending) > 0 {
-		var tx []repo.Action
+		var cur []removalGroup // the groups of the transaction being built
 		size := repo.TransactionSize()
-		var batch []removing
 		used := map[string]bool{}
 		taken := func(rows []string) bool {
 			return slices.ContainsFunc(rows, func(rk string) bool { return used[rk] })
 		}
 		flush := func() error {
-			if len(tx) == 0 {
-				return nil
-			}
-			err := a.withCompanions(ctx, KindArchiveRange, job.Source, batch, func(ctx context.Context) error {
-				_, err := repo.Submit(ctx, tx...)
-				var ae *repo.ActionError
-				if err != nil && errors.As(err, &ae) && errors.Is(err, errs.ErrNotFound) {
-					// An entity (or a companion's copy) is gone: a concurrent run moved
-					// it, or the application deleted it. Start over: fresh reads find
-					// what is left.
-					return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+			for len(cur) > 0 {
+				n, err := a.deleteGroups(ctx, src, job, cur)
+				deleted += n
+				var ue *unaddressableError
+				if !errors.As(err, &ue) {
+					if err != nil {
+						return err
+					}
+					break
 				}
-				return err
-			})
-			if errors.Is(err, errMoveStepFailed) {
-				deleted += len(batch) // committed; a companion's After failed
+				// The store refused the delete of one entity while the entity is there at
+				// the version read: nothing of the transaction landed.
+				// That entity takes a path of its own and the others go again.
+				g := cur[ue.group]
+				cur = slices.Delete(cur, ue.group, ue.group+1)
+				n, err = a.removeAlone(ctx, src, job, g, ue, skip)
+				deleted += n
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
-			deleted += len(batch)
-			tx, batch, size = nil, nil, repo.TransactionSize()
+			cur, size = nil, repo.TransactionSize()
 			return nil
 		}
 		var next []waiting
@@ -561,14 +570,13 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 					continue
 				}
 			}
-			if !fitsTransaction(len(tx), size, len(g.actions), g.size) {
+			if !fitsTransaction(actionCount(cur), size, len(g.actions), g.size) {
 				if err := flush(); err != nil {
 					return deleted, err
 				}
 			}
-			tx = append(tx, g.actions...)
+			cur = append(cur, g)
 			size += g.size
-			batch = append(batch, g.removing)
 			for _, rk := range g.rows {
 				used[rk] = true
 			}
@@ -579,4 +587,110 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 		pending = next
 	}
 	return deleted, nil
+}
+
+// actionCount is the number of actions of the groups gs.
+func actionCount(gs []removalGroup) int {
+	n := 0
+	for _, g := range gs {
+		n += len(g.actions)
+	}
+	return n
+}
+
+// unaddressableError reports that the store answered the delete of the entity of group
+// (an index into the transaction's groups) with err, a 4xx, while the entity is
+// there at the version the move read. It wraps nothing: the transaction did not land,
+// and the companions' After hooks must not run as after a 404.
+type unaddressableError struct {
+	group int
+	err   error
+}
+
+func (e *unaddressableError) Error() string {
+	return "consistency: the store refused the delete of an entity that is there, unchanged: " + e.err.Error()
+}
+
+// deleteGroups sends the deletes of gs in one entity group transaction under their
+// companion protocol (withCompanions) and returns how many entities it deleted. A
+// refusal of an entity's own delete (a 4xx: 404, 412, or Azurite's 400
+// InvalidDuplicateRow when it read the key of another delete of the transaction) is
+// checked with one Get of that entity: gone or changed, the batch starts over
+// (errRestart, or the refusal as it is); there at the version read, an
+// *unaddressableError names its group.
+func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, gs []removalGroup) (int, error) {
+	tx := make([]repo.Action, 0, actionCount(gs))
+	batch := make([]removing, 0, len(gs))
+	for _, g := range gs {
+		tx = append(tx, g.actions...)
+		batch = append(batch, g.removing)
+	}
+	err := a.withCompanions(ctx, KindArchiveRange, job.Source, batch, func(ctx context.Context) error {
+		_, err := repo.Submit(ctx, tx...)
+		var ae *repo.ActionError
+		if err == nil || errors.Is(err, errs.ErrOutcomeUnknown) || !errors.As(err, &ae) {
+			return err
+		}
+		notFound := errors.Is(err, errs.ErrNotFound)
+		if gi, own := deleteOf(gs, ae.Index); own && ae.StatusCode >= 400 && ae.StatusCode < 500 {
+			e := gs[gi].e
+			got, gerr := src.Get(ctx, e.PartitionKey, e.RowKey)
+			if gerr == nil && got.ETag == e.ETag {
+				return &unaddressableError{group: gi, err: err}
+			}
+			if gerr != nil && !errors.Is(gerr, errs.ErrNotFound) {
+				return gerr
+			}
+		}
+		if notFound {
+			// An entity (or a companion's copy) is gone: a concurrent run moved it, or
+			// the application deleted it. Start over: fresh reads find what is left.
+			return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+		}
+		return err
+	})
+	if errors.Is(err, errMoveStepFailed) {
+		return len(gs), err // committed; a companion's After failed
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(gs), nil
+}
+
+// deleteOf returns the group of gs whose actions hold the transaction's action index,
+// and whether that action is the group's entity delete (its first: checkRemoval).
+func deleteOf(gs []removalGroup, index int) (int, bool) {
+	at := 0
+	for i, g := range gs {
+		if index < at+len(g.actions) {
+			return i, index == at
+		}
+		at += len(g.actions)
+	}
+	return 0, false
+}
+
+// removeAlone removes the entity of g, whose delete the store refused in a transaction
+// while the entity is there (ue), on a path of its own: a plain delete If-Match the
+// version copied when no companion takes part (one request, which the store addresses),
+// and returns 1 when it deleted it. An entity with companions cannot leave the
+// transaction of their actions and hooks: it is left in the source and reported (skip),
+// with its copy in the target beside it (the source stays authoritative).
+func (a *Archiver) removeAlone(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, g removalGroup, ue *unaddressableError, skip *skipped) (int, error) {
+	k := RangeKey{g.e.PartitionKey, g.e.RowKey}
+	if len(g.actions) > 1 || len(g.rs) > 0 {
+		skip.add(job.Source, k, errs.Invalid("RowKey", "the store refuses the entity's delete in an entity group transaction (%v), and its companions need one", ue.err))
+		return 0, nil
+	}
+	err := src.Delete(ctx, k.PartitionKey, k.RowKey, &repo.DeleteOptions{ETag: g.e.ETag})
+	switch {
+	case err == nil:
+		return 1, nil
+	case errors.Is(err, errs.ErrNotFound) && !isTableNotFound(err):
+		// Gone after all (a concurrent run): start over, fresh reads find what is left.
+		return 0, fmt.Errorf("%w: (%q, %q) went while deleted on its own", errRestart, k.PartitionKey, k.RowKey)
+	default:
+		return 0, err // 412 (changed): start over; others as they are
+	}
 }

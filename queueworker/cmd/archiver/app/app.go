@@ -67,7 +67,9 @@ Usage:
                                         to exclusive) and/or a filter, 100 per transaction, one page
                                         of 1,000 per delivery; -where repeats (all must hold); OP is
                                         eq ne gt ge lt le, TYPE an EDM type (empty: Edm.String),
-                                        e.g. -where Age:lt:Edm.Int32:30
+                                        e.g. -where Age:lt:Edm.Int32:30; Timestamp (the last write)
+                                        takes Edm.DateTime only, e.g. not written since 2025:
+                                        -where Timestamp:lt:Edm.DateTime:2025-01-01T00:00:00Z
   archiver enqueue archive-periods [flags] -prefix P -period daily -before 2024-06-01 -container C [-retention 720h] [-dry-run]
                                         one archive-table job per period table (patterns/periodtable)
                                         whose period ended at or before -before (hot/cold data);
