@@ -43,9 +43,10 @@ import (
 // Errors: errs.ErrInvalidInput (see above; nothing sent), errs.ErrTransient, *repo.Error,
 // and for a type with encrypted fields the key holder's own failure (e or a copy that
 // could not be decrypted for want of it decides nothing: the move fails and reruns). An
-// error about a copy names the index and e's keys, never the copy's key (it holds the
-// indexed value), and prints only its cause's class; errors.Is and errors.As reach the
-// cause.
+// error Removal returns about a copy names the index and e's keys, never the copy's key
+// (it holds the indexed value), and prints only its cause's class; errors.Is and
+// errors.As reach the cause. The move's own transaction, which carries the copies'
+// deletes, is the caller's: its *repo.ActionError names the failing action's keys.
 func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	if e == nil {
 		return consistency.Removal{}, errs.Invalid("entity", "is nil")

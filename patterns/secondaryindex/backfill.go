@@ -382,6 +382,10 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 		if errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrAlreadyExists) {
 			return false, true, err // a copy changed since read: read it again and decide again
 		}
+	case err != nil && !(errors.As(err, &ae) && ae.Index == 0) && len(p.steps) > 1:
+		// Not proven to be about the primary (a whole-transaction answer, an action index
+		// out of range): it may name a copy's key, so it names the entity instead.
+		err = &copyError{op: op, pk: pk, rk: ks[0], err: err}
 	}
 	return false, false, err
 }

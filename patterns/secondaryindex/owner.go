@@ -127,9 +127,10 @@ func (x *Intra[T]) pointHolder(pk string, i int, k string) holder {
 	}
 }
 
-// copyError is a failure about a stored copy: it names the operation, the index and the
-// entity's primary keys (only the partition for an orphan: rk ""), never the copy's RowKey, which holds the indexed value, and its
-// text gives only the cause's class ("503 ServerBusy", "key unavailable: ..."), since
+// copyError is a failure about a stored copy: it names the operation, the index ("" for
+// a transaction of the entity and its copies) and the entity's primary keys (only the
+// partition for an orphan: rk ""), never the copy's RowKey, which holds the indexed value,
+// and its text gives only the cause's class ("503 ServerBusy", "key unavailable: ..."), since
 // the cause's own text names the copy. The cause stays reachable for errors.Is and
 // errors.As.
 type copyError struct {
@@ -138,6 +139,9 @@ type copyError struct {
 }
 
 func (e *copyError) Error() string {
+	if e.index == "" {
+		return fmt.Sprintf("secondaryindex: %s: the transaction of %s/%s and its copies: %s", e.op, e.pk, e.rk, causeClass(e.err))
+	}
 	if e.rk == "" {
 		return fmt.Sprintf("secondaryindex: %s: an orphan %q copy in partition %s: %s", e.op, e.index, e.pk, causeClass(e.err))
 	}

@@ -55,6 +55,33 @@ func TestOwnerCopyErrorsNameTheEntityNotTheValue(t *testing.T) {
 	check("backfill", err)
 }
 
+// A Backfill whose transaction (the entity and its copies) fails as a whole, not on one
+// action, names the entity it was writing and the cause's class, never a copy's key: an
+// answer for the whole transaction is not proven to concern the primary alone.
+func TestOwnerBackfillTransactionErrorNamesTheEntity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	const value = "hidden8r@contoso.com"
+	x := b.busyIntra(t)
+	if err := b.Raw.Upsert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "empid_000001",
+		Properties: map[string]any{"EmployeeId": "000001", "FirstName": "Ann", "LastName": "Lee", "Email": value}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "busy transaction", Match: faultproxy.IsBatch, Action: faultproxy.Respond(503, "ServerBusy")})
+	_, err := x.BackfillPartition(b.Ctx, "Sales", nil)
+	var se *errs.ServiceError
+	switch {
+	case err == nil:
+		t.Fatal("backfill succeeded while every transaction is refused")
+	case strings.Contains(errs.Redact(err), "hidden8r"):
+		t.Errorf("the error carries the indexed value: %v", err)
+	case !strings.Contains(err.Error(), "empid_000001") || !strings.Contains(err.Error(), "503 ServerBusy"):
+		t.Errorf("the error does not name the entity and the class: %v", err)
+	case !errors.Is(err, errs.ErrTransient) || !errors.As(err, &se) || se.StatusCode != 503:
+		t.Errorf("the cause is not reachable (want ErrTransient and a 503 ServiceError): %v", err)
+	}
+}
+
 // A copy names an owner that is live but holds another value now (its email changed
 // around the package): it is not that entity's any more. Backfill, which does not load
 // the partition, reads the named owner's primary row (one point read) and takes the

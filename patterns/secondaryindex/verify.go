@@ -299,9 +299,11 @@ func (x *Inter[T]) wantOf(ix *interIndex[T], v *T, rk string) string {
 // primaries and then each index's copies: an entity written in between can show as drift
 // that is not there; Repair re-checks before it writes.
 //
-// Two live entities with one unique value are a Conflict whatever the copy holds: each
-// of them but the one the copy is proven to be (all of them when it is proven none's,
-// as a partial copy equal to several projections). For the only entity with a value,
+// Two live entities with one unique value whose copy exists are a Conflict whatever the
+// copy holds: each of them but the one the copy is proven to be (all of them when it is
+// proven none's, as a partial copy equal to several projections). When there is no copy,
+// each is Missing; Repair writes the copy for one, and the next Verify reports the others
+// as Conflicts. For the only entity with a value,
 // whose the copy is is decided by the rule Backfill, Repair and Removal follow
 // (copyOwner; the named owner checked against the partition read, without a request):
 // one whose owner cannot be told (it does not decode, differs from a partial
@@ -420,7 +422,7 @@ func (x *Intra[T]) verify(ctx context.Context, pk string, opts *VerifyOptions) (
 				case g == owner:
 					e, err := x.copyOf(w.v, pk, n, k)
 					if err != nil {
-						return nil, nil, err
+						return nil, nil, x.aboutCopy(err, "verify", n, pk, w.rk)
 					}
 					if !x.c.Encrypted() && !sameProperties(have.Properties, e.Properties) {
 						s.Drift = Stale
