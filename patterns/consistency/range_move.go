@@ -133,12 +133,12 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	rep := RangeReport{Skipped: skip.list()}
-	rep.Scanned = len(rep.Skipped)
+	rep := RangeReport{Scanned: len(skip.keys)} // Skipped is listed once the batches ran
 	for _, b := range batches {
 		rep.Scanned += len(b.rks)
 	}
 	if err := a.after(KindArchiveRange, "scanned"); err != nil {
+		rep.Skipped = skip.list()
 		return rep, err
 	}
 	var moved atomic.Int64
@@ -631,7 +631,6 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 		if err == nil || errors.Is(err, errs.ErrOutcomeUnknown) || !errors.As(err, &ae) {
 			return err
 		}
-		notFound := errors.Is(err, errs.ErrNotFound)
 		if gi, own := deleteOf(gs, ae.Index); own && ae.StatusCode >= 400 && ae.StatusCode < 500 {
 			e := gs[gi].e
 			got, gerr := src.Get(ctx, e.PartitionKey, e.RowKey)
@@ -642,7 +641,7 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 				return gerr
 			}
 		}
-		if notFound {
+		if errors.Is(err, errs.ErrNotFound) {
 			// An entity (or a companion's copy) is gone: a concurrent run moved it, or
 			// the application deleted it. Start over: fresh reads find what is left.
 			return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
