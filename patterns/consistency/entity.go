@@ -392,15 +392,27 @@ func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk stri
 	if !errors.Is(err, errs.ErrNotFound) || isTableNotFound(err) {
 		return err
 	}
-	_, gerr := src.Get(ctx, pk, rk)
-	switch {
-	case gerr == nil:
-		return fmt.Errorf("%w: the delete of (%q, %q) answered 404 while the entity is there", errRestart, pk, rk)
-	case errors.Is(gerr, errs.ErrNotFound):
-		return err
-	default:
+	switch _, there, gerr := stillThere(ctx, src, pk, rk); {
+	case gerr != nil:
 		return gerr
+	case there:
+		return fmt.Errorf("%w: the delete of (%q, %q) answered 404 while the entity is there", errRestart, pk, rk)
 	}
+	return err
+}
+
+// stillThere reads the source entity (pk, rk) again after the store refused its delete,
+// the one check both moves make before they take a refusal for "gone": its ETag and
+// true when it is there, false when it is gone (404), or the read's error.
+func stillThere(ctx context.Context, src *repo.Table[codec.Entity], pk, rk string) (etag string, there bool, err error) {
+	got, err := src.Get(ctx, pk, rk)
+	switch {
+	case err == nil:
+		return got.ETag, true, nil
+	case errors.Is(err, errs.ErrNotFound):
+		return "", false, nil
+	}
+	return "", false, err
 }
 
 // archiveCopy is the archive copy of e: its keys and properties and, for a copy in a

@@ -633,12 +633,12 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 		}
 		if gi, own := deleteOf(gs, ae.Index); own && ae.StatusCode >= 400 && ae.StatusCode < 500 {
 			e := gs[gi].e
-			got, gerr := src.Get(ctx, e.PartitionKey, e.RowKey)
-			if gerr == nil && got.ETag == e.ETag {
-				return &unaddressableError{group: gi, err: err}
-			}
-			if gerr != nil && !errors.Is(gerr, errs.ErrNotFound) {
+			etag, there, gerr := stillThere(ctx, src, e.PartitionKey, e.RowKey)
+			switch {
+			case gerr != nil:
 				return gerr
+			case there && etag == e.ETag:
+				return &unaddressableError{group: gi, err: err}
 			}
 		}
 		if errors.Is(err, errs.ErrNotFound) {
