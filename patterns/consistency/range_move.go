@@ -644,7 +644,7 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 		if errors.Is(err, errs.ErrNotFound) {
 			// An entity (or a companion's copy) is gone: a concurrent run moved it, or
 			// the application deleted it. Start over: fresh reads find what is left.
-			return fmt.Errorf("%w: action %d of the delete transaction met a gone row (RowKey %q)", errRestart, ae.Index, ae.RowKey)
+			return fmt.Errorf("%w: action %d of the delete transaction met a gone row", errRestart, ae.Index) // no RowKey: a companion's row holds an indexed value
 		}
 		return err
 	})
