@@ -52,12 +52,14 @@ func newWorker(t *testing.T, b *bed, queue string, a *Archiver) (*queueworker.Wo
 
 func drain(t *testing.T, w *queueworker.Worker) {
 	t.Helper()
-	// Generous: a thousand jobs through 20 % faults take about 50 s alone, several times that
-	// under -race beside the whole suite on a 2-core machine. The deadline only bounds a hang.
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		t.Fatalf("drain: %v", err)
+	// A thousand jobs through 20 % faults take about 50 s alone, several times that under
+	// -race beside the whole suite on a 2-core machine: wait while the worker moves.
+	progress := func() int64 {
+		s := w.Stats()
+		return s.Dequeued + s.Processed + s.Failed + s.Retried + s.Snoozed + s.Interrupted + s.Poisoned + s.Renewed
+	}
+	if err := testenv.UntilStalled(t.Context(), 0, progress, w.Drain); err != nil {
+		t.Fatalf("drain: %v (stats %+v)", err, w.Stats())
 	}
 }
 

@@ -194,10 +194,11 @@ func (b *Bed) BlobNames(container string) []string {
 }
 
 // WaitFor polls cond every few milliseconds until it holds, and fails the test if it does
-// not within 10 seconds. It is how tests wait for state: never a bare sleep.
+// not within testenv.DefaultStall, a bound for a hang that a loaded machine does not reach.
+// It is how tests wait for state: never a bare sleep.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.DefaultStall)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -206,15 +207,22 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// Drain runs w until its queue is empty, with a two-minute bound, and fails the test on an
-// error.
+// Drain runs w until its queue is empty and fails the test on an error. It waits as long
+// as the worker makes progress (testenv.UntilStalled over Progress), however loaded the
+// machine: only a worker that stops moving for testenv.DefaultStall is ended.
 func Drain(t testing.TB, w *queueworker.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		t.Fatalf("drain: %v", err)
+	err := testenv.UntilStalled(t.Context(), 0, func() int64 { return Progress(w) }, w.Drain)
+	if err != nil {
+		t.Fatalf("drain: %v (stats %+v)", err, w.Stats())
 	}
+}
+
+// Progress sums the counters of w that move while it works: each delivery, its outcome,
+// and each renewal of a lock a long handler holds.
+func Progress(w *queueworker.Worker) int64 {
+	s := w.Stats()
+	return s.Dequeued + s.Processed + s.Failed + s.Retried + s.Snoozed + s.Interrupted + s.Poisoned + s.Renewed
 }
 
 // CountRequests points the bed's Clients at the server directly through a transport that
