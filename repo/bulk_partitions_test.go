@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -71,4 +72,11 @@ func TestBulkWriteSpreadsTransactionsOverPartitions(t *testing.T) {
 		float64(sent)/float64(st.Total.AdmittedRequests), len(st.Seconds), st.PartitionMaxInFlight)
 	checkRetryStorm(t, sent, st.Total.AdmittedRequests, stormBound)
 	checkStoredOnce(t, b, items)
+}
+
+func TestOptionsRefusePartitionConcurrencyBelowOne(t *testing.T) {
+	var ie *repo.InvalidInputError
+	if err := repo.CheckOptions[Employee](&repo.Options{PartitionConcurrency: -1}); !errors.As(err, &ie) || ie.Field != "Options.PartitionConcurrency" {
+		t.Fatalf("PartitionConcurrency -1: %v, want an InvalidInputError naming Options.PartitionConcurrency", err)
+	}
 }
