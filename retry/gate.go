@@ -109,9 +109,10 @@ type GateOptions struct {
 	// it is taken of that partition's accepted rate alone, which is its true rate while
 	// it is busy. Defaults to 0.9.
 	PartitionCut float64
-	// PartitionRaise is Raise for a busy partition's own rate: a partition answers a few
-	// requests per second, so its rate must climb faster per answer to find its target
-	// again within seconds. Defaults to 1.02.
+	// PartitionRaise is Raise for a busy partition's own rate. After a cut to
+	// PartitionCut of the limit that met the refusal, about ten accepted answers bring
+	// the rate back, so that a busy partition is refused about once per ten requests
+	// (measured in BENCHMARKS.md, "Throttled bulk writes"). Defaults to 1.01.
 	PartitionRaise float64
 	// MeterProvider receives the Gate's metrics (MetricGateWait, MetricGateThrottled,
 	// MetricGateCuts). Defaults to the global provider (otel.GetMeterProvider); a
