@@ -106,8 +106,8 @@ type GateOptions struct {
 	// service moving a partition, not a limit the client exceeds. Defaults to 0.2.
 	Threshold float64
 	// PartitionCut is Cut for a busy partition's own rate. It is gentler than Cut because
-	// it is taken of that partition's accepted rate alone, which is its true rate while
-	// it is busy. Defaults to 0.9.
+	// what it is taken of is close to the partition's true rate: at the first cut, what
+	// the partition alone accepted; later, the limit that met the refusal. Defaults to 0.9.
 	PartitionCut float64
 	// PartitionRaise is Raise for a busy partition's own rate. After a cut to
 	// PartitionCut of the limit that met the refusal, about ten accepted answers bring
