@@ -48,6 +48,8 @@ bench: deps
 	  $(GOBENCH) -bench 'PointGet|Insert$$|TrackedUpdate' -benchtime=300x ./repo/; \
 	  $(GOBENCH) -bench Query1000 -benchtime=30x ./repo/; \
 	  $(GOBENCH) -bench Bulk10000 -benchtime=1x ./repo/; \
+	  $(GOBENCH) -bench BulkThrottledUniform -benchtime=3x ./repo/; \
+	  $(GOBENCH) -bench BulkThrottledHotCold -benchtime=1x ./repo/; \
 	  $(GOBENCH) -bench Throughput -benchtime=3x ./queueworker/; \
 	  $(GOBENCH) -bench WriteLog -benchtime=3x ./patterns/bloblog/; \
 	  $(GOBENCH) -bench ReadLogRange -benchtime=100x ./patterns/bloblog/; \

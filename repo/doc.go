@@ -43,7 +43,9 @@
 // scalable partitioning strategy" and logged. Clients built by package repo/account (or
 // with TableClientOptions) have the Azure SDK's own retries turned off, so one failure is
 // never retried by two layers at once, and share one retry.Gate per client, which slows the
-// client under sustained throttling instead of feeding a retry storm.
+// client under sustained throttling instead of feeding a retry storm. BulkWrite spreads
+// its transactions over partitions with retry.Schedule, so that a busy partition slows
+// only its own transactions while the others keep their pace.
 //
 // Non-idempotent writes (inserts, conditional updates and deletes, transactions) never
 // report success for what did not happen. A failed attempt either proves nothing was

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // GetMany reads the entities with the given keys (PartitionKey, RowKey pairs) with bounded
@@ -117,7 +118,10 @@ func (e *BulkError) Unwrap() []error {
 // BulkWrite writes any number of entities, NOT atomically: it groups them by partition,
 // sends each group as entity group transactions of up to MaxTransactionActions entities
 // under MaxTransactionBytes, and runs up to Options.Concurrency transactions at once
-// across partitions (Tablestore's primary key design guide: spread writes over partitions in parallel). Each entity
+// spread over the partitions, at most Options.PartitionConcurrency in one partition
+// (retry.Schedule; Tablestore's primary key design guide: spread writes over partitions
+// in parallel). A partition the service throttles slows only its own transactions (see
+// retry.Gate). Each entity
 // either is written or has its own error: when one action of a chunk fails, the rest of
 // the chunk is sent again without it. Two entities with the same keys are refused
 // (ErrInvalidInput in the second one's slot).
@@ -156,8 +160,13 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []*T, opts *BulkOptions)
 		byPartition[w.pk] = append(byPartition[w.pk], i)
 	}
 	chunks := chunkPartitions(byPartition, actions)
+	parts := make([]string, len(chunks))
+	for c, chunk := range chunks {
+		parts[c] = actions[chunk[0]].w.pk
+	}
 	var mu sync.Mutex
-	err := fanout.Do(ctx, len(chunks), t.opts.Concurrency, func(ctx context.Context, c int) error {
+	sched := &retry.ScheduleOptions{Concurrency: t.opts.Concurrency, PartitionConcurrency: t.opts.PartitionConcurrency}
+	err := retry.Schedule(ctx, parts, sched, func(ctx context.Context, c int) error {
 		res := submitChunk(ctx, actions, chunks[c])
 		mu.Lock()
 		defer mu.Unlock()
@@ -182,7 +191,7 @@ func (t *Table[T]) BulkWrite(ctx context.Context, items []*T, opts *BulkOptions)
 }
 
 // chunkPartitions splits each partition's entities into transactions within the limits,
-// in a deterministic order.
+// in a deterministic order (partition by partition: retry.Schedule spreads them).
 func chunkPartitions(byPartition map[string][]int, actions []Action) [][]int {
 	pks := make([]string, 0, len(byPartition))
 	for pk := range byPartition {

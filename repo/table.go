@@ -25,6 +25,10 @@ type Options struct {
 	// Concurrency bounds the requests BulkWrite and QueryParallel run at once.
 	// Defaults to 8.
 	Concurrency int
+	// PartitionConcurrency bounds the transactions BulkWrite runs at once in one
+	// partition (see retry.Schedule), so that a large partition never holds every worker.
+	// Defaults to 2.
+	PartitionConcurrency int
 	// CreateWait bounds how long CreateIfNotExists keeps retrying while the service answers
 	// TableBeingDeleted (real Azure keeps a deleted name for 40 s and more). Defaults to
 	// 2 minutes; -1 means do not wait.
@@ -76,6 +80,9 @@ func (o *Options) withDefaults() Options {
 	if out.Concurrency == 0 {
 		out.Concurrency = 8
 	}
+	if out.PartitionConcurrency == 0 {
+		out.PartitionConcurrency = 2
+	}
 	if out.CreateWait == 0 {
 		out.CreateWait = 2 * time.Minute
 	}
@@ -91,6 +98,9 @@ func (o *Options) withDefaults() Options {
 func (o Options) validate() error {
 	if o.Concurrency < 1 {
 		return errs.Invalid("Options.Concurrency", "must be at least 1, got %d", o.Concurrency)
+	}
+	if o.PartitionConcurrency < 1 {
+		return errs.Invalid("Options.PartitionConcurrency", "must be at least 1, got %d", o.PartitionConcurrency)
 	}
 	if o.WriteHistory < 2 || o.WriteHistory > 256 {
 		return errs.Invalid("Options.WriteHistory", "must be between 2 and 256, got %d", o.WriteHistory)

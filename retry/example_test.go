@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -73,4 +74,23 @@ func ExamplePolicy_NewBackOff() {
 	}, backoff.WithContext(p.NewBackOff(), context.Background()))
 	fmt.Println(calls, err)
 	// Output: 3 <nil>
+}
+
+// Schedule runs one task per transaction, spread over partitions: here six chunks of two
+// partitions, with one at a time in a partition, so that each partition's chunks run in
+// order while the other partition's go on.
+func ExampleSchedule() {
+	chunks := []string{"Sales", "Sales", "Sales", "HR", "HR", "HR"} // the partition of each chunk
+	var mu sync.Mutex
+	done := map[string][]int{}
+	err := retry.Schedule(context.Background(), chunks, &retry.ScheduleOptions{Concurrency: 4, PartitionConcurrency: 1},
+		func(ctx context.Context, i int) error {
+			p, _ := retry.PartitionOf(ctx) // the Gate reads it: a busy partition slows itself only
+			mu.Lock()
+			defer mu.Unlock()
+			done[p] = append(done[p], i)
+			return nil
+		})
+	fmt.Println(done["Sales"], done["HR"], err)
+	// Output: [0 1 2] [3 4 5] <nil>
 }

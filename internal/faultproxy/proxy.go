@@ -214,7 +214,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var busy *refusal // the throughput model's answer (throttle.go), for forwarded requests
 	if rule == nil || rule.Action.kind == actDelay || rule.Action.kind == actForward {
-		busy = p.throttled(r, body)
+		var done func()
+		busy, done = p.throttled(r, body)
+		defer done()
 	}
 
 	p.mu.Lock()

@@ -135,6 +135,10 @@ type ThrottleStats struct {
 	Partitions map[string]Counts
 	// PartitionSeconds counts them per partition and per second.
 	PartitionSeconds map[string][]Counts
+	// PartitionMaxInFlight is, per partition, the most requests the model judged that were
+	// being answered at once (from the judgement to the end of the answer, refused ones
+	// included): the client's concurrency in that partition as the service sees it.
+	PartitionMaxInFlight map[string]int
 }
 
 // bucket is a token bucket: rate tokens per second, at most burst of them.
@@ -153,6 +157,7 @@ type Throttle struct {
 	mu         sync.Mutex
 	account    bucket
 	partitions map[string]*bucket
+	inFlight   map[string]int
 	stats      ThrottleStats
 }
 
@@ -192,7 +197,8 @@ func (p *Proxy) EmulateThrottling(opts *ThrottleOptions) (*Throttle, error) {
 		start:      now,
 		account:    bucket{tokens: o.AccountBurst, at: now},
 		partitions: map[string]*bucket{},
-		stats:      ThrottleStats{Partitions: map[string]Counts{}, PartitionSeconds: map[string][]Counts{}},
+		inFlight:   map[string]int{},
+		stats:      newStats(),
 	}
 	p.throttle.Store(t)
 	return t, nil
@@ -211,7 +217,11 @@ func (t *Throttle) Reset() {
 	t.start = now
 	t.account = bucket{tokens: t.opts.AccountBurst, at: now}
 	t.partitions = map[string]*bucket{}
-	t.stats = ThrottleStats{Partitions: map[string]Counts{}, PartitionSeconds: map[string][]Counts{}}
+	t.stats = newStats()
+}
+
+func newStats() ThrottleStats {
+	return ThrottleStats{Partitions: map[string]Counts{}, PartitionSeconds: map[string][]Counts{}, PartitionMaxInFlight: map[string]int{}}
 }
 
 // Options returns the model's options with their defaults filled in.
@@ -222,10 +232,14 @@ func (t *Throttle) Stats() ThrottleStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := ThrottleStats{
-		Total:            t.stats.Total,
-		Seconds:          append([]Counts(nil), t.stats.Seconds...),
-		Partitions:       make(map[string]Counts, len(t.stats.Partitions)),
-		PartitionSeconds: make(map[string][]Counts, len(t.stats.PartitionSeconds)),
+		Total:                t.stats.Total,
+		Seconds:              append([]Counts(nil), t.stats.Seconds...),
+		Partitions:           make(map[string]Counts, len(t.stats.Partitions)),
+		PartitionSeconds:     make(map[string][]Counts, len(t.stats.PartitionSeconds)),
+		PartitionMaxInFlight: make(map[string]int, len(t.stats.PartitionMaxInFlight)),
+	}
+	for k, v := range t.stats.PartitionMaxInFlight {
+		out.PartitionMaxInFlight[k] = v
 	}
 	for k, v := range t.stats.Partitions {
 		out.Partitions[k] = v
@@ -240,22 +254,23 @@ func (t *Throttle) Stats() ThrottleStats {
 type refusal struct{ message string }
 
 // throttled is the proxy's hook: it judges r (whose body is body) when a model is
-// installed and returns the refusal to answer with, or nil to go on.
-func (p *Proxy) throttled(r *http.Request, body []byte) *refusal {
+// installed and returns the refusal to answer with, or nil to go on, and done, to call
+// once the request is answered (it ends the request's time in flight).
+func (p *Proxy) throttled(r *http.Request, body []byte) (why *refusal, done func()) {
 	t := p.throttle.Load()
 	if t == nil {
-		return nil
+		return nil, func() {}
 	}
 	keys, ok := entityPartitionKeys(r, body)
 	if !ok {
-		return nil
+		return nil, func() {}
 	}
 	return t.admit(keys)
 }
 
 // admit applies the buckets to a request carrying one entity per key ("" = a partition
-// the model cannot tell) and counts it.
-func (t *Throttle) admit(keys []string) *refusal {
+// the model cannot tell), counts it, and returns done, which ends its time in flight.
+func (t *Throttle) admit(keys []string) (*refusal, func()) {
 	need := map[string]float64{} // partition -> entities; "" = unknown, account only
 	for _, k := range keys {
 		part := ""
@@ -306,7 +321,36 @@ func (t *Throttle) admit(keys []string) *refusal {
 		}
 	}
 	t.count(now, need, admitted)
-	return why
+	return why, t.enter(need)
+}
+
+// enter counts a judged request in flight in each of its partitions, and returns the
+// function that counts it out (once, whatever the Throttle's Reset did in between). t.mu
+// is held.
+func (t *Throttle) enter(need map[string]float64) func() {
+	parts := make([]string, 0, len(need))
+	for part := range need {
+		if part == "" {
+			continue
+		}
+		parts = append(parts, part)
+		t.inFlight[part]++
+		if n := t.inFlight[part]; n > t.stats.PartitionMaxInFlight[part] {
+			t.stats.PartitionMaxInFlight[part] = n
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			for _, part := range parts {
+				if t.inFlight[part]--; t.inFlight[part] <= 0 {
+					delete(t.inFlight, part)
+				}
+			}
+		})
+	}
 }
 
 // count records one judged request. t.mu is held.

@@ -345,3 +345,47 @@ func TestThrottleRangePartitions(t *testing.T) {
 		t.Fatalf("partitions %+v", st.Partitions)
 	}
 }
+
+// PartitionMaxInFlight counts, per partition, the requests being answered at once: two
+// point reads of partition "a" held together count 2 there and none elsewhere, and a
+// request answered after they ended does not raise it.
+func TestThrottleCountsRequestsInFlightPerPartition(t *testing.T) {
+	t.Parallel()
+	p, tc, direct := proxiedTable(t)
+	for _, pk := range []string{"a", "b"} {
+		if _, err := direct.AddEntity(t.Context(), entity(t, pk, "1"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	th, err := p.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: -1, AccountRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The model judges a delayed request before its delay: held reads are in flight.
+	remove := p.AddRule(faultproxy.Rule{Name: "hold", Match: faultproxy.IsGetEntity, Action: faultproxy.Delay(time.Hour)})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for _, pk := range []string{"a", "a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = tc.GetEntity(ctx, pk, "1", nil)
+		}()
+	}
+	for th.Stats().Total.AdmittedRequests < 3 {
+		time.Sleep(5 * time.Millisecond) // polls the model's progress; go test -timeout bounds it
+	}
+	cancel()
+	wg.Wait()
+	remove()
+	if err := p.WaitIdle(t.Context()); err != nil { // the held reads have ended at the proxy too
+		t.Fatal(err)
+	}
+	if _, err := tc.GetEntity(t.Context(), "a", "1", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := th.Stats()
+	if got := st.PartitionMaxInFlight; got["a"] != 2 || got["b"] != 1 || len(got) != 2 {
+		t.Fatalf("PartitionMaxInFlight = %v, want a:2 b:1", got)
+	}
+}
