@@ -336,7 +336,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 	// writer", so an update answers the unknown error, never errs.ErrNotFound; a delete has
 	// what it asked for.
 	var unknown error
-	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0]}
+	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0], SensitiveKeys: true} // a round's error may name a copy
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
 		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
@@ -593,7 +593,11 @@ func (x *Intra[T]) lookup(ctx context.Context, pk string, ix *index[T], value st
 	if err != nil {
 		return zero, err
 	}
-	return x.rows.Get(ctx, pk, rk)
+	v, err := x.rows.Get(retry.WithSensitiveKeys(ctx), pk, rk)
+	if err != nil {
+		return zero, &lookupError{index: ix.Name, pk: pk, err: err}
+	}
+	return v, nil
 }
 
 // Find returns the entities of partition pk whose value in index is value: one point
@@ -743,8 +747,9 @@ func (x *Intra[T]) Backfill(ctx context.Context, items []*T) error {
 	if be != nil {
 		out = &repo.BulkError{Errors: make([]error, len(items))}
 		for i, e := range be.Errors {
-			if e != nil && out.Errors[owner[i]] == nil {
-				out.Errors[owner[i]] = e
+			if n := owner[i]; e != nil && out.Errors[n] == nil {
+				// The transaction's error may name a copy's key, which holds the value.
+				out.Errors[n] = &copyError{op: "backfill", pk: primaries[n].PartitionKey, rk: primaries[n].RowKey, err: e}
 				out.Failed++
 			}
 		}
