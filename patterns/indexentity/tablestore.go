@@ -174,7 +174,7 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 		return false, err
 	}
 	wrote := false
-	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk}
+	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk, SensitiveKeys: true} // the partition holds the value
 	err = retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		pages, err := s.pages.read(ctx, l)
 		if err != nil {
