@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
@@ -47,5 +48,25 @@ func TestTransactionSpanNeverCarriesActionKeys(t *testing.T) {
 	}
 	if failed != 1 {
 		t.Fatalf("%d failed transaction spans, want 1", failed)
+	}
+}
+
+// A failed action's error names the action by its index; its keys are in the fields only
+// (the row may be an index copy whose key holds the indexed value).
+func TestActionErrorTextNeverNamesKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	emps := table[Employee](t, b, nil)
+	const pk, rk = "Tx-key-partition", "key-rowkey-0815"
+	if err := emps.Insert(b.ctx, employee(pk, rk)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := repo.Submit(b.ctx, emps.InsertAction(employee(pk, "other")), emps.InsertAction(employee(pk, rk)))
+	var ae *repo.ActionError
+	if !errors.As(err, &ae) || ae.Index != 1 || ae.RowKey != rk || ae.PartitionKey != pk {
+		t.Fatalf("the refused transaction: %v, want an *ActionError for action 1 with its keys", err)
+	}
+	if text := err.Error(); strings.Contains(text, rk) || strings.Contains(text, pk) || !strings.Contains(text, "action 1") {
+		t.Fatalf("the error's text: %q, want the action's index and no key", text)
 	}
 }
