@@ -196,5 +196,8 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 		}
 		return err
 	})
+	if err != nil {
+		err = &entryError{op: name, index: s.name, err: err}
+	}
 	return wrote, err
 }
