@@ -8,7 +8,9 @@
 // Span names are "<package>.<operation>" (secondaryindex.write, queueworker.process). Span
 // attributes name tables, queues, containers, message kinds and counts, never keys or
 // values: keys often are personal data (an e-mail index), and the Azure SDK's own spans
-// (through azotel) already carry what a request addresses.
+// (through azotel) already carry what a request addresses. A span's error status and
+// exception event hold the error's class (End), never its text, which names keys; the
+// message id of the queue spans is the queue service's, never an envelope id.
 package telemetry
 
 import (

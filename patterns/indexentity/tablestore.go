@@ -128,7 +128,8 @@ func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 //
 // Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the table does not exist,
 // errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
-// policy), *repo.Error.
+// policy), *repo.Error. A failure past the checks names the operation and the index, never
+// the value's partition (it holds the value), and gives the cause's status and code.
 func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
 	_, err := s.apply(ctx, value, k, true)
 	return err

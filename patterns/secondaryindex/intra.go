@@ -567,7 +567,8 @@ func (x *Intra[T]) Get(ctx context.Context, pk, value string) (T, error) {
 // index with Properties has the other fields zero.
 //
 // Errors: errs.ErrNotFound, errs.ErrInvalidInput (an unknown index, an index with duplicates —
-// use Find —, a value no key can hold; nothing sent), errs.ErrTransient, *repo.Error.
+// use Find —, a value no key can hold; nothing sent), errs.ErrTransient, *repo.Error. A
+// failed read names the index and the partition, never the copy's key (it holds the value).
 func (x *Intra[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
 	var zero T
 	ix, err := x.index(index)
