@@ -105,6 +105,29 @@ func TestIntraRepairRetryLogNeverCarriesACopyKey(t *testing.T) {
 	}
 }
 
+// The backfill reads each unique copy before it rewrites it: a 503 on that read is
+// retried without logging the copy's key.
+func TestIntraBackfillRetryLogNeverCarriesACopyKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	core, logs := observer.New(zap.WarnLevel)
+	x := b.intraLogged(t, zap.New(core), nil, byEmail)
+	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", "backfill.mailbox@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	b.Proxy().AddRule(faultproxy.Rule{Name: "busy copy read", Times: 1, Action: faultproxy.Respond(503, "ServerBusy"),
+		Match: faultproxy.All(faultproxy.IsGetEntity, faultproxy.PathContains("email_"))})
+	if _, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.Proxy().Fired("busy copy read") != 1 || len(retried(logs)) == 0 {
+		t.Fatal("the copy read was not refused and retried: the test proves nothing")
+	}
+	if where := logMentions(retried(logs), "backfill.mailbox"); where != "" {
+		t.Fatalf("a retry log entry carries the e-mail: %s", where)
+	}
+}
+
 // Lookup reads a copy by its key: a 503 on it is retried without logging the key, and
 // the error of a failed lookup does not name it either.
 func TestIntraLookupNeverLogsOrReturnsTheCopyKey(t *testing.T) {
