@@ -112,8 +112,12 @@ func Enqueue[T any](ctx context.Context, c *Client, kind, id string, payload T, 
 		id = newID()
 	}
 	ctx, span := telemetry.Tracer().Start(ctx, "queueworker.enqueue", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(telemetry.KeyQueue.String(c.queueName), telemetry.KeyKind.String(kind), telemetry.KeyMessageID.String(id)))
+		trace.WithAttributes(telemetry.KeyQueue.String(c.queueName), telemetry.KeyKind.String(kind)))
 	out, err := enqueue(ctx, c, kind, id, raw, opts)
+	if out.MessageID != "" {
+		// The service's id, not the envelope's: a caller may build that one from keys.
+		span.SetAttributes(telemetry.KeyMessageID.String(out.MessageID))
+	}
 	telemetry.End(span, err)
 	return out, err
 }

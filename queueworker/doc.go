@@ -117,7 +117,10 @@
 // "queueworker.process" per delivery, a child of the enqueuing span when the message
 // carries a valid trace context (it is parsed strictly and size-limited: messages are
 // untrusted) and a new trace otherwise, with the handler's context inside it, so the spans a
-// handler starts are its children. The worker's Stats are observed as the metrics named by
+// handler starts are its children. Both name the queue, the kind and the queue service's
+// message id (messaging.message.id), never the envelope id, which a caller may build from
+// an entity's keys; a failure is recorded by its class (status and code, sentinel), never
+// its text. The worker's Stats are observed as the metrics named by
 // the Metric constants while it runs, and every handler run is recorded in the histogram
 // MetricHandlerDuration by kind and outcome. Without providers all of this is no-op.
 //

@@ -67,7 +67,7 @@ func (w *Worker) process(r *run, m *azqueue.DequeuedMessage) {
 	kind := w.kindAttr(env.Kind)
 	ctx, span := telemetry.Tracer().Start(ctx, "queueworker.process", trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(telemetry.KeyQueue.String(w.queueName), telemetry.KeyKind.String(kind),
-			telemetry.KeyMessageID.String(env.ID), telemetry.KeyDeliveries.Int64(count)))
+			telemetry.KeyMessageID.String(ls.id), telemetry.KeyDeliveries.Int64(count)))
 	started := time.Now()
 	herr := w.runHandler(ctx, r, ls, log, env, m)
 	w.metrics.recordHandler(ctx, w.queueName, kind, time.Since(started), herr)

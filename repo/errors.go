@@ -62,11 +62,12 @@ type ActionError struct {
 	Err error
 }
 
-// Error implements error.
+// Error implements error. It names the action by its index, not by its keys (they are in
+// the fields): a transaction's row may be an index copy whose key holds the indexed
+// value, and error texts travel into logs and poison records.
 func (e *ActionError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tablepatterns: transaction action %d (PartitionKey=%q, RowKey=%q) failed: %d %s",
-		e.Index, e.PartitionKey, e.RowKey, e.StatusCode, e.Code)
+	fmt.Fprintf(&b, "tablepatterns: transaction action %d failed: %d %s", e.Index, e.StatusCode, e.Code)
 	if e.Message != "" {
 		fmt.Fprintf(&b, ": %s", firstLine(e.Message))
 	}

@@ -89,7 +89,9 @@ func CheckTransaction(actions ...Action) error { return checkTransaction(actions
 // is stored proves the whole transaction committed (it is atomic); the actions' values then
 // get an ETag that matches no version (their own was in the lost response), so that a next
 // conditional write re-reads. Otherwise, and always without tracking, the error wraps
-// ErrOutcomeUnknown and carries the *ActionError.
+// ErrOutcomeUnknown and carries the *ActionError. The retries log each failure's class
+// (status and code) without keys, never its text: an action's error names its row, which
+// may be an index copy whose key holds the indexed value.
 //
 // Errors: *ActionError, ErrOutcomeUnknown, ErrInvalidInput, ErrTransient, *Error.
 func Submit(ctx context.Context, actions ...Action) (_ []string, err error) {
@@ -100,7 +102,7 @@ func Submit(ctx context.Context, actions ...Action) (_ []string, err error) {
 	ctx, span := telemetry.Start(ctx, "repo.transaction", telemetry.KeyTable.String(first.table), telemetry.KeyCount.Int(len(actions)))
 	defer func() { telemetry.End(span, err) }()
 	etags := make([]string, len(actions))
-	op := retry.Op{Name: "transaction", Resource: first.table, PartitionKey: first.pk}
+	op := retry.Op{Name: "transaction", Resource: first.table, PartitionKey: first.pk, SensitiveKeys: true}
 	var cause error // the first failure that may have been applied
 	err = retry.Do(ctx, actions[0].rp, op, func(ctx context.Context, attempt int) error {
 		err := submitOnce(ctx, actions, etags)

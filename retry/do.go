@@ -24,6 +24,15 @@ type Op struct {
 	Resource string
 	// PartitionKey and RowKey identify the entity, when there is one.
 	PartitionKey, RowKey string
+	// SensitiveKeys marks an operation whose keys, or the texts of whose errors, may hold
+	// a value that must not leave the process: an index copy's key holds the indexed
+	// value, and an error about a row names its keys. Do's log entries and the texts of
+	// the errors Do returns then withhold PartitionKey and RowKey and give each error's
+	// class (its HTTP status and service error code, or its sentinel) instead of its text.
+	// Do also treats the operation as sensitive when ctx is marked by WithSensitiveKeys,
+	// and marks the ctx it passes to fn, so that the requests fn makes through repo
+	// withhold their keys too.
+	SensitiveKeys bool
 	// Retryable decides which errors are retried. nil means IsTransient, plus a
 	// context.DeadlineExceeded that arrives while Do's ctx is still live (a per-try
 	// timeout). Set it for semantic retries, e.g. errs.ErrPreconditionFailed in a
@@ -32,7 +41,8 @@ type Op struct {
 	Retryable func(error) bool
 }
 
-// String is "name resource (PartitionKey=..., RowKey=...)", for messages.
+// String is "name resource (PartitionKey=..., RowKey=...)", for messages; with
+// SensitiveKeys, "name resource (keys withheld)".
 func (o Op) String() string {
 	var b strings.Builder
 	b.WriteString(o.Name)
@@ -40,10 +50,39 @@ func (o Op) String() string {
 		b.WriteString(" ")
 		b.WriteString(o.Resource)
 	}
-	if o.PartitionKey != "" || o.RowKey != "" {
+	switch {
+	case o.SensitiveKeys && (o.PartitionKey != "" || o.RowKey != ""):
+		b.WriteString(" (keys withheld)")
+	case o.PartitionKey != "" || o.RowKey != "":
 		fmt.Fprintf(&b, " (PartitionKey=%q, RowKey=%q)", o.PartitionKey, o.RowKey)
 	}
 	return b.String()
+}
+
+// text is err's text as o may show it: the redacted text, or only the class when o's
+// keys are sensitive (the text may name them).
+func (o Op) text(err error) string {
+	if o.SensitiveKeys {
+		return errs.Class(err)
+	}
+	return sanitize(err)
+}
+
+type sensitiveKeysKey struct{}
+
+// WithSensitiveKeys returns ctx marked so that every Do and Optimistic under it treats its
+// Op as SensitiveKeys: the way a pattern makes the reads and writes it sends through repo
+// (which builds their Op) withhold keys that hold indexed values.
+func WithSensitiveKeys(ctx context.Context) context.Context {
+	if sensitiveKeys(ctx) {
+		return ctx
+	}
+	return context.WithValue(ctx, sensitiveKeysKey{}, true)
+}
+
+func sensitiveKeys(ctx context.Context) bool {
+	v, _ := ctx.Value(sensitiveKeysKey{}).(bool)
+	return v
 }
 
 // ExhaustedError is returned by Do when the operation kept failing with retryable errors
@@ -59,9 +98,9 @@ type ExhaustedError struct {
 }
 
 // Error implements error. Its text holds no URL query, signature or key (the last error's
-// text is sanitized as in the log entries).
+// text is sanitized as in the log entries, and reduced to its class when Op.SensitiveKeys).
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("tablepatterns: %s: gave up after %d attempts: %s", e.Op, e.Attempts, sanitize(e.Err))
+	return fmt.Sprintf("tablepatterns: %s: gave up after %d attempts: %s", e.Op, e.Attempts, e.Op.text(e.Err))
 }
 
 // Unwrap returns ErrTransient and the last error.
@@ -77,7 +116,7 @@ type interruptedError struct {
 }
 
 func (e *interruptedError) Error() string {
-	return fmt.Sprintf("tablepatterns: %s: %v after %d attempts; last error: %s", e.op, e.ctxErr, e.attempts, sanitize(e.last))
+	return fmt.Sprintf("tablepatterns: %s: %v after %d attempts; last error: %s", e.op, e.ctxErr, e.attempts, e.op.text(e.last))
 }
 
 func (e *interruptedError) Unwrap() []error { return []error{e.ctxErr, e.last} }
@@ -101,8 +140,10 @@ func (e *interruptedError) Unwrap() []error { return []error{e.ctxErr, e.last} }
 // Before each retry it logs one Warn entry "retrying" through p.Logger with the fields
 // op, resource, partitionKey, rowKey, attempt (the attempt that failed), delay, status and
 // errorCode (0 and "" for transport errors) and error (the text without URL queries,
-// signatures, keys or response bodies). It logs nothing else: the final error is returned,
-// not logged. When the response carries Retry-After (or x-ms-retry-after-ms), the wait is
+// signatures, keys or response bodies). For an op with SensitiveKeys (or under a ctx
+// marked by WithSensitiveKeys) it logs keysWithheld instead of partitionKey and rowKey,
+// and the error's class (errs.Class) instead of its text. It logs nothing else: the final
+// error is returned, not logged. When the response carries Retry-After (or x-ms-retry-after-ms), the wait is
 // at least that long, up to MaxDelay.
 //
 // Every attempt and every wait is recorded as OpenTelemetry metrics (MetricAttempts,
@@ -128,6 +169,10 @@ func DoValue[T any](ctx context.Context, p Policy, op Op, fn func(ctx context.Co
 	p = p.WithDefaults()
 	if err := ctx.Err(); err != nil {
 		return zero, err
+	}
+	if op.SensitiveKeys || sensitiveKeys(ctx) {
+		op.SensitiveKeys = true
+		ctx = WithSensitiveKeys(ctx)
 	}
 	retryable := op.Retryable
 	if retryable == nil {
@@ -201,17 +246,20 @@ func wait(ctx context.Context, d time.Duration) error {
 func logRetry(l *zap.Logger, op Op, attempt int, delay time.Duration, err error) {
 	if ce := l.Check(zap.WarnLevel, "retrying"); ce != nil {
 		status, code, _ := statusOf(err)
-		ce.Write(
-			zap.String("op", op.Name),
-			zap.String("resource", op.Resource),
-			zap.String("partitionKey", op.PartitionKey),
-			zap.String("rowKey", op.RowKey),
+		fields := make([]zap.Field, 0, 9)
+		fields = append(fields, zap.String("op", op.Name), zap.String("resource", op.Resource))
+		if op.SensitiveKeys {
+			fields = append(fields, zap.Bool("keysWithheld", true))
+		} else {
+			fields = append(fields, zap.String("partitionKey", op.PartitionKey), zap.String("rowKey", op.RowKey))
+		}
+		ce.Write(append(fields,
 			zap.Int("attempt", attempt),
 			zap.Duration("delay", delay),
 			zap.Int("status", status),
 			zap.String("errorCode", code),
-			zap.String("error", sanitize(err)),
-		)
+			zap.String("error", op.text(err)),
+		)...)
 	}
 }
 

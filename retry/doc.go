@@ -61,6 +61,12 @@
 // the policy gives up, or the context's error when ctx ends. Log entries and error texts
 // never contain URL query strings, SAS signatures, account keys or Authorization values.
 //
+// An operation whose keys may hold values (an index copy's key holds the indexed value)
+// sets Op.SensitiveKeys, or runs under a context marked by WithSensitiveKeys (the way a
+// pattern marks the requests it sends through repo): its log entries and the texts of
+// the errors Do returns then withhold the keys and give each failure's class (HTTP status
+// and service error code, or sentinel) instead of its text, which names them.
+//
 // # Throughput: partitions and the account
 //
 // The service serves about 2,000 entities/s per partition and 20,000 per account, and

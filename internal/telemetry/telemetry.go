@@ -8,12 +8,15 @@
 // Span names are "<package>.<operation>" (secondaryindex.write, queueworker.process). Span
 // attributes name tables, queues, containers, message kinds and counts, never keys or
 // values: keys often are personal data (an e-mail index), and the Azure SDK's own spans
-// (through azotel) already carry what a request addresses.
+// (through azotel) already carry what a request addresses. A span's error status and
+// exception event hold the error's class (End), never its text, which names keys; the
+// message id of the queue spans is the queue service's, never an envelope id.
 package telemetry
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/version"
 )
 
@@ -33,7 +37,7 @@ const (
 	KeyTable       = attribute.Key("tablepatterns.table")
 	KeyQueue       = attribute.Key("messaging.destination.name")
 	KeyKind        = attribute.Key("tablepatterns.message.kind")
-	KeyMessageID   = attribute.Key("messaging.message.id")
+	KeyMessageID   = attribute.Key("messaging.message.id") // the service's id; an envelope id may be built from keys
 	KeyDeliveries  = attribute.Key("messaging.azure_queue.dequeue_count")
 	KeyContainer   = attribute.Key("tablepatterns.container")
 	KeyTargetTable = attribute.Key("tablepatterns.target_table")
@@ -64,11 +68,17 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	return Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
-// End ends span, recording err (if not nil) as the span's error status.
+// End ends span, recording err (if not nil) as the span's error status and an exception
+// event. Both hold err's class (errs.Class: the status and code, the sentinel) and Go
+// type, never its text: an error's text names the keys it is about, and a span carries
+// no key or value.
 func End(span trace.Span, err error) {
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		class := errs.Class(err)
+		span.AddEvent("exception", trace.WithAttributes(
+			attribute.String("exception.type", fmt.Sprintf("%T", err)),
+			attribute.String("exception.message", class)))
+		span.SetStatus(codes.Error, class)
 	}
 	span.End()
 }

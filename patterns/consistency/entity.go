@@ -368,7 +368,7 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 		var ae *repo.ActionError
 		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
 			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
-			return fmt.Errorf("%w: a companion's copy changed (action %d, RowKey %q: %d %s)", errRestart, ae.Index, ae.RowKey, ae.StatusCode, ae.Code)
+			return fmt.Errorf("%w: a companion's copy changed (action %d: %d %s)", errRestart, ae.Index, ae.StatusCode, ae.Code) // no RowKey: a companion's row holds an indexed value
 		}
 		if errors.Is(err, errs.ErrOutcomeUnknown) {
 			return err

@@ -210,7 +210,8 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 	}
 	entry := entryOf(k)
 	wrote := false
-	op := retry.Op{Name: opName, Resource: s.container + "/" + name, PartitionKey: k.PartitionKey, RowKey: k.RowKey}
+	// The blob's name holds the value: the op names the container only.
+	op := retry.Op{Name: opName, Resource: s.container, PartitionKey: k.PartitionKey, RowKey: k.RowKey, SensitiveKeys: true}
 	err = retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		entries, etag, err := s.read(ctx, name)
 		if err != nil {
@@ -246,11 +247,11 @@ func (s *BlobStore) change(ctx context.Context, opName, value string, k Key, add
 func (s *BlobStore) read(ctx context.Context, name string) ([]string, azcore.ETag, error) {
 	var entries []string
 	var etag azcore.ETag
-	err := retry.Do(ctx, s.retry, retry.Op{Name: "index blob read", Resource: s.container + "/" + name}, func(ctx context.Context, _ int) error {
+	err := retry.Do(ctx, s.retry, retry.Op{Name: "index blob read", Resource: s.container, SensitiveKeys: true}, func(ctx context.Context, _ int) error {
 		entries, etag = nil, ""
 		resp, err := s.client.DownloadStream(ctx, s.container, name, nil)
 		if err != nil {
-			err = errs.Wrap(err, "index blob read", s.container+"/"+name, "", "")
+			err = errs.Wrap(err, "index blob read", s.container, "", "")
 			var se *errs.ServiceError
 			if errors.As(err, &se) && se.Code == "BlobNotFound" {
 				return nil
@@ -260,7 +261,7 @@ func (s *BlobStore) read(ctx context.Context, name string) ([]string, azcore.ETa
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return errs.Wrap(err, "index blob read", s.container+"/"+name, "", "")
+			return errs.Wrap(err, "index blob read", s.container, "", "")
 		}
 		if resp.ETag != nil {
 			etag = *resp.ETag
@@ -293,21 +294,21 @@ func (s *BlobStore) write(ctx context.Context, name string, etag azcore.ETag, en
 	}
 	ct := blobContentType
 	bb := s.client.ServiceClient().NewContainerClient(s.container).NewBlockBlobClient(name)
-	return retry.Do(ctx, s.retry, retry.Op{Name: "index blob write", Resource: s.container + "/" + name}, func(ctx context.Context, _ int) error {
+	return retry.Do(ctx, s.retry, retry.Op{Name: "index blob write", Resource: s.container, SensitiveKeys: true}, func(ctx context.Context, _ int) error {
 		_, err := bb.Upload(ctx, streaming.NopCloser(bytes.NewReader(body.Bytes())), &blockblob.UploadOptions{
 			HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: &ct},
 			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond},
 		})
-		return errs.Wrap(err, "index blob write", s.container+"/"+name, "", "")
+		return errs.Wrap(err, "index blob write", s.container, "", "")
 	})
 }
 
 // delete removes the blob, conditional on etag.
 func (s *BlobStore) delete(ctx context.Context, name string, etag azcore.ETag) error {
-	return retry.Do(ctx, s.retry, retry.Op{Name: "index blob delete", Resource: s.container + "/" + name}, func(ctx context.Context, _ int) error {
+	return retry.Do(ctx, s.retry, retry.Op{Name: "index blob delete", Resource: s.container, SensitiveKeys: true}, func(ctx context.Context, _ int) error {
 		_, err := s.client.DeleteBlob(ctx, s.container, name, &azblob.DeleteBlobOptions{
 			AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}},
 		})
-		return errs.Wrap(err, "index blob delete", s.container+"/"+name, "", "")
+		return errs.Wrap(err, "index blob delete", s.container, "", "")
 	})
 }

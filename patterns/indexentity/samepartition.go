@@ -212,7 +212,7 @@ func (ix *SamePartition[T]) checkKeys(pk, rk string) error {
 // loop runs attempt until it succeeds or fails with an error it did not mark with retry.Again,
 // with the conflict backoff between attempts.
 func (ix *SamePartition[T]) loop(ctx context.Context, name, pk, rk string, attempt func(ctx context.Context) error) error {
-	op := retry.Op{Name: "index entity " + name, Resource: ix.primary.Name(), PartitionKey: pk, RowKey: rk}
+	op := retry.Op{Name: "index entity " + name, Resource: ix.primary.Name(), PartitionKey: pk, RowKey: rk, SensitiveKeys: true} // an attempt's error may name an index entity
 	return retry.Optimistic(ctx, ix.conflict, op, func(ctx context.Context, _ int) error { return attempt(ctx) })
 }
 

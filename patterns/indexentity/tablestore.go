@@ -128,7 +128,8 @@ func (s *TableStore) Keys(ctx context.Context, value string) ([]Key, error) {
 //
 // Errors: errs.ErrInvalidInput (nothing sent), errs.ErrNotFound when the table does not exist,
 // errs.ErrTransient (wrapping errs.ErrPreconditionFailed when contention outlasted the Conflict
-// policy), *repo.Error.
+// policy), *repo.Error. A failure past the checks names the operation and the index, never
+// the value's partition (it holds the value), and gives the cause's status and code.
 func (s *TableStore) Add(ctx context.Context, value string, k Key) error {
 	_, err := s.apply(ctx, value, k, true)
 	return err
@@ -174,7 +175,7 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 		return false, err
 	}
 	wrote := false
-	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk}
+	op := retry.Op{Name: name, Resource: s.pages.tbl.Name(), PartitionKey: l.pk, SensitiveKeys: true} // the partition holds the value
 	err = retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		pages, err := s.pages.read(ctx, l)
 		if err != nil {
@@ -196,5 +197,8 @@ func (s *TableStore) change(ctx context.Context, name, value string, k Key, plan
 		}
 		return err
 	})
+	if err != nil {
+		err = &entryError{op: name, index: s.name, err: err}
+	}
 	return wrote, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // Removal tells an archive move (package consistency, where Intra is a Companion of its
@@ -76,7 +77,7 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 		if ks[i] == "" {
 			continue
 		}
-		cp, err := x.dyn.Get(ctx, pk, ks[i])
+		cp, err := x.dyn.Get(retry.WithSensitiveKeys(ctx), pk, ks[i])
 		if errors.Is(err, repo.ErrNotFound) {
 			continue // already gone: nothing to remove
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
 	"go.uber.org/zap"
 )
 
@@ -328,7 +329,7 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 			p.add(x.dyn.UpsertAction(c, nil), step{ix: i, kind: stepKeep, rk: k})
 			continue
 		}
-		have, err := x.dyn.Get(ctx, pk, k)
+		have, err := x.dyn.Get(retry.WithSensitiveKeys(ctx), pk, k)
 		switch {
 		case errors.Is(err, repo.ErrNotFound):
 			p.add(x.dyn.InsertAction(c), step{ix: i, kind: stepPut, rk: k})

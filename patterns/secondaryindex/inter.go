@@ -581,7 +581,7 @@ func (x *Inter[T]) Reconcile(ctx context.Context, pk, rk string) (err error) {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
-	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
+	op := retry.Op{Name: "reconcile index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, SensitiveKeys: true} // it reads and writes copies
 	var bad error
 	err = retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		if age := x.opts.TombstoneAge; age > 0 {

@@ -336,7 +336,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 	// writer", so an update answers the unknown error, never errs.ErrNotFound; a delete has
 	// what it asked for.
 	var unknown error
-	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0]}
+	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0], SensitiveKeys: true} // a round's error may name a copy
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
 		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
@@ -567,7 +567,8 @@ func (x *Intra[T]) Get(ctx context.Context, pk, value string) (T, error) {
 // index with Properties has the other fields zero.
 //
 // Errors: errs.ErrNotFound, errs.ErrInvalidInput (an unknown index, an index with duplicates —
-// use Find —, a value no key can hold; nothing sent), errs.ErrTransient, *repo.Error.
+// use Find —, a value no key can hold; nothing sent), errs.ErrTransient, *repo.Error. A
+// failed read names the index and the partition, never the copy's key (it holds the value).
 func (x *Intra[T]) Lookup(ctx context.Context, pk, index, value string) (T, error) {
 	var zero T
 	ix, err := x.index(index)
@@ -593,7 +594,11 @@ func (x *Intra[T]) lookup(ctx context.Context, pk string, ix *index[T], value st
 	if err != nil {
 		return zero, err
 	}
-	return x.rows.Get(ctx, pk, rk)
+	v, err := x.rows.Get(retry.WithSensitiveKeys(ctx), pk, rk)
+	if err != nil {
+		return zero, &lookupError{index: ix.Name, pk: pk, err: err}
+	}
+	return v, nil
 }
 
 // Find returns the entities of partition pk whose value in index is value: one point
@@ -743,8 +748,9 @@ func (x *Intra[T]) Backfill(ctx context.Context, items []*T) error {
 	if be != nil {
 		out = &repo.BulkError{Errors: make([]error, len(items))}
 		for i, e := range be.Errors {
-			if e != nil && out.Errors[owner[i]] == nil {
-				out.Errors[owner[i]] = e
+			if n := owner[i]; e != nil && out.Errors[n] == nil {
+				// The transaction's error may name a copy's key, which holds the value.
+				out.Errors[n] = &copyError{op: "backfill", pk: primaries[n].PartitionKey, rk: primaries[n].RowKey, err: e}
 				out.Failed++
 			}
 		}

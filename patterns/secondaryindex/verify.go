@@ -223,7 +223,7 @@ func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[
 // forceIndexes runs one forced reconciliation of the indexes in drifted of the entity rk,
 // naming orphans[index] as the old copy to delete where the ref's copy is the one to keep.
 func (x *Inter[T]) forceIndexes(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string]string) error {
-	op := retry.Op{Name: "repair index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk}
+	op := retry.Op{Name: "repair index", Resource: x.primary.Name(), PartitionKey: pk, RowKey: rk, SensitiveKeys: true} // it reads and writes copies
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		parts := make([]string, len(x.idx))
 		refs := make([]*refRow, len(x.idx))
@@ -531,6 +531,7 @@ func (x *Intra[T]) unindexable(v *T) []string {
 // ETag), then every primary is read, and a copy no primary wants is deleted conditional on
 // the ETag read.
 func (x *Intra[T]) dropOrphans(ctx context.Context, pk string, orphans []Sample) (int, error) {
+	ctx = retry.WithSensitiveKeys(ctx) // the orphans' keys hold their values
 	etags := make([]string, len(orphans))
 	for i, s := range orphans {
 		e, err := x.dyn.Get(ctx, pk, s.CopyKey)

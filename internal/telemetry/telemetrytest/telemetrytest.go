@@ -5,6 +5,7 @@ package telemetrytest
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,4 +155,36 @@ func HistogramCount(rm metricdata.ResourceMetrics, name string, kv ...attribute.
 		}
 	}
 	return 0
+}
+
+// Mentions returns where span s carries text: in its name, status description,
+// attributes, or the name or attributes of one of its events (an exception event's
+// message). "" means nowhere.
+func Mentions(s tracetest.SpanStub, text string) string {
+	has := func(attrs []attribute.KeyValue) string {
+		for _, a := range attrs {
+			if strings.Contains(string(a.Key), text) || strings.Contains(a.Value.Emit(), text) {
+				return string(a.Key)
+			}
+		}
+		return ""
+	}
+	switch {
+	case strings.Contains(s.Name, text):
+		return "name"
+	case strings.Contains(s.Status.Description, text):
+		return "status " + s.Status.Description
+	}
+	if k := has(s.Attributes); k != "" {
+		return "attribute " + k
+	}
+	for _, e := range s.Events {
+		if strings.Contains(e.Name, text) {
+			return "event " + e.Name
+		}
+		if k := has(e.Attributes); k != "" {
+			return "event " + e.Name + " attribute " + k
+		}
+	}
+	return ""
 }
