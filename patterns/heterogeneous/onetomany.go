@@ -70,10 +70,11 @@ func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
 // child's ETag field holds its new ETag.
 //
 // When repo cannot prove the outcome of the transaction (errs.ErrOutcomeUnknown: a lost
-// response, then a retry that met a conflict), Add reads the child again: absent, the
-// transaction did not apply and Add starts over; present, Add returns the error wrapping
-// errs.ErrOutcomeUnknown, since the child may be this call's (it does not unwrap to
-// errs.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
+// response, then a retry that met a conflict), Add reads the parent again: still at the
+// version it read, nothing landed and Add starts over; otherwise Add returns the error
+// wrapping errs.ErrOutcomeUnknown (never errs.ErrAlreadyExists), whether the child is
+// there or not: another writer may have removed this call's child since, and inserting it
+// again would undo that Remove. Turn on repo.Options.TrackWrites to have repo tell
 // exactly.
 //
 // Errors: errs.ErrNotFound (no parent in the child's partition), errs.ErrAlreadyExists
@@ -94,22 +95,20 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	if rk == prk {
 		return errs.Invalid("RowKey", "the child %q has the parent's key", rk)
 	}
+	pc, err := registered[P](r.t)
+	if err != nil {
+		return err
+	}
 	return retry.Optimistic(ctx, r.t.conflict, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
+		read := version{prk, pc.ETag(&p)}
 		*r.count(&p)++
 		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			// The transaction may have landed: it is atomic, so the child tells.
-			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
-			case errors.Is(gerr, repo.ErrNotFound):
-				return retry.Again(err) // not applied: read the parent again and retry
-			case gerr != nil:
-				return errors.Join(err, gerr)
-			}
-			return err // the child exists, written by this call or another: unknown
+			return r.settle(ctx, err, pk, read)
 		}
 		return err
 	})
@@ -118,11 +117,14 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 // Remove deletes the child (pk, rk) and decrements its parent's count in one entity group
 // transaction, conditional on the ETags of both as read just before; it starts over when
 // either changed in between. When repo cannot prove the outcome of the transaction
-// (errs.ErrOutcomeUnknown), Remove reads the child again: gone, it returns nil (the child
-// and its count went together); still there, it starts over.
+// (errs.ErrOutcomeUnknown), Remove reads the child and the parent again: either still at
+// the version it read, nothing landed and Remove starts over; otherwise it returns the
+// error wrapping errs.ErrOutcomeUnknown, whether the child is there or not: a child found
+// may have been added again by another writer since, and deleting it would undo that Add.
 //
-// Errors: errs.ErrNotFound (no such child, or no parent), *TypeMismatchError (the entity
-// is not a C), errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *errs.ServiceError.
+// Errors: errs.ErrNotFound (no such child, or no parent), errs.ErrOutcomeUnknown (see
+// above), *TypeMismatchError (the entity is not a C), errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *errs.ServiceError.
 func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	prk, err := r.parentKey(pk)
 	if err != nil {
@@ -135,6 +137,10 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	if err != nil {
 		return err
 	}
+	pc, err := registered[P](r.t)
+	if err != nil {
+		return err
+	}
 	return retry.Optimistic(ctx, r.t.conflict, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
 		child, err := Get[C](ctx, r.t, pk, rk) // makes sure it is a child, and gives its ETag
 		if err != nil {
@@ -144,17 +150,11 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
+		read := []version{{rk, cc.ETag(&child)}, {prk, pc.ETag(&p)}}
 		*r.count(&p)--
-		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(&child)}), UpdateAction(r.t, &p, nil))
+		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: read[0].etag}), UpdateAction(r.t, &p, nil))
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			// The transaction may have landed: it is atomic, so the child tells.
-			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
-			case errors.Is(gerr, repo.ErrNotFound):
-				return nil // removed, with the count: the state asked for
-			case gerr != nil:
-				return errors.Join(err, gerr)
-			}
-			return retry.Again(err) // still there: not applied, start over
+			return r.settle(ctx, err, pk, read...)
 		}
 		return err
 	})
