@@ -66,9 +66,9 @@ func Unknown(err error) bool { return errors.Is(err, errs.ErrOutcomeUnknown) }
 //     decided from a fresh read by Decide (see Evidence): Again only when an entity the
 //     write would have changed still holds the version the round read (Unchanged), nil
 //     only on a trace that this write alone leaves, the error itself otherwise. Found or
-//     not found is no evidence: another writer may have acted since. An upsert, which
-//     asks for a state whatever is stored and which repo itself resends after a lost
-//     response, may start over without evidence. Never success on a guess.
+//     not found is no evidence, nor is the value read: another writer may have acted
+//     since, and writing again would make this call take effect twice, over that
+//     writer's acknowledged change. Never success, and never another round, on a guess.
 //
 // p is completed field by field from Conflict() (p.Or(Conflict())): the zero Policy is
 // Conflict(). op names the loop in logs and errors; op.Retryable, if set, marks more errors
