@@ -59,3 +59,18 @@ func DecideOutcome(ctx context.Context, err error, actions ...Action) error {
 	}
 	return retry.Decide(err, ev)
 }
+
+// DecideOutcome is the package's DecideOutcome for one write of t on (pk, rk), an update or
+// delete conditional on etag, the ETag the round read before writing: when err is an
+// ErrOutcomeUnknown, the entity still at etag answers retry.Again(err) (nothing landed),
+// anything else answers err (an entity gone or at another version may be another writer's
+// doing since this write landed). Any other err is returned as is; an etag of "" proves
+// nothing and answers err.
+//
+// Errors: err; err joined with the read's error when the read failed.
+func (t *Table[T]) DecideOutcome(ctx context.Context, err error, pk, rk, etag string) error {
+	if etag == "" {
+		return err
+	}
+	return DecideOutcome(ctx, err, t.DeleteAction(pk, rk, &DeleteOptions{ETag: etag}))
+}
