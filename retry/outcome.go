@@ -24,7 +24,11 @@ package retry
 //     errs.ErrOutcomeUnknown error itself, never success and never "nothing written".
 //
 // Every pattern that re-decides after an unknown outcome gathers its evidence with
-// Unchanged (and Or, for the several entities of one transaction) and answers with Decide.
+// Unchanged (and Or, for the several entities of one transaction; repo.DecideOutcome does
+// both for a transaction's conditional actions) and answers with Decide. A reconciliation
+// step (a worker refreshing copies or index entries, a recount) is not such a write: it
+// promises a state derived from what it reads, not that one call took effect once, so it
+// simply reads and derives again.
 
 // Evidence is what a fresh read shows about a write whose outcome is unknown.
 type Evidence int
