@@ -66,8 +66,8 @@
 //
 // When repo cannot prove the outcome of a transaction (errs.ErrOutcomeUnknown: a lost
 // response, then a retry that met a conflict), Add and Remove read again the entities the
-// atomic transaction would have changed and decide with retry.Decide: one still at the
-// version read proves nothing landed, and the call starts over; anything else returns the
+// atomic transaction would have changed and decide with repo.DecideOutcome: one still at
+// the version read proves nothing landed, and the call starts over; anything else returns the
 // errs.ErrOutcomeUnknown error (never errs.ErrAlreadyExists or errs.ErrNotFound, "nothing
 // written", and never success), since a child found or not found may be another writer's
 // doing since (TestOneToManyOutcomeUnknownIsRedecided,

@@ -95,22 +95,13 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	if rk == prk {
 		return errs.Invalid("RowKey", "the child %q has the parent's key", rk)
 	}
-	pc, err := registered[P](r.t)
-	if err != nil {
-		return err
-	}
 	return retry.Optimistic(ctx, r.t.conflict, r.op("add child", pk, rk), func(ctx context.Context, _ int) error {
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
-		read := version{prk, pc.ETag(&p)}
 		*r.count(&p)++
-		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
-		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			return r.settle(ctx, err, pk, read)
-		}
-		return err
+		return r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
 	})
 }
 
@@ -137,10 +128,6 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	if err != nil {
 		return err
 	}
-	pc, err := registered[P](r.t)
-	if err != nil {
-		return err
-	}
 	return retry.Optimistic(ctx, r.t.conflict, r.op("remove child", pk, rk), func(ctx context.Context, _ int) error {
 		child, err := Get[C](ctx, r.t, pk, rk) // makes sure it is a child, and gives its ETag
 		if err != nil {
@@ -150,24 +137,24 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 		if err != nil {
 			return r.noParent(err, pk, prk)
 		}
-		read := []version{{rk, cc.ETag(&child)}, {prk, pc.ETag(&p)}}
 		*r.count(&p)--
-		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: read[0].etag}), UpdateAction(r.t, &p, nil))
-		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			return r.settle(ctx, err, pk, read...)
-		}
-		return err
+		return r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(&child)}), UpdateAction(r.t, &p, nil))
 	})
 }
 
 // submit runs a child action and the parent's update, and turns a lost race into a retry.
+// A transaction whose outcome repo could not prove is decided by repo.DecideOutcome: it
+// starts over only when the parent (or the child being removed) is still at the version
+// read, which proves that none of the atomic transaction landed. A child found or not
+// found proves nothing: another writer may have removed or re-added it since this call's
+// transaction landed, and acting on it would undo that writer's acknowledged change.
 func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
 	err := r.t.Submit(ctx, child, parent)
 	if r.afterSubmit != nil {
 		err = r.afterSubmit(err)
 	}
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
-		return err // decided by the caller, from a fresh read (never a bare retry)
+		return repo.DecideOutcome(ctx, err, child.a, parent.a)
 	}
 	var ae *repo.ActionError
 	if errors.As(err, &ae) {
