@@ -58,7 +58,10 @@
 // conditional updates store a random write id with the entity's recent ids, and the retry
 // reads the entity: its id there proves the write happened (success, with an ETag that
 // matches no version, since its own was in the lost response). The cost is one extra
-// read, only on that path, and about 200 bytes per entity.
+// read, only on that path, and about 200 bytes per entity. A read-modify-write loop that
+// meets ErrOutcomeUnknown decides with DecideOutcome (or Table.DecideOutcome): it starts
+// over only when an entity its write was conditional on still holds that ETag, the one
+// proof that nothing landed; found, gone or changed proves nothing (retry.Evidence).
 //
 // # Cost in requests
 //

@@ -131,13 +131,19 @@ func (tr *tracker) plan(w *writeAction) {
 	}
 }
 
-// trim keeps the newest keep entries; a chain cut short ends with "?".
+// trim keeps the newest keep write ids; a chain cut short ends with "?". The "?" is not an
+// id and takes no place of one: a write is recognised until keep writes landed after it
+// (Options.WriteHistory).
 func (tr *tracker) trim(hist string) string {
 	entries := strings.Fields(hist)
-	if len(entries) <= tr.keep {
+	ids := len(entries)
+	if ids > 0 && entries[ids-1] == "?" {
+		ids--
+	}
+	if ids <= tr.keep {
 		return hist
 	}
-	return strings.Join(entries[:tr.keep-1], " ") + " ?"
+	return strings.Join(entries[:tr.keep], " ") + " ?"
 }
 
 // validHistory checks a stored history strictly: it comes from storage, so from whoever

@@ -36,7 +36,7 @@
 // round itself read) so that the next round starts from a fresh read, with the jittered
 // waits of Conflict() (z = 10 ms, up to 50 rounds). A write whose earlier attempt may have
 // been applied (errs.ErrOutcomeUnknown) is never counted as success: the round re-reads
-// and re-decides. A mark of Again counts only on the round's own return value, and no
+// and Decide concludes from what the read proves (Evidence), in one place for every pattern. A mark of Again counts only on the round's own return value, and no
 // error leaves the loop marked, so nested loops never restart each other.
 //
 // # One layer of retries

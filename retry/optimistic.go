@@ -63,10 +63,12 @@ func Unknown(err error) bool { return errors.Is(err, errs.ErrOutcomeUnknown) }
 //     asked to write only over the version it read (build it with errs.Precondition when
 //     the round's read already shows it, so no write is sent);
 //   - an errs.ErrOutcomeUnknown (Unknown: the write may or may not have landed) is
-//     decided from a fresh read: Again when the read shows the write did not apply, or
-//     when writing again gives the same state whoever wrote (set semantics, no caller
-//     ETag); nil when the read shows the aim reached and the caller asked for no
-//     particular version; the error itself otherwise. Never success on a guess.
+//     decided from a fresh read by Decide (see Evidence): Again only when an entity the
+//     write would have changed still holds the version the round read (Unchanged), nil
+//     only on a trace that this write alone leaves, the error itself otherwise. Found or
+//     not found is no evidence, nor is the value read: another writer may have acted
+//     since, and writing again would make this call take effect twice, over that
+//     writer's acknowledged change. Never success, and never another round, on a guess.
 //
 // p is completed field by field from Conflict() (p.Or(Conflict())): the zero Policy is
 // Conflict(). op names the loop in logs and errors; op.Retryable, if set, marks more errors

@@ -298,14 +298,18 @@ type AddOptions struct {
 // Every Add and Update carries an operation id (a random one when opts gives none), stored
 // with the change in the same write: a write whose response was lost (errs.ErrOutcomeUnknown
 // from repo, even when another writer's change followed it) is recognised on the re-read by
-// its id, and never applied twice. It is exactly once as long as the id is among the last
-// Options.OpHistory operations of the series; give your own OpID to make a retried call or
-// a redelivered message count once as well.
+// its id (success, as long as the id is among the last Options.OpHistory operations of the
+// series), and never applied twice: it is applied again only when the re-read shows the
+// series still at the version it read, and otherwise the errs.ErrOutcomeUnknown error is
+// returned (a series changed or re-created without the id may be another writer's doing
+// after this write landed). Give your own OpID to settle that case, a retried call or a
+// redelivered message: calling again with the same id counts it once.
 //
 // Errors: errs.ErrInvalidInput (keys, index, OpID; nothing sent), errs.ErrNotFound (no such table,
-// or the series was deleted during the update), errs.ErrTransient (also when the
-// conflict retries are exhausted: errors.Is(err, errs.ErrPreconditionFailed) tells that case),
-// *codec.DecodeError, *errs.ServiceError.
+// or the series was deleted during the update), errs.ErrOutcomeUnknown (see above),
+// errs.ErrTransient (also when the conflict retries are exhausted:
+// errors.Is(err, errs.ErrPreconditionFailed) tells that case), *codec.DecodeError,
+// *errs.ServiceError.
 func (s *Store[V]) Add(ctx context.Context, pk, rk string, i int, delta V, opts *AddOptions) (V, error) {
 	if err := s.checkIndex(i); err != nil {
 		return 0, err
@@ -398,8 +402,7 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 	var unknown error // an attempt whose write may have landed (repo.ErrOutcomeUnknown)
 	op := retry.Op{Name: "series update", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk,
 		Retryable: func(err error) bool {
-			// errs.ErrOutcomeUnknown too: the re-read finds the operation id if it landed.
-			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrOutcomeUnknown)
+			return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists)
 		}}
 	err := retry.Optimistic(ctx, s.conflict, op, func(ctx context.Context, _ int) error {
 		e, err := s.table.Get(ctx, pk, rk)
@@ -441,7 +444,14 @@ func (s *Store[V]) update(ctx context.Context, pk, rk, opID string, change func(
 			err = s.table.Insert(ctx, w)
 		}
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			unknown = err
+			done, derr := s.settle(ctx, err, pk, rk, opID, entityETag(&e, exists))
+			switch {
+			case derr == nil:
+				out = done
+			case !retry.IsAgain(derr):
+				unknown = err
+			}
+			return derr
 		}
 		if err != nil {
 			return err

@@ -168,7 +168,14 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_, err := s.Add(b.Ctx, "000123", "20240501", op%24, 1, &dataseries.AddOptions{OpID: fmt.Sprintf("msg-%03d", op)})
+			// An unknown outcome is settled as a caller settles it: the same operation
+			// again, which counts once whether or not the first landed.
+			var err error
+			for range 20 {
+				if _, err = s.Add(b.Ctx, "000123", "20240501", op%24, 1, &dataseries.AddOptions{OpID: fmt.Sprintf("msg-%03d", op)}); !errors.Is(err, repo.ErrOutcomeUnknown) {
+					break
+				}
+			}
 			errc <- err
 		}()
 	}
@@ -205,9 +212,10 @@ func TestAddWithOpIDCountsEachOperationOnce(t *testing.T) {
 
 // Without operation ids from the caller, 24 goroutines x 25 adds under 20 % faults (503,
 // 500, responses lost after the write, requests dropped before it): every acknowledged add
-// is stored once, and nothing else is. Each Add carries a generated id, so a lost response
-// that another writer's change followed is recognised, not applied again.
-func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
+// is stored once, no add is stored twice, and only an add answered ErrOutcomeUnknown may
+// be stored without its acknowledgement. Each Add carries a generated id, so a lost
+// response that another writer's change followed is recognised, never applied again.
+func TestAddWithoutOpIDUnderFaultsNeverCountsTwice(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	s := hoursWith(t, b, &repo.Options{Retry: retry.Policy{Delay: time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30}}, nil)
@@ -217,7 +225,7 @@ func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
 	b.Proxy().AddRule(faultproxy.Rule{Name: "drop-before", Match: faultproxy.IsEntityWrite, Probability: 0.04, Action: faultproxy.DropBeforeForward()})
 	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Probability: 0.06, Action: faultproxy.DropAfterForward()})
 	const writers, adds = 24, 25
-	var acked atomic.Int64
+	var acked, unknown atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, writers*adds)
 	for range writers {
@@ -225,11 +233,15 @@ func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range adds {
-				if _, err := s.Add(b.Ctx, "000123", "20240501", 9, 1, nil); err != nil {
+				_, err := s.Add(b.Ctx, "000123", "20240501", 9, 1, nil)
+				switch {
+				case errors.Is(err, repo.ErrOutcomeUnknown):
+					unknown.Add(1)
+				case err != nil:
 					errc <- err
-					continue
+				default:
+					acked.Add(1)
 				}
-				acked.Add(1)
 			}
 		}()
 	}
@@ -246,8 +258,8 @@ func TestAddWithoutOpIDUnderFaultsIsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Points[9] != acked.Load() {
-		t.Fatalf("%d stored for %d acknowledged adds", got.Points[9], acked.Load())
+	if got.Points[9] < acked.Load() || got.Points[9] > acked.Load()+unknown.Load() {
+		t.Fatalf("%d stored for %d acknowledged adds and %d unknown outcomes", got.Points[9], acked.Load(), unknown.Load())
 	}
 }
 
@@ -300,7 +312,9 @@ func TestAddCrashAndRerun(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsEntityWrite, Times: 1, Action: drop.action})
-			if _, err := once.Add(b.Ctx, "E", "D", 4, 5, &dataseries.AddOptions{OpID: "evt-1"}); err == nil {
+			// Dropped before the service, the add did not happen; dropped after it, the add
+			// may report success only because its re-read found its id.
+			if _, err := once.Add(b.Ctx, "E", "D", 4, 5, &dataseries.AddOptions{OpID: "evt-1"}); err == nil && drop.name == "before" {
 				t.Fatal("the crashed add reported success")
 			}
 			for range 2 { // the rerun, and a duplicate of it

@@ -31,7 +31,11 @@
 // Add suitable as the body of a queue handler (package queueworker) that counts events.
 // Without an OpID, each call still carries a generated one: a write whose response was
 // lost (repo's errs.ErrOutcomeUnknown), even one another writer built on before the retry, is
-// recognised on the re-read and never applied twice (TestAddWithoutOpIDUnderFaultsIsExact).
+// recognised on the re-read and never applied twice; when the re-read shows neither the id
+// nor the version read (the series changed or was re-created without it), the call answers
+// errs.ErrOutcomeUnknown rather than apply the change again
+// (TestAddWithoutOpIDUnderFaultsNeverCountsTwice,
+// TestAddNeverRecreatesASeriesDeletedByAnotherWriter).
 //
 // # Consistency
 //

@@ -90,11 +90,17 @@
 // while a new target is linked and copied from the old source).
 //
 // Writes through repo may answer errs.ErrOutcomeUnknown when a retry after a lost response
-// meets a conflict. Every step here is idempotent or conditional on a version read just
-// before, so an attempt that meets it reads again (the handlers) or returns it to the
-// caller; it is never taken for "nothing written": a DeleteTarget without an ETag that
-// finds the target gone after such an answer reports success
-// (TestDeleteTargetOutcomeUnknownIsRedecided).
+// meets a conflict. The handlers derive what they write from fresh reads, so they read and
+// decide again. PutTarget, DeleteTarget and UpdateSource read the entity they wrote again
+// and decide with retry.Decide: still at the version read before the write, nothing landed
+// and they start over; otherwise they return the errs.ErrOutcomeUnknown error, never
+// success and never "nothing written": a target or source found, gone or changed may be
+// another writer's doing after this call's write landed, and writing again would undo it
+// (TestDeleteTargetNeverDeletesATargetPutAgainByAnotherWriter,
+// TestPutTargetNeverReinsertsATargetDeletedByAnotherWriter,
+// TestUpdateSourceNeverOverwritesAnotherWritersUpdate,
+// TestDeleteTargetOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have
+// repo recognise its own inserts and updates exactly.
 //
 // Deleting a source is the application's decision (reassign or delete its targets first;
 // Copies lists them): the Relation does not delete sources.

@@ -431,9 +431,9 @@ func (r *Relation[S, D]) fingerprint(s *S) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// An outcome repo cannot prove (errs.ErrOutcomeUnknown) counts too: every caller retries a
-// conflict from a fresh read, which decides whether the earlier write landed. Callers guard
-// the writes whose caller-supplied ETag a landed write would invalidate.
+// An outcome repo cannot prove (errs.ErrOutcomeUnknown) counts too, for the handlers,
+// which derive what they write from fresh reads; the callers' writes decide it first
+// (targetOutcome, sourceOutcome).
 func isConflict(err error) bool {
 	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound) ||
 		errors.Is(err, repo.ErrOutcomeUnknown)

@@ -2,6 +2,7 @@ package denormalize
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -243,9 +244,10 @@ func TestInPartitionWindowUpdateSourceRacesPutTarget(t *testing.T) {
 }
 
 // A DeleteTarget whose delete repo cannot prove (repo.ErrOutcomeUnknown: a lost response,
-// then a retry that met a conflict) decides from a fresh read: the target gone is the
-// state asked for (nil), never "no such target" (nothing deleted). Played by a step hook
-// that lets another writer do the delete and then reports the unknown outcome.
+// then a retry that met a conflict) decides from a fresh read: the target gone proves
+// nothing (here another writer deleted it), so the answer is the unknown outcome, never
+// nil (this call deleted it) nor "no such target" (nothing deleted). Played by a step
+// hook that lets another writer do the delete and then reports the unknown outcome.
 func TestDeleteTargetOutcomeUnknownIsRedecided(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []Mode{InPartition, AcrossPartitions} {
@@ -278,8 +280,8 @@ func TestDeleteTargetOutcomeUnknownIsRedecided(t *testing.T) {
 				}
 				return fmt.Errorf("test: retried delete: %w", repo.ErrOutcomeUnknown)
 			}
-			if err := r.DeleteTarget(b.Ctx, k, nil); err != nil {
-				t.Fatalf("delete whose outcome was unknown: %v, want nil", err)
+			if err := r.DeleteTarget(b.Ctx, k, nil); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrNotFound) {
+				t.Fatalf("delete whose outcome was unknown: %v, want ErrOutcomeUnknown", err)
 			}
 			if _, found, err := r.getTarget(b.Ctx, k); err != nil || found {
 				t.Fatalf("target still there (%v)", err)

@@ -114,11 +114,15 @@ func (r *Relation[S, D]) putAcross(ctx context.Context, d *D, k, ref Key, ok, ex
 	if err := r.step(wctx, "write"); err != nil {
 		return err
 	}
+	read := r.tcodec.ETag(d) // the version the write replaces ("" for a new target)
 	var err error
 	if exists {
 		err = r.targets.Update(wctx, d, nil)
 	} else {
 		err = r.targets.Insert(wctx, d)
+	}
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return r.targetOutcome(ctx, err, k, read)
 	}
 	if callerETag == "" && isConflict(err) {
 		return retry.Again(err)

@@ -26,13 +26,17 @@ import (
 //
 // When d carries an ETag, the write is conditional on it (errs.ErrPreconditionFailed if d
 // changed or no longer exists); without one, the stored target is replaced, retried on
-// conflicts. On success d's ETag field holds the new ETag and d holds the copy.
+// conflicts. On success d's ETag field holds the new ETag and d holds the copy. After a
+// write whose outcome repo cannot prove (errs.ErrOutcomeUnknown), a fresh read decides
+// (see targetOutcome): the target still at the version the write replaced, it starts
+// over; otherwise (a new target, or one changed or gone since: another writer may have
+// acted after this write landed) the errs.ErrOutcomeUnknown error is returned.
 //
 // Errors: errs.ErrInvalidInput before any request (d breaks a limit; in InPartition mode its
 // source lives in another partition; a key lies in KeyRange); errs.ErrInvalidInput when
 // InPartition linking would give the source more than MaxCopies copies; errs.ErrNotFound when
-// the source does not exist; errs.ErrPreconditionFailed; the errors of queueworker.Enqueue;
-// errs.ErrTransient, *repo.Error.
+// the source does not exist; errs.ErrPreconditionFailed; errs.ErrOutcomeUnknown (see
+// above); the errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
 func (r *Relation[S, D]) PutTarget(ctx context.Context, d *D) (err error) {
 	ctx, span := telemetry.Start(ctx, "denormalize.put_target", telemetry.KeyTable.String(r.targets.Name()), attribute.String("tablepatterns.relation", r.name))
 	defer func() { telemetry.End(span, err) }()
@@ -96,6 +100,7 @@ func (r *Relation[S, D]) writeTargetAction(d *D, exists bool) repo.Action {
 // putInPartition writes d with its link in one transaction; hdr and links are the link
 // header and links of ref as read before the source (see PutTarget).
 func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string, hdr *linkRow, links []linkRow) error {
+	read := r.tcodec.ETag(d) // the version the write replaces ("" for a new target)
 	actions := []repo.Action{r.writeTargetAction(d, exists)}
 	if ok {
 		linked := false
@@ -124,6 +129,9 @@ func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, o
 		return err
 	}
 	_, err := repo.Submit(ctx, actions...)
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return r.targetOutcome(ctx, err, k, read)
+	}
 	if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
 		return retry.Again(err)
 	}
@@ -164,11 +172,10 @@ func (r *Relation[S, D]) unlinkActions(ctx context.Context, src, k Key) ([]repo.
 // transaction, counting it out of its source's header; in AcrossPartitions mode after a
 // message, the worker removing the link). With opts.ETag set the delete is conditional on
 // it; without, whatever is stored is deleted, retried on conflicts. After a delete whose
-// outcome repo cannot prove (errs.ErrOutcomeUnknown), the next attempt's read decides: the
-// target gone means success without opts.ETag; with opts.ETag the delete starts over only
-// while the target still has that ETag, and otherwise (gone, or re-created by another
-// writer) an error wrapping errs.ErrOutcomeUnknown is returned (never errs.ErrNotFound or
-// errs.ErrPreconditionFailed for a delete that may have landed).
+// outcome repo cannot prove (errs.ErrOutcomeUnknown), a fresh read decides (see
+// targetOutcome): the target still at the version the delete was conditional on, it
+// starts over; otherwise (gone, or put again by another writer) the errs.ErrOutcomeUnknown
+// error is returned, never success, errs.ErrNotFound or errs.ErrPreconditionFailed.
 //
 // Errors: errs.ErrInvalidInput (nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
 // errs.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; errs.ErrTransient,
@@ -183,44 +190,22 @@ func (r *Relation[S, D]) DeleteTarget(ctx context.Context, k Key, opts *repo.Del
 	if opts != nil {
 		want = opts.ETag
 	}
-	// unknown holds the error of an attempt whose delete may have landed
-	// (errs.ErrOutcomeUnknown): the next attempt's read decides.
-	var unknown error
 	return r.loop(ctx, "delete target", k, func(ctx context.Context) error {
-		err := r.deleteTarget(ctx, k, want, unknown)
-		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			unknown = err
-			return retry.Again(err)
-		}
-		return err
+		return r.deleteTarget(ctx, k, want)
 	})
 }
 
-// deleteTarget is one attempt of DeleteTarget; unknown is the error of an earlier attempt
-// whose delete may have landed, or nil.
-func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, unknown error) error {
+// deleteTarget is one attempt of DeleteTarget.
+func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string) error {
 	d, found, err := r.getTarget(ctx, k)
 	if err != nil {
 		return err
-	}
-	if !found && unknown != nil {
-		if want == "" {
-			return nil // gone, as asked, with its link (the transaction or message did that)
-		}
-		// Gone, maybe by the earlier attempt: never "no such target" for that.
-		return errors.Join(errors.New("denormalize: the target is gone; an earlier attempt may have deleted it"), unknown)
 	}
 	if !found {
 		return &errs.ServiceError{Op: "delete target", Resource: r.targets.Name(), PartitionKey: k.PartitionKey, RowKey: k.RowKey, StatusCode: 404, Code: "ResourceNotFound", Kind: errs.ErrNotFound, Err: errors.New("no such target")}
 	}
 	etag := r.tcodec.ETag(&d)
 	if want != "" && etag != want {
-		if unknown != nil {
-			// Another version: the earlier attempt may have deleted the caller's and
-			// another writer re-created the target since. Never "your ETag is stale;
-			// nothing was deleted" for that.
-			return errors.Join(errors.New("denormalize: the target changed; an earlier attempt may have deleted the version asked for"), unknown)
-		}
 		return preconditionFailed("delete target", r.targets.Name(), k)
 	}
 	ref, ok := r.ref(&d)
@@ -238,6 +223,9 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 			return err
 		}
 		_, err := repo.Submit(ctx, actions...)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return r.targetOutcome(ctx, err, k, etag)
+		}
 		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
 			return retry.Again(err)
 		}
@@ -254,6 +242,9 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 		return err
 	}
 	err = r.targets.Delete(wctx, k.PartitionKey, k.RowKey, del)
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return r.targetOutcome(ctx, err, k, etag)
+	}
 	if want == "" && isConflict(err) {
 		return retry.Again(err)
 	}
@@ -271,16 +262,16 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string, u
 //
 // When s carries an ETag, the update is conditional on it; without one, it replaces what is
 // stored, retried on conflicts. Conflicts on copies and links are always retried. On
-// success s's ETag field holds the new ETag. A write whose outcome repo cannot prove
-// (errs.ErrOutcomeUnknown) is returned as is with an ETag; without one it is written
-// again from a fresh read, and if that read finds the source gone (the write may have
-// landed before another writer deleted it) the errs.ErrOutcomeUnknown error is returned,
-// never errs.ErrNotFound.
+// success s's ETag field holds the new ETag. After a write whose outcome repo cannot prove
+// (errs.ErrOutcomeUnknown), a fresh read decides (see sourceOutcome): the source still at
+// the version read before the write, it starts over; otherwise (changed or gone: the
+// write may have landed before another writer's change) the errs.ErrOutcomeUnknown error
+// is returned, never success, errs.ErrNotFound or errs.ErrPreconditionFailed.
 //
 // Errors: errs.ErrInvalidInput before any request (s breaks a limit, its RowKey lies in
-// KeyRange); errs.ErrNotFound; errs.ErrPreconditionFailed; errs.ErrInvalidInput when the copies found no
-// longer fit one transaction; the errors of queueworker.Enqueue; errs.ErrTransient,
-// *repo.Error.
+// KeyRange); errs.ErrNotFound; errs.ErrPreconditionFailed; errs.ErrOutcomeUnknown (see
+// above); errs.ErrInvalidInput when the copies found no longer fit one transaction; the
+// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
 func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 	ctx, span := telemetry.Start(ctx, "denormalize.update_source", telemetry.KeyTable.String(r.sources.Name()), attribute.String("tablepatterns.relation", r.name))
 	defer func() { telemetry.End(span, err) }()
@@ -289,15 +280,8 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 		return err
 	}
 	callerETag := r.scodec.ETag(s)
-	// unknown holds the error of an earlier attempt whose write may have landed: an
-	// attempt that then finds the source gone cannot tell "never updated" from "updated,
-	// then deleted by another writer", and answers it rather than errs.ErrNotFound.
-	var unknown error
 	err = r.loop(ctx, "update source", src, func(ctx context.Context) error {
 		cur, err := r.sources.Get(ctx, src.PartitionKey, src.RowKey)
-		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
-			return unknown
-		}
 		if err != nil {
 			return err
 		}
@@ -310,11 +294,7 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 			if err != nil {
 				return err
 			}
-			err = r.updateInPartition(ctx, s, src, hdr, links, callerETag)
-			if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
-				unknown = err
-			}
-			return err
+			return r.updateInPartition(ctx, s, src, hdr, links, callerETag)
 		}
 		// Always a message, even for a source without links: a ReconcileTarget may link a
 		// target and copy the old source between any read of the links and the write
@@ -328,9 +308,10 @@ func (r *Relation[S, D]) UpdateSource(ctx context.Context, s *S) (err error) {
 		if err := r.step(wctx, "write"); err != nil {
 			return err
 		}
+		read := r.scodec.ETag(s)
 		err = r.sources.Update(wctx, s, nil)
-		if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
-			unknown = err
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return r.sourceOutcome(ctx, err, src, read)
 		}
 		if callerETag == "" && isConflict(err) {
 			return retry.Again(err)
@@ -371,7 +352,11 @@ func (r *Relation[S, D]) updateInPartition(ctx context.Context, s *S, src Key, h
 	if err := r.step(ctx, "transaction"); err != nil {
 		return err
 	}
+	read := r.scodec.ETag(s)
 	_, err = repo.Submit(ctx, actions...)
+	if errors.Is(err, repo.ErrOutcomeUnknown) {
+		return r.sourceOutcome(ctx, err, src, read)
+	}
 	if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
 		return retry.Again(err)
 	}

@@ -65,13 +65,16 @@
 // it count again (TestRecountWindowConcurrentAdd).
 //
 // When repo cannot prove the outcome of a transaction (errs.ErrOutcomeUnknown: a lost
-// response, then a retry that met a conflict), Add and Remove read the child again,
-// which the atomic transaction wrote or not: an Add that did not land is retried and one
-// that may have landed returns the errs.ErrOutcomeUnknown error (never errs.ErrAlreadyExists alone,
-// "nothing written"); a Remove whose child is gone reports success, one whose child is
-// still there starts over; Recount simply counts again
-// (TestOneToManyOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have repo
-// recognise its own write exactly.
+// response, then a retry that met a conflict), Add and Remove read again the entities the
+// atomic transaction would have changed and decide with repo.DecideOutcome: one still at
+// the version read proves nothing landed, and the call starts over; anything else returns the
+// errs.ErrOutcomeUnknown error (never errs.ErrAlreadyExists or errs.ErrNotFound, "nothing
+// written", and never success), since a child found or not found may be another writer's
+// doing since (TestOneToManyOutcomeUnknownIsRedecided,
+// TestOneToManyAddNeverReinsertsAChildRemovedByAnotherWriter,
+// TestOneToManyRemoveNeverDeletesAChildReaddedByAnotherWriter). Recount simply counts
+// again: its count is derived from the children it reads. Turn on repo.Options.TrackWrites
+// to have repo recognise its own write exactly.
 //
 // The guide's limits of this approach hold: a child cannot move to another parent (another
 // partition) in a transaction, and a busy parent is a hot spot of its partition. Every

@@ -400,12 +400,12 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 	}
 }
 
-// Issue 10, item 9, for one-to-many: a transaction whose outcome repo cannot prove
-// (ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is re-decided
-// from a fresh read of the child, since the transaction is atomic: Add retries what did
-// not land and reports the unknown outcome of what did (never ErrAlreadyExists alone,
-// "nothing written"); Remove reports success once the child is gone and retries when it
-// is still there. The count stays exact in every case.
+// A transaction whose outcome repo cannot prove (ErrOutcomeUnknown: a lost response, then
+// a retry that met a conflict) is re-decided from a fresh read, since the transaction is
+// atomic: what did not land (the parent still at the version read) starts over; what did
+// is reported as unknown (never ErrAlreadyExists or ErrNotFound, "nothing written", and
+// never success: a gone child may be another writer's Remove). The count stays exact in
+// every case.
 func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -445,9 +445,9 @@ func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 				err = b.depts.Remove(b.ctx, "Sales", e.RowKey)
 				want = 0
 			}
-			if c.op == "add" && c.landed {
+			if c.landed {
 				if !errors.Is(err, repo.ErrOutcomeUnknown) {
-					t.Fatalf("add whose transaction landed: %v, want ErrOutcomeUnknown", err)
+					t.Fatalf("%s whose transaction landed: %v, want ErrOutcomeUnknown", c.op, err)
 				}
 			} else if err != nil {
 				t.Fatalf("%s: %v, want nil", c.op, err)

@@ -70,10 +70,11 @@ func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
 // child's ETag field holds its new ETag.
 //
 // When repo cannot prove the outcome of the transaction (errs.ErrOutcomeUnknown: a lost
-// response, then a retry that met a conflict), Add reads the child again: absent, the
-// transaction did not apply and Add starts over; present, Add returns the error wrapping
-// errs.ErrOutcomeUnknown, since the child may be this call's (it does not unwrap to
-// errs.ErrAlreadyExists). Turn on repo.Options.TrackWrites to have repo tell
+// response, then a retry that met a conflict), Add reads the parent again: still at the
+// version it read, nothing landed and Add starts over; otherwise Add returns the error
+// wrapping errs.ErrOutcomeUnknown (never errs.ErrAlreadyExists), whether the child is
+// there or not: another writer may have removed this call's child since, and inserting it
+// again would undo that Remove. Turn on repo.Options.TrackWrites to have repo tell
 // exactly.
 //
 // Errors: errs.ErrNotFound (no parent in the child's partition), errs.ErrAlreadyExists
@@ -100,29 +101,21 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 			return r.noParent(err, pk, prk)
 		}
 		*r.count(&p)++
-		err = r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
-		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			// The transaction may have landed: it is atomic, so the child tells.
-			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
-			case errors.Is(gerr, repo.ErrNotFound):
-				return retry.Again(err) // not applied: read the parent again and retry
-			case gerr != nil:
-				return errors.Join(err, gerr)
-			}
-			return err // the child exists, written by this call or another: unknown
-		}
-		return err
+		return r.submit(ctx, InsertAction(r.t, child), UpdateAction(r.t, &p, nil))
 	})
 }
 
 // Remove deletes the child (pk, rk) and decrements its parent's count in one entity group
 // transaction, conditional on the ETags of both as read just before; it starts over when
 // either changed in between. When repo cannot prove the outcome of the transaction
-// (errs.ErrOutcomeUnknown), Remove reads the child again: gone, it returns nil (the child
-// and its count went together); still there, it starts over.
+// (errs.ErrOutcomeUnknown), Remove reads the child and the parent again: either still at
+// the version it read, nothing landed and Remove starts over; otherwise it returns the
+// error wrapping errs.ErrOutcomeUnknown, whether the child is there or not: a child found
+// may have been added again by another writer since, and deleting it would undo that Add.
 //
-// Errors: errs.ErrNotFound (no such child, or no parent), *TypeMismatchError (the entity
-// is not a C), errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *errs.ServiceError.
+// Errors: errs.ErrNotFound (no such child, or no parent), errs.ErrOutcomeUnknown (see
+// above), *TypeMismatchError (the entity is not a C), errs.ErrInvalidInput (nothing sent),
+// errs.ErrTransient, *errs.ServiceError.
 func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	prk, err := r.parentKey(pk)
 	if err != nil {
@@ -145,29 +138,23 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 			return r.noParent(err, pk, prk)
 		}
 		*r.count(&p)--
-		err = r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(&child)}), UpdateAction(r.t, &p, nil))
-		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			// The transaction may have landed: it is atomic, so the child tells.
-			switch _, gerr := Get[C](ctx, r.t, pk, rk); {
-			case errors.Is(gerr, repo.ErrNotFound):
-				return nil // removed, with the count: the state asked for
-			case gerr != nil:
-				return errors.Join(err, gerr)
-			}
-			return retry.Again(err) // still there: not applied, start over
-		}
-		return err
+		return r.submit(ctx, r.t.DeleteAction(pk, rk, &repo.DeleteOptions{ETag: cc.ETag(&child)}), UpdateAction(r.t, &p, nil))
 	})
 }
 
 // submit runs a child action and the parent's update, and turns a lost race into a retry.
+// A transaction whose outcome repo could not prove is decided by repo.DecideOutcome: it
+// starts over only when the parent (or the child being removed) is still at the version
+// read, which proves that none of the atomic transaction landed. A child found or not
+// found proves nothing: another writer may have removed or re-added it since this call's
+// transaction landed, and acting on it would undo that writer's acknowledged change.
 func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
 	err := r.t.Submit(ctx, child, parent)
 	if r.afterSubmit != nil {
 		err = r.afterSubmit(err)
 	}
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
-		return err // decided by the caller, from a fresh read (never a bare retry)
+		return repo.DecideOutcome(ctx, err, child.a, parent.a)
 	}
 	var ae *repo.ActionError
 	if errors.As(err, &ae) {

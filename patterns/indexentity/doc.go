@@ -91,12 +91,14 @@
 // the employee without its index entry or the reverse (TestSamePartitionFaults,
 // TestSamePartitionConcurrentMixedWrites). A transaction whose outcome repo cannot prove
 // (errs.ErrOutcomeUnknown: a lost response, then a retry that met a conflict) is decided
-// again from a fresh read of the entity, which the atomic transaction changed or not:
-// what did not land is retried, a Delete reports success once the entity is gone, an
-// Update without an ETag writes again, and an Insert that may have landed returns the
-// errs.ErrOutcomeUnknown error, never errs.ErrAlreadyExists alone ("nothing written")
-// (TestSamePartitionOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have
-// repo recognise its own write exactly.
+// by repo.DecideOutcome from a fresh read of the entities it would have changed
+// conditionally: one still at the version read proves the atomic transaction did not
+// land, and the call starts over; anything else returns the errs.ErrOutcomeUnknown error,
+// never success nor errs.ErrAlreadyExists alone ("nothing written"): an entity found or
+// gone may be another writer's doing since, and writing again would undo it
+// (TestSamePartitionOutcomeUnknownIsRedecided,
+// TestSamePartitionNeverUndoesAnotherWriterAfterAnUnknownOutcome). Turn on
+// repo.Options.TrackWrites to have repo recognise its own write exactly.
 //
 // Options 1 and 3 are eventually consistent: the list lives where no transaction reaches.
 // Each write follows the message-first discipline of the eventually consistent

@@ -284,10 +284,10 @@ func (ix *Eventual[T]) Insert(ctx context.Context, v *T) error {
 // carries an ETag the update is conditional on it; without one it is conditional on the
 // version Update read, retried when another writer got in between. On success v's ETag
 // field holds the new ETag. A write whose outcome repo cannot prove
-// (errs.ErrOutcomeUnknown) is returned as is with an ETag; without one it is written
-// again from a fresh read, and if that read finds the entity gone (the write may have
-// landed before another writer's delete) the errs.ErrOutcomeUnknown error is returned,
-// never errs.ErrNotFound.
+// (errs.ErrOutcomeUnknown) is decided by repo.Table.DecideOutcome: the entity still at the
+// version read, it starts over; gone or at another version (the write may have landed
+// before another writer's change), the errs.ErrOutcomeUnknown error is returned, never
+// success nor errs.ErrNotFound.
 //
 // Errors: errs.ErrInvalidInput before any request; errs.ErrNotFound; errs.ErrPreconditionFailed;
 // errs.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; errs.ErrTransient,
@@ -299,15 +299,8 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 	}
 	callerETag := ix.codec.ETag(v)
 	value := ix.value(v)
-	// unknown holds the error of an earlier round whose write may have landed: a round
-	// that then finds the entity gone cannot tell "never updated" from "updated, then
-	// deleted by another writer", and answers it rather than errs.ErrNotFound.
-	var unknown error
 	err = ix.loop(ctx, "update", k, func(ctx context.Context) error {
 		cur, err := ix.primary.Get(ctx, k.PartitionKey, k.RowKey)
-		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
-			return unknown
-		}
 		if err != nil {
 			return err
 		}
@@ -329,10 +322,10 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 		if err := ix.step(wctx, "write"); err != nil {
 			return err
 		}
+		read := ix.codec.ETag(v)
 		err = ix.primary.Update(wctx, v, nil)
-		if callerETag == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
-			unknown = err
-			return retry.Again(err) // re-read and write v again: the same state either way
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return ix.primary.DecideOutcome(ctx, err, k.PartitionKey, k.RowKey, read)
 		}
 		if callerETag == "" && errors.Is(err, repo.ErrPreconditionFailed) {
 			return retry.Again(err)
@@ -346,10 +339,15 @@ func (ix *Eventual[T]) Update(ctx context.Context, v *T) error {
 }
 
 // Delete enqueues a Change (naming the entity's value) and then deletes the entity,
-// conditional on opts.ETag when set, else on the version it read.
+// conditional on opts.ETag when set, else on the version it read. A delete whose outcome
+// repo cannot prove (errs.ErrOutcomeUnknown) is decided by repo.Table.DecideOutcome: the
+// entity still at the version read, it starts over; gone or at another version (another
+// writer may have deleted it, or re-created it after this delete landed), the
+// errs.ErrOutcomeUnknown error is returned, never success.
 //
-// Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed; the
-// errors of queueworker.Enqueue; errs.ErrTransient, *repo.Error.
+// Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
+// errs.ErrOutcomeUnknown (see above); the errors of queueworker.Enqueue; errs.ErrTransient,
+// *repo.Error.
 func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	k := Key{pk, rk}
 	if err := ix.checkKey(k); err != nil {
@@ -379,13 +377,8 @@ func (ix *Eventual[T]) Delete(ctx context.Context, pk, rk string, opts *repo.Del
 			return err
 		}
 		err = ix.primary.Delete(wctx, pk, rk, &repo.DeleteOptions{ETag: etag})
-		if want == "" && errors.Is(err, repo.ErrOutcomeUnknown) {
-			// The delete may have landed: the entity tells. Gone is what was asked for
-			// (the message is enqueued either way); still there means it did not apply.
-			if _, gerr := ix.primary.Get(ctx, pk, rk); errors.Is(gerr, repo.ErrNotFound) {
-				return nil
-			}
-			return retry.Again(err)
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			return ix.primary.DecideOutcome(ctx, err, pk, rk, etag)
 		}
 		if want == "" && errors.Is(err, repo.ErrPreconditionFailed) {
 			return retry.Again(err)

@@ -229,42 +229,6 @@ func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []r
 	return err
 }
 
-// outcomeUnknown decides what an attempt whose transaction may or may not have been
-// applied (errs.ErrOutcomeUnknown: a retry after a lost response met a conflict) reports,
-// by reading the entity again: the transaction is atomic, so the entity's state tells
-// whether the index changed with it, as far as a read can. op is "insert", "update" or
-// "delete"; etag is the caller's ETag ("" for none). It returns a retryable error only
-// when the read proves that nothing was applied (an insert whose entity is absent; an
-// entity still at the caller's ETag; a delete without an ETag whose entity is still
-// there: it deletes whatever is stored), nil when a delete without an ETag finds the
-// entity gone (the state asked for, whoever did it), and err otherwise: another writer
-// may have overtaken this call's write before the read (a conditional delete, then a
-// re-insert; an update, then a delete), so neither errs.ErrPreconditionFailed nor
-// errs.ErrNotFound ("nothing written") may answer it.
-func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, rk, op, etag string) error {
-	cur, gerr := ix.primary.Get(ctx, pk, rk)
-	switch {
-	case errors.Is(gerr, repo.ErrNotFound):
-		switch {
-		case op == "insert":
-			return retry.Again(err) // an insert that did not land: try again
-		case op == "delete" && etag == "":
-			return nil // deleted, as asked; whoever did it, the index is consistent
-		}
-		return err
-	case gerr != nil:
-		return errors.Join(err, gerr)
-	case etag != "":
-		if ix.codec.ETag(&cur) == etag {
-			return retry.Again(err) // unchanged: the transaction did not apply
-		}
-		return err
-	case op == "delete":
-		return retry.Again(err) // still there: delete whatever is stored
-	}
-	return err
-}
-
 // Insert adds v and lists its RowKey in the index entity of its value, in one entity group
 // transaction (the design guide's option 2, steps 1 to 3): read the value's index entities, then
 // insert v and update the index entity conditional on its ETag (or insert it: the first
@@ -276,8 +240,9 @@ func (ix *SamePartition[T]) outcomeUnknown(ctx context.Context, err error, pk, r
 // Errors: errs.ErrInvalidInput before any request (v breaks a limit, its RowKey lies in the
 // index's KeyRange, its value would make an index RowKey over 1 KiB, its id is longer than
 // a page); errs.ErrAlreadyExists (an *repo.ActionError) when v exists; errs.ErrOutcomeUnknown
-// when a retried transaction may have landed and v now exists (a fresh read shows absent
-// entities retried, never reported "nothing written"); errs.ErrTransient wrapping
+// when a retried transaction may have landed (repo.DecideOutcome starts over only when the
+// value's index entity, updated conditionally, is still at the version read; an absent v
+// proves nothing: another writer may have deleted it since); errs.ErrTransient wrapping
 // errs.ErrPreconditionFailed when contention outlasted the Conflict policy; errs.ErrTransient,
 // *repo.Error.
 func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
@@ -297,7 +262,7 @@ func (ix *SamePartition[T]) Insert(ctx context.Context, v *T) error {
 		}
 		err := ix.submit(ctx, "insert", actions)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			return ix.outcomeUnknown(ctx, err, pk, rk, "insert", "")
+			return repo.DecideOutcome(ctx, err, actions...)
 		}
 		if actionConflict(err, 1) {
 			return retry.Again(err)
@@ -354,11 +319,10 @@ func (ix *SamePartition[T]) planRemove(ctx context.Context, pk, value, rk string
 // entity changed since v was read. Without one, Update reads the entity and retries on
 // conflicts (last writer wins). Conflicts on index entities are always retried. On success
 // v's ETag field holds the new ETag. A transaction whose outcome repo cannot prove
-// (errs.ErrOutcomeUnknown) is decided from a fresh read: without an ETag v is written
-// again; with one, the update starts over only while the entity still has that ETag.
-// When the read finds the entity gone, or (with an ETag) at another version, the update
-// may have landed before another writer's change, and the errs.ErrOutcomeUnknown error is
-// returned, never errs.ErrNotFound or errs.ErrPreconditionFailed.
+// (errs.ErrOutcomeUnknown) is decided by repo.DecideOutcome: the entity (or an index
+// entity) still at the version read, it starts over; gone or at another version, the
+// update may have landed before another writer's change, and the errs.ErrOutcomeUnknown
+// error is returned, never success, errs.ErrNotFound or errs.ErrPreconditionFailed.
 //
 // Errors: errs.ErrInvalidInput before any request (as Insert); errs.ErrNotFound; errs.ErrPreconditionFailed;
 // errs.ErrOutcomeUnknown (see above);
@@ -371,15 +335,8 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 	}
 	callerETag := ix.codec.ETag(v)
 	newValue := ix.value(v)
-	// unknown holds the error of an earlier round whose transaction may have landed: a
-	// later round that finds the entity gone cannot tell "never updated" from "updated,
-	// then deleted by another writer", and answers it rather than errs.ErrNotFound.
-	var unknown error
 	err = ix.loop(ctx, "update", pk, rk, func(ctx context.Context) error {
 		cur, err := ix.primary.Get(ctx, pk, rk)
-		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
-			return unknown
-		}
 		if err != nil {
 			return err
 		}
@@ -406,11 +363,7 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 		}
 		err = ix.submit(ctx, "update", actions)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			if callerETag == "" {
-				unknown = err
-				return retry.Again(err) // re-read and write v again: the same state either way
-			}
-			return ix.outcomeUnknown(ctx, err, pk, rk, "update", callerETag)
+			return repo.DecideOutcome(ctx, err, actions...)
 		}
 		if actionConflict(err, 1) || (callerETag == "" && actionConflict(err, 0)) {
 			return retry.Again(err)
@@ -427,10 +380,10 @@ func (ix *SamePartition[T]) Update(ctx context.Context, v *T) error {
 // deleted with its last id), in one entity group transaction. With opts.ETag set the
 // delete is conditional on it; without, it deletes whatever is stored, retrying on
 // conflicts. After a transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown)
-// it reads the entity again. Without opts.ETag: still there, it starts over; gone, it
-// returns nil. With opts.ETag: still at that ETag, it starts over; otherwise (gone, or
-// another version: the delete may have landed and another writer re-created the entity)
-// it returns the errs.ErrOutcomeUnknown error, never errs.ErrPreconditionFailed.
+// repo.DecideOutcome reads again: the entity (or the index entity) still at the version
+// read, it starts over; otherwise (gone, or another version: the delete may have landed
+// and another writer re-created the entity) it returns the errs.ErrOutcomeUnknown error,
+// never success nor errs.ErrPreconditionFailed.
 //
 // Errors: errs.ErrInvalidInput (keys; nothing sent); errs.ErrNotFound; errs.ErrPreconditionFailed;
 // errs.ErrOutcomeUnknown (see above);
@@ -465,7 +418,7 @@ func (ix *SamePartition[T]) Delete(ctx context.Context, pk, rk string, opts *rep
 		}
 		err = ix.submit(ctx, "delete", actions)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			return ix.outcomeUnknown(ctx, err, pk, rk, "delete", want)
+			return repo.DecideOutcome(ctx, err, actions...)
 		}
 		if actionConflict(err, 1) || (want == "" && actionConflict(err, 0)) {
 			return retry.Again(err)

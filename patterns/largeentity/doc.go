@@ -54,7 +54,12 @@
 // it read, so no entity will ever reference them), while after errs.ErrOutcomeUnknown, a
 // timeout or exhausted retries an attempt may still land, so they are left to the
 // sweeper. A write without new blobs has no such id and returns the SDK's answer as is.
-// Delete, after an outcome it cannot tell, reads again: the entity gone means done.
+// Delete, after an outcome it cannot tell, reads again and decides with retry.Decide: the
+// entity still at the version it read starts the delete over; gone, its blobs are deleted
+// and the answer is errs.ErrOutcomeUnknown (another writer may have deleted it); another
+// version (perhaps re-created by another writer after this delete landed) is left alone,
+// with its blobs, and the answer is errs.ErrOutcomeUnknown
+// (TestDeleteNeverDeletesAnEntityReinsertedByAnotherWriter).
 //
 // # Stored references are untrusted
 //

@@ -520,29 +520,27 @@ func (s *Store[T]) deleteBlob(ctx context.Context, name string, etag *azcore.ETa
 //
 // Cost: one read, one delete, one delete per blob (and one enqueue with Options.Sweeps).
 //
+// A delete whose outcome repo cannot prove (errs.ErrOutcomeUnknown: a lost response, then a
+// retry that met a conflict) is decided from a fresh read (see deleteOutcome): the entity
+// still at the version read starts the delete over; gone, the version's blobs are deleted
+// and the errs.ErrOutcomeUnknown error is returned (another writer may have deleted it);
+// another version (another writer may have re-created it after this call's delete landed)
+// is left alone with its blobs, and the error is returned.
+//
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed (etag given and changed),
-// errs.ErrInvalidInput (keys; nothing sent), ErrTampered (the entity holds a forged reference:
-// nothing is deleted; Store.Table().Delete removes the entity alone), errs.ErrTransient,
-// *errs.ServiceError.
+// errs.ErrOutcomeUnknown (see above), errs.ErrInvalidInput (keys; nothing sent),
+// ErrTampered (the entity holds a forged reference: nothing is deleted;
+// Store.Table().Delete removes the entity alone), errs.ErrTransient, *errs.ServiceError.
 func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 	var old []Blob
-	// unanswered is the version that a delete whose outcome is unknown
-	// (errs.ErrOutcomeUnknown) may have removed: if the entity is then gone, the delete
-	// is done, and that version's blobs are unreferenced (names are never reused, and no
-	// write keeps a part of an entity that does not exist).
-	var unanswered *T
+	// unknown is the errs.ErrOutcomeUnknown error of a delete whose re-read found the
+	// version it read gone, by this call or another writer: the answer, once that
+	// version's blobs are deleted (names are never reused, and no write keeps a part of
+	// an entity that does not exist).
+	var unknown error
 	op := retry.Op{Name: "delete with blobs", Resource: s.table.Name(), PartitionKey: pk, RowKey: rk}
 	err := retry.Optimistic(ctx, s.opts.Conflict, op, func(ctx context.Context, _ int) error {
 		cur, err := s.get(ctx, pk, rk)
-		if errors.Is(err, repo.ErrNotFound) && unanswered != nil {
-			old = old[:0]
-			for _, p := range s.partsOf(unanswered, false) {
-				if p != nil {
-					old = append(old, *p)
-				}
-			}
-			return nil
-		}
 		if err != nil {
 			return err
 		}
@@ -557,17 +555,11 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 		}
 		err = s.table.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: curETag})
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			// Read again and decide: gone means done; present means our delete did not
-			// land (the entity changed, or was re-created), and with etag given that is
-			// the caller's precondition failing.
-			unanswered = &cur
-			if etag == "" {
-				return retry.Again(&raceError{err: err})
-			}
-			if _, gerr := s.table.Get(ctx, pk, rk); !errors.Is(gerr, repo.ErrNotFound) {
+			var gone bool
+			if gone, err = s.deleteOutcome(ctx, err, pk, rk, curETag); !gone {
 				return err
 			}
-			err = nil // gone: the delete is done
+			unknown, err = err, nil
 		}
 		if errors.Is(err, repo.ErrPreconditionFailed) && etag == "" {
 			return retry.Again(&raceError{err: err})
@@ -598,7 +590,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
 		}
 	}
 	s.deleteBlobs(ctx, names)
-	return nil
+	return unknown
 }
 
 func ptr[V any](v V) *V { return &v }

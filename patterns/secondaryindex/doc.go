@@ -152,12 +152,14 @@
 //
 // A transaction whose outcome repo cannot prove (errs.ErrOutcomeUnknown: a lost response,
 // then a retry that met a conflict) is decided again from fresh reads: a reconciliation
-// starts over (the ref says what is written); an Intra Update or Upsert without an ETag
-// reads and writes again (an Update that then finds the entity gone returns the
-// errs.ErrOutcomeUnknown error, never errs.ErrNotFound: it may have landed before another
-// writer's delete), a Delete without one reports success once the entity is gone;
-// with an ETag, and for Insert, the error is returned, never errs.ErrPreconditionFailed or
-// a *UniqueViolationError ("nothing written") for a write that may have landed. Turn on
+// starts over (the ref says what is written); an Intra Update, Upsert or Delete decides
+// with repo.DecideOutcome: a copy still at the version its action was conditional on
+// proves nothing landed, and the change starts over; anything else returns the
+// errs.ErrOutcomeUnknown error, with or without an ETag, and for Insert: never success
+// (an entity found, changed or gone may be another writer's doing since, and writing
+// again would undo it), nor errs.ErrNotFound, errs.ErrPreconditionFailed or a
+// *UniqueViolationError ("nothing written") for a write that may have landed
+// (TestIntraNeverUndoesAnotherWriterAfterAnUnknownOutcome). Turn on
 // repo.Options.TrackWrites to have repo recognise its own write exactly.
 //
 // Between a write and its reconciliation, a copy may be missing or stale: Find can return

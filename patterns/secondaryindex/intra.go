@@ -276,7 +276,8 @@ func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 // Update do. On success v's ETag field holds the primary copy's new ETag.
 //
 // Errors: *UniqueViolationError (nothing written), errs.ErrInvalidInput (nothing sent),
-// errs.ErrTransient, *repo.Error.
+// errs.ErrOutcomeUnknown (a transaction that may have landed: see the package
+// documentation), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opUpsert)
 }
@@ -286,7 +287,8 @@ func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 // ETag (see Update), the delete is conditional on it.
 //
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput (nothing sent),
-// errs.ErrTransient, *repo.Error.
+// errs.ErrOutcomeUnknown (a transaction that may have landed: see the package
+// documentation), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Delete(ctx context.Context, v *T) error {
 	return x.change(ctx, v, opDelete)
 }
@@ -330,23 +332,9 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 	}
 	missing := map[string]bool{} // copies found already gone: not deleted again
-	// unknown holds the error of an earlier round whose transaction may have landed (only
-	// a change without the caller's ETag starts over after one): a round that then finds
-	// the entity gone cannot tell "never updated" from "updated, then deleted by another
-	// writer", so an update answers the unknown error, never errs.ErrNotFound; a delete has
-	// what it asked for.
-	var unknown error
 	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0], SensitiveKeys: true} // a round's error may name a copy
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
-		if unknown != nil && errors.Is(err, repo.ErrNotFound) {
-			switch o {
-			case opUpdate:
-				return unknown
-			case opDelete:
-				return nil
-			}
-		}
 		if errors.Is(err, repo.ErrNotFound) && o == opUpsert {
 			p, err := x.insertPlan(v, pk, ks)
 			if err != nil {
@@ -354,8 +342,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 			}
 			err = x.submit(ctx, p, o, v, pk, missing)
 			if errors.Is(err, repo.ErrOutcomeUnknown) {
-				unknown = err
-				return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
+				return repo.DecideOutcome(ctx, err, p.acts...)
 			}
 			return err
 		}
@@ -376,34 +363,10 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 		}
 		err = x.submit(ctx, p, o, v, pk, missing)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
-			unknown = err
-			return x.outcomeUnknown(ctx, err, o, pk, ks[0], guardETag)
+			return repo.DecideOutcome(ctx, err, p.acts...)
 		}
 		return err
 	})
-}
-
-// outcomeUnknown decides what a change whose transaction may or may not have been applied
-// (errs.ErrOutcomeUnknown) does, from a fresh read: the transaction is atomic, so the
-// primary copy shows whether every copy changed with it. Without a caller's ETag the
-// change reads again and decides again (rewriting v, or finding it deleted, is the state
-// asked for); with one, a change that may be this call's cannot be told from another
-// writer's, and err is returned (never errs.ErrPreconditionFailed for a write that may have
-// landed).
-func (x *Intra[T]) outcomeUnknown(ctx context.Context, err error, o changeOp, pk, rk, guardETag string) error {
-	if guardETag != "" {
-		return err
-	}
-	if o != opDelete {
-		return retry.Again(err)
-	}
-	switch _, gerr := x.rows.Get(ctx, pk, rk); {
-	case errors.Is(gerr, repo.ErrNotFound):
-		return nil // deleted with every copy, as asked
-	case gerr != nil:
-		return errors.Join(err, gerr)
-	}
-	return retry.Again(err) // still there: not applied
 }
 
 // partialIndexOf returns the index whose copies carry some properties only and whose key
