@@ -104,3 +104,35 @@ func TestSubmitRefusesAnUnconditionalDeleteOfAMissingLineSeparatorKey(t *testing
 	}
 	mustExist(t, b, tb, "Sales", "", "the entity with the empty RowKey")
 }
+
+func TestSubmitOrSplitDeletesALineSeparatorPartitionKeyApart(t *testing.T) {
+	t.Parallel()
+	for _, sep := range lineSeparators {
+		t.Run(sep.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false)
+			tb := table[Employee](t, b, nil)
+			dept := "Sa" + sep.r + "les"
+			bystander(t, b, tb, dept)
+			doomed := employee(dept, "1")
+			if err := tb.Insert(b.ctx, doomed); err != nil {
+				t.Fatal(err)
+			}
+			_, err := repo.Submit(b.ctx, tb.DeleteAction(dept, "1", nil))
+			t.Logf("Submit: %v", err)
+			if err != nil && !errors.Is(err, repo.ErrDeleteMisaddressed) {
+				t.Fatalf("Submit: %v, want nil or ErrDeleteMisaddressed", err)
+			}
+			if err != nil {
+				mustExist(t, b, tb, dept, "1", "the entity of the refused delete")
+			}
+			if _, err := repo.SubmitOrSplit(b.ctx, tb.DeleteAction(dept, "1", nil)); err != nil && !errors.Is(err, repo.ErrNotFound) {
+				t.Fatal(err)
+			}
+			if _, gerr := tb.Get(b.ctx, dept, "1"); !errors.Is(gerr, repo.ErrNotFound) {
+				t.Fatalf("the deleted entity is still there (%v)", gerr)
+			}
+			mustExist(t, b, tb, dept, "", "the entity with the empty RowKey")
+		})
+	}
+}

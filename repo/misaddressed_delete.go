@@ -15,24 +15,24 @@ import (
 )
 
 // A store can read a transaction's delete as addressing another entity than the one its
-// request line names: Azurite takes an action's keys from the decoded URL with a regular
-// expression whose "." stops at U+2028 and U+2029, and a delete has no body to fall back
-// on, so the delete of such a key reaches the row with the empty RowKey of the partition
-// (or a prefix of the key). Without If-Match it deletes that row and answers success.
-// Submit therefore never sends such a delete unguarded: an unconditional one is pinned to
-// the ETag of a read made just before, and a guarded one that the store refuses (404 or
+// request line names: Azurite takes an action's keys from the decoded URL with regular
+// expressions whose "." stops at U+2028 and U+2029, and a delete has no body to fall back
+// on. The delete of a RowKey holding one reaches the row with the empty RowKey of the
+// partition (or a prefix of the key): without If-Match it deletes that row and answers
+// success. A PartitionKey holding one is not read at all (400 InvalidInput). Submit
+// therefore never sends such a delete unguarded: an unconditional one is pinned to the
+// ETag of a read made just before, and a guarded one that the store refuses (400, 404 or
 // 412) while the entity is still there with that very ETag is reported as a
-// *MisaddressedDeleteError: no correct store refuses it, so the store addressed another
-// entity. The service addresses these keys right; the read costs one request per such
-// delete only, and the check one read after such a refusal only.
+// *MisaddressedDeleteError: no correct store refuses it. The service addresses these keys
+// right; the pin costs one read per such delete, the check one read after such a refusal.
 
 // MisaddressedDeleteError is a transaction refused because the store misaddressed one of
-// its deletes: it answered 404 or 412 to the delete of an entity that is still there with
-// the ETag the delete named (Azurite does so for a key holding U+2028 or U+2029). The whole
-// transaction was rolled back. It unwraps to ErrDeleteMisaddressed and to the refused
-// action's *ActionError (and so to ErrNotFound or ErrPreconditionFailed): code that
-// re-reads on those answers must test ErrDeleteMisaddressed first, or it re-reads the same
-// state forever. SubmitOrSplit sends such a delete apart.
+// its deletes: it answered 400, 404 or 412 to the delete of an entity that is still there
+// with the ETag the delete named (Azurite does so for a key holding U+2028 or U+2029). The
+// whole transaction was rolled back. It unwraps to ErrDeleteMisaddressed and to the
+// refused action's *ActionError (and so to ErrNotFound or ErrPreconditionFailed): code
+// that re-reads on those answers must test ErrDeleteMisaddressed first, or it re-reads the
+// same state forever. SubmitOrSplit sends such deletes apart.
 type MisaddressedDeleteError struct {
 	// Refused is the store's answer to the delete (Index is the action's position).
 	Refused *ActionError
@@ -42,7 +42,7 @@ type MisaddressedDeleteError struct {
 // indexed value.
 func (e *MisaddressedDeleteError) Error() string {
 	return fmt.Sprintf("tablepatterns: transaction action %d: the store answered %d %s to the delete of an entity that is still there unchanged, "+
-		"so it addressed another entity (Azurite does for a key holding U+2028 or U+2029: see package tabletest); nothing was written",
+		"so it misaddressed the delete (Azurite does for a key holding U+2028 or U+2029: see package tabletest); nothing was written",
 		e.Refused.Index, e.Refused.StatusCode, e.Refused.Code)
 }
 
@@ -97,7 +97,7 @@ func submitGuarded(ctx context.Context, actions []Action, submit func(context.Co
 		etags, err := submit(ctx, acts)
 		var ae *ActionError
 		if err == nil || errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &ae) || ae.Index < 0 || ae.Index >= len(acts) ||
-			!misaddressable(&acts[ae.Index].w) || (ae.StatusCode != http.StatusNotFound && ae.StatusCode != http.StatusPreconditionFailed) {
+			!misaddressable(&acts[ae.Index].w) || !refusal(ae.StatusCode) {
 			return etags, err
 		}
 		w := &acts[ae.Index].w
@@ -113,6 +113,12 @@ func submitGuarded(ctx context.Context, actions []Action, submit func(context.Co
 		}
 		return nil, err
 	}
+}
+
+// refusal reports the answers of a store that misaddressed a delete: 404 or 412 (it
+// addressed another row), 400 (it found no key).
+func refusal(status int) bool {
+	return status == http.StatusNotFound || status == http.StatusPreconditionFailed || status == http.StatusBadRequest
 }
 
 // currentETag reads the ETag of a's entity, with a's retry policy.
@@ -136,9 +142,9 @@ func currentETag(ctx context.Context, a *Action) (etag string, found bool, err e
 // SubmitOrSplit runs actions as one entity group transaction, like Submit, on every store
 // that addresses its deletes right (the service does). On a store that misaddresses a
 // delete (ErrDeleteMisaddressed: Azurite, for a key holding U+2028 or U+2029), it gives up
-// atomicity for that delete only, since the store cannot do it inside a transaction: the
-// other actions go as one transaction, then each such delete alone, conditional as it was
-// built. Between the two, and for good if the call stops there, readers see the
+// atomicity for such deletes only, since the store cannot do them inside a transaction:
+// the other actions go as one transaction, then each delete of a key holding U+2028 or
+// U+2029 alone, conditional as it was built. Between the two, and for good if the call stops there, readers see the
 // transaction's writes with the entity not yet deleted. A delete sent apart that finds
 // its entity gone is success; one that finds it changed returns ErrPreconditionFailed
 // after the transaction landed.
@@ -159,14 +165,21 @@ func SubmitOrSplit(ctx context.Context, actions ...Action) ([]string, error) {
 	for i := range at {
 		at[i] = i
 	}
-	var apart []int
+	var apart []int // the deletes sent alone, in action order
+	split := false
 	for len(rest) > 0 {
 		got, err := Submit(ctx, rest...)
 		var me *MisaddressedDeleteError
-		if errors.As(err, &me) && me.Refused.Index >= 0 && me.Refused.Index < len(rest) {
-			j := me.Refused.Index
-			apart = append(apart, at[j])
-			rest, at = slices.Delete(rest, j, j+1), slices.Delete(at, j, j+1)
+		if errors.As(err, &me) && !split {
+			// The store misaddresses such keys: every delete of one goes apart.
+			split = true
+			for j := len(rest) - 1; j >= 0; j-- {
+				if misaddressable(&rest[j].w) {
+					apart = append(apart, at[j])
+					rest, at = slices.Delete(rest, j, j+1), slices.Delete(at, j, j+1)
+				}
+			}
+			slices.Reverse(apart)
 			continue
 		}
 		if err != nil {

@@ -86,7 +86,7 @@ func CheckTransaction(actions ...Action) error { return checkTransaction(actions
 // success): without an ETag in opts, Submit reads the entity's ETag first and makes the
 // delete conditional on it (a missing entity fails the transaction with ErrNotFound, as
 // the service would; a changed one is read again). When the store refuses the delete with
-// 404 or 412 while the entity is still there with that ETag, the error is a
+// 400, 404 or 412 while the entity is still there with that ETag, the error is a
 // *MisaddressedDeleteError (ErrDeleteMisaddressed); SubmitOrSplit then deletes it apart.
 //
 // Transient failures are retried, including an action that answered 503 ServerBusy or 500
