@@ -36,6 +36,21 @@
 // that breaks a service limit is refused with an *InvalidInputError before any request is
 // sent: Azurite, the emulator, does not enforce many of those limits, the real service does.
 //
+// # Deletes the emulator misaddresses
+//
+// Inside an entity group transaction Azurite reads a delete's keys with a regular
+// expression that stops at U+2028 and U+2029: the delete of such a RowKey reaches the row
+// with the empty RowKey of the partition (without If-Match it deletes that row and
+// answers success), and one of such a PartitionKey is refused (400). Submit never sends
+// such a delete unconditionally: without an ETag it reads the entity's ETag first and
+// makes the delete conditional on it, and a delete the store refuses while its entity is
+// still there unchanged fails the transaction with a *MisaddressedDeleteError
+// (ErrDeleteMisaddressed), nothing written (TestSubmitNeverDeletesAnotherEntityForALineSeparatorKey).
+// SubmitOrSplit, which the pattern packages use, then sends the other actions as one
+// transaction and each such delete alone (TestSubmitOrSplitDeletesALineSeparatorKeyApart):
+// atomicity is given up for those deletes only, on a store that proved it cannot do them
+// in a transaction. The service addresses every key right and never takes that path.
+//
 // # Retries
 //
 // Every request goes through package retry: transient failures (timeouts, server busy,
