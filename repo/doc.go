@@ -77,7 +77,7 @@
 //
 // Get, Insert, Upsert, Update and Delete: one request (plus one read after an ambiguous
 // retry with TrackWrites). Submit: one request for up to 100
-// entities. A query: one request per page of up to 1,000 entities. BulkWrite of n
+// entities (plus one read per unconditional delete of a key holding U+2028 or U+2029). A query: one request per page of up to 1,000 entities. BulkWrite of n
 // entities over p partitions: about p + n/100 requests. Encryption adds no request (one
 // WrapKey per write and one UnwrapKey per read, local for a codec.LocalKey). RotateKeys of
 // n entities: n/1000 queries and about one transaction per 100 entities of a partition

@@ -144,10 +144,10 @@ func currentETag(ctx context.Context, a *Action) (etag string, found bool, err e
 // delete (ErrDeleteMisaddressed: Azurite, for a key holding U+2028 or U+2029), it gives up
 // atomicity for such deletes only, since the store cannot do them inside a transaction:
 // the other actions go as one transaction, then each delete of a key holding U+2028 or
-// U+2029 alone, conditional as it was built. Between the two, and for good if the call stops there, readers see the
-// transaction's writes with the entity not yet deleted. A delete sent apart that finds
-// its entity gone is success; one that finds it changed returns ErrPreconditionFailed
-// after the transaction landed.
+// U+2029 alone, conditional as it was built. Between the two (and for good if the call
+// stops there) readers see the transaction's writes with those entities not yet deleted.
+// A delete sent apart that finds its entity gone is success; one that finds it changed
+// returns ErrPreconditionFailed after the transaction landed.
 //
 // Use it where that window is acceptable on such a store; Submit keeps atomicity and
 // returns the *MisaddressedDeleteError instead. On an *ActionError, Index is the action's
