@@ -105,3 +105,38 @@ func TestInterReconcileRemovesOldCopyWhenValueHasLineSeparator(t *testing.T) {
 		})
 	}
 }
+
+// An archive move deletes the entity's copies in the transaction that deletes it, each
+// conditional on the copy as read (Removal): a value holding U+2028 or U+2029 must never
+// make the store delete another row, and the move either removes the entity with every
+// copy or leaves both (package consistency starts over when the store refuses the copy's
+// delete, which Azurite does).
+func TestIntraArchiveNeverDeletesAnotherRowWhenValueHasLineSeparator(t *testing.T) {
+	t.Parallel()
+	for _, sep := range testbed.LineSeparators {
+		t.Run(sep.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false)
+			x := b.intra(t, byEmail)
+			b.Bystander("", "Sales")
+			email := "jones" + sep.Rune + "j@contoso.com"
+			if err := x.Insert(b.Ctx, emp(1, "Jun", "Jones", email)); err != nil {
+				t.Fatal(err)
+			}
+			a, target := b.Archiver(x)
+			_, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "empid_000001"))
+			t.Logf("ArchiveEntity: %v", err)
+			b.MustHaveBystander("", "Sales")
+			_, gerr := x.Get(b.Ctx, "Sales", "000001")
+			_, lerr := x.Lookup(b.Ctx, "Sales", "email", email)
+			switch {
+			case err == nil && errors.Is(gerr, repo.ErrNotFound) && errors.Is(lerr, repo.ErrNotFound):
+				b.MustBeArchived(target, "Sales", "empid_000001")
+			case err != nil && gerr == nil && lerr == nil:
+				// Refused as a whole: the entity and its copy are both still there.
+			default:
+				t.Fatalf("half a move: ArchiveEntity %v, get %v, lookup by email %v", err, gerr, lerr)
+			}
+		})
+	}
+}
