@@ -69,3 +69,41 @@ func TestTableStoreRemoveDeletesEmptyPageWhenValueHasLineSeparator(t *testing.T)
 		})
 	}
 }
+
+// An archive move deletes the emptied index entity of the entity's value in the
+// transaction that deletes the entity, conditional on the page as read (Removal): a value
+// holding U+2028 or U+2029 must never make the store delete another row, and the move
+// either removes the entity with its entry or leaves both (package consistency starts
+// over when the store refuses that delete, which Azurite does).
+func TestArchiveSamePartitionNeverDeletesAnotherRowWhenValueHasLineSeparator(t *testing.T) {
+	t.Parallel()
+	for _, sep := range testbed.LineSeparators {
+		t.Run(sep.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false)
+			ix := b.samePartition(nil)
+			b.Bystander("", "Sales")
+			e := emp("Sales", "000001", "Jo"+sep.Rune+"nes")
+			if err := ix.Insert(b.Ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			a, target := b.Archiver(ix)
+			_, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", e.EmployeeID))
+			t.Logf("ArchiveEntity: %v", err)
+			b.MustHaveBystander("", "Sales")
+			_, gerr := b.emps.Get(b.Ctx, "Sales", e.EmployeeID)
+			ids, lerr := ix.IDs(b.Ctx, "Sales", e.LastName)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			switch {
+			case err == nil && errors.Is(gerr, repo.ErrNotFound) && len(ids) == 0:
+				b.MustBeArchived(target, "Sales", e.EmployeeID)
+			case err != nil && gerr == nil && len(ids) == 1:
+				// Refused as a whole: the entity and its entry are both still there.
+			default:
+				t.Fatalf("half a move: ArchiveEntity %v, get %v, ids %q", err, gerr, ids)
+			}
+		})
+	}
+}
