@@ -78,8 +78,9 @@
 // a request of its own right after the transaction (repo.SubmitOrSplit): there, and only
 // there, readers may see the transaction's writes before that delete, and a process that
 // stops between the two leaves the count one below the children. The service never takes
-// that path (TestRemoveDeletesChildWhenKeyHasLineSeparator; Recount repairs the count.
-// Table.Submit stays atomic and returns the *repo.MisaddressedDeleteError).
+// that path (TestRemoveDeletesChildWhenKeyHasLineSeparator); Recount repairs the count.
+// Table.Submit stays atomic: on such a store it returns the
+// *repo.MisaddressedDeleteError.
 //
 // The guide's limits of this approach hold: a child cannot move to another parent (another
 // partition) in a transaction, and a busy parent is a hot spot of its partition. Every
