@@ -48,6 +48,10 @@ var (
 	// unanswered attempt was applied. Never success, never "nothing written": re-read and
 	// decide. repo.Options.TrackWrites recognises the caller's own write exactly.
 	ErrOutcomeUnknown = ierrs.ErrOutcomeUnknown
+	// ErrDeleteMisaddressed: the store refused a transaction's delete of an entity that is
+	// still there unchanged: it addressed another entity (Azurite does for a key holding
+	// U+2028 or U+2029). Nothing was written; repo.SubmitOrSplit deletes such a key apart.
+	ErrDeleteMisaddressed = ierrs.ErrDeleteMisaddressed
 )
 
 // InvalidInputError describes input refused before any request was sent: the type, the

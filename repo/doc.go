@@ -36,6 +36,21 @@
 // that breaks a service limit is refused with an *InvalidInputError before any request is
 // sent: Azurite, the emulator, does not enforce many of those limits, the real service does.
 //
+// # Deletes the emulator misaddresses
+//
+// Inside an entity group transaction Azurite reads a delete's keys with a regular
+// expression that stops at U+2028 and U+2029: the delete of such a RowKey reaches the row
+// with the empty RowKey of the partition (without If-Match it deletes that row and
+// answers success), and one of such a PartitionKey is refused (400). Submit never sends
+// such a delete unconditionally: without an ETag it reads the entity's ETag first and
+// makes the delete conditional on it, and a delete the store refuses while its entity is
+// still there unchanged fails the transaction with a *MisaddressedDeleteError
+// (ErrDeleteMisaddressed), nothing written (TestSubmitNeverDeletesAnotherEntityForALineSeparatorKey).
+// SubmitOrSplit, which the pattern packages use, then sends the other actions as one
+// transaction and each such delete alone (TestSubmitOrSplitDeletesALineSeparatorKeyApart):
+// atomicity is given up for those deletes only, on a store that proved it cannot do them
+// in a transaction. The service addresses every key right and never takes that path.
+//
 // # Retries
 //
 // Every request goes through package retry: transient failures (timeouts, server busy,
@@ -67,7 +82,7 @@
 //
 // Get, Insert, Upsert, Update and Delete: one request (plus one read after an ambiguous
 // retry with TrackWrites). Submit: one request for up to 100
-// entities. A query: one request per page of up to 1,000 entities. BulkWrite of n
+// entities (plus one read per unconditional delete of a key holding U+2028 or U+2029). A query: one request per page of up to 1,000 entities. BulkWrite of n
 // entities over p partitions: about p + n/100 requests. Encryption adds no request (one
 // WrapKey per write and one UnwrapKey per read, local for a codec.LocalKey). RotateKeys of
 // n entities: n/1000 queries and about one transaction per 100 entities of a partition

@@ -27,6 +27,9 @@ var (
 	// ErrOutcomeUnknown: a retried non-idempotent write cannot tell whether its earlier,
 	// unanswered attempt was applied (see Options.TrackWrites for exact detection).
 	ErrOutcomeUnknown = errs.ErrOutcomeUnknown
+	// ErrDeleteMisaddressed: the store refused a transaction's delete of an entity that is
+	// still there unchanged (see MisaddressedDeleteError).
+	ErrDeleteMisaddressed = errs.ErrDeleteMisaddressed
 )
 
 // InvalidInputError describes input refused before any request was sent; it unwraps to

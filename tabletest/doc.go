@@ -59,10 +59,14 @@
 //     a regular expression whose "." stops at U+2028 and U+2029. A delete of a key holding
 //     one of them (which has no body to fall back on) addresses another entity: without
 //     If-Match it deletes the row whose RowKey is empty, in the same partition, and answers
-//     success; with If-Match it answers 404 or 412. Single-entity requests and inserts,
-//     upserts and updates in a transaction are not affected. The archive moves confirm a
-//     refused delete with a read; other code should not put such keys in transactions that
-//     delete when it runs against Azurite.
+//     success; with If-Match it answers 404 or 412. A PartitionKey holding one is not read
+//     at all (400). Single-entity requests and inserts, upserts and updates in a
+//     transaction are not affected. repo.Submit never sends such a delete without an ETag
+//     (it reads one first) and reports a refused delete of an unchanged entity as
+//     repo.ErrDeleteMisaddressed; repo.SubmitOrSplit, which the pattern packages use, then
+//     deletes those keys alone after the rest of the transaction, so on Azurite, and only
+//     there, such a delete is not atomic with the rest. The archive moves confirm a refused
+//     delete with a read.
 //   - A whole Edm.Double reads back as Edm.Int32, and a filter comparing an Edm.Int64
 //     property answers 500 against an Int32 value: compare types, not only values.
 //   - Azurite keeps an idle connection alive for 5 s. A request that reuses a pooled

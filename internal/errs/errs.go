@@ -41,6 +41,10 @@ var (
 	// caused. The SDK cannot tell which without write tracking (repo.Options.TrackWrites),
 	// so it reports neither success nor the refusal: re-read and decide.
 	ErrOutcomeUnknown = errors.New("tablepatterns: outcome unknown (a lost response may hide an applied write)")
+	// ErrDeleteMisaddressed: the store refused a transaction's delete (400, 404, 412) while
+	// the entity is still there with the ETag the delete named, so it misaddressed the
+	// delete (Azurite does for a key holding U+2028 or U+2029). Nothing was written.
+	ErrDeleteMisaddressed = errors.New("tablepatterns: the store misaddressed a transaction's delete")
 )
 
 // InvalidInputError describes input refused before any request was sent. It unwraps to

@@ -44,6 +44,12 @@
 // its reviews, which separate tables cannot give (the Azure Table storage design guide, issues and considerations).
 // A RowKey that does not follow the layout is refused before anything is sent.
 //
+// DeleteAction is unconditional. repo.Submit reads the ETag of an entity whose key holds
+// U+2028 or U+2029 before deleting it, since Azurite would delete another row in its
+// place; on Azurite such a transaction then fails with repo.ErrDeleteMisaddressed, and
+// repo.SubmitOrSplit deletes the review apart instead
+// (TestDeleteActionNeverDeletesAnotherRowWhenPartHasLineSeparator).
+//
 // # Cost in requests
 //
 // Get: one point query. List: one range query per 1,000 entities, transferring only the

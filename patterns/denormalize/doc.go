@@ -60,6 +60,14 @@
 // source may have at most MaxInPartitionCopies (98) copies in its partition; linking one
 // more is refused with errs.ErrInvalidInput.
 //
+// On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
+// (Azurite; see package tabletest) the delete of a target or link whose key holds one
+// goes in a request of its own right after the transaction (repo.SubmitOrSplit): there,
+// and only there, readers may see the transaction's writes before that delete, and a
+// process that stops between the two leaves it (and the header counting one copy too
+// few). The service never takes that path
+// (TestInPartitionLinksGoWhenKeysHaveLineSeparator).
+//
 // AcrossPartitions (NewAcross; targets in other partitions or tables). No transaction spans them, so
 // copies are eventually consistent, with the message-first discipline of the eventually
 // consistent transactions pattern: a write enqueues a message (SourceChange, TargetChange)

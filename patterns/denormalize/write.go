@@ -128,7 +128,9 @@ func (r *Relation[S, D]) putInPartition(ctx context.Context, d *D, k, ref Key, o
 	if err := r.step(ctx, "transaction"); err != nil {
 		return err
 	}
-	_, err := repo.Submit(ctx, actions...)
+	// An old link goes apart only on a store that cannot delete its key in a transaction
+	// (Azurite, for U+2028 or U+2029; see the package documentation).
+	_, err := repo.SubmitOrSplit(ctx, actions...)
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
 		return r.targetOutcome(ctx, err, k, read)
 	}
@@ -222,7 +224,8 @@ func (r *Relation[S, D]) deleteTarget(ctx context.Context, k Key, want string) e
 		if err := r.step(ctx, "transaction"); err != nil {
 			return err
 		}
-		_, err := repo.Submit(ctx, actions...)
+		// Apart only where the store cannot delete a key in a transaction (see putInPartition).
+		_, err := repo.SubmitOrSplit(ctx, actions...)
 		if errors.Is(err, repo.ErrOutcomeUnknown) {
 			return r.targetOutcome(ctx, err, k, etag)
 		}

@@ -148,8 +148,10 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 // read, which proves that none of the atomic transaction landed. A child found or not
 // found proves nothing: another writer may have removed or re-added it since this call's
 // transaction landed, and acting on it would undo that writer's acknowledged change.
+// A child's delete goes apart only on a store that cannot delete its key in a transaction
+// (Azurite, for U+2028 or U+2029; see the package documentation).
 func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
-	err := r.t.Submit(ctx, child, parent)
+	err := r.t.submit(ctx, repo.SubmitOrSplit, []Action{child, parent})
 	if r.afterSubmit != nil {
 		err = r.afterSubmit(err)
 	}

@@ -129,8 +129,15 @@ func (t *Table) DeleteAction(pk, rk string, opts *repo.DeleteOptions) Action {
 //
 // Errors: errs.ErrInvalidInput (an action that could not be built, actions of another Table,
 // or a transaction repo.Submit refuses; nothing sent), *repo.ActionError (with the index
-// of the failed action), errs.ErrTransient, *errs.ServiceError.
+// of the failed action), *repo.MisaddressedDeleteError (a store that cannot delete a key
+// holding U+2028 or U+2029 in a transaction: Azurite), errs.ErrTransient,
+// *errs.ServiceError.
 func (t *Table) Submit(ctx context.Context, actions ...Action) error {
+	return t.submit(ctx, repo.Submit, actions)
+}
+
+// submit runs actions through send (repo.Submit, or repo.SubmitOrSplit).
+func (t *Table) submit(ctx context.Context, send func(context.Context, ...repo.Action) ([]string, error), actions []Action) error {
 	acts := make([]repo.Action, len(actions))
 	for i, a := range actions {
 		if a.t != t {
@@ -141,7 +148,7 @@ func (t *Table) Submit(ctx context.Context, actions ...Action) error {
 		}
 		acts[i] = a.a
 	}
-	if _, err := repo.Submit(ctx, acts...); err != nil {
+	if _, err := send(ctx, acts...); err != nil {
 		return err
 	}
 	for _, a := range actions {

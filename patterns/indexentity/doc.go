@@ -100,6 +100,16 @@
 // TestSamePartitionNeverUndoesAnotherWriterAfterAnUnknownOutcome). Turn on
 // repo.Options.TrackWrites to have repo recognise its own write exactly.
 //
+// On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
+// (Azurite; see package tabletest) the delete of an entity or index entity whose key
+// holds one goes in a request of its own right after the transaction
+// (repo.SubmitOrSplit): there, and only there, readers may see the transaction's writes
+// before that delete, and a process that stops between the two leaves it until Repair.
+// The service never takes that path
+// (TestSamePartitionDeleteRemovesEntityAndIndexWhenKeyAndValueHaveLineSeparator; for
+// TableStore's emptied pages
+// TestTableStoreRemoveDeletesEmptyPageWhenValueHasLineSeparator).
+//
 // Options 1 and 3 are eventually consistent: the list lives where no transaction reaches.
 // Each write follows the message-first discipline of the eventually consistent
 // transactions pattern:

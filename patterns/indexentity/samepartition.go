@@ -222,7 +222,9 @@ func (ix *SamePartition[T]) submit(ctx context.Context, step string, actions []r
 			return err
 		}
 	}
-	_, err := repo.Submit(ctx, actions...)
+	// Apart only on a store that cannot delete a key in a transaction (Azurite, for U+2028
+	// or U+2029; see the package documentation).
+	_, err := repo.SubmitOrSplit(ctx, actions...)
 	if ix.afterSubmit != nil {
 		err = ix.afterSubmit(step, err)
 	}

@@ -95,6 +95,15 @@
 // a write is last-writer-wins, retried with jittered backoff when a concurrent writer
 // moves the entity between its read and its transaction (TestIntraWindowConcurrentUpdate).
 //
+// On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
+// (Azurite; see package tabletest) the delete of such a copy (or primary copy) goes in a
+// request of its own right after the transaction (repo.SubmitOrSplit): there, and only
+// there, readers may see the transaction's writes before that delete, and a process that
+// stops between the two leaves that row until Repair removes it. The service never takes
+// that path (TestIntraUpdateRemovesOldCopyWhenValueHasLineSeparator,
+// TestIntraDeleteRemovesEveryCopyWhenValuesHaveLineSeparator; for Inter's reconciliation
+// TestInterReconcileRemovesOldCopyWhenValueHasLineSeparator).
+//
 // Intra cannot swap the unique values of two entities in one call: each call writes one
 // entity, and whichever goes first would give its new value to a second entity. A swap
 // is three writes through a temporary value (or no value: an entity without one has no

@@ -710,7 +710,9 @@ func (x *Inter[T]) reconcileIndex(ctx context.Context, ix *interIndex[T], part, 
 		dropAt = len(acts)
 		acts = append(acts, ix.copies.DeleteAction(part, have, nil))
 	}
-	_, err := repo.Submit(ctx, acts...)
+	// The old copy goes apart only on a store that cannot delete its key in a transaction
+	// (Azurite, for U+2028 or U+2029; see the package documentation).
+	_, err := repo.SubmitOrSplit(ctx, acts...)
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
 		// A retried transaction that cannot tell whether its first attempt landed: read
 		// again and decide again (the ref says what is written).

@@ -38,9 +38,11 @@ type Intra[T any] struct {
 	afterSubmit func(error) error
 }
 
-// submitted runs the transaction of p.
+// submitted runs the transaction of p. Only on a store that cannot delete a key inside a
+// transaction (Azurite, for U+2028 or U+2029) is such a delete sent apart, after it (see
+// the package documentation, "Consistency").
 func (x *Intra[T]) submitted(ctx context.Context, p *plan) ([]string, error) {
-	etags, err := repo.Submit(ctx, p.acts...)
+	etags, err := repo.SubmitOrSplit(ctx, p.acts...)
 	if x.afterSubmit != nil {
 		err = x.afterSubmit(err)
 	}

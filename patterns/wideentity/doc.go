@@ -56,6 +56,14 @@
 // one property and never in conflict with writes to other properties, but two properties
 // set by two SetProperty calls are two writes (use Update to change them together).
 //
+// On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
+// (Azurite; see package tabletest) the delete of a chunk whose RowKey holds one goes in a
+// request of its own right after the transaction (repo.SubmitOrSplit): there, and only
+// there, readers may see the transaction's writes before that delete, and a process that
+// stops between the two leaves chunks that read as ErrTorn until Delete. The service
+// never takes that path (TestDeleteRemovesEveryChunkWhenKeyHasLineSeparator,
+// TestLayoutChangeRemovesOldChunksWhenKeyHasLineSeparator).
+//
 // # Cost in requests
 //
 //   - Get: one request (a range query; one page holds up to 1,000 chunks), against one
