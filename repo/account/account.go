@@ -31,43 +31,105 @@ type ClientOptions = repo.ClientOptions
 // (retries belong to package retry, see its doc), and the table client carries the
 // transaction policy that lets Submit read per-action results.
 type Clients struct {
-	// Tables is the Table service client; pass it to New. nil from NewTokenClients
-	// without a table endpoint.
+	// Tables is the Table service client; pass it to New. nil without a table endpoint
+	// (NewTokenClients, or a connection string that names other endpoints only).
 	Tables *aztables.ServiceClient
-	// Queues is the Queue service client (for queueworker); nil from NewTokenClients
-	// without a queue endpoint.
+	// Queues is the Queue service client (for queueworker); nil without a queue
+	// endpoint.
 	Queues *azqueue.ServiceClient
-	// Blobs is the Blob service client (for blob-backed patterns); nil from
-	// NewTokenClients without a blob endpoint.
+	// Blobs is the Blob service client (for blob-backed patterns); nil without a blob
+	// endpoint.
 	Blobs *azblob.Client
 }
 
-// NewClients builds the three service clients from a storage connection string
-// (AccountName/AccountKey with endpoints, or a SAS connection string). Nothing is sent.
+// NewClients builds the service clients of a storage connection string. Nothing is sent.
 // Accounts with shared-key access turned off need NewTokenClients.
 //
-// The connection string is a secret: it is never logged, and errors do not contain it.
-// Errors: ErrInvalidInput if the connection string cannot be parsed by the Azure SDK.
+// The string is checked before anything is built: every key must be one of Azure
+// Storage's connection-string keys (DefaultEndpointsProtocol, AccountName, AccountKey,
+// SharedAccessSignature, EndpointSuffix, BlobEndpoint, QueueEndpoint, TableEndpoint,
+// FileEndpoint, their *SecondaryEndpoint forms, UseDevelopmentStorage,
+// DevelopmentStorageProxyUri; case-insensitive), given once, with a well-formed value: the
+// protocol http or https, the key valid base64, a SAS with its signature, endpoints http(s)
+// URLs without a query. Exactly one credential: AccountName with AccountKey, or a
+// SharedAccessSignature.
+//
+// A string that names any explicit endpoint (TableEndpoint, QueueEndpoint, BlobEndpoint,
+// FileEndpoint) is served at the endpoints it names only: the client of a service without
+// an endpoint is nil, never one of the account's public endpoints. A string without
+// endpoints addresses PROTOCOL://ACCOUNT.SERVICE.SUFFIX (https, core.windows.net by
+// default). UseDevelopmentStorage=true is the local emulator's account on 127.0.0.1 (or the
+// host of DevelopmentStorageProxyUri), ports 10000 to 10002. Secondary endpoints are checked
+// and not used.
+//
+// The connection string is a secret: it is never logged, and errors quote neither the key
+// nor the signature.
+//
+// Errors: an *InvalidInputError (ErrInvalidInput) whose Field names the offending key
+// ("connection string TableEndpont").
 func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
-	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")}))
+	cs, err := parseConnectionString(connectionString)
 	if err != nil {
-		return nil, connStringError("table")
+		return nil, err
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")})
-	if err != nil {
-		return nil, connStringError("queue")
+	var c Clients
+	if cs.table != "" {
+		o := repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")})
+		if cs.key != "" {
+			cred, err := aztables.NewSharedKeyCredential(cs.name, cs.key)
+			if err == nil {
+				c.Tables, err = aztables.NewServiceClientWithSharedKey(cs.table, cred, o)
+			}
+			if err != nil {
+				return nil, connStringError("table")
+			}
+		} else if c.Tables, err = aztables.NewServiceClientWithNoCredential(withSAS(cs.table, cs.sas), o); err != nil {
+			return nil, connStringError("table")
+		}
 	}
-	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")})
-	if err != nil {
-		return nil, connStringError("blob")
+	if cs.queue != "" {
+		o := &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")}
+		if cs.key != "" {
+			cred, err := azqueue.NewSharedKeyCredential(cs.name, cs.key)
+			if err == nil {
+				c.Queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.queue, cred, o)
+			}
+			if err != nil {
+				return nil, connStringError("queue")
+			}
+		} else if c.Queues, err = azqueue.NewServiceClientWithNoCredential(withSAS(cs.queue, cs.sas), o); err != nil {
+			return nil, connStringError("queue")
+		}
 	}
-	return &Clients{Tables: tables, Queues: queues, Blobs: blobs}, nil
+	if cs.blob != "" {
+		o := &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")}
+		if cs.key != "" {
+			cred, err := azblob.NewSharedKeyCredential(cs.name, cs.key)
+			if err == nil {
+				c.Blobs, err = azblob.NewClientWithSharedKeyCredential(cs.blob, cred, o)
+			}
+			if err != nil {
+				return nil, connStringError("blob")
+			}
+		} else if c.Blobs, err = azblob.NewClientWithNoCredential(withSAS(cs.blob, cs.sas), o); err != nil {
+			return nil, connStringError("blob")
+		}
+	}
+	return &c, nil
 }
 
-// connStringError reports a bad connection string without echoing it: the Azure SDK's
-// parse errors may quote parts of it, and it contains the account key.
+// withSAS appends a SAS to a service URL, after a slash as the Azure SDKs do.
+func withSAS(endpoint, sas string) string {
+	if !strings.HasSuffix(endpoint, "/") {
+		endpoint += "/"
+	}
+	return endpoint + "?" + sas
+}
+
+// connStringError reports a client the Azure SDK refused to build, without echoing the
+// connection string: the SDK's errors may quote parts of it.
 func connStringError(service string) error {
-	return errs.Invalid("connection string", "the %s client cannot be built from it (check its AccountName, AccountKey/SharedAccessSignature and endpoints)", service)
+	return errs.Invalid("connection string", "the %s client cannot be built from it", service)
 }
 
 // Endpoints are the service URLs of one storage account, such as
