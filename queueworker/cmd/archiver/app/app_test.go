@@ -351,7 +351,7 @@ func TestPoisonListShowsMalformedText(t *testing.T) {
 	if _, err := q.EnqueueMessage(t.Context(), "{not json, from a broken producer", nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
+	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != app.ExitPoisoned || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ := archiver(t, "poison", "list", "-queue", queue)
