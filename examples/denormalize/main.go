@@ -20,14 +20,14 @@ import (
 	"io"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/denormalize"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("denormalize", run) }
+func main() { tabletest.Main("denormalize", run) }
 
 // Employee is the guide's employee entity, the source of the copied details.
 type Employee struct {

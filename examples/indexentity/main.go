@@ -23,15 +23,15 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/indexentity"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("indexentity", run) }
+func main() { tabletest.Main("indexentity", run) }
 
 // Employee is the guide's employee entity: the department is the PartitionKey and the
 // employee id the RowKey. The ETag field lets the index update it optimistically.

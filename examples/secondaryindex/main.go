@@ -22,14 +22,14 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("secondaryindex", run) }
+func main() { tabletest.Main("secondaryindex", run) }
 
 // Employee is the guide's employee entity. Department is the PartitionKey; the RowKey is
 // set by the index (intra: "empid_000223") or is the employee id (inter).
