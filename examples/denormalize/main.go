@@ -156,7 +156,7 @@ func acrossPartitions(ctx context.Context, out io.Writer, clients *account.Clien
 	defer emps.DeleteTable(context.WithoutCancel(ctx))
 	defer depts.DeleteTable(context.WithoutCancel(ctx))
 	q := clients.Queues.NewQueueClient(queue)
-	if _, err := q.Create(ctx, nil); err != nil {
+	if err := queueworker.CreateQueueIfNotExists(ctx, clients.Queues, queue, nil); err != nil {
 		return err
 	}
 	defer q.Delete(context.WithoutCancel(ctx), nil)

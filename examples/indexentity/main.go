@@ -186,7 +186,7 @@ func options1and3(ctx context.Context, out io.Writer, clients *account.Clients, 
 	}
 	defer clients.Blobs.DeleteContainer(context.WithoutCancel(ctx), n.container, nil)
 	q := clients.Queues.NewQueueClient(n.queue)
-	if _, err := q.Create(ctx, nil); err != nil {
+	if err := queueworker.CreateQueueIfNotExists(ctx, clients.Queues, n.queue, nil); err != nil {
 		return err
 	}
 	defer q.Delete(context.WithoutCancel(ctx), nil)

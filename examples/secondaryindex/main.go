@@ -172,7 +172,7 @@ func intra(ctx context.Context, out io.Writer, clients *account.Clients, table s
 func inter(ctx context.Context, out io.Writer, clients *account.Clients, table, queue string) error {
 	fmt.Fprintln(out, "== inter-partition secondary index ==")
 	q := clients.Queues.NewQueueClient(queue)
-	if _, err := q.Create(ctx, nil); err != nil {
+	if err := queueworker.CreateQueueIfNotExists(ctx, clients.Queues, queue, nil); err != nil {
 		return err
 	}
 	defer func() {
