@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
+	"github.com/tablepatterns/tablepatterns/internal/connstring"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -68,50 +69,50 @@ type Clients struct {
 // Errors: an *InvalidInputError (ErrInvalidInput) whose Field names the offending key
 // ("connection string TableEndpont").
 func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
-	cs, err := parseConnectionString(connectionString)
+	cs, err := connstring.Parse(connectionString)
 	if err != nil {
 		return nil, err
 	}
 	var c Clients
-	if cs.table != "" {
+	if cs.Table != "" {
 		o := repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")})
-		if cs.key != "" {
-			cred, err := aztables.NewSharedKeyCredential(cs.name, cs.key)
+		if cs.AccountKey != "" {
+			cred, err := aztables.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
 			if err == nil {
-				c.Tables, err = aztables.NewServiceClientWithSharedKey(cs.table, cred, o)
+				c.Tables, err = aztables.NewServiceClientWithSharedKey(cs.Table, cred, o)
 			}
 			if err != nil {
 				return nil, connStringError("table")
 			}
-		} else if c.Tables, err = aztables.NewServiceClientWithNoCredential(withSAS(cs.table, cs.sas), o); err != nil {
+		} else if c.Tables, err = aztables.NewServiceClientWithNoCredential(withSAS(cs.Table, cs.SAS), o); err != nil {
 			return nil, connStringError("table")
 		}
 	}
-	if cs.queue != "" {
+	if cs.Queue != "" {
 		o := &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")}
-		if cs.key != "" {
-			cred, err := azqueue.NewSharedKeyCredential(cs.name, cs.key)
+		if cs.AccountKey != "" {
+			cred, err := azqueue.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
 			if err == nil {
-				c.Queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.queue, cred, o)
+				c.Queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.Queue, cred, o)
 			}
 			if err != nil {
 				return nil, connStringError("queue")
 			}
-		} else if c.Queues, err = azqueue.NewServiceClientWithNoCredential(withSAS(cs.queue, cs.sas), o); err != nil {
+		} else if c.Queues, err = azqueue.NewServiceClientWithNoCredential(withSAS(cs.Queue, cs.SAS), o); err != nil {
 			return nil, connStringError("queue")
 		}
 	}
-	if cs.blob != "" {
+	if cs.Blob != "" {
 		o := &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")}
-		if cs.key != "" {
-			cred, err := azblob.NewSharedKeyCredential(cs.name, cs.key)
+		if cs.AccountKey != "" {
+			cred, err := azblob.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
 			if err == nil {
-				c.Blobs, err = azblob.NewClientWithSharedKeyCredential(cs.blob, cred, o)
+				c.Blobs, err = azblob.NewClientWithSharedKeyCredential(cs.Blob, cred, o)
 			}
 			if err != nil {
 				return nil, connStringError("blob")
 			}
-		} else if c.Blobs, err = azblob.NewClientWithNoCredential(withSAS(cs.blob, cs.sas), o); err != nil {
+		} else if c.Blobs, err = azblob.NewClientWithNoCredential(withSAS(cs.Blob, cs.SAS), o); err != nil {
 			return nil, connStringError("blob")
 		}
 	}
@@ -145,7 +146,7 @@ type Endpoints struct {
 
 // DefaultEndpointSuffix is the endpoint suffix of storage accounts in the Azure public
 // cloud.
-const DefaultEndpointSuffix = "core.windows.net"
+const DefaultEndpointSuffix = connstring.DefaultEndpointSuffix
 
 // PublicEndpoints returns the endpoints of a storage account in the cloud whose storage
 // endpoint suffix is suffix ("" means DefaultEndpointSuffix; "core.chinacloudapi.cn",
@@ -154,13 +155,13 @@ const DefaultEndpointSuffix = "core.windows.net"
 // Errors: ErrInvalidInput if account is not 3 to 24 lowercase letters and digits, or suffix
 // is not a host name.
 func PublicEndpoints(account, suffix string) (Endpoints, error) {
-	if n := len(account); n < 3 || n > 24 || strings.Trim(account, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+	if !connstring.ValidAccountName(account) {
 		return Endpoints{}, errs.Invalid("account", "%.40q is not a storage account name (3 to 24 lowercase letters and digits)", account)
 	}
 	if suffix == "" {
 		suffix = DefaultEndpointSuffix
 	}
-	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || strings.ContainsAny(suffix, "/?#@:") || !hostLabels(suffix) {
+	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || !connstring.ValidSuffix(suffix) {
 		// Not quoted: a pasted URL or connection string may follow the suffix.
 		return Endpoints{}, errs.Invalid("endpoint suffix", "is not a host name suffix such as core.windows.net")
 	}
@@ -222,15 +223,4 @@ func NewTokenClients(endpoints Endpoints, cred azcore.TokenCredential, opts *Cli
 		}
 	}
 	return &c, nil
-}
-
-// hostLabels reports whether s is dot-separated labels of letters, digits and hyphens, none
-// empty.
-func hostLabels(s string) bool {
-	for _, l := range strings.Split(s, ".") {
-		if l == "" || len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
-			return false
-		}
-	}
-	return true
 }

@@ -1,4 +1,8 @@
-package account
+// Package connstring parses Azure Storage connection strings strictly, for every package
+// that takes one (repo/account, repo/sas): unknown keys and malformed values are refused
+// with an error that names the key and quotes no secret, and a string that names explicit
+// endpoints is never given the account's public ones.
+package connstring
 
 import (
 	"encoding/base64"
@@ -26,68 +30,73 @@ const (
 	devKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
-// connString is a parsed, checked connection string: the endpoints to build clients for
-// (empty: no client) and one credential (name and key, or a SAS).
-type connString struct {
-	name, key, sas     string
-	table, queue, blob string
+// DefaultEndpointSuffix is the endpoint suffix of storage accounts in the Azure public
+// cloud.
+const DefaultEndpointSuffix = "core.windows.net"
+
+// Parsed is a checked connection string: the service endpoints it gives (empty: none)
+// and one credential (AccountName and AccountKey, or SAS).
+type Parsed struct {
+	AccountName, AccountKey, SAS string
+	Table, Queue, Blob           string
 }
 
 // csError is the error of a connection string: field names the key, reason never quotes
 // a key or a signature.
 func csError(key, reasonFormat string, args ...any) error {
-	return errs.Invalid("connection string "+key, reasonFormat, args...)
+	return errs.Invalid(strings.TrimSpace("connection string "+key), reasonFormat, args...)
 }
 
-// parseConnectionString checks every key and value of cs and returns where and how its
-// clients connect. A string that names an explicit endpoint gets clients for the
-// endpoints it names only: deriving the others from the account name would address a
-// public endpoint the user never wrote.
-func parseConnectionString(cs string) (connString, error) {
+// Parse checks every key and value of cs and returns where and how its clients connect.
+// A string that names an explicit endpoint gets the endpoints it names only: deriving the
+// others from the account name would address a public endpoint the user never wrote.
+//
+// Errors: an *errs.InvalidInputError whose Field is "connection string KEY".
+func Parse(cs string) (Parsed, error) {
 	kv, err := splitConnectionString(cs)
 	if err != nil {
-		return connString{}, err
+		return Parsed{}, err
 	}
 	if v, ok := kv["UseDevelopmentStorage"]; ok {
 		return devStorage(v, kv)
 	}
 	if _, ok := kv["DevelopmentStorageProxyUri"]; ok {
-		return connString{}, csError("DevelopmentStorageProxyUri", "only goes with UseDevelopmentStorage=true")
+		return Parsed{}, csError("DevelopmentStorageProxyUri", "only goes with UseDevelopmentStorage=true")
 	}
-	c := connString{name: kv["AccountName"], key: kv["AccountKey"], sas: kv["SharedAccessSignature"]}
+	c := Parsed{AccountName: kv["AccountName"], AccountKey: kv["AccountKey"], SAS: kv["SharedAccessSignature"]}
 	_, hasKey := kv["AccountKey"]
 	_, hasSAS := kv["SharedAccessSignature"]
 	switch {
 	case hasKey && hasSAS:
-		return connString{}, csError("SharedAccessSignature", "and AccountKey exclude each other: give one credential")
+		return Parsed{}, csError("SharedAccessSignature", "and AccountKey exclude each other: give one credential")
 	case hasKey:
-		if c.name == "" {
-			return connString{}, csError("AccountName", "is required with AccountKey")
+		if c.AccountName == "" {
+			return Parsed{}, csError("AccountName", "is required with AccountKey")
 		}
-		if !validKey(c.key) {
-			return connString{}, csError("AccountKey", "is not an account key (base64 of the key's bytes; was it truncated when copied?)")
+		if !validKey(c.AccountKey) {
+			return Parsed{}, csError("AccountKey", "is not an account key (base64 of the key's bytes; was it truncated when copied?)")
 		}
 	case hasSAS:
-		c.sas = strings.TrimPrefix(c.sas, "?")
-		if q, err := url.ParseQuery(c.sas); err != nil || q.Get("sig") == "" {
-			return connString{}, csError("SharedAccessSignature", "is not a shared access signature (a query with sv=...&sig=...; was it truncated when copied?)")
+		c.SAS = strings.TrimPrefix(c.SAS, "?")
+		if q, err := url.ParseQuery(c.SAS); err != nil || q.Get("sig") == "" {
+			return Parsed{}, csError("SharedAccessSignature", "is not a shared access signature (a query with sv=...&sig=...; was it truncated when copied?)")
 		}
 	default:
-		return connString{}, csError("AccountKey", "missing: give AccountName with AccountKey, or a SharedAccessSignature")
+		return Parsed{}, csError("AccountKey", "missing: give AccountName with AccountKey, or a SharedAccessSignature")
 	}
-	if c.name != "" && (strings.ContainsFunc(c.name, isNotNameRune) || len(c.name) > 64) {
-		return connString{}, csError("AccountName", "is not an account name (letters and digits)")
+	if c.AccountName != "" && (strings.ContainsFunc(c.AccountName, isNotNameRune) || len(c.AccountName) > 64) {
+		return Parsed{}, csError("AccountName", "is not an account name (letters and digits)")
 	}
 	scheme := "https"
 	if p, ok := kv["DefaultEndpointsProtocol"]; ok {
 		if scheme = strings.ToLower(p); scheme != "http" && scheme != "https" {
-			return connString{}, csError("DefaultEndpointsProtocol", "is %.10q: want https or http", p)
+			return Parsed{}, csError("DefaultEndpointsProtocol", "is %.10q: want https or http", p)
 		}
 	}
 	suffix := DefaultEndpointSuffix
 	if s, ok := kv["EndpointSuffix"]; ok {
-		if !validSuffix(s) {
-			return connString{}, csError("EndpointSuffix", "is not a host name suffix such as core.windows.net")
+		if !ValidSuffix(s) {
+			return Parsed{}, csError("EndpointSuffix", "is not a host name suffix such as core.windows.net")
 		}
 		suffix = s
 	}
@@ -95,25 +104,25 @@ func parseConnectionString(cs string) (connString, error) {
 		"BlobSecondaryEndpoint", "QueueSecondaryEndpoint", "TableSecondaryEndpoint", "FileSecondaryEndpoint"} {
 		if v, ok := kv[k]; ok && !validEndpoint(v) {
 			// Not quoted: a pasted SAS URL carries its signature.
-			return connString{}, csError(k, "is not an http or https URL without a query, such as https://myaccount.table.core.windows.net")
+			return Parsed{}, csError(k, "is not an http or https URL without a query, such as https://myaccount.table.core.windows.net")
 		}
 	}
-	c.table, c.queue, c.blob = kv["TableEndpoint"], kv["QueueEndpoint"], kv["BlobEndpoint"]
-	if c.table != "" || c.queue != "" || c.blob != "" || kv["FileEndpoint"] != "" {
-		if c.table == "" && c.queue == "" && c.blob == "" {
-			return connString{}, csError("FileEndpoint", "names the file service only: give a TableEndpoint, QueueEndpoint or BlobEndpoint")
+	c.Table, c.Queue, c.Blob = kv["TableEndpoint"], kv["QueueEndpoint"], kv["BlobEndpoint"]
+	if c.Table != "" || c.Queue != "" || c.Blob != "" || kv["FileEndpoint"] != "" {
+		if c.Table == "" && c.Queue == "" && c.Blob == "" {
+			return Parsed{}, csError("FileEndpoint", "names the file service only: give a TableEndpoint, QueueEndpoint or BlobEndpoint")
 		}
 		return c, nil
 	}
-	if c.name == "" {
-		return connString{}, csError("AccountName", "missing: give AccountName, or the endpoints (TableEndpoint, QueueEndpoint, BlobEndpoint)")
+	if c.AccountName == "" {
+		return Parsed{}, csError("AccountName", "missing: give AccountName, or the endpoints (TableEndpoint, QueueEndpoint, BlobEndpoint)")
 	}
-	if _, err := PublicEndpoints(c.name, suffix); err != nil {
-		return connString{}, csError("AccountName", "is not a storage account name (3 to 24 lowercase letters and digits), and no endpoint is given")
+	if !ValidAccountName(c.AccountName) {
+		return Parsed{}, csError("AccountName", "is not a storage account name (3 to 24 lowercase letters and digits), and no endpoint is given")
 	}
-	c.table = scheme + "://" + c.name + ".table." + suffix
-	c.queue = scheme + "://" + c.name + ".queue." + suffix
-	c.blob = scheme + "://" + c.name + ".blob." + suffix
+	c.Table = scheme + "://" + c.AccountName + ".table." + suffix
+	c.Queue = scheme + "://" + c.AccountName + ".queue." + suffix
+	c.Blob = scheme + "://" + c.AccountName + ".blob." + suffix
 	return c, nil
 }
 
@@ -150,25 +159,25 @@ func splitConnectionString(cs string) (map[string]string, error) {
 
 // devStorage returns the endpoints of the development storage (Azurite on its default
 // ports, or at the host of DevelopmentStorageProxyUri) and its published account.
-func devStorage(v string, kv map[string]string) (connString, error) {
+func devStorage(v string, kv map[string]string) (Parsed, error) {
 	if !strings.EqualFold(v, "true") {
-		return connString{}, csError("UseDevelopmentStorage", "is %.10q: the only value is true", v)
+		return Parsed{}, csError("UseDevelopmentStorage", "is %.10q: the only value is true", v)
 	}
 	for k := range kv {
 		if k != "UseDevelopmentStorage" && k != "DevelopmentStorageProxyUri" {
-			return connString{}, csError(k, "does not go with UseDevelopmentStorage=true (give the endpoints and the account instead)")
+			return Parsed{}, csError(k, "does not go with UseDevelopmentStorage=true (give the endpoints and the account instead)")
 		}
 	}
 	base := "http://127.0.0.1"
 	if p, ok := kv["DevelopmentStorageProxyUri"]; ok {
 		u, err := url.Parse(p)
 		if err != nil || !validEndpoint(p) {
-			return connString{}, csError("DevelopmentStorageProxyUri", "is not an http or https URL without a query")
+			return Parsed{}, csError("DevelopmentStorageProxyUri", "is not an http or https URL without a query")
 		}
 		base = u.Scheme + "://" + u.Hostname()
 	}
-	return connString{name: devAccount, key: devKey,
-		blob: base + ":10000/" + devAccount, queue: base + ":10001/" + devAccount, table: base + ":10002/" + devAccount}, nil
+	return Parsed{AccountName: devAccount, AccountKey: devKey,
+		Blob: base + ":10000/" + devAccount, Queue: base + ":10001/" + devAccount, Table: base + ":10002/" + devAccount}, nil
 }
 
 // validKey reports whether key is standard base64 of a non-empty key.
@@ -185,9 +194,28 @@ func validEndpoint(s string) bool {
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && u.Opaque == ""
 }
 
-// validSuffix reports whether s is a host name suffix such as core.windows.net.
-func validSuffix(s string) bool {
+// ValidSuffix reports whether s is a host name suffix such as core.windows.net: labels of
+// letters, digits and hyphens, none empty, and nothing else.
+func ValidSuffix(s string) bool {
 	return !strings.ContainsAny(s, "/?#@:") && hostLabels(s)
+}
+
+// ValidAccountName reports whether name is a storage account name: 3 to 24 lowercase
+// letters and digits.
+func ValidAccountName(name string) bool {
+	n := len(name)
+	return n >= 3 && n <= 24 && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+}
+
+// hostLabels reports whether s is dot-separated labels of letters, digits and hyphens, none
+// empty.
+func hostLabels(s string) bool {
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func isNotNameRune(r rune) bool {
