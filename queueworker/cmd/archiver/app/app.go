@@ -54,6 +54,7 @@ const usage = `archiver runs the archive jobs of tablepatterns (patterns/consist
 Usage:
   archiver run [flags]                  run the worker until SIGINT/SIGTERM (or -drain)
   archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
+                                        -rk is required: the empty RowKey is -rk ''
   archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table] [-shards N]
                                         only sealed tables are archived: a periodtable period that
                                         ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
