@@ -36,6 +36,8 @@
 //	queueworker.MustHandle(reg, "archive-order", func(ctx context.Context, m *queueworker.Message[Order]) error {
 //		return archive(ctx, m.Payload) // idempotent
 //	})
+//	err := queueworker.CreateQueueIfNotExists(ctx, svc, "archive-jobs", nil) // and archive-jobs-poison
+//	…
 //	w, err := queueworker.New(queueworker.Config{Queue: q, Service: svc, Registry: reg})
 //	…
 //	err = w.RunUntilSignal(ctx) // or Start/Stop, or Drain in tests

@@ -46,6 +46,13 @@
 // (tablepatterns' retry package owns retries). For package repo, build clients with
 // account.NewClients(s.ConnectionString(), nil), or account.NewTokenClients with s.Credential().
 //
+// # Programs
+//
+// Main is the main function of a small program, such as tablepatterns' runnable examples,
+// that runs on an embedded Azurite, or with -use-env on the account of
+// AZURE_STORAGE_CONNECTION_STRING: every example under examples/ imports only public
+// packages and can be copied into another module as it is.
+//
 // # Where Azurite 3.37.0 differs from the service
 //
 // A test that passes on Azurite proves less than one against an account. Differences the

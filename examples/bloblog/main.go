@@ -18,13 +18,13 @@ import (
 	"io"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/bloblog"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("bloblog", run) }
+func main() { tabletest.Main("bloblog", run) }
 
 // day is the guide's date: 2014-07-31.
 var day = time.Date(2014, 7, 31, 0, 0, 0, 0, time.UTC)

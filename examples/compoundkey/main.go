@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/compoundkey"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("compoundkey", run) }
+func main() { tabletest.Main("compoundkey", run) }
 
 // Employee is the guide's employee entity, RowKey "empid_000123".
 type Employee struct {

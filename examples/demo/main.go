@@ -12,53 +12,24 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
 func main() {
-	useEnv := flag.Bool("use-env", false, "use the account of AZURE_STORAGE_CONNECTION_STRING instead of an embedded Azurite")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := start(ctx, os.Stdout, *useEnv); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
-	}
-}
-
-func start(ctx context.Context, out io.Writer, useEnv bool) error {
-	connStr := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-	if !useEnv {
-		fmt.Fprintln(out, "starting an in-memory Azurite on 127.0.0.1 ...")
-		srv, err := azurite.Start(ctx, azurite.Options{})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			srv.Close()
-			fmt.Fprintln(out, "Azurite stopped")
-		}()
-		connStr = srv.ConnectionString
-	} else if connStr == "" {
-		return errors.New("-use-env: AZURE_STORAGE_CONNECTION_STRING is not set")
-	}
-	return run(ctx, out, connStr, names{}.suffixed(fmt.Sprintf("%06d", time.Now().UnixNano()%1e6)))
+	tabletest.Main("demo", func(ctx context.Context, out io.Writer, connStr string) error {
+		return run(ctx, out, connStr, names{}.suffixed(fmt.Sprintf("%06d", time.Now().UnixNano()%1e6)))
+	})
 }
 
 // names are the resources of one demo run.

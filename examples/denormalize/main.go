@@ -20,14 +20,14 @@ import (
 	"io"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/denormalize"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("denormalize", run) }
+func main() { tabletest.Main("denormalize", run) }
 
 // Employee is the guide's employee entity, the source of the copied details.
 type Employee struct {
@@ -156,7 +156,7 @@ func acrossPartitions(ctx context.Context, out io.Writer, clients *account.Clien
 	defer emps.DeleteTable(context.WithoutCancel(ctx))
 	defer depts.DeleteTable(context.WithoutCancel(ctx))
 	q := clients.Queues.NewQueueClient(queue)
-	if _, err := q.Create(ctx, nil); err != nil {
+	if err := queueworker.CreateQueueIfNotExists(ctx, clients.Queues, queue, nil); err != nil {
 		return err
 	}
 	defer q.Delete(context.WithoutCancel(ctx), nil)

@@ -23,15 +23,15 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/indexentity"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("indexentity", run) }
+func main() { tabletest.Main("indexentity", run) }
 
 // Employee is the guide's employee entity: the department is the PartitionKey and the
 // employee id the RowKey. The ETag field lets the index update it optimistically.
@@ -186,7 +186,7 @@ func options1and3(ctx context.Context, out io.Writer, clients *account.Clients, 
 	}
 	defer clients.Blobs.DeleteContainer(context.WithoutCancel(ctx), n.container, nil)
 	q := clients.Queues.NewQueueClient(n.queue)
-	if _, err := q.Create(ctx, nil); err != nil {
+	if err := queueworker.CreateQueueIfNotExists(ctx, clients.Queues, n.queue, nil); err != nil {
 		return err
 	}
 	defer q.Delete(context.WithoutCancel(ctx), nil)

@@ -17,13 +17,13 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("largeentity", run) }
+func main() { tabletest.Main("largeentity", run) }
 
 // Employee is the guide's employee entity with its Photo property (the Azure Table storage design guide, "large
 // entities pattern"): the photo's content goes to a blob, the entity keeps the reference.

@@ -16,14 +16,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("periodtable", run) }
+func main() { tabletest.Main("periodtable", run) }
 
 // start runs the example on an embedded Azurite, or with useEnv on the account of
 // AZURE_STORAGE_CONNECTION_STRING (it creates uniquely named tables and deletes them).

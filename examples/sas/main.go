@@ -23,14 +23,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/repo/sas"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("sas", run) }
+func main() { tabletest.Main("sas", run) }
 
 // start runs the example on an embedded Azurite, or with useEnv on the account of
 // AZURE_STORAGE_CONNECTION_STRING (a key connection string: tokens are signed with the

@@ -22,14 +22,14 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/exampleenv"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
-func main() { exampleenv.Main("secondaryindex", run) }
+func main() { tabletest.Main("secondaryindex", run) }
 
 // Employee is the guide's employee entity. Department is the PartitionKey; the RowKey is
 // set by the index (intra: "empid_000223") or is the employee id (inter).
@@ -172,7 +172,7 @@ func intra(ctx context.Context, out io.Writer, clients *account.Clients, table s
 func inter(ctx context.Context, out io.Writer, clients *account.Clients, table, queue string) error {
 	fmt.Fprintln(out, "== inter-partition secondary index ==")
 	q := clients.Queues.NewQueueClient(queue)
-	if _, err := q.Create(ctx, nil); err != nil {
+	if err := queueworker.CreateQueueIfNotExists(ctx, clients.Queues, queue, nil); err != nil {
 		return err
 	}
 	defer func() {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
-	"github.com/tablepatterns/tablepatterns/internal/tabletest"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
 // EnvConnectionString names the variable that points the tests at another account instead

@@ -44,11 +44,13 @@ type Options struct {
 	// Retry is the policy of every storage request, and of the restart of a move whose
 	// source changed under it. Defaults to retry's defaults.
 	Retry retry.Policy
-	// Logger receives progress logs (table exports log every ProgressEvery entities).
-	// Defaults to zap.NewNop().
+	// Logger receives the jobs' logs and, when Progress is nil, the progress of table
+	// jobs: an Info entry "progress" every ProgressEvery entities of a phase, with the
+	// fields job, phase, table, generation, entities and total (see Progress). Defaults
+	// to zap.NewNop().
 	Logger *zap.Logger
-	// ProgressEvery is how many entities a table job handles between progress logs.
-	// Defaults to 10,000.
+	// ProgressEvery is how many entities a phase of a table job handles between progress
+	// logs. Defaults to 10,000.
 	ProgressEvery int
 	// SealGrace is how long after its period ended a periodtable period table becomes
 	// archivable (sealed). Writers through periodtable must refuse writes to such
@@ -68,10 +70,11 @@ type Options struct {
 	// everything.
 	AllowedTablePrefixes []string
 	AllowedContainers    []string
-	// Progress, if set, receives reports while a table job exports or restores entities
-	// (see Progress), for a progress display: after every entity exported and every
-	// chunk restored, from the job's goroutines, concurrently for concurrent jobs. It
-	// must return quickly. Defaults to nil: no reports.
+	// Progress, if set, receives the reports of every phase of a table job (see
+	// Progress), for a progress display, instead of the progress logs: at the start of a
+	// phase, after every entity exported, checked or found by the last check, and every
+	// chunk restored, and at its end; from the job's goroutines, concurrently for
+	// concurrent jobs. It must return quickly. Defaults to nil: progress logs.
 	Progress func(Progress)
 	// Companions are, by source table name (case-insensitive), the patterns that keep
 	// copies of that table's entities (see Companion): every archive move out of the

@@ -115,7 +115,12 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	for i := 1; i < len(gens); i++ {
 		first[i] = first[i-1] + len(parts[i-1])
 	}
-	err = fanout.Do(ctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
+	var total int64
+	for _, g := range gens {
+		total += g.m.Entities
+	}
+	vctx, verify := a.startPhase(ctx, KindRestoreTable, PhaseVerify, target, gens[len(gens)-1].m.Generation, total)
+	err = fanout.Do(vctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
 		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
 		if gens[i].m.Shards == 0 {
 			return a.readLines(ctx, job.Container, ps[0], ss[0], nil)
@@ -126,6 +131,7 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	if err != nil {
 		return TableReport{}, err
 	}
+	verify.finish()
 	if err := a.after("restore-table", "verified"); err != nil {
 		return TableReport{}, err
 	}
@@ -155,7 +161,7 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, snapshot string) error {
 	var batch []*codec.Entity
 	var written int64
-	pr := a.startProgress(KindRestoreTable, t.Name(), m.Generation, m.Entities)
+	pr := a.startProgress(KindRestoreTable, PhaseRestore, t.Name(), m.Generation, m.Entities)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -168,8 +174,6 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 		if err := a.after("restore-table", "chunk"); err != nil {
 			return err
 		}
-		a.opts.Logger.Info("restoring table", zap.String("table", t.Name()), zap.String("generation", m.Generation),
-			zap.Int64("entities", written), zap.Int64("of", m.Entities))
 		pr.report(written, false)
 		return nil
 	}
@@ -325,8 +329,10 @@ func (a *Archiver) readDataTo(ctx context.Context, container string, m Manifest,
 	sc := bufio.NewScanner(io.TeeReader(zr, to))
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20) // an entity is at most 1 MiB, its JSON a few
 	var n, size int64
+	pr := progressIn(ctx)
 	for sc.Scan() {
 		n++
+		pr.add(1)
 		size += int64(len(sc.Bytes())) + 1
 		if n > m.Entities || size > m.Bytes {
 			break // longer than its manifest: corrupt, and fn must not see more

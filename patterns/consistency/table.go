@@ -441,11 +441,15 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 		// wrote in a container that is not this run's to trust (write access to it is
 		// enough to forge a self-consistent generation): the table's own content must
 		// hash to the manifest's, and the data blob to the manifest.
-		if held, err = a.holds(ctx, t, m, seal, checkFrom.Add(-a.opts.ClockSkew), recent); err != nil {
+		vctx, verify := a.startPhase(ctx, KindArchiveTable, PhaseVerify, job.Table, m.Generation, 2*m.Entities)
+		if held, err = a.holds(vctx, t, m, seal, checkFrom.Add(-a.opts.ClockSkew), recent); err != nil {
 			return TableReport{}, true, err
 		}
 		if held {
-			refs, err = a.verifyGeneration(ctx, job.Container, m)
+			refs, err = a.verifyGeneration(vctx, job.Container, m)
+			if err == nil {
+				verify.finish()
+			}
 			if errors.Is(err, ErrArchiveCorrupt) {
 				a.opts.Logger.Warn("the latest generation does not match its manifest: exporting the table again",
 					zap.String("table", job.Table), zap.String("generation", m.Generation), errs.LogField(err))
@@ -486,6 +490,7 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 // and its data is unchanged. done is false when another generation became the latest,
 // or the data changed, before the delete.
 func (a *Archiver) deleteAfter(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, m Manifest, refs []dataRef, checkFrom time.Time, recent recentSet) (TableReport, bool, error) {
+	ctx, del := a.startPhase(ctx, KindArchiveTable, PhaseDelete, job.Table, m.Generation, int64(len(recent)))
 	if err := a.checkNoNewWrites(ctx, t, checkFrom, recent); err != nil {
 		return TableReport{}, true, err
 	}
@@ -514,6 +519,7 @@ func (a *Archiver) deleteAfter(ctx context.Context, t *repo.Table[codec.Entity],
 	if err := t.DeleteTable(ctx); err != nil && !errors.Is(err, errs.ErrNotFound) {
 		return TableReport{}, true, err
 	}
+	del.finish()
 	a.opts.Logger.Info("table archived", zap.String("table", job.Table), zap.String("container", job.Container),
 		zap.String("generation", m.Generation), zap.Int64("entities", m.Entities), zap.Int64("bytes", m.Bytes), zap.Bool("tableDeleted", true))
 	return TableReport{Outcome: OutcomeMoved, Manifest: m}, true, nil
@@ -543,7 +549,8 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 	if err := a.after("archive-table", "exported"); err != nil {
 		return Manifest{}, nil, "", err
 	}
-	etag, err := a.verifyDataETag(ctx, job.Container, m)
+	vctx, verify := a.startPhase(ctx, KindArchiveTable, PhaseVerify, job.Table, gen, 2*m.Entities)
+	etag, err := a.verifyDataETag(vctx, job.Container, m)
 	if err != nil {
 		return Manifest{}, nil, "", err
 	}
@@ -558,9 +565,10 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 		return Manifest{}, nil, "", err
 	}
 	checked := a.now().UTC()
-	if err := a.checkVersions(ctx, t, m, seal, time.Time{}, nil); err != nil {
+	if err := a.checkVersions(vctx, t, m, seal, time.Time{}, nil); err != nil {
 		return Manifest{}, nil, "", err
 	}
+	verify.finish()
 	if err := a.after("archive-table", "checked"); err != nil {
 		return Manifest{}, nil, "", err
 	}
@@ -675,10 +683,12 @@ func (a *Archiver) scanTable(ctx context.Context, t *repo.Table[codec.Entity], s
 	}
 	vh, ch := sha256.New(), sha256.New()
 	var d tableDigest
+	pr := progressIn(ctx)
 	for e, err := range t.Query(ctx, q) {
 		if err != nil {
 			return tableDigest{}, err
 		}
+		pr.add(1)
 		if err := seal.checkClaim(t.Name(), &e); err != nil {
 			return tableDigest{}, err
 		}
@@ -786,10 +796,12 @@ func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Ent
 		return fmt.Errorf("%w: no export start recorded", ErrArchiveCorrupt)
 	}
 	since := started.Add(-a.opts.ClockSkew)
+	pr := progressIn(ctx)
 	for e, err := range t.Query(ctx, repo.Query{Filter: filter.Ge("Timestamp", since), Select: []string{"PartitionKey", "RowKey", "Timestamp"}}) {
 		if err != nil {
 			return err
 		}
+		pr.add(1)
 		if _, ok := recent[versionDigest(e.PartitionKey, e.RowKey, e.ETag)]; ok {
 			continue
 		}
@@ -851,7 +863,7 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 	sum := sha256.New()
 	out := io.MultiWriter(zw, sum)
 	lastPK := ""
-	pr := a.startProgress(KindArchiveTable, m.Table, m.Generation, 0)
+	pr := a.startProgress(KindArchiveTable, PhaseExport, m.Table, m.Generation, 0)
 	for e, err := range t.Query(ctx, q) {
 		if err != nil {
 			return err
@@ -880,9 +892,6 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 		if m.Entities == 1 || e.PartitionKey != lastPK {
 			m.Partitions++
 			lastPK = e.PartitionKey
-		}
-		if m.Entities%int64(a.opts.ProgressEvery) == 0 {
-			a.opts.Logger.Info("exporting table", zap.String("table", m.Table), zap.Int64("entities", m.Entities))
 		}
 		pr.report(m.Entities, false)
 	}

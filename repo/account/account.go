@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
+	"github.com/tablepatterns/tablepatterns/internal/connstring"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -31,43 +32,105 @@ type ClientOptions = repo.ClientOptions
 // (retries belong to package retry, see its doc), and the table client carries the
 // transaction policy that lets Submit read per-action results.
 type Clients struct {
-	// Tables is the Table service client; pass it to New. nil from NewTokenClients
-	// without a table endpoint.
+	// Tables is the Table service client; pass it to New. nil without a table endpoint
+	// (NewTokenClients, or a connection string that names other endpoints only).
 	Tables *aztables.ServiceClient
-	// Queues is the Queue service client (for queueworker); nil from NewTokenClients
-	// without a queue endpoint.
+	// Queues is the Queue service client (for queueworker); nil without a queue
+	// endpoint.
 	Queues *azqueue.ServiceClient
-	// Blobs is the Blob service client (for blob-backed patterns); nil from
-	// NewTokenClients without a blob endpoint.
+	// Blobs is the Blob service client (for blob-backed patterns); nil without a blob
+	// endpoint.
 	Blobs *azblob.Client
 }
 
-// NewClients builds the three service clients from a storage connection string
-// (AccountName/AccountKey with endpoints, or a SAS connection string). Nothing is sent.
+// NewClients builds the service clients of a storage connection string. Nothing is sent.
 // Accounts with shared-key access turned off need NewTokenClients.
 //
-// The connection string is a secret: it is never logged, and errors do not contain it.
-// Errors: ErrInvalidInput if the connection string cannot be parsed by the Azure SDK.
+// The string is checked before anything is built: every key must be one of Azure
+// Storage's connection-string keys (DefaultEndpointsProtocol, AccountName, AccountKey,
+// SharedAccessSignature, EndpointSuffix, BlobEndpoint, QueueEndpoint, TableEndpoint,
+// FileEndpoint, their *SecondaryEndpoint forms, UseDevelopmentStorage,
+// DevelopmentStorageProxyUri; case-insensitive), given once, with a well-formed value: the
+// protocol http or https, the key valid base64, a SAS with its signature, endpoints http(s)
+// URLs without a query. Exactly one credential: AccountName with AccountKey, or a
+// SharedAccessSignature.
+//
+// A string that names any explicit endpoint (TableEndpoint, QueueEndpoint, BlobEndpoint,
+// FileEndpoint) is served at the endpoints it names only: the client of a service without
+// an endpoint is nil, never one of the account's public endpoints. A string without
+// endpoints addresses PROTOCOL://ACCOUNT.SERVICE.SUFFIX (https, core.windows.net by
+// default). UseDevelopmentStorage=true is the local emulator's account on 127.0.0.1 (or the
+// host of DevelopmentStorageProxyUri), ports 10000 to 10002. Secondary endpoints are checked
+// and not used.
+//
+// The connection string is a secret: it is never logged, and errors quote neither the key
+// nor the signature.
+//
+// Errors: an *InvalidInputError (ErrInvalidInput) whose Field names the offending key
+// ("connection string TableEndpont").
 func NewClients(connectionString string, opts *ClientOptions) (*Clients, error) {
-	tables, err := aztables.NewServiceClientFromConnectionString(connectionString, repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")}))
+	cs, err := connstring.Parse(connectionString)
 	if err != nil {
-		return nil, connStringError("table")
+		return nil, err
 	}
-	queues, err := azqueue.NewServiceClientFromConnectionString(connectionString, &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")})
-	if err != nil {
-		return nil, connStringError("queue")
+	var c Clients
+	if cs.Table != "" {
+		o := repo.TableClientOptions(&aztables.ClientOptions{ClientOptions: opts.AzureOptions("table")})
+		if cs.AccountKey != "" {
+			cred, err := aztables.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
+			if err == nil {
+				c.Tables, err = aztables.NewServiceClientWithSharedKey(cs.Table, cred, o)
+			}
+			if err != nil {
+				return nil, connStringError("table")
+			}
+		} else if c.Tables, err = aztables.NewServiceClientWithNoCredential(withSAS(cs.Table, cs.SAS), o); err != nil {
+			return nil, connStringError("table")
+		}
 	}
-	blobs, err := azblob.NewClientFromConnectionString(connectionString, &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")})
-	if err != nil {
-		return nil, connStringError("blob")
+	if cs.Queue != "" {
+		o := &azqueue.ClientOptions{ClientOptions: opts.AzureOptions("queue")}
+		if cs.AccountKey != "" {
+			cred, err := azqueue.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
+			if err == nil {
+				c.Queues, err = azqueue.NewServiceClientWithSharedKeyCredential(cs.Queue, cred, o)
+			}
+			if err != nil {
+				return nil, connStringError("queue")
+			}
+		} else if c.Queues, err = azqueue.NewServiceClientWithNoCredential(withSAS(cs.Queue, cs.SAS), o); err != nil {
+			return nil, connStringError("queue")
+		}
 	}
-	return &Clients{Tables: tables, Queues: queues, Blobs: blobs}, nil
+	if cs.Blob != "" {
+		o := &azblob.ClientOptions{ClientOptions: opts.AzureOptions("blob")}
+		if cs.AccountKey != "" {
+			cred, err := azblob.NewSharedKeyCredential(cs.AccountName, cs.AccountKey)
+			if err == nil {
+				c.Blobs, err = azblob.NewClientWithSharedKeyCredential(cs.Blob, cred, o)
+			}
+			if err != nil {
+				return nil, connStringError("blob")
+			}
+		} else if c.Blobs, err = azblob.NewClientWithNoCredential(withSAS(cs.Blob, cs.SAS), o); err != nil {
+			return nil, connStringError("blob")
+		}
+	}
+	return &c, nil
 }
 
-// connStringError reports a bad connection string without echoing it: the Azure SDK's
-// parse errors may quote parts of it, and it contains the account key.
+// withSAS appends a SAS to a service URL, after a slash as the Azure SDKs do.
+func withSAS(endpoint, sas string) string {
+	if !strings.HasSuffix(endpoint, "/") {
+		endpoint += "/"
+	}
+	return endpoint + "?" + sas
+}
+
+// connStringError reports a client the Azure SDK refused to build, without echoing the
+// connection string: the SDK's errors may quote parts of it.
 func connStringError(service string) error {
-	return errs.Invalid("connection string", "the %s client cannot be built from it (check its AccountName, AccountKey/SharedAccessSignature and endpoints)", service)
+	return errs.Invalid("connection string", "the %s client cannot be built from it", service)
 }
 
 // Endpoints are the service URLs of one storage account, such as
@@ -83,7 +146,7 @@ type Endpoints struct {
 
 // DefaultEndpointSuffix is the endpoint suffix of storage accounts in the Azure public
 // cloud.
-const DefaultEndpointSuffix = "core.windows.net"
+const DefaultEndpointSuffix = connstring.DefaultEndpointSuffix
 
 // PublicEndpoints returns the endpoints of a storage account in the cloud whose storage
 // endpoint suffix is suffix ("" means DefaultEndpointSuffix; "core.chinacloudapi.cn",
@@ -92,13 +155,13 @@ const DefaultEndpointSuffix = "core.windows.net"
 // Errors: ErrInvalidInput if account is not 3 to 24 lowercase letters and digits, or suffix
 // is not a host name.
 func PublicEndpoints(account, suffix string) (Endpoints, error) {
-	if n := len(account); n < 3 || n > 24 || strings.Trim(account, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+	if !connstring.ValidAccountName(account) {
 		return Endpoints{}, errs.Invalid("account", "%.40q is not a storage account name (3 to 24 lowercase letters and digits)", account)
 	}
 	if suffix == "" {
 		suffix = DefaultEndpointSuffix
 	}
-	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || strings.ContainsAny(suffix, "/?#@:") || !hostLabels(suffix) {
+	if u, err := url.Parse("https://x." + suffix); err != nil || u.Host != "x."+suffix || !connstring.ValidSuffix(suffix) {
 		// Not quoted: a pasted URL or connection string may follow the suffix.
 		return Endpoints{}, errs.Invalid("endpoint suffix", "is not a host name suffix such as core.windows.net")
 	}
@@ -160,15 +223,4 @@ func NewTokenClients(endpoints Endpoints, cred azcore.TokenCredential, opts *Cli
 		}
 	}
 	return &c, nil
-}
-
-// hostLabels reports whether s is dot-separated labels of letters, digits and hyphens, none
-// empty.
-func hostLabels(s string) bool {
-	for _, l := range strings.Split(s, ".") {
-		if l == "" || len(l) > 63 || strings.Trim(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
-			return false
-		}
-	}
-	return true
 }

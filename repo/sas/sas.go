@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/connstring"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
@@ -438,44 +438,30 @@ func NewSharedKey(account, base64Key string) (*SharedKey, error) {
 }
 
 // SharedKeyFromConnectionString returns the credential and the table service endpoint of
-// a connection string with AccountName and AccountKey, and TableEndpoint or
-// EndpointSuffix (with DefaultEndpointsProtocol, https by default).
-// Errors: ErrInvalidInput (never quoting the connection string, which holds the key) when
-// a part is missing or malformed, or the string is a SAS connection string.
+// a connection string with AccountName and AccountKey: its TableEndpoint or, when it names
+// no endpoint, PROTOCOL://ACCOUNT.table.SUFFIX (https and core.windows.net by default). The
+// string is checked as account.NewClients checks it: every key known (case-insensitive),
+// given once, with a well-formed value.
+//
+// Errors: an *InvalidInputError (ErrInvalidInput) whose Field names the offending key,
+// never quoting the connection string, which holds the key: for an unknown key or a
+// malformed value, a SAS connection string (it cannot sign tokens), or a string that
+// names other endpoints but no TableEndpoint.
 func SharedKeyFromConnectionString(connectionString string) (key *SharedKey, tableEndpoint string, err error) {
-	fields := map[string]string{}
-	for _, part := range strings.Split(connectionString, ";") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			return nil, "", errs.Invalid("connection string", "a part has no '='")
-		}
-		fields[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
-	}
-	name, accountKey := fields["accountname"], fields["accountkey"]
-	if name == "" || accountKey == "" {
-		return nil, "", errs.Invalid("connection string", "has no AccountName and AccountKey (a SAS connection string cannot sign tokens)")
-	}
-	key, err = NewSharedKey(name, accountKey)
+	p, err := connstring.Parse(connectionString)
 	if err != nil {
 		return nil, "", err
 	}
-	endpoint := strings.TrimRight(fields["tableendpoint"], "/")
-	if endpoint == "" {
-		suffix := fields["endpointsuffix"]
-		if suffix == "" {
-			return nil, "", errs.Invalid("connection string", "has neither TableEndpoint nor EndpointSuffix")
-		}
-		protocol := fields["defaultendpointsprotocol"]
-		if protocol == "" {
-			protocol = "https"
-		}
-		endpoint = fmt.Sprintf("%s://%s.table.%s", protocol, name, suffix)
+	if p.AccountKey == "" {
+		return nil, "", errs.Invalid("connection string AccountKey", "missing: a SAS connection string cannot sign tokens")
 	}
-	return key, endpoint, nil
+	if p.Table == "" {
+		return nil, "", errs.Invalid("connection string TableEndpoint", "missing: the string names other endpoints only")
+	}
+	if key, err = NewSharedKey(p.AccountName, p.AccountKey); err != nil {
+		return nil, "", err
+	}
+	return key, strings.TrimRight(p.Table, "/"), nil
 }
 
 // AccountName returns the storage account name.

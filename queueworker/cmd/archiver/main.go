@@ -13,8 +13,15 @@
 // The storage account comes from AZURE_STORAGE_CONNECTION_STRING (or -connection-string-env
 // NAME); without it, the local Azurite on its default ports. With -auth default it signs
 // in with a Microsoft Entra ID token (azidentity.DefaultAzureCredential) on the account
-// named by -account or the -*-endpoint flags, and uses no account key. Exit codes: 0 done, 1 failed,
-// 2 bad command line or configuration. Run `archiver help` for the flags.
+// named by -account or the -*-endpoint flags, and uses no account key. Run `archiver help`
+// for the flags.
+//
+// Exit codes:
+//
+//	0  done
+//	1  failed
+//	2  bad command line, configuration or job (checked before any request)
+//	3  run -drain: drained, but a job it ran went to the poison queue (see poison list)
 //
 // This binary knows no index: `archiver enqueue backfill|verify|repair -index NAME` needs
 // a team's own archiver, a main that calls app.MainWith with its indexes in

@@ -41,6 +41,9 @@ const (
 	ExitOK     = 0
 	ExitFailed = 1
 	ExitUsage  = 2
+	// ExitPoisoned is run -drain's exit when the queue was drained but at least one job it
+	// ran went to the poison queue.
+	ExitPoisoned = 3
 )
 
 // DefaultQueue is the queue of archive jobs.
@@ -51,6 +54,7 @@ const usage = `archiver runs the archive jobs of tablepatterns (patterns/consist
 Usage:
   archiver run [flags]                  run the worker until SIGINT/SIGTERM (or -drain)
   archiver enqueue archive-entity [flags] -source T -pk PK -rk RK (-target-table T | -target-container C)
+                                        -rk is required: the empty RowKey is -rk ''
   archiver enqueue archive-table  [flags] -table T -container C (-period-prefix P -period daily | -sealed) [-keep-table] [-shards N]
                                         only sealed tables are archived: a periodtable period that
                                         ended more than -seal-grace ago, or -sealed: YOU GUARANTEE
@@ -101,13 +105,18 @@ run also takes:
                               queue is then administrative access)
                               write access to the job queue is administrative access: without
                               allowlists, whoever can enqueue can move or delete any table
-  -drain                      exit 0 once the queue is empty and no job runs
+  -drain                      exit once the queue is empty and no job runs (exit 3 if a
+                              job it ran went to the poison queue)
   -concurrency N              jobs at once (default 16)
   -visibility DURATION        message lock, renewed at half (default 5m)
   -max-dequeue N              deliveries before a failing job goes to the poison queue (default 5)
   -shutdown-timeout DURATION  how long in-flight jobs may finish on shutdown (default 30s)
 
-Exit codes: 0 done, 1 failed, 2 bad command line or configuration.
+Exit codes:
+  0  done
+  1  failed
+  2  bad command line, configuration or job (checked before any request)
+  3  run -drain: drained, but a job it ran went to the poison queue (see poison list)
 `
 
 // list splits a comma-separated flag value; "" is nil (no list).
@@ -131,6 +140,25 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
+// poisonedError is a drain that ended with jobs in the poison queue (ExitPoisoned).
+type poisonedError struct {
+	poisoned int64
+	queue    string
+}
+
+func (e *poisonedError) Error() string {
+	return fmt.Sprintf("drained, but %d job(s) went to the poison queue %s%s (archiver poison list)", e.poisoned, e.queue, queueworker.PoisonSuffix)
+}
+
+// enqueueJobs lists the jobs enqueue takes, for its usage errors.
+func enqueueJobs(ext *Extensions) string {
+	jobs := []string{consistency.KindArchiveEntity, consistency.KindArchiveTable, consistency.KindRestoreTable, consistency.KindArchiveRange, "archive-periods"}
+	if ext != nil && len(ext.Indexes) > 0 {
+		jobs = append(jobs, indexJobs...)
+	}
+	return strings.Join(jobs[:len(jobs)-1], ", ") + " or " + jobs[len(jobs)-1]
+}
+
 // Main runs the archiver with args (without the program name) and returns its exit code.
 // getenv reads the environment (os.Getenv in the binary). It is MainWith without
 // extensions: the stock archiver.
@@ -147,6 +175,7 @@ func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		err = run(ctx, args, stdout, stderr, getenv, ext)
 	}
 	var ue *usageError
+	var pe *poisonedError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -154,6 +183,9 @@ func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprint(stdout, usage+authUsage+telemetryUsage)
 		fmt.Fprint(stdout, ext.usage())
 		return ExitOK
+	case errors.As(err, &pe):
+		fmt.Fprintf(stderr, "archiver: %s\n", pe)
+		return ExitPoisoned
 	case errors.As(err, &ue) || errors.Is(err, errs.ErrInvalidInput):
 		fmt.Fprintf(stderr, "archiver: %s\n\nRun 'archiver help' for usage.\n", errs.Redact(err))
 		return ExitUsage
@@ -215,13 +247,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runWorker(ctx, args[1:], stdout, stderr, getenv, ext)
 	case "enqueue":
 		if len(args) < 2 {
-			return usagef("enqueue: which job? archive-entity, archive-table, restore-table, archive-range or archive-periods")
+			return usagef("enqueue: which job? %s", enqueueJobs(ext))
 		}
 		if slices.Contains(indexJobs, args[1]) {
 			return enqueueIndex(ctx, args[1], args[2:], stdout, stderr, getenv, ext)
 		}
 		if args[1] == "archive-periods" {
 			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)
+		}
+		if !slices.Contains([]string{consistency.KindArchiveEntity, consistency.KindArchiveTable, consistency.KindRestoreTable, consistency.KindArchiveRange}, args[1]) {
+			return usagef("enqueue: unknown job %q: %s", args[1], enqueueJobs(ext))
 		}
 		return enqueue(ctx, args[1], args[2:], stdout, stderr, getenv)
 	case "sweep":
@@ -386,6 +421,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	e.logger.Info("archiver stopped", zap.Int64("processed", s.Processed), zap.Int64("failed", s.Failed),
 		zap.Int64("poisoned", s.Poisoned), zap.Int64("retried", s.Retried))
 	fmt.Fprintf(stdout, "processed %d, failed %d, poisoned %d\n", s.Processed, s.Failed, s.Poisoned)
+	if err == nil && drain && s.Poisoned > 0 {
+		return &poisonedError{poisoned: s.Poisoned, queue: e.queue}
+	}
 	return err
 }
 
@@ -447,10 +485,15 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 			return nil
 		})
 	default:
-		return usagef("enqueue: unknown job %q: archive-entity, archive-table, restore-table or archive-range", kind)
+		return usagef("enqueue: unknown job %q: %s", kind, enqueueJobs(nil))
 	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if kind == consistency.KindArchiveEntity && !flagGiven(fs, "rk") {
+		// An empty RowKey is a valid key, so a forgotten -rk would enqueue a job for an
+		// entity nobody meant.
+		return usagef("enqueue archive-entity: -rk is required (the empty RowKey is -rk '')")
 	}
 	if kind == consistency.KindArchiveTable && table.Shards < 2 && flagGiven(fs, "shards") {
 		// The library takes 0 or 1 as "unsharded"; on the command line a -shards that

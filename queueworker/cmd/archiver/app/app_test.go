@@ -127,7 +127,7 @@ func TestArchiverEndToEnd(t *testing.T) {
 		}
 	}
 	code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue)
-	if code != 0 || !strings.Contains(out, "processed 5") || !strings.Contains(out, "poisoned 1") {
+	if code != app.ExitPoisoned || !strings.Contains(out, "processed 5") || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("run -drain: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if !strings.Contains(stderr, "table archived") {
@@ -159,7 +159,7 @@ func TestArchiverEndToEnd(t *testing.T) {
 		t.Fatalf("enqueue restore: %s", stderr)
 	}
 	code, out, stderr = archiver(t, "run", "-drain", "-allow-any", "-queue", queue)
-	if code != 0 || !strings.Contains(out, "processed 1") || !strings.Contains(out, "poisoned 1") {
+	if code != app.ExitPoisoned || !strings.Contains(out, "processed 1") || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("second run -drain: exit %d\n%s\n%s", code, out, stderr)
 	}
 	back, _ := repo.New[codec.Entity](clients.Tables, restored, nil)
@@ -215,7 +215,7 @@ func TestArchivePeriods(t *testing.T) {
 	// path of period tables, whose Timestamps fit their period, is in patterns/consistency
 	// (TestArchiveTableGenerations: a worker whose clock is days ahead).
 	code, out, stderr = archiver(t, "run", "-drain", "-allow-any", "-queue", queue)
-	if code != 0 || !strings.Contains(out, "processed 0, failed 2, poisoned 2") || !strings.Contains(stderr, "after its period as the job claims it ended") {
+	if code != app.ExitPoisoned || !strings.Contains(out, "processed 0, failed 2, poisoned 2") || !strings.Contains(stderr, "after its period as the job claims it ended") {
 		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
 	}
 	left, err := days.List(ctx, nil)
@@ -351,7 +351,7 @@ func TestPoisonListShowsMalformedText(t *testing.T) {
 	if _, err := q.EnqueueMessage(t.Context(), "{not json, from a broken producer", nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
+	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != app.ExitPoisoned || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ := archiver(t, "poison", "list", "-queue", queue)

@@ -8,6 +8,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
@@ -39,7 +40,7 @@ func TestAttackPoisonListPrintsJobEscapes(t *testing.T) {
 	if _, err := queueworker.Enqueue(t.Context(), c, consistency.KindArchiveTable, "job\x1b]0;pwned\x07\x1b[2J\x1b[1A", job, nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != 0 || !strings.Contains(out, "poisoned 1") {
+	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != app.ExitPoisoned || !strings.Contains(out, "poisoned 1") {
 		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ := archiver(t, "poison", "list", "-queue", queue)

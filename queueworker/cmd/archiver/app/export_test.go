@@ -15,3 +15,6 @@ func SetAuthHooks(cred func() (azcore.TokenCredential, error), opts policy.Clien
 // DefaultCredential is the real credential of -auth default (SetAuthHooks replaces the
 // one the commands use).
 var DefaultCredential = defaultCredential
+
+// Usage is the stock archiver's help text.
+func Usage() string { return usage + authUsage + telemetryUsage + (*Extensions)(nil).usage() }

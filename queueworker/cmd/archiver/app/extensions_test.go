@@ -330,7 +330,10 @@ func TestForgedIndexJobsArePoisoned(t *testing.T) {
 			}
 		}
 	}
-	out, stderr := b.drain()
+	code, out, stderr := b.archiver("run", "-drain", "-allow-tables", "NoTable", "-allow-containers", "none")
+	if code != app.ExitPoisoned {
+		t.Fatalf("run -drain: exit %d, want %d (jobs poisoned)\n%s\n%s", code, app.ExitPoisoned, out, stderr)
+	}
 	n := 2 * len(forged)
 	if want := fmt.Sprintf("processed 0, failed %d, poisoned %d", n, n); !strings.Contains(out, want) {
 		t.Fatalf("run: %q, want %q\n%s", out, want, stderr)

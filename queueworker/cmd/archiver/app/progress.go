@@ -78,9 +78,12 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progressPrinter prints the progress of the table jobs that run long: a job's first
-// report starts its clock, and a job is reported every interval from then on, with a
-// last report when it is done. Jobs shorter than one interval print nothing.
+// progressPrinter prints the progress of the table jobs that run long, phase by phase
+// (consistency.Progress), in one shape: a phase's first report starts its clock, and
+// the phase is reported every interval from then on, with a last report when it is done
+// if it printed anything or lasted an interval. Once a job has printed, each of its
+// next phases is announced as it starts, so that a long job never goes quiet between
+// phases. Phases shorter than one interval print nothing.
 type progressPrinter struct {
 	human  io.Writer // nil: log entries
 	logger *zap.Logger
@@ -88,38 +91,63 @@ type progressPrinter struct {
 	now    func() time.Time
 
 	mu   sync.Mutex
-	jobs map[string]*jobProgress // by job, table and generation
+	jobs map[string]*jobProgress // by job and table
 }
 
 type jobProgress struct {
-	last    time.Time // of the last report printed, or of the first seen
-	printed bool
+	phase      string    // the phase being reported, with its generation
+	started    time.Time // when the printer first saw the phase
+	last       time.Time // of the last report printed, or of the phase's start
+	printed    bool      // of this phase
+	jobPrinted bool      // of any phase of the job
 }
 
 // report is consistency.Options.Progress.
 func (p *progressPrinter) report(r consistency.Progress) {
-	key := r.Job + "\x00" + r.Table + "\x00" + r.Generation
+	key := r.Job + "\x00" + r.Table
+	phase := r.Phase + "\x00" + r.Generation
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	j := p.jobs[key]
-	if j == nil {
-		if r.Done {
-			return // done at its first report: nothing ran long
+	if j == nil || j.phase != phase {
+		if j == nil {
+			p.forgetStale(now)
+			j = &jobProgress{}
+			p.jobs[key] = j
 		}
-		p.forgetStale(now)
-		p.jobs[key] = &jobProgress{last: now}
-		return
-	}
-	if r.Done {
-		delete(p.jobs, key)
-		if !j.printed {
+		*j = jobProgress{phase: phase, started: now, last: now, jobPrinted: j.jobPrinted}
+		if !r.Done && !j.jobPrinted {
 			return
 		}
-	} else if now.Sub(j.last) < p.every {
+		if r.Done && !j.jobPrinted {
+			p.end(key, r)
+			return // done at its first report: nothing ran long
+		}
+		// A long job's next phase: say that it started.
+	} else if !r.Done && now.Sub(j.last) < p.every {
+		return
+	} else if r.Done && !j.printed && now.Sub(j.started) < p.every {
+		p.end(key, r)
 		return
 	}
-	j.last, j.printed = now, true
+	j.last, j.printed, j.jobPrinted = now, true, true
+	p.print(r, now)
+	if r.Done {
+		p.end(key, r)
+	}
+}
+
+// end forgets a job after the Done of its last phase.
+func (p *progressPrinter) end(key string, r consistency.Progress) {
+	if r.Done && (r.Phase == consistency.PhaseDelete || r.Phase == consistency.PhaseRestore) {
+		delete(p.jobs, key)
+	}
+}
+
+// print writes one report: a line for a person, or an Info entry "progress" whose
+// fields are the same for every job and phase.
+func (p *progressPrinter) print(r consistency.Progress, now time.Time) {
 	elapsed := max(now.Sub(r.Started), 0)
 	rate := 0.0
 	if elapsed > 0 {
@@ -129,17 +157,14 @@ func (p *progressPrinter) report(r consistency.Progress) {
 		fmt.Fprintln(p.human, humanProgress(r, rate, elapsed))
 		return
 	}
-	fields := []zap.Field{zap.String("job", r.Job), zap.String("table", r.Table), zap.String("generation", r.Generation),
-		zap.Int64("entities", r.Entities)}
-	if r.Total > 0 {
-		fields = append(fields, zap.Int64("total", r.Total))
-	}
-	fields = append(fields, zap.Float64("perSecond", float64(int64(rate*10))/10), zap.Duration("elapsed", elapsed.Round(time.Millisecond)), zap.Bool("done", r.Done))
-	p.logger.Info("progress", fields...)
+	p.logger.Info("progress", zap.String("job", r.Job), zap.String("phase", r.Phase), zap.String("table", r.Table),
+		zap.String("generation", r.Generation), zap.Int64("entities", r.Entities), zap.Int64("total", r.Total),
+		zap.Float64("perSecond", float64(int64(rate*10))/10), zap.Duration("elapsed", elapsed.Round(time.Millisecond)), zap.Bool("done", r.Done))
 }
 
 // forgetStale drops the jobs that stopped reporting (they failed: a failed job reports
-// no Done), so that a long-running worker does not accumulate them.
+// no Done, and a job kept whole ends with its verify phase), so that a long-running
+// worker does not accumulate them.
 func (p *progressPrinter) forgetStale(now time.Time) {
 	stale := max(10*p.every, 10*time.Minute)
 	for k, j := range p.jobs {
@@ -149,18 +174,15 @@ func (p *progressPrinter) forgetStale(now time.Time) {
 	}
 }
 
-// humanProgress is one line for a person at a terminal, e.g.
+// humanProgress is one line for a person at a terminal, in one shape for every phase:
 //
-//	restore-table SignIns20240601: 50,000 of 120,000 entities (41%), 3,100/s, 16s elapsed, about 23s left
+//	restore-table SignIns20240601: restore 50,000 of 120,000 entities (41%), 3,100/s, 16s elapsed, about 23s left
+//	restore-table SignIns20240601: restore done: 120,000 entities in 40s (3,000/s)
 func humanProgress(r consistency.Progress, rate float64, elapsed time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: ", r.Job, r.Table)
+	fmt.Fprintf(&b, "%s %s: %s ", r.Job, r.Table, r.Phase)
 	if r.Done {
-		verb := "exported"
-		if r.Job == consistency.KindRestoreTable {
-			verb = "restored"
-		}
-		fmt.Fprintf(&b, "%s %s entities in %s (%s/s)", verb, thousands(r.Entities), elapsed.Round(time.Second), thousands(int64(rate)))
+		fmt.Fprintf(&b, "done: %s entities in %s (%s/s)", thousands(r.Entities), elapsed.Round(time.Second), thousands(int64(rate)))
 		return b.String()
 	}
 	b.WriteString(thousands(r.Entities))

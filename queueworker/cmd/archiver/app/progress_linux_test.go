@@ -69,7 +69,7 @@ func TestProgressChoosesTheTerminal(t *testing.T) {
 	f := progressFlag{every: time.Nanosecond}
 	report := f.reporter(tty, zap.NewNop())
 	started := time.Now().Add(-10 * time.Second)
-	p := consistency.Progress{Job: consistency.KindArchiveTable, Table: "OnTheTerminal", Generation: "g", Started: started}
+	p := consistency.Progress{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "OnTheTerminal", Generation: "g", Started: started}
 	report(p)
 	p.Entities = 1000
 	report(p)
@@ -77,7 +77,7 @@ func TestProgressChoosesTheTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(line, "archive-table OnTheTerminal: 1,000 entities, ") || !strings.Contains(line, "elapsed") {
+	if !strings.HasPrefix(line, "archive-table OnTheTerminal: export 1,000 entities, ") || !strings.Contains(line, "elapsed") {
 		t.Fatalf("terminal line %q", line)
 	}
 }

@@ -53,9 +53,9 @@ func TestProgressHumanLines(t *testing.T) {
 	var out lockedBuilder
 	p, clock, logs := printerAt(&out, 2*time.Second)
 	started := *clock
-	r := consistency.Progress{Job: consistency.KindRestoreTable, Table: "SignIns20240601", Generation: "g1", Total: 120000, Started: started}
+	r := consistency.Progress{Job: consistency.KindRestoreTable, Phase: consistency.PhaseRestore, Table: "SignIns20240601", Generation: "g1", Total: 120000, Started: started}
 
-	short := consistency.Progress{Job: consistency.KindArchiveTable, Table: "Short", Generation: "g2", Started: started}
+	short := consistency.Progress{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "Short", Generation: "g2", Started: started}
 	p.report(short)
 	short.Entities, short.Done = 10, true
 	p.report(short)
@@ -71,15 +71,16 @@ func TestProgressHumanLines(t *testing.T) {
 	r.Entities, r.Done = 120000, true
 	p.report(r)
 
-	want := "restore-table SignIns20240601: 50,000 of 120,000 entities (41%), 3,125/s, 16s elapsed, about 22s left\n" +
-		"restore-table SignIns20240601: restored 120,000 entities in 40s (3,000/s)\n"
+	want := "restore-table SignIns20240601: restore 50,000 of 120,000 entities (41%), 3,125/s, 16s elapsed, about 22s left\n" +
+		"restore-table SignIns20240601: restore done: 120,000 entities in 40s (3,000/s)\n"
 	if got := out.String(); got != want {
 		t.Fatalf("terminal output:\n%s\nwant:\n%s", got, want)
 	}
 	if logs.Len() != 0 {
 		t.Fatalf("a terminal got log entries too: %v", logs.All())
 	}
-	if len(p.jobs) != 0 {
+	// The restore is over; the export's job goes on with its verify phase.
+	if _, ok := p.jobs[consistency.KindRestoreTable+"\x00SignIns20240601"]; ok || len(p.jobs) != 1 {
 		t.Fatalf("finished jobs are remembered: %v", p.jobs)
 	}
 }
@@ -89,7 +90,7 @@ func TestProgressLogEntries(t *testing.T) {
 	t.Parallel()
 	p, clock, logs := printerAt(nil, 30*time.Second)
 	started := *clock
-	r := consistency.Progress{Job: consistency.KindArchiveTable, Table: "SignIns20240601", Generation: "g1", Started: started}
+	r := consistency.Progress{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "SignIns20240601", Generation: "g1", Started: started}
 	p.report(r)
 	*clock = started.Add(30 * time.Second)
 	r.Entities = 90000
@@ -102,17 +103,14 @@ func TestProgressLogEntries(t *testing.T) {
 		t.Fatalf("%d progress entries, want 2: %v", len(entries), logs.All())
 	}
 	for i, want := range []map[string]any{
-		{"job": "archive-table", "table": "SignIns20240601", "generation": "g1", "entities": int64(90000), "perSecond": 3000.0, "elapsed": 30 * time.Second, "done": false},
-		{"job": "archive-table", "table": "SignIns20240601", "generation": "g1", "entities": int64(120000), "perSecond": 2666.6, "elapsed": 45 * time.Second, "done": true},
+		{"job": "archive-table", "phase": "export", "table": "SignIns20240601", "generation": "g1", "entities": int64(90000), "total": int64(0), "perSecond": 3000.0, "elapsed": 30 * time.Second, "done": false},
+		{"job": "archive-table", "phase": "export", "table": "SignIns20240601", "generation": "g1", "entities": int64(120000), "total": int64(0), "perSecond": 2666.6, "elapsed": 45 * time.Second, "done": true},
 	} {
 		got := entries[i].ContextMap()
 		for k, v := range want {
 			if got[k] != v {
 				t.Errorf("entry %d: %s = %#v, want %#v (%v)", i, k, got[k], v, got)
 			}
-		}
-		if _, ok := got["total"]; ok {
-			t.Errorf("entry %d: a total for an export whose size is unknown", i)
 		}
 	}
 }
@@ -125,7 +123,7 @@ func TestProgressForgetsFailedJobs(t *testing.T) {
 	p.report(consistency.Progress{Job: consistency.KindArchiveTable, Table: "Failed", Generation: "g1", Started: started})
 	*clock = started.Add(11 * time.Minute)
 	p.report(consistency.Progress{Job: consistency.KindArchiveTable, Table: "Next", Generation: "g2", Started: *clock})
-	if _, ok := p.jobs[consistency.KindArchiveTable+"\x00Failed\x00g1"]; ok || len(p.jobs) != 1 {
+	if _, ok := p.jobs[consistency.KindArchiveTable+"\x00Failed"]; ok || len(p.jobs) != 1 {
 		t.Fatalf("jobs remembered: %v", p.jobs)
 	}
 }
@@ -169,7 +167,7 @@ func TestProgressConcurrentJobs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := consistency.Progress{Job: consistency.KindArchiveTable, Table: fmt.Sprintf("Job%02d", j), Generation: "g", Started: time.Now()}
+			r := consistency.Progress{Job: consistency.KindRestoreTable, Phase: consistency.PhaseRestore, Table: fmt.Sprintf("Job%02d", j), Generation: "g", Total: 200, Started: time.Now()}
 			for i := range 200 {
 				r.Entities, r.Done = int64(i+1), i == 199
 				p.report(r)
@@ -177,13 +175,13 @@ func TestProgressConcurrentJobs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	line := regexp.MustCompile(`^archive-table Job[0-9]{2}: ([0-9,]+ entities, [0-9,]+/s, [0-9.a-zµ]+ elapsed|exported 200 entities in [0-9.a-zµ]+ \([0-9,]+/s\))$`)
+	line := regexp.MustCompile(`^restore-table Job[0-9]{2}: restore ([0-9,]+ of 200 entities \([0-9]+%\), [0-9,]+/s, [0-9.a-zµ]+ elapsed(, about [0-9.a-zµ]+ left)?|done: 200 entities in [0-9.a-zµ]+ \([0-9,]+/s\))$`)
 	done := 0
 	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
 		if !line.MatchString(l) {
 			t.Fatalf("garbled line %q", l)
 		}
-		if strings.Contains(l, "exported 200") {
+		if strings.Contains(l, "done: 200") {
 			done++
 		}
 	}

@@ -30,7 +30,8 @@ Telemetry and progress (run):
                               127.0.0.1:9464; the host is required: 0.0.0.0 or [::]
                               for every interface)
   -progress auto|off|DURATION how often long archive-table and restore-table jobs report
-                              progress: a line on a terminal, a log entry otherwise
+                              the progress of each phase (export, verify, delete,
+                              restore): a line on a terminal, a log entry otherwise
                               (default auto: every 2s on a terminal, 30s otherwise)
 Exporters are flushed when the archiver stops, after SIGINT/SIGTERM too.
 `

@@ -67,8 +67,9 @@ func TestTelemetryFlagsRefusedBeforeAnyRequest(t *testing.T) {
 	}
 }
 
-// Not on a terminal, `run -progress` logs the export of an archive-table job as
-// structured entries up to one that is done and counts every entity.
+// Not on a terminal, `run -progress` logs every phase of an archive-table job as
+// structured entries of one shape, the export's up to one that is done and counts every
+// entity.
 func TestRunLogsTableProgress(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -101,8 +102,17 @@ func TestRunLogsTableProgress(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "processed 1") {
 		t.Fatalf("run -drain: exit %d\n%s\n%s", code, out, stderr)
 	}
-	entry := regexp.MustCompile(`(?m)^\S+\tinfo\tprogress\t\{"job": "archive-table", "table": "` + day.Name() + `", "generation": "[^"]+", "entities": (\d+), "perSecond": [0-9.]+, "elapsed": [0-9.e-]+, "done": (true|false)\}$`)
-	entries := entry.FindAllStringSubmatch(stderr, -1)
+	entry := regexp.MustCompile(`(?m)^\S+\tinfo\tprogress\t\{"job": "archive-table", "phase": "(\w+)", "table": "` + day.Name() + `", "generation": "[^"]+", "entities": (\d+), "total": (\d+), "perSecond": [0-9.]+, "elapsed": [0-9.e-]+, "done": (true|false)\}$`)
+	all := entry.FindAllStringSubmatch(stderr, -1)
+	if n := strings.Count(stderr, "\tprogress\t"); n != len(all) {
+		t.Fatalf("%d progress entries, %d of them in the one shape:\n%s", n, len(all), stderr)
+	}
+	var entries [][]string
+	for _, e := range all {
+		if e[1] == "export" {
+			entries = append(entries, []string{e[0], e[2], e[4]})
+		}
+	}
 	if len(entries) < 2 {
 		t.Fatalf("%d progress entries, want the export's:\n%s", len(entries), stderr)
 	}
@@ -114,6 +124,17 @@ func TestRunLogsTableProgress(t *testing.T) {
 		if e[2] != "false" {
 			t.Fatalf("done before the end: %q", e[0])
 		}
+	}
+	// The check after the export and the delete report too, with their totals.
+	phases := map[string]bool{}
+	for _, e := range all {
+		phases[e[1]] = true
+		if e[1] != "export" && e[3] == "0" {
+			t.Fatalf("a %s entry without its total: %q", e[1], e[0])
+		}
+	}
+	if !phases["verify"] || !phases["delete"] {
+		t.Fatalf("phases reported: %v, want export, verify and delete", phases)
 	}
 	if strings.Contains(stderr, "\r") || time.Since(start) > time.Minute {
 		t.Fatalf("terminal output in a log, or a slow run")
