@@ -119,6 +119,13 @@
 // one, and duplicates, concurrent deliveries and replays of a job end with each entity
 // archived once (TestRangeArchiveKilledTenTimes, TestAttackRangeTwoDeliveriesAtOnce,
 // TestAttackRangeWriterBetweenCopyAndDelete, TestAttackRangeResponseLostAfterCommit).
+// An entity whose own delete fails because it was written (or deleted) since the batch
+// read it leaves its transaction and the rest of the batch is sent again: the next pass
+// reads and moves it alone. One written again before every pass's delete (a hot entity)
+// is left in the source when the passes (Options.Retry) run out, reported in
+// RangeReport.Changed and logged, and the job goes on: its other entities, the page and
+// the continuation never wait for it
+// (TestRangeMovesTheRestOfABatchWhenOneEntityChangesBeforeEachDelete).
 // A refusal (4xx) of an entity's own delete in the transaction costs one Get of that
 // entity: gone or changed, the attempt fails as above; still there at the version read,
 // the store refused a delete it should have done (Azurite reads the keys of a delete in

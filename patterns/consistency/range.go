@@ -491,6 +491,13 @@ type RangeReport struct {
 	// does not enforce the rule), in the service's order. The rest of the range moves;
 	// each is also logged (keys only) as a warning.
 	Skipped []RangeKey
+	// Changed lists the keys of the entities that another client wrote again between
+	// their copy and their delete in every pass of their batch (Options.Retry bounds the
+	// passes), in the service's order: the rest of the batch moved without them, and
+	// each is left in the source at its newer version, beside the copy of an older one
+	// in the target; a later run of the job moves it. Each is also logged (keys only)
+	// as a warning.
+	Changed []RangeKey
 	// Next is the checkpoint to continue from; nil when the range is done.
 	Next *RangeKey
 }
@@ -517,6 +524,7 @@ func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (Range
 		total.Moved += rep.Moved
 		total.Scanned += rep.Scanned
 		total.Skipped = append(total.Skipped, rep.Skipped...)
+		total.Changed = append(total.Changed, rep.Changed...)
 		if err != nil || rep.Next == nil {
 			return total, err
 		}
