@@ -34,6 +34,10 @@
 //     really gone and the copy records the version read in step 1; otherwise the move
 //     restarts and finds what happened (a store can answer 404 for an entity that is
 //     there: TestArchiveEntity404WhileThereStartsOver, TestAttackAmovesEntity404NotGone);
+//     a second such 404 for the same version, the entity still there unchanged, is a
+//     store that cannot address it (Azurite's $batch, for a key with U+2028): the move
+//     fails once with ErrInvalidInput, permanent, rather than restarting until its
+//     retries end (TestArchiveEntityRefusedDeleteFailsOnceAsPermanent);
 //   - stopped after 3: the rerun finds no source and a copy: OutcomeAlreadyArchived.
 //
 // Concurrent duplicates, replays and reorders of a message therefore end with the newest

@@ -173,10 +173,13 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 // package documentation ("Index-aware moves").
 //
 // A write whose outcome is unknown (repo.ErrOutcomeUnknown) starts the move over too.
-// Restarts use the jittered backoff of Options.Retry.
+// Restarts use the jittered backoff of Options.Retry. A delete the store refuses (404)
+// while the entity is there at the version read starts the move over once; refused
+// again at that version, the move fails with ErrInvalidInput (permanent), the copy in
+// the target and the entity in the source.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error. OutcomeMissing is not
-// an error.
+// Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
+// ErrTransient, *repo.Error. OutcomeMissing is not an error.
 func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Outcome, error) {
 	if err := job.Validate(); err != nil {
 		return "", err
@@ -191,8 +194,10 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 		return "", err
 	}
 	op := retry.Op{Name: "archive entity", Resource: job.Source, PartitionKey: job.PartitionKey, RowKey: job.RowKey, Retryable: restartable}
+	var refused refusals
 	return retry.DoValue(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) (Outcome, error) {
-		return a.moveOnce(ctx, src, job)
+		out, err := a.moveOnce(ctx, src, job)
+		return out, refused.check(err)
 	})
 }
 
@@ -362,7 +367,7 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 		if len(acts) == 1 {
 			// The plain delete (no companion action): one request, not a transaction.
 			err := src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version})
-			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, err)
+			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
 		}
 		_, err := repo.Submit(ctx, acts...)
 		var ae *repo.ActionError
@@ -373,7 +378,7 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 		if errors.Is(err, errs.ErrOutcomeUnknown) {
 			return err
 		}
-		return confirmGone(ctx, src, job.PartitionKey, job.RowKey, err)
+		return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
 	}
 	if len(rs) == 0 {
 		return send(ctx) // acts is the delete alone (checkRemoval)
@@ -386,17 +391,21 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 // the move takes the 404 for "gone" (a move reports moved, companions run their After
 // hooks): a store can answer 404 for an entity that is there (Azurite, for a delete in a
 // $batch of a key with U+2028 or U+2029, addresses another row). One Get, on that rare
-// path only: the entity still there makes the move start over (errRestart, nothing of
-// the transaction landed); gone, err comes back as it is. Other errors pass unchanged.
-func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk string, err error) error {
+// path only: the entity still there makes the move start over (an errRestart, a
+// *refusedDelete when it is there at version, the one the delete was conditioned on:
+// nothing of the transaction landed); gone, err comes back as it is. Other errors pass
+// unchanged.
+func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk, version string, err error) error {
 	if !errors.Is(err, errs.ErrNotFound) || isTableNotFound(err) {
 		return err
 	}
-	switch _, there, gerr := stillThere(ctx, src, pk, rk); {
+	switch etag, there, gerr := stillThere(ctx, src, pk, rk); {
 	case gerr != nil:
 		return gerr
+	case there && etag == version:
+		return &refusedDelete{etag: etag}
 	case there:
-		return fmt.Errorf("%w: the delete of (%q, %q) answered 404 while the entity is there", errRestart, pk, rk)
+		return fmt.Errorf("%w: the delete answered 404 while another version of the entity is there", errRestart)
 	}
 	return err
 }

@@ -1,0 +1,51 @@
+package consistency
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// A store that refuses an entity's delete every time, while the entity is there at the
+// version copied (Azurite's $batch addresses another row for a RowKey with U+2028, so a
+// move whose companions need a transaction meets 404 on each try), fails the move once
+// with a permanent error that says so: no restart after the second identical refusal,
+// no "the source or the target changed", the entity left in the source with its copy.
+func TestArchiveEntityRefusedDeleteFailsOnceAsPermanent(t *testing.T) {
+	t.Parallel()
+	b := setupCompanion(t, nil)
+	rk := "a\u2028"
+	if err := b.current.Insert(b.ctx, employee("Sales", rk, 30)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.current.Insert(b.ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "copy-" + rk, Properties: map[string]any{"Of": rk}}); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	b.a.step = func(job, step string) error {
+		if step == "read" {
+			attempts.Add(1)
+		}
+		return nil
+	}
+	out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", rk))
+	if err == nil || !errors.Is(err, errs.ErrInvalidInput) || errors.Is(err, errRestart) || !permanent(err) {
+		t.Fatalf("move: %v %v; want a permanent ErrInvalidInput", out, err)
+	}
+	if strings.Contains(err.Error(), "changed during the move") || !strings.Contains(err.Error(), "refuses the delete") {
+		t.Fatalf("the error does not say what happened: %v", err)
+	}
+	if n := attempts.Load(); n > 2 {
+		t.Fatalf("the move ran %d attempts; want at most 2 (one to tell a one-off refusal from a permanent one)", n)
+	}
+	if _, err := b.current.Get(b.ctx, "Sales", rk); err != nil {
+		t.Fatalf("the entity is no longer in the source: %v", err)
+	}
+	if _, err := b.archive.Get(b.ctx, "Sales", rk); err != nil {
+		t.Fatalf("the copy is not in the target: %v", err)
+	}
+}
