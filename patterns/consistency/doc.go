@@ -465,7 +465,15 @@
 // (see "Index-aware moves"). The copy carries three more properties, SourceTableProperty,
 // SourceETagProperty and SourceTimestampProperty (blob metadata for a blob copy, whose
 // name holds the table), so a source entity with more than 249 custom properties cannot
-// be archived to a table. Two source tables may share a target table only if their keys
+// be archived to a table. A tiered archive (Hot -> Warm -> Cold: an archive archived
+// again) keeps every hop's provenance: the Warm entity's own SourceTableProperty,
+// SourceETagProperty and SourceTimestampProperty go unchanged into its Cold copy, and
+// the Warm -> Cold hop records its own under the same names followed by its number
+// ("ArchivedSourceETag2"; hop n writes the names followed by n, after the highest hop
+// the entity records, so no hop ever writes over another's). The copy rule of each hop
+// reads the highest hop its copy records, the one that wrote it
+// (TestTieredArchiveKeepsEveryHopsProvenance). A range batch therefore reads whole
+// copies from a target table (a $select cannot name the hops in advance). Two source tables may share a target table only if their keys
 // never collide: a move never replaces a copy that records another source table (it
 // refuses, ErrInvalidInput with the keys: TestAttackRangeTwoSourcesOneTargetTable,
 // TestFixMovesEntityRefusesAnotherTablesCopy); a copy written before the source table

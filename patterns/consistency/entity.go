@@ -140,6 +140,12 @@ const (
 	// (as the job spells it). A move refuses to replace a copy that records another table
 	// (two source tables archived into one target table, with the same keys in both);
 	// a copy without it (written before it was recorded) is taken for the move's own.
+	//
+	// These three names record the first hop. An entity archived again from its archive
+	// (a tiered archive: Hot -> Warm -> Cold) keeps them as its own properties, and the
+	// next hop records its provenance under the same names followed by its number,
+	// 2, 3, ... ("ArchivedSourceETag2"): the highest number a copy holds is the hop that
+	// wrote it.
 	SourceTableProperty = "ArchivedSourceTable"
 	// blob metadata names (lowercase: listings lowercase them; GetProperties does not).
 	metaSourceETag      = "sourceetag"
@@ -226,8 +232,7 @@ func tableCopyState(target string, e *codec.Entity) (copyState, error) {
 	if e.ETag == "" {
 		return copyState{}, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", target)
 	}
-	s, _ := e.Properties[SourceETagProperty].(string)
-	t, _ := e.Properties[SourceTableProperty].(string)
+	s, t := copyProvenance(e.Properties)
 	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
 }
 
@@ -425,18 +430,16 @@ func stillThere(ctx context.Context, src *repo.Table[codec.Entity], pk, rk strin
 }
 
 // archiveCopy is the archive copy of e: its keys and properties and, for a copy in a
-// table (inTable), the source table and version it was made from (SourceTableProperty,
-// SourceETagProperty, SourceTimestampProperty). A blob copy records the version in its
-// metadata instead (its name holds the table).
+// table (inTable), the source table and version it was made from, under the names of
+// the move's hop (setProvenance: SourceTableProperty, SourceETagProperty,
+// SourceTimestampProperty for a first archive; e's own provenance, from an earlier
+// archive, is kept as it is). A blob copy records the version in its metadata instead
+// (its name holds the table).
 func archiveCopy(e *codec.Entity, source string, inTable bool) *codec.Entity {
 	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+3)}
 	maps.Copy(cp.Properties, e.Properties)
 	if inTable {
-		cp.Properties[SourceTableProperty] = source
-		cp.Properties[SourceETagProperty] = e.ETag
-		if !e.Timestamp.IsZero() {
-			cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
-		}
+		setProvenance(cp, e, source)
 	}
 	return cp
 }

@@ -386,7 +386,9 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, dst *r
 func (a *Archiver) readCopies(ctx context.Context, dst *repo.Table[codec.Entity], b rangeBatch) ([]codec.Entity, error) {
 	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
 	f := filter.And(filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
-	pager := dst.Pages(repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty, SourceTableProperty}})
+	// Whole copies: the hop a copy records is the highest of its provenance names, which
+	// a $select cannot name in advance (see provenanceHop).
+	pager := dst.Pages(repo.Query{Filter: f})
 	page, err := pager.Next(ctx)
 	if err != nil {
 		return nil, err
