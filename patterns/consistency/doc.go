@@ -108,6 +108,16 @@
 // TestRangeConditionsOfTheirOwnType). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
 //
+// A condition that can match nothing is reported, not only obeyed: each page checks the
+// job's conditions on the entities its scan returned (or, when it selected none, on a
+// sample of up to 100 entities of the key range, one more query) and warns, in
+// RangeReport.Warnings and the log, of a property that never occurs there (misspelled)
+// or occurs with another EDM type than the condition's (an Edm.Int32 value against an
+// Int64 property). Every delivery the worker runs logs what it selected, moved, skipped
+// and left (Info "archive range: page done") and hands its report to Options.RangeDone,
+// which the archiver binary adds up per job in its run summary
+// (TestRangeWarnsOfConditionsThatCanMatchNothing).
+//
 // A condition on Timestamp selects by the service's time of the entity's last write:
 // "archive what was not written for a year" is Where Timestamp lt (now minus a year),
 // Type Edm.DateTime (any other Type is refused, ErrInvalidInput). The query compares the

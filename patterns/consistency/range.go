@@ -276,6 +276,8 @@ type rangePlan struct {
 	// sel is the job's key bounds and conditions, without the checkpoint: the filter
 	// sent, without the conditions that are only re-checked (sentInQuery).
 	sel filter.Expr
+	// bounds is the job's key bounds alone (checkConditions samples them).
+	bounds filter.Expr
 }
 
 // matches re-checks every condition of the job on an entity read from storage.
@@ -368,6 +370,7 @@ func (j ArchiveRangeJob) plan() (*rangePlan, error) {
 			parts = append(parts, e)
 		}
 	}
+	p.bounds = parts[0]
 	p.sel = filter.And(parts...)
 	if err := p.sel.Err(); err != nil {
 		return nil, err
@@ -498,6 +501,12 @@ type RangeReport struct {
 	// in the target; a later run of the job moves it. Each is also logged (keys only)
 	// as a warning.
 	Changed []RangeKey
+	// Warnings says which of the job's conditions can match nothing in what the run
+	// read: a property that never occurs in the entities scanned (or, when the scan
+	// selected none, in a sample of the key range), or occurs there with another EDM
+	// type than the condition's. Each is also logged as a warning. They are not errors:
+	// a range can hold nothing to move.
+	Warnings []string
 	// Next is the checkpoint to continue from; nil when the range is done.
 	Next *RangeKey
 }
@@ -525,6 +534,11 @@ func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (Range
 		total.Scanned += rep.Scanned
 		total.Skipped = append(total.Skipped, rep.Skipped...)
 		total.Changed = append(total.Changed, rep.Changed...)
+		for _, w := range rep.Warnings {
+			if !slices.Contains(total.Warnings, w) {
+				total.Warnings = append(total.Warnings, w)
+			}
+		}
 		if err != nil || rep.Next == nil {
 			return total, err
 		}
@@ -564,6 +578,10 @@ func (a *Archiver) handleRange(ctx context.Context, job ArchiveRangeJob) (err er
 		rep, err = a.ArchiveRange(ctx, job)
 	} else {
 		rep, err = a.rangeDelivery(ctx, job)
+	}
+	a.logPage(job, rep, err)
+	if a.opts.RangeDone != nil {
+		a.opts.RangeDone(job, rep, err)
 	}
 	if permanent(err) || errors.Is(err, ErrNothingToArchive) {
 		return queueworker.Cancel(err)

@@ -140,7 +140,11 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	rep := RangeReport{Scanned: len(skip.keys)} // Skipped is listed once the batches ran
+	warnings, err := a.checkConditions(ctx, src, p, found)
+	if err != nil {
+		return RangeReport{}, err
+	}
+	rep := RangeReport{Scanned: len(skip.keys), Warnings: warnings} // Skipped is listed once the batches ran
 	for _, b := range batches {
 		rep.Scanned += len(b.rks)
 	}
