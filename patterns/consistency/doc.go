@@ -100,12 +100,14 @@
 // says (strings by UTF-16 code units; an ordering of GUIDs is left to the service), or
 // the entity is left, whatever the query returned: Azurite matches literals of another
 // type (N ne true selects every Int32 N), and the job does not rely on any store not
-// doing so. An Edm.Int64 literal against an Int32 property fails Azurite's query with
-// 500, so Edm.Int64 conditions are never sent (rather than refusing such jobs, which
-// cannot know the stored types in advance): the job checks them itself on every entity
-// that its key range and its other conditions select (RangeReport.Scanned counts the
-// matching ones), which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
-// TestRangeConditionsOfTheirOwnType). On Azurite a whole Edm.Double reads back as Int32,
+// doing so. An Edm.Int64 literal fails Azurite's whole query with 500 as soon as it
+// meets one entity whose property holds an Edm.Int32, an Edm.Double or a boolean (an
+// Int32 literal against an Int64 property does not fail; see package tabletest), so
+// Edm.Int64 conditions are never sent (rather than refusing such jobs, which cannot know
+// the stored types in advance): the job checks them itself on every entity that its key
+// range and its other conditions select (RangeReport.Scanned counts the matching ones),
+// which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
+// TestRangeConditionsOfTheirOwnType, TestRangeInt64ConditionBesideOtherNumberTypes). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
 //
 // A condition that can match nothing is reported, not only obeyed: each page checks the

@@ -263,8 +263,10 @@ func b2i(b bool) int {
 }
 
 // sentInQuery reports whether the condition goes into the query's filter. Edm.Int64
-// conditions do not: the service compares an Int64 literal with a property of another
-// numeric type (Azurite fails such a query with 500), so they are only re-checked.
+// conditions do not: Azurite fails a whole query with 500 when its Int64 literal meets
+// one entity whose property holds an Edm.Int32, an Edm.Double or a boolean (package
+// tabletest), and a job cannot know the stored types in advance, so they are only
+// re-checked.
 func (c Condition) sentInQuery() bool { return c.Type != "Edm.Int64" }
 
 // rangePlan is an archive-range job validated and compiled once per delivery: its
