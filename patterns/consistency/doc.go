@@ -37,7 +37,8 @@
 //     a second such 404 for the same version, the entity still there unchanged, is a
 //     store that cannot address it (Azurite's $batch, for a key with U+2028): the move
 //     fails once with ErrInvalidInput, permanent, rather than restarting until its
-//     retries end (TestArchiveEntityRefusedDeleteFailsOnceAsPermanent);
+//     retries end (TestArchiveEntityRefusedDeleteFailsOnceAsPermanent; a companion's
+//     copy refused so too: TestArchiveEntityCompanionDeleteRefusedTwiceFailsOnceAsPermanent);
 //   - stopped after 3: the rerun finds no source and a copy: OutcomeAlreadyArchived.
 //
 // Concurrent duplicates, replays and reorders of a message therefore end with the newest

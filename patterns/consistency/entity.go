@@ -182,7 +182,8 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 // Restarts use the jittered backoff of Options.Retry. A delete the store refuses (404)
 // while the entity is there at the version read starts the move over once; refused
 // again at that version, the move fails with ErrInvalidInput (permanent), the copy in
-// the target and the entity in the source.
+// the target and the entity in the source. So does a companion's copy whose delete in
+// the transaction answers 404 twice at one version while the companion finds it there.
 //
 // Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
 // ErrTransient, *repo.Error. OutcomeMissing is not an error.
@@ -378,7 +379,7 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 		var ae *repo.ActionError
 		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
 			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
-			return fmt.Errorf("%w: a companion's copy changed (action %d, RowKey %q: %d %s)", errRestart, ae.Index, ae.RowKey, ae.StatusCode, ae.Code)
+			return &companionRefused{action: ae.Index, status: ae.StatusCode, code: ae.Code, row: ae.RowKey, version: version}
 		}
 		if errors.Is(err, errs.ErrOutcomeUnknown) {
 			return err
