@@ -59,6 +59,9 @@ type lineSeparatorCopy struct{ tbl *repo.Table[codec.Entity] }
 
 func (c lineSeparatorCopy) Removal(ctx context.Context, e *codec.Entity) (Removal, error) {
 	cp, err := c.tbl.Get(ctx, e.PartitionKey, "copy\u2028"+e.RowKey)
+	if errors.Is(err, errs.ErrNotFound) {
+		return Removal{}, nil
+	}
 	if err != nil {
 		return Removal{}, err
 	}
@@ -100,5 +103,43 @@ func TestArchiveEntityCompanionDeleteRefusedTwiceFailsOnceAsPermanent(t *testing
 	}
 	if _, err := b.current.Get(b.ctx, "Sales", "e1"); err != nil {
 		t.Fatalf("the entity is no longer in the source: %v", err)
+	}
+}
+
+// In a range move, the entity whose companion copy the store refuses to delete in every
+// delete transaction (404 while the companion finds it there) is left in the source and
+// reported (RangeReport.Skipped) after two attempts, and the rest of its batch moves;
+// the job does not restart until its retries end.
+func TestArchiveRangeCompanionDeleteRefusedTwiceSkipsTheEntity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	a, err := New(b.clients, &Options{Retry: fastRetry(), Companions: map[string][]Companion{b.current.Name(): {lineSeparatorCopy{b.current}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rk := range []string{"e1", "e2", "e3"} {
+		if err := b.current.Insert(b.ctx, employee("Sales", rk, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.current.Insert(b.ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "copy\u2028e2", Properties: map[string]any{"Of": "e2"}}); err != nil {
+		t.Fatal(err)
+	}
+	var attempts atomic.Int32
+	a.step = func(job, step string) error {
+		if step == "read" {
+			attempts.Add(1)
+		}
+		return nil
+	}
+	rep, err := a.ArchiveRange(b.ctx, ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", RowKeyFrom: "e", RowKeyTo: "f", TargetTable: b.archive.Name()})
+	if err != nil || rep.Moved != 2 || len(rep.Skipped) != 1 || rep.Skipped[0] != (RangeKey{"Sales", "e2"}) {
+		t.Fatalf("%+v %v; want e1 and e3 moved, e2 skipped", rep, err)
+	}
+	if n := attempts.Load(); n > 3 {
+		t.Fatalf("the batch ran %d attempts; want at most 3", n)
+	}
+	if _, err := b.current.Get(b.ctx, "Sales", "e2"); err != nil {
+		t.Fatalf("e2 is no longer in the source: %v", err)
 	}
 }

@@ -229,12 +229,20 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 		b.rks = rks
 	}
 	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0], Retryable: restartable}
+	var refused copyRefusals
 	err := retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
 		n, changed, err := a.moveBatchOnce(ctx, src, p, b, skip)
 		moved.Add(int64(n))
 		if err == nil && len(changed) > 0 {
 			b.rks = changed // the rest moved: a later pass reads and moves these again
 			return errChangedDuringMove
+		}
+		if rk, twice := refused.twice(err); twice {
+			// The store cannot delete that entity's companion copy: leave the entity.
+			skip.add(job.Source, RangeKey{b.pk, rk}, errs.Invalid("companions", "the store refuses the delete of a companion's copy in an entity group transaction (404, twice) while the companion finds it there"))
+			if b.rks = slices.DeleteFunc(slices.Clone(b.rks), func(x string) bool { return x == rk }); len(b.rks) == 0 {
+				return nil
+			}
 		}
 		return err
 	})
@@ -678,9 +686,10 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 			}
 		}
 		if errors.Is(err, errs.ErrNotFound) {
-			// An entity (or a companion's copy) is gone: a concurrent run moved it, or
-			// the application deleted it. Start over: fresh reads find what is left.
-			return fmt.Errorf("%w: action %d of the delete transaction met a gone row", errRestart, ae.Index) // no RowKey: a companion's row holds an indexed value
+			// A companion's copy is gone: a concurrent run moved its entity, or the
+			// application deleted it. Start over: fresh reads find what is left.
+			gi, _ := deleteOf(gs, ae.Index)
+			return &rangeCopyGone{action: ae.Index, rk: gs[gi].e.RowKey, version: gs[gi].e.ETag, row: ae.RowKey}
 		}
 		return err
 	})
