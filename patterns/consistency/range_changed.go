@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -28,7 +29,7 @@ func (e *changedError) Error() string {
 // errChangedDuringMove ends a pass of a batch whose other entities moved while some were
 // written since the pass read them: the next pass reads and moves those again (a move
 // restarts from fresh reads: restartable).
-var errChangedDuringMove = errors.Join(errRestart, errors.New("entities of the batch were written between their copy and their delete"))
+var errChangedDuringMove = fmt.Errorf("%w: entities of the batch were written between their copy and their delete", errRestart)
 
 // leaveChanged ends a batch (moveBatch's result err): when its passes ran out with only
 // entities that were written again before each of their deletes (b.rks, the last pass's
