@@ -74,8 +74,13 @@
 //     deletes those keys alone after the rest of the transaction, so on Azurite, and only
 //     there, such a delete is not atomic with the rest. The archive moves confirm a refused
 //     delete with a read.
-//   - A whole Edm.Double reads back as Edm.Int32, and a filter comparing an Edm.Int64
-//     property answers 500 against an Int32 value: compare types, not only values.
+//   - A whole Edm.Double reads back as Edm.Int32. A filter with an Edm.Int64 literal
+//     (N lt 500L) answers 500 as soon as it meets an entity whose property N holds a
+//     JSON number (Edm.Int32, Edm.Double) or a boolean; against Edm.Int64, strings
+//     (compared as numbers), DateTime, Guid, Binary or an absent N it answers. An Int32
+//     literal against an Edm.Int64 property answers and compares the values. Filters
+//     match literals of another type than the stored one: compare types, not only
+//     values (TestAzuriteAnswers500ForAnInt64LiteralAgainstANumberProperty).
 //   - Azurite keeps an idle connection alive for 5 s. A request that reuses a pooled
 //     connection as it closes fails with "use of closed network connection" or "server
 //     closed idle connection"; package retry retries both.

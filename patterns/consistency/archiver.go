@@ -76,6 +76,14 @@ type Options struct {
 	// chunk restored, and at its end; from the job's goroutines, concurrently for
 	// concurrent jobs. It must return quickly. Defaults to nil: progress logs.
 	Progress func(Progress)
+	// RangeDone, if set, receives what each archive-range delivery that the worker runs
+	// did (one page with Queue set, else the whole range from the job's checkpoint),
+	// failed ones included (the report counts what was done before the error): for a
+	// run's summary per job. job is the delivery's job, its After the checkpoint it
+	// started from. It is called from the job's goroutine, concurrently for concurrent
+	// jobs, and must return quickly. Defaults to nil. Each delivery is also logged (Info
+	// "archive range: page done").
+	RangeDone func(job ArchiveRangeJob, rep RangeReport, err error)
 	// Companions are, by source table name (case-insensitive), the patterns that keep
 	// copies of that table's entities (see Companion): every archive move out of the
 	// table removes the copies with the entity. Defaults to none: a move takes the entity

@@ -34,6 +34,11 @@
 //     really gone and the copy records the version read in step 1; otherwise the move
 //     restarts and finds what happened (a store can answer 404 for an entity that is
 //     there: TestArchiveEntity404WhileThereStartsOver, TestAttackAmovesEntity404NotGone);
+//     a second such 404 for the same version, the entity still there unchanged, is a
+//     store that cannot address it (Azurite's $batch, for a key with U+2028): the move
+//     fails once with ErrInvalidInput, permanent, rather than restarting until its
+//     retries end (TestArchiveEntityRefusedDeleteFailsOnceAsPermanent; a companion's
+//     copy refused so too: TestArchiveEntityCompanionDeleteRefusedTwiceFailsOnceAsPermanent);
 //   - stopped after 3: the rerun finds no source and a copy: OutcomeAlreadyArchived.
 //
 // Concurrent duplicates, replays and reorders of a message therefore end with the newest
@@ -96,13 +101,25 @@
 // says (strings by UTF-16 code units; an ordering of GUIDs is left to the service), or
 // the entity is left, whatever the query returned: Azurite matches literals of another
 // type (N ne true selects every Int32 N), and the job does not rely on any store not
-// doing so. An Edm.Int64 literal against an Int32 property fails Azurite's query with
-// 500, so Edm.Int64 conditions are never sent (rather than refusing such jobs, which
-// cannot know the stored types in advance): the job checks them itself on every entity
-// that its key range and its other conditions select (RangeReport.Scanned counts the
-// matching ones), which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
-// TestRangeConditionsOfTheirOwnType). On Azurite a whole Edm.Double reads back as Int32,
+// doing so. An Edm.Int64 literal fails Azurite's whole query with 500 as soon as it
+// meets one entity whose property holds an Edm.Int32, an Edm.Double or a boolean (an
+// Int32 literal against an Int64 property does not fail; see package tabletest), so
+// Edm.Int64 conditions are never sent (rather than refusing such jobs, which cannot know
+// the stored types in advance): the job checks them itself on every entity that its key
+// range and its other conditions select (RangeReport.Scanned counts the matching ones),
+// which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
+// TestRangeConditionsOfTheirOwnType, TestRangeInt64ConditionBesideOtherNumberTypes). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
+//
+// A condition that can match nothing is reported, not only obeyed: each page checks the
+// job's conditions on the entities its scan returned (or, when it selected none, on a
+// sample of up to 100 entities of the key range, one more query) and warns, in
+// RangeReport.Warnings and the log, of a property that never occurs there (misspelled)
+// or occurs with another EDM type than the condition's (an Edm.Int32 value against an
+// Int64 property). Every delivery the worker runs logs what it selected, moved, skipped
+// and left (Info "archive range: page done") and hands its report to Options.RangeDone,
+// which the archiver binary adds up per job in its run summary
+// (TestRangeWarnsOfConditionsThatCanMatchNothing).
 //
 // A condition on Timestamp selects by the service's time of the entity's last write:
 // "archive what was not written for a year" is Where Timestamp lt (now minus a year),
@@ -119,6 +136,13 @@
 // one, and duplicates, concurrent deliveries and replays of a job end with each entity
 // archived once (TestRangeArchiveKilledTenTimes, TestAttackRangeTwoDeliveriesAtOnce,
 // TestAttackRangeWriterBetweenCopyAndDelete, TestAttackRangeResponseLostAfterCommit).
+// An entity whose own delete fails because it was written (or deleted) since the batch
+// read it leaves its transaction and the rest of the batch is sent again: the next pass
+// reads and moves it alone. One written again before every pass's delete (a hot entity)
+// is left in the source when the passes (Options.Retry) run out, reported in
+// RangeReport.Changed and logged, and the job goes on: its other entities, the page and
+// the continuation never wait for it
+// (TestRangeMovesTheRestOfABatchWhenOneEntityChangesBeforeEachDelete).
 // A refusal (4xx) of an entity's own delete in the transaction costs one Get of that
 // entity: gone or changed, the attempt fails as above; still there at the version read,
 // the store refused a delete it should have done (Azurite reads the keys of a delete in
@@ -128,7 +152,11 @@
 // sent again, or, when companions need the transaction, left with its copy and reported
 // in RangeReport.Skipped (TestArchiveRangeLineSeparatorKeyBesideEmptyRowKey,
 // TestArchiveRangeLineSeparatorKeyWithCompanionSkipped,
-// TestAttackAmovesRangeLineSeparatorKeys).
+// TestAttackAmovesRangeLineSeparatorKeys). A companion's copy whose delete answers 404
+// in two attempts in a row, at the same version of its entity, while the companion
+// finds it there each time, is one the store cannot address: that entity is left and
+// reported in RangeReport.Skipped, and the rest of the batch moves
+// (TestArchiveRangeCompanionDeleteRefusedTwiceSkipsTheEntity).
 //
 // Checkpoints: with Options.Queue set (the archiver binary sets it), a delivery moves one
 // page and then enqueues its continuation, the same job with After at the last key it
@@ -454,7 +482,15 @@
 // (see "Index-aware moves"). The copy carries three more properties, SourceTableProperty,
 // SourceETagProperty and SourceTimestampProperty (blob metadata for a blob copy, whose
 // name holds the table), so a source entity with more than 249 custom properties cannot
-// be archived to a table. Two source tables may share a target table only if their keys
+// be archived to a table. A tiered archive (Hot -> Warm -> Cold: an archive archived
+// again) keeps every hop's provenance: the Warm entity's own SourceTableProperty,
+// SourceETagProperty and SourceTimestampProperty go unchanged into its Cold copy, and
+// the Warm -> Cold hop records its own under the same names followed by its number
+// ("ArchivedSourceETag2"; hop n writes the names followed by n, after the highest hop
+// the entity records, so no hop ever writes over another's). The copy rule of each hop
+// reads the highest hop its copy records, the one that wrote it
+// (TestTieredArchiveKeepsEveryHopsProvenance). A range batch therefore reads whole
+// copies from a target table (a $select cannot name the hops in advance). Two source tables may share a target table only if their keys
 // never collide: a move never replaces a copy that records another source table (it
 // refuses, ErrInvalidInput with the keys: TestAttackRangeTwoSourcesOneTargetTable,
 // TestFixMovesEntityRefusesAnotherTablesCopy); a copy written before the source table

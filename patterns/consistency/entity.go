@@ -140,6 +140,12 @@ const (
 	// (as the job spells it). A move refuses to replace a copy that records another table
 	// (two source tables archived into one target table, with the same keys in both);
 	// a copy without it (written before it was recorded) is taken for the move's own.
+	//
+	// These three names record the first hop. An entity archived again from its archive
+	// (a tiered archive: Hot -> Warm -> Cold) keeps them as its own properties, and the
+	// next hop records its provenance under the same names followed by its number,
+	// 2, 3, ... ("ArchivedSourceETag2"): the highest number a copy holds is the hop that
+	// wrote it.
 	SourceTableProperty = "ArchivedSourceTable"
 	// blob metadata names (lowercase: listings lowercase them; GetProperties does not).
 	metaSourceETag      = "sourceetag"
@@ -173,10 +179,14 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 // package documentation ("Index-aware moves").
 //
 // A write whose outcome is unknown (repo.ErrOutcomeUnknown) starts the move over too.
-// Restarts use the jittered backoff of Options.Retry.
+// Restarts use the jittered backoff of Options.Retry. A delete the store refuses (404)
+// while the entity is there at the version read starts the move over once; refused
+// again at that version, the move fails with ErrInvalidInput (permanent), the copy in
+// the target and the entity in the source. So does a companion's copy whose delete in
+// the transaction answers 404 twice at one version while the companion finds it there.
 //
-// Errors: ErrInvalidInput (nothing sent), ErrTransient, *repo.Error. OutcomeMissing is not
-// an error.
+// Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
+// ErrTransient, *repo.Error. OutcomeMissing is not an error.
 func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Outcome, error) {
 	if err := job.Validate(); err != nil {
 		return "", err
@@ -191,8 +201,10 @@ func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Out
 		return "", err
 	}
 	op := retry.Op{Name: "archive entity", Resource: job.Source, PartitionKey: job.PartitionKey, RowKey: job.RowKey, Retryable: restartable}
+	var refused refusals
 	return retry.DoValue(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) (Outcome, error) {
-		return a.moveOnce(ctx, src, job)
+		out, err := a.moveOnce(ctx, src, job)
+		return out, refused.check(err)
 	})
 }
 
@@ -221,8 +233,7 @@ func tableCopyState(target string, e *codec.Entity) (copyState, error) {
 	if e.ETag == "" {
 		return copyState{}, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", target)
 	}
-	s, _ := e.Properties[SourceETagProperty].(string)
-	t, _ := e.Properties[SourceTableProperty].(string)
+	s, t := copyProvenance(e.Properties)
 	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
 }
 
@@ -362,18 +373,18 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 		if len(acts) == 1 {
 			// The plain delete (no companion action): one request, not a transaction.
 			err := src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version})
-			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, err)
+			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
 		}
 		_, err := repo.Submit(ctx, acts...)
 		var ae *repo.ActionError
 		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
 			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
-			return fmt.Errorf("%w: a companion's copy changed (action %d: %d %s)", errRestart, ae.Index, ae.StatusCode, ae.Code) // no RowKey: a companion's row holds an indexed value
+			return &companionRefused{action: ae.Index, status: ae.StatusCode, code: ae.Code, row: ae.RowKey, version: version}
 		}
 		if errors.Is(err, errs.ErrOutcomeUnknown) {
 			return err
 		}
-		return confirmGone(ctx, src, job.PartitionKey, job.RowKey, err)
+		return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
 	}
 	if len(rs) == 0 {
 		return send(ctx) // acts is the delete alone (checkRemoval)
@@ -386,17 +397,21 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 // the move takes the 404 for "gone" (a move reports moved, companions run their After
 // hooks): a store can answer 404 for an entity that is there (Azurite, for a delete in a
 // $batch of a key with U+2028 or U+2029, addresses another row). One Get, on that rare
-// path only: the entity still there makes the move start over (errRestart, nothing of
-// the transaction landed); gone, err comes back as it is. Other errors pass unchanged.
-func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk string, err error) error {
+// path only: the entity still there makes the move start over (an errRestart, a
+// *refusedDelete when it is there at version, the one the delete was conditioned on:
+// nothing of the transaction landed); gone, err comes back as it is. Other errors pass
+// unchanged.
+func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk, version string, err error) error {
 	if !errors.Is(err, errs.ErrNotFound) || isTableNotFound(err) {
 		return err
 	}
-	switch _, there, gerr := stillThere(ctx, src, pk, rk); {
+	switch etag, there, gerr := stillThere(ctx, src, pk, rk); {
 	case gerr != nil:
 		return gerr
+	case there && etag == version:
+		return &refusedDelete{etag: etag}
 	case there:
-		return fmt.Errorf("%w: the delete of (%q, %q) answered 404 while the entity is there", errRestart, pk, rk)
+		return fmt.Errorf("%w: the delete answered 404 while another version of the entity is there", errRestart)
 	}
 	return err
 }
@@ -416,18 +431,16 @@ func stillThere(ctx context.Context, src *repo.Table[codec.Entity], pk, rk strin
 }
 
 // archiveCopy is the archive copy of e: its keys and properties and, for a copy in a
-// table (inTable), the source table and version it was made from (SourceTableProperty,
-// SourceETagProperty, SourceTimestampProperty). A blob copy records the version in its
-// metadata instead (its name holds the table).
+// table (inTable), the source table and version it was made from, under the names of
+// the move's hop (setProvenance: SourceTableProperty, SourceETagProperty,
+// SourceTimestampProperty for a first archive; e's own provenance, from an earlier
+// archive, is kept as it is). A blob copy records the version in its metadata instead
+// (its name holds the table).
 func archiveCopy(e *codec.Entity, source string, inTable bool) *codec.Entity {
 	cp := &codec.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey, Properties: make(map[string]any, len(e.Properties)+3)}
 	maps.Copy(cp.Properties, e.Properties)
 	if inTable {
-		cp.Properties[SourceTableProperty] = source
-		cp.Properties[SourceETagProperty] = e.ETag
-		if !e.Timestamp.IsZero() {
-			cp.Properties[SourceTimestampProperty] = e.Timestamp.UTC()
-		}
+		setProvenance(cp, e, source)
 	}
 	return cp
 }

@@ -263,8 +263,10 @@ func b2i(b bool) int {
 }
 
 // sentInQuery reports whether the condition goes into the query's filter. Edm.Int64
-// conditions do not: the service compares an Int64 literal with a property of another
-// numeric type (Azurite fails such a query with 500), so they are only re-checked.
+// conditions do not: Azurite fails a whole query with 500 when its Int64 literal meets
+// one entity whose property holds an Edm.Int32, an Edm.Double or a boolean (package
+// tabletest), and a job cannot know the stored types in advance, so they are only
+// re-checked.
 func (c Condition) sentInQuery() bool { return c.Type != "Edm.Int64" }
 
 // rangePlan is an archive-range job validated and compiled once per delivery: its
@@ -276,6 +278,8 @@ type rangePlan struct {
 	// sel is the job's key bounds and conditions, without the checkpoint: the filter
 	// sent, without the conditions that are only re-checked (sentInQuery).
 	sel filter.Expr
+	// bounds is the job's key bounds alone (checkConditions samples them).
+	bounds filter.Expr
 }
 
 // matches re-checks every condition of the job on an entity read from storage.
@@ -368,6 +372,7 @@ func (j ArchiveRangeJob) plan() (*rangePlan, error) {
 			parts = append(parts, e)
 		}
 	}
+	p.bounds = parts[0]
 	p.sel = filter.And(parts...)
 	if err := p.sel.Err(); err != nil {
 		return nil, err
@@ -491,6 +496,19 @@ type RangeReport struct {
 	// does not enforce the rule), in the service's order. The rest of the range moves;
 	// each is also logged (keys only) as a warning.
 	Skipped []RangeKey
+	// Changed lists the keys of the entities that another client wrote again between
+	// their copy and their delete in every pass of their batch (Options.Retry bounds the
+	// passes), in the service's order: the rest of the batch moved without them, and
+	// each is left in the source at its newer version, beside the copy of an older one
+	// in the target; a later run of the job moves it. Each is also logged (keys only)
+	// as a warning.
+	Changed []RangeKey
+	// Warnings says which of the job's conditions can match nothing in what the run
+	// read: a property that never occurs in the entities scanned (or, when the scan
+	// selected none, in a sample of the key range), or occurs there with another EDM
+	// type than the condition's. Each is also logged as a warning. They are not errors:
+	// a range can hold nothing to move.
+	Warnings []string
 	// Next is the checkpoint to continue from; nil when the range is done.
 	Next *RangeKey
 }
@@ -517,6 +535,12 @@ func (a *Archiver) ArchiveRange(ctx context.Context, job ArchiveRangeJob) (Range
 		total.Moved += rep.Moved
 		total.Scanned += rep.Scanned
 		total.Skipped = append(total.Skipped, rep.Skipped...)
+		total.Changed = append(total.Changed, rep.Changed...)
+		for _, w := range rep.Warnings {
+			if !slices.Contains(total.Warnings, w) {
+				total.Warnings = append(total.Warnings, w)
+			}
+		}
 		if err != nil || rep.Next == nil {
 			return total, err
 		}
@@ -556,6 +580,10 @@ func (a *Archiver) handleRange(ctx context.Context, job ArchiveRangeJob) (err er
 		rep, err = a.ArchiveRange(ctx, job)
 	} else {
 		rep, err = a.rangeDelivery(ctx, job)
+	}
+	a.logPage(job, rep, err)
+	if a.opts.RangeDone != nil {
+		a.opts.RangeDone(job, rep, err)
 	}
 	if permanent(err) || errors.Is(err, ErrNothingToArchive) {
 		return queueworker.Cancel(err)

@@ -38,11 +38,13 @@ func fitsTransaction(count, size, addCount, addSize int) bool {
 	return count+addCount <= repo.MaxTransactionActions && size+addSize < repo.MaxTransactionBytes
 }
 
-// skipped collects the entities of a page that the target cannot take, once each.
+// skipped collects the entities of a page that the target cannot take (keys), and
+// those written during their move (written), once each.
 type skipped struct {
-	mu   sync.Mutex
-	keys map[RangeKey]bool
-	log  *zap.Logger
+	mu      sync.Mutex
+	keys    map[RangeKey]bool
+	written map[RangeKey]bool
+	log     *zap.Logger
 }
 
 // add records that e is left in the source because its copy was refused (err).
@@ -61,8 +63,13 @@ func (s *skipped) add(source string, k RangeKey, err error) {
 func (s *skipped) list() []RangeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return sortedKeys(s.keys)
+}
+
+// sortedKeys returns the keys of set in the service's order.
+func sortedKeys(set map[RangeKey]bool) []RangeKey {
 	var out []RangeKey
-	for k := range s.keys {
+	for k := range set {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b RangeKey) int {
@@ -133,7 +140,11 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	rep := RangeReport{Scanned: len(skip.keys)} // Skipped is listed once the batches ran
+	warnings, err := a.checkConditions(ctx, src, p, found)
+	if err != nil {
+		return RangeReport{}, err
+	}
+	rep := RangeReport{Scanned: len(skip.keys), Warnings: warnings} // Skipped is listed once the batches ran
 	for _, b := range batches {
 		rep.Scanned += len(b.rks)
 	}
@@ -147,6 +158,7 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	})
 	rep.Moved = int(moved.Load())
 	rep.Skipped = skip.list()
+	rep.Changed = skip.changedList()
 	if err != nil {
 		return rep, err
 	}
@@ -192,7 +204,10 @@ func (p *rangePlan) batches(found []codec.Entity, skip *skipped) ([]rangeBatch, 
 }
 
 // moveBatch moves a batch, starting over from fresh reads when the source or the target
-// changed under it (as ArchiveEntity does); moved counts the entities it deleted.
+// changed under it (as ArchiveEntity does); moved counts the entities it deleted. An
+// entity written between its copy and its delete leaves its transaction, the rest of
+// the batch moves, and the next pass takes it alone; when the passes run out with
+// only such entities left, they stay in the source (leaveChanged).
 //
 // A key whose blob name is too long (a blob target) has no copy to read or write: it is
 // left in the source and reported (skip) here, once, before anything of the batch is
@@ -214,11 +229,24 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 		b.rks = rks
 	}
 	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0], Retryable: restartable}
-	return retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
-		n, err := a.moveBatchOnce(ctx, src, p, b, skip)
+	var refused copyRefusals
+	err := retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
+		n, changed, err := a.moveBatchOnce(ctx, src, p, b, skip)
 		moved.Add(int64(n))
+		if err == nil && len(changed) > 0 {
+			b.rks = changed // the rest moved: a later pass reads and moves these again
+			return errChangedDuringMove
+		}
+		if rk, twice := refused.twice(err); twice {
+			// The store cannot delete that entity's companion copy: leave the entity.
+			skip.add(job.Source, RangeKey{b.pk, rk}, errs.Invalid("companions", "the store refuses the delete of a companion's copy in an entity group transaction (404, twice) while the companion finds it there"))
+			if b.rks = slices.DeleteFunc(slices.Clone(b.rks), func(x string) bool { return x == rk }); len(b.rks) == 0 {
+				return nil
+			}
+		}
 		return err
 	})
+	return leaveChanged(job.Source, b, err, skip)
 }
 
 // moveBatchOnce is one attempt at a batch, the steps of ArchiveEntity for many entities:
@@ -242,7 +270,7 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 // Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
 // attempt reads again. Entities whose delete committed are no longer in the source, so
 // a new attempt moves only what is left.
-func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], p *rangePlan, b rangeBatch, skip *skipped) (int, error) {
+func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], p *rangePlan, b rangeBatch, skip *skipped) (int, []string, error) {
 	job := p.job
 	want := make(map[string]bool, len(b.rks))
 	for _, rk := range b.rks {
@@ -252,18 +280,18 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if job.TargetTable != "" {
 		var err error
 		if dst, err = a.table(job.TargetTable); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	tgt, err := a.rangeTargets(ctx, job, dst, b, want)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
 	f := filter.And(p.sel, filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
 	read, err := src.Collect(ctx, repo.Query{Filter: f})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// Keep the batch's own keys: an entity inserted behind the scan is left for a later
 	// run, and the query's answer is untrusted.
@@ -275,7 +303,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 			continue
 		}
 		if e.ETag == "" {
-			return 0, fmt.Errorf("consistency: a source entity of %s came back without an ETag", job.Source)
+			return 0, nil, fmt.Errorf("consistency: a source entity of %s came back without an ETag", job.Source)
 		}
 		want[e.RowKey] = false // a key read twice is moved once
 		if !p.matches(e) {
@@ -289,7 +317,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		live = append(live, e)
 		if st.sourceETag != e.ETag {
@@ -297,32 +325,32 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 		}
 	}
 	if len(live) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	for _, e := range live {
 		if st := tgt[e.RowKey]; st.foreign(job.Source) {
 			// Another table's entity under the same keys: never replaced (nothing written).
-			return 0, foreignCopy(job.TargetTable, job.Source, e.PartitionKey, e.RowKey, st.sourceTable)
+			return 0, nil, foreignCopy(job.TargetTable, job.Source, e.PartitionKey, e.RowKey, st.sourceTable)
 		}
 	}
 	if err := a.after(KindArchiveRange, "read"); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	groups, err := a.removalGroups(ctx, src, job, live)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := a.writeCopies(ctx, job, dst, stale, tgt); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n, err := a.deleteMoved(ctx, src, job, groups, skip)
+	n, changed, err := a.deleteMoved(ctx, src, job, groups, skip)
 	if err != nil {
-		return n, err
+		return n, nil, err
 	}
-	return n, a.after(KindArchiveRange, "deleted")
+	return n, changed, a.after(KindArchiveRange, "deleted")
 }
 
 // rangeTargets reads the target's state for the keys of a batch: the copies in the
@@ -370,7 +398,9 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, dst *r
 func (a *Archiver) readCopies(ctx context.Context, dst *repo.Table[codec.Entity], b rangeBatch) ([]codec.Entity, error) {
 	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
 	f := filter.And(filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
-	pager := dst.Pages(repo.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", SourceETagProperty, SourceTableProperty}})
+	// Whole copies: the hop a copy records is the highest of its provenance names, which
+	// a $select cannot name in advance (see provenanceHop).
+	pager := dst.Pages(repo.Query{Filter: f})
 	page, err := pager.Next(ctx)
 	if err != nil {
 		return nil, err
@@ -506,12 +536,16 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 // waited costs one more companion read (when its turn comes), not a failed transaction
 // and a restart of the whole batch.
 //
+// An entity written since the batch read it (its delete fails If-Match), or deleted by
+// another client, leaves its transaction and the others go again (leave): one hot
+// entity never holds back the rest of its batch; a later run of the job moves it.
+//
 // A store can refuse the delete of an entity (404, 412, 400) while the entity is there,
 // unchanged (Azurite, for a key with U+2028 or U+2029 in a $batch: it addresses another
 // row). One Get tells it from a concurrent change, and such an entity is then removed on
 // its own (removeAlone) while the rest of its transaction is sent again, rather than the
 // batch restarting until its retries end.
-func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup, skip *skipped) (int, error) {
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup, skip *skipped) (deleted int, changed []string, err error) {
 	type waiting struct {
 		g     removalGroup
 		asked bool // g holds the current answer of the companions; else only g.e and g.rows (the last round's)
@@ -520,7 +554,6 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 	for i, g := range groups {
 		pending[i] = waiting{g: g, asked: true}
 	}
-	deleted := 0
 	for len(pending) > 0 {
 		var cur []removalGroup // the groups of the transaction being built
 		size := repo.TransactionSize()
@@ -532,6 +565,16 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 			for len(cur) > 0 {
 				n, err := a.deleteGroups(ctx, src, job, cur)
 				deleted += n
+				var ce *changedError
+				if errors.As(err, &ce) {
+					// Nothing of the transaction landed: the entity written (or deleted)
+					// since the batch read it leaves, and the others go again.
+					if !ce.gone {
+						changed = append(changed, cur[ce.group].e.RowKey)
+					}
+					cur = slices.Delete(cur, ce.group, ce.group+1)
+					continue
+				}
 				var ue *unaddressableError
 				if !errors.As(err, &ue) {
 					if err != nil {
@@ -563,7 +606,7 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 			if !w.asked {
 				var err error
 				if g, err = a.removalGroup(ctx, src, job, w.g.e); err != nil {
-					return deleted, err
+					return deleted, changed, err
 				}
 				if taken(g.rows) {
 					next = append(next, waiting{g: g})
@@ -572,7 +615,7 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 			}
 			if !fitsTransaction(actionCount(cur), size, len(g.actions), g.size) {
 				if err := flush(); err != nil {
-					return deleted, err
+					return deleted, changed, err
 				}
 			}
 			cur = append(cur, g)
@@ -582,11 +625,11 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 			}
 		}
 		if err := flush(); err != nil {
-			return deleted, err
+			return deleted, changed, err
 		}
 		pending = next
 	}
-	return deleted, nil
+	return deleted, changed, nil
 }
 
 // actionCount is the number of actions of the groups gs.
@@ -615,9 +658,8 @@ func (e *unaddressableError) Error() string {
 // companion protocol (withCompanions) and returns how many entities it deleted. A
 // refusal of an entity's own delete (a 4xx: 404, 412, or Azurite's 400
 // InvalidDuplicateRow when it read the key of another delete of the transaction) is
-// checked with one Get of that entity: gone or changed, the batch starts over
-// (errRestart, or the refusal as it is); there at the version read, an
-// *unaddressableError names its group.
+// checked with one Get of that entity: gone or changed, a *changedError names its
+// group; there at the version read, an *unaddressableError does.
 func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, gs []removalGroup) (int, error) {
 	tx := make([]repo.Action, 0, actionCount(gs))
 	batch := make([]removing, 0, len(gs))
@@ -639,12 +681,15 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 				return gerr
 			case there && etag == e.ETag:
 				return &unaddressableError{group: gi, err: err}
+			default:
+				return &changedError{group: gi, gone: !there}
 			}
 		}
 		if errors.Is(err, errs.ErrNotFound) {
-			// An entity (or a companion's copy) is gone: a concurrent run moved it, or
-			// the application deleted it. Start over: fresh reads find what is left.
-			return fmt.Errorf("%w: action %d of the delete transaction met a gone row", errRestart, ae.Index) // no RowKey: a companion's row holds an indexed value
+			// A companion's copy is gone: a concurrent run moved its entity, or the
+			// application deleted it. Start over: fresh reads find what is left.
+			gi, _ := deleteOf(gs, ae.Index)
+			return &rangeCopyGone{action: ae.Index, rk: gs[gi].e.RowKey, version: gs[gi].e.ETag, row: ae.RowKey}
 		}
 		return err
 	})

@@ -51,7 +51,11 @@ const restoreChunk = 2000
 // consistently), before the first write; they are then written four shards at once
 // (their keys are disjoint; generations still in order).
 //
-// Errors: ErrInvalidInput (nothing sent), ErrArchiveCorrupt, ErrTransient, *repo.Error.
+// Both the table whose archive it reads (job.Table) and the target must be inside
+// Options.AllowedTablePrefixes, and the container inside Options.AllowedContainers.
+//
+// Errors: ErrInvalidInput (nothing sent), ErrNotAllowed (nothing sent),
+// ErrArchiveCorrupt, ErrTransient, *repo.Error.
 func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (TableReport, error) {
 	if err := job.Validate(); err != nil {
 		return TableReport{}, err
@@ -60,7 +64,9 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	if target == "" {
 		target = job.Table
 	}
-	if err := a.allowed(target, "", job.Container); err != nil {
+	// The table whose archive is read is checked too: otherwise whoever can write the
+	// queue copies any table exported to an allowed container into an allowed table.
+	if err := a.allowed(job.Table, target, job.Container); err != nil {
 		return TableReport{}, err
 	}
 	gens, err := a.listGenerations(ctx, job.Container, job.Table)

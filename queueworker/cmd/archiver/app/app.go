@@ -365,9 +365,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err != nil {
 		return err
 	}
+	var ranges rangeSummary
 	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
 		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger),
-		Companions: companions, Queue: jobs})
+		Companions: companions, Queue: jobs, RangeDone: ranges.add})
 	if err != nil {
 		return err
 	}
@@ -421,6 +422,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	e.logger.Info("archiver stopped", zap.Int64("processed", s.Processed), zap.Int64("failed", s.Failed),
 		zap.Int64("poisoned", s.Poisoned), zap.Int64("retried", s.Retried))
 	fmt.Fprintf(stdout, "processed %d, failed %d, poisoned %d\n", s.Processed, s.Failed, s.Poisoned)
+	ranges.print(stdout)
 	if err == nil && drain && s.Poisoned > 0 {
 		return &poisonedError{poisoned: s.Poisoned, queue: e.queue}
 	}
