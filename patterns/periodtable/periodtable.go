@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
