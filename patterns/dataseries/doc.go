@@ -46,7 +46,8 @@
 // and apply each call once (each operation once, with an OpID:
 // TestAddWithOpIDCountsEachOperationOnce, TestAddCrashAndRerun). A write whose re-read
 // fails still answers errs.ErrOutcomeUnknown (TestAddKeepsOutcomeUnknownWhenTheRereadFails).
-// A point that was never written reads as 0.
+// A point that was never written reads as 0; points of another numeric type, written by
+// another client, are converted (TestNumericTypes).
 //
 // # Cost in requests
 //
@@ -63,7 +64,10 @@
 //     entity (patterns/wideentity: several entities of one partition, written in one
 //     transaction) or in a blob (the Azure Table storage design guide "large entities"; an eventually consistent
 //     update as in "eventually consistent transactions"). TestLimitsAndBadInput,
-//     TestFullSeriesFitsWithHistory and TestNewRefusesTrackingInSeriesProperties prove it.
+//     TestFullSeriesFitsWithHistory and TestNewRefusesTrackingInSeriesProperties prove it;
+//     a table whose write history would hide the operation ids or a point is refused
+//     (TestOpIDCountsOnceWhateverTheTableTracksWritesIn,
+//     TestPointReadsBackWhateverTheTableTracksWritesIn).
 //   - Many clients updating one series conflict often: each conflict costs a read and a
 //     write (the guide warns of it). Spread hot counters, or aggregate in a queue worker
 //     that writes once per batch.
