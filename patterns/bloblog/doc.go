@@ -20,7 +20,9 @@
 // record times (starttime, endtime). A time-range read lists the name prefix of each hour
 // the range touches ("queue/2014/07/31/18" for 18:00 to 19:00, which also covers shorter
 // periods such as 1815), skips blobs whose metadata range misses it, and downloads the
-// rest; lines outside the range are skipped by comparing their fixed-width time text.
+// rest; lines outside the range are skipped by comparing their fixed-width time text
+// (TestWriteReadRange, TestListSkipsByMetadata, TestShortPeriods,
+// TestShortReaderPeriodReadsHourWriters).
 //
 // Writer buffers records in memory and appends them to append blobs — one request per
 // flush instead of one per record, the trade-off between reliability, cost and
@@ -28,7 +30,7 @@
 // every Options.FlushInterval, on Flush and on Close. Write blocks when
 // Options.MaxBuffered bytes wait, so memory stays bounded when the store is slow. A blob
 // is closed for appends at Options.MaxBlobBytes and the period's next one (NNNNNN+1)
-// begins.
+// begins (TestFlushOnSizeAndInterval, TestBackpressure, TestRollover).
 //
 //	w, _ := bloblog.NewWriter(clients.Blobs, "logs", "web", nil)
 //	_ = w.Write(ctx, bloblog.Record{Time: time.Now(), Data: []byte("GET /index.html 200")})
@@ -37,21 +39,23 @@
 //	for rec, err := range r.Read(ctx, "web", from, to) { ... }
 //
 // Records are lines of text: the time (UTC, 7 fractional digits), a tab, and the data with
-// backslash, LF and CR escaped, so any bytes round-trip and a blob can be read with grep.
+// backslash, LF and CR escaped, so any bytes round-trip and a blob can be read with grep
+// (TestRecordEncodingRoundTrips).
 //
 // # Consistency and durability
 //
 // A record is stored once Flush or Close returned nil for it. Records buffered in memory
 // are lost if the process dies; nothing is lost on a graceful Close, which flushes and, if
 // that fails, keeps the records and returns the error (call Close again). A failed flush
-// keeps its records in front of the buffer, in order.
+// keeps its records in front of the buffer, in order (TestConcurrentWritersAndClose).
 //
 // No record is stored twice. Each append is conditional on the blob's length as the writer
 // knows it (x-ms-blob-condition-appendpos): a retry after a lost response is refused, and
 // the blob's length then tells whether the first try was stored. An append whose outcome
 // stays unknown (retries exhausted) is checked the same way before the next flush sends
 // anything. A writer creates its blobs with If-None-Match: * and appends only to its own,
-// so several writers (even of one source) never interleave.
+// so several writers (even of one source) never interleave
+// (TestFaultsStoreEachRecordExactlyOnce).
 //
 // The metadata range is widened before each append that needs it, never after: a crash
 // between the two leaves a range wider than the records, never narrower, so a reader that
@@ -67,7 +71,19 @@
 // # Errors
 //
 // Bad input (a zero or out-of-range time, a record over MaxAppendBytes, a bad source or
-// container name, invalid options) is refused with errs.ErrInvalidInput before any request.
+// container name, invalid options) is refused with errs.ErrInvalidInput before any request
+// (TestInvalidInput).
 // Service errors wrap the SDK's sentinels (errs.ErrNotFound for a missing container,
 // errs.ErrTransient when retries are exhausted).
+//
+// # Reading the code
+//
+// The algorithm: append.go
+//
+// It reads as the guide's steps for writing: the records of each period, in time order,
+// go to the period's current blob (found by listing its directory, created with its
+// metadata range), whose range is widened before each conditional append. An append or a
+// create whose response was lost is decided in outcome.go; buffering, the interval flush
+// and Close in writer.go; options in options.go, the blob metadata in metadata.go, the
+// line format and the names in record.go; the time-range read in reader.go.
 package bloblog

@@ -39,10 +39,15 @@
 //
 // # Consistency
 //
-// A series is one entity, so every write is atomic. Set and Put are idempotent. Add and
+// A series is one entity, so every write is atomic. Set and Put are idempotent, and a Set
+// of one point leaves the others as they are (TestSetIsAMergeOfOneProperty). Add and
 // Update lose no update under any number of concurrent writers (optimistic concurrency on
-// the ETag, the design guide's "managing concurrency"), and apply each call once (each
-// operation once, with an OpID). A point that was never written reads as 0.
+// the ETag, the design guide's "managing concurrency"; TestConcurrentAddsLoseNoUpdate),
+// and apply each call once (each operation once, with an OpID:
+// TestAddWithOpIDCountsEachOperationOnce, TestAddCrashAndRerun). A write whose re-read
+// fails still answers errs.ErrOutcomeUnknown (TestAddKeepsOutcomeUnknownWhenTheRereadFails).
+// A point that was never written reads as 0; points of another numeric type, written by
+// another client, are converted (TestNumericTypes).
 //
 // # Cost in requests
 //
@@ -58,7 +63,11 @@
 //     errs.ErrInvalidInput that says so, by design rather than by accident: store it as a wide
 //     entity (patterns/wideentity: several entities of one partition, written in one
 //     transaction) or in a blob (the Azure Table storage design guide "large entities"; an eventually consistent
-//     update as in "eventually consistent transactions").
+//     update as in "eventually consistent transactions"). TestLimitsAndBadInput,
+//     TestFullSeriesFitsWithHistory and TestNewRefusesTrackingInSeriesProperties prove it;
+//     a table whose write history would hide the operation ids or a point is refused
+//     (TestOpIDCountsOnceWhateverTheTableTracksWritesIn,
+//     TestPointReadsBackWhateverTheTableTracksWritesIn).
 //   - Many clients updating one series conflict often: each conflict costs a read and a
 //     write (the guide warns of it). Spread hot counters, or aggregate in a queue worker
 //     that writes once per batch.
@@ -70,4 +79,13 @@
 // The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
 // errs.ErrInvalidInput, ...) are those of package
 // github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
+//
+// # Reading the code
+//
+// The algorithm: dataseries.go
+//
+// It reads as the guide's steps: one point query for the series, a merge of one property
+// for a point, and the read-modify-write under If-Match for Add and Update. The write whose
+// response was lost is decided in outcome.go; the layout, options and constructor are in
+// options.go and store.go, the conversion of points and the checks of input in points.go.
 package dataseries

@@ -1,21 +1,17 @@
 package keyspread_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/keyspread"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/filter"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestAdviseShapes(t *testing.T) {
@@ -122,78 +118,78 @@ func TestAdviseRates(t *testing.T) {
 	}
 }
 
-func TestStress(t *testing.T) {
+// NaN shares are not shares: like a NaN Target, they must be refused. Accepted, a NaN
+// HotShare makes every comparison false, and a sample where one partition takes 95% of
+// the writes is reported as spread.
+func TestAdviseRefusesNaNShares(t *testing.T) {
 	t.Parallel()
-	tb, proxy, clients := tableWithClients[Access](t, true)
-	var inserted atomic.Int64
-	insert := func(ctx context.Context, worker, i int) (int, error) {
-		err := tb.Insert(ctx, &Access{Partition: "Sales", RowKey: fmt.Sprintf("%08d", i), Employee: fmt.Sprint(worker)})
-		if err == nil {
-			inserted.Add(1)
-			return 1, nil
+	keys := make([]string, 0, 100)
+	for i := range 100 {
+		if i%20 == 0 {
+			keys = append(keys, fmt.Sprintf("z%02d", i))
+		} else {
+			keys = append(keys, "hot")
 		}
-		return 0, err
 	}
-	// Bounded by count.
-	rep, err := keyspread.Stress(t.Context(), insert, time.Minute, &keyspread.StressOptions{MaxOps: 200, Concurrency: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Ops != 200 || rep.Entities != 200 || rep.Errors != 0 || rep.EntitiesPerSecond <= 0 || rep.P99 < rep.P50 {
-		t.Fatalf("report %+v", rep)
-	}
-	stored, err := tb.Collect(t.Context(), repo.Query{Filter: filter.PartitionKey("Sales")})
-	if err != nil || len(stored) != 200 {
-		t.Fatalf("%d entities stored, %v", len(stored), err)
-	}
-	if !strings.Contains(rep.String(), "entities/s") {
-		t.Fatalf("summary %q", rep.String())
-	}
-
-	// Bounded by time, with the service shedding a share of the load.
-	proxy.SetSeed(7)
-	proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsInsertEntity, Probability: 0.3, Action: faultproxy.Respond(503, "ServerBusy")})
-	noRetry, err := repo.New[Access](clients.Tables, tb.Name(), &repo.Options{Retry: retry.NoRetry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	insertRaw := func(ctx context.Context, worker, i int) (int, error) {
-		err := noRetry.Insert(ctx, &Access{Partition: "Sales", RowKey: fmt.Sprintf("b%08d", i)})
-		if err != nil {
-			return 0, err
+	for _, o := range []keyspread.AdviseOptions{{HotShare: math.NaN()}, {MonotonicShare: math.NaN()}} {
+		rep, err := keyspread.AdviseKeys(keys, &o)
+		if errors.Is(err, errs.ErrInvalidInput) {
+			continue
 		}
-		return 1, nil
+		t.Errorf("options %+v accepted (err %v): pattern %v, skew %.2f, suggestion %q", o, err, rep.Pattern, rep.Skew, rep.Suggestion)
 	}
-	began := time.Now()
-	rep, err = keyspread.Stress(t.Context(), insertRaw, 300*time.Millisecond, &keyspread.StressOptions{Concurrency: 4, Target: keyspread.TargetGuide})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(began); took > 5*time.Second {
-		t.Fatalf("a 300 ms stress test took %v", took)
-	}
-	if rep.Ops == 0 || rep.Errors == 0 || rep.Throttled != rep.Errors || rep.Codes["ServerBusy"] != rep.Errors || rep.Entities != rep.Ops-rep.Errors {
-		t.Fatalf("report %+v", rep)
-	}
-	if rep.ErrorRate < 0.1 || rep.ErrorRate > 0.5 {
-		t.Fatalf("error rate %.2f for 30%% injected", rep.ErrorRate)
-	}
+}
 
-	for name, c := range map[string]struct {
-		op   keyspread.Operation
-		d    time.Duration
-		opts *keyspread.StressOptions
+// Extreme samples and options neither loop nor panic, and keep Buckets within [4, MaxBuckets]
+// whenever a fix is advised.
+func TestAdviseExtremesNeitherLoopNorPanic(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(0, 0)
+	burst := func(n int, step time.Duration) []keyspread.Write {
+		w := make([]keyspread.Write, n)
+		for i := range w {
+			w[i] = keyspread.Write{PartitionKey: fmt.Sprintf("k%06d", i), Time: t0.Add(time.Duration(i) * step)}
+		}
+		return w
+	}
+	cases := []struct {
+		name   string
+		writes []keyspread.Write
+		opts   keyspread.AdviseOptions
 	}{
-		"no operation": {nil, time.Second, nil},
-		"no duration":  {insert, 0, nil},
-		"too long":     {insert, keyspread.MaxStressDuration + 1, nil},
-		"workers":      {insert, time.Second, &keyspread.StressOptions{Concurrency: keyspread.MaxStressConcurrency + 1}},
-		"NaN target":   {insert, time.Second, &keyspread.StressOptions{Target: math.NaN()}},
-		"Inf target":   {insert, time.Second, &keyspread.StressOptions{Target: math.Inf(1)}},
-		"below zero":   {insert, time.Second, &keyspread.StressOptions{Target: -1}},
-	} {
-		if _, err := keyspread.Stress(t.Context(), c.op, c.d, c.opts); !errors.Is(err, repo.ErrInvalidInput) {
-			t.Errorf("%s: %v", name, err)
+		{"tiny target", burst(1000, time.Nanosecond), keyspread.AdviseOptions{Target: math.SmallestNonzeroFloat64}},
+		{"tiny window", burst(1000, 0), keyspread.AdviseOptions{Window: time.Nanosecond}},
+		{"huge window", burst(1000, time.Hour), keyspread.AdviseOptions{Window: time.Duration(math.MaxInt64)}},
+		{"times far apart", []keyspread.Write{{PartitionKey: "a", Time: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}, {PartitionKey: "a", Time: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}, keyspread.AdviseOptions{}},
+		{"one write", []keyspread.Write{{PartitionKey: "", Time: t0}}, keyspread.AdviseOptions{Window: time.Nanosecond}},
+	}
+	for _, c := range cases {
+		done := make(chan struct{})
+		var rep keyspread.Report
+		var err error
+		go func() {
+			defer close(done)
+			rep, err = keyspread.Advise(func(yield func(keyspread.Write) bool) {
+				for _, w := range c.writes {
+					if !yield(w) {
+						return
+					}
+				}
+			}, &c.opts)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Advise did not return", c.name)
+		}
+		if err != nil {
+			continue
+		}
+		if rep.Pattern != keyspread.Spread && (rep.Buckets < 4 || rep.Buckets > keyspread.MaxBuckets) {
+			t.Errorf("%s: pattern %v, %d buckets", c.name, rep.Pattern, rep.Buckets)
+		}
+		if math.IsNaN(rep.PeakRate) || math.IsInf(rep.PeakRate, 0) {
+			t.Errorf("%s: peak rate %v", c.name, rep.PeakRate)
 		}
 	}
 }

@@ -19,15 +19,18 @@
 // ranges, and a range of natural keys is still N range queries, run in parallel and
 // merged in order by ReadRange. KeyBy(natural, by) spreads one hot natural partition over
 // N partitions by another value (the RowKey, an entity id): ReadPartition reads it back
-// with N parallel queries merged in RowKey order, as if it were one partition.
+// with N parallel queries merged in RowKey order, as if it were one partition
+// (TestBuckets, TestReadPartitionMergesBuckets, TestReadRangeOfSequentialKeys,
+// TestReadPartitionError).
 //
 // HashPrefix is Tablestore's hash prefix (the first hex digits of the key's MD5,
 // "ee8f_200001"): the widest spread, for keys read by point queries only, since a range of
-// natural keys can no longer be read by range.
+// natural keys can no longer be read by range (TestHashPrefix).
 //
 // Concat is Tablestore's concatenated partition key: several columns in one key, integers
 // zero-padded and parts joined by a separator below every character of the parts, so that
-// keys sort as the tuples of their values and PartitionRange still selects ranges.
+// keys sort as the tuples of their values and PartitionRange still selects ranges
+// (TestConcatKeepsOrder).
 //
 // The guide's own fix for the access log keeps department and employee in the
 // PartitionKey and the time in the RowKey (a compound key): see the example.
@@ -36,12 +39,16 @@
 //
 // Advise reads a sample of keys (or a write log with times) and reports append-only or
 // prepend-only keys, the skew (the hottest partition's share), the peak rate of one
-// partition against the target, and a suggested fix with a number of buckets.
+// partition against the target, and a suggested fix with a number of buckets
+// (TestAdviseShapes, TestAdviseRates, TestAdviseHotPartitionAtEitherEndIsNotMonotonic);
+// it refuses options that are not numbers and returns on any sample
+// (TestAdviseRefusesNaNShares, TestAdviseExtremesNeitherLoopNorPanic,
+// TestAdviseTinyTargetReturns).
 //
 // Stress is the guide's partition stress test: with a test table loaded, it drives the
 // application's operations at one partition with many workers for a bounded time and
 // count, and reports the entities per second the partition took against the target, and
-// the error rate. The tool under cmd/partitionstress runs it against a loopback Azurite
+// the error rate (TestStressReportsRateAndErrorsWithinItsBounds). The tool under cmd/partitionstress runs it against a loopback Azurite
 // (the emulator does not throttle: it measures the load the application can generate, the
 // figure to compare with the target), or, with -model-rate, against a throughput model of
 // the service in front of Azurite, whose partition limit it finds within 10 %.
@@ -58,7 +65,8 @@
 // partitions, gave 20 against 200 entities/s: 10.0 (BENCHMARKS.md, "Throttling: spread vs
 // append-only"). On the service the ratio is bounded the same way, by the account target
 // over the partition target (10), once the spread outnumbers it; the targets are
-// published, the model's token-bucket shape is an assumption.
+// published, the model's token-bucket shape is an assumption
+// (TestLoadSpreadVersusAppendOnly, TestLoadHashPrefixVersusSequentialIDs).
 //
 // # Consistency and cost
 //
@@ -73,4 +81,14 @@
 //
 // Invalid arguments (bucket counts, digits, fields, options) are refused with
 // errs.ErrInvalidInput before any request; query errors are those of repo.
+//
+// # Reading the code
+//
+// The algorithm: spread.go
+//
+// It reads as the guide's fix: a sequential key spread over N buckets (or behind a hash
+// prefix), and a natural partition or range read back with one query per bucket. The
+// streaming merge of the bucket queries is in merge.go, its options in options.go;
+// concatenated keys are in concat.go, the advisor in advisor.go and the partition stress
+// test in stress.go.
 package keyspread

@@ -24,9 +24,10 @@
 //	https://myaccount.table.core.windows.net/EmployeeExpense(PartitionKey='empid')?$top=10
 //
 // A Log builds exactly that key (package keys: keys.InvertedTicks is byte-for-byte the
-// .NET string), followed by "_" and an id, so that two entries of the same 100 ns tick do
+// .NET string; TestRowKeyIsDotNetInvertedTicks), followed by "_" and an id, so that two entries of the same 100 ns tick do
 // not collide: Append uses the Log's WriterID and ticks that strictly increase within a
-// Log; AppendAt uses the caller's id (the claim id). Keys convert back to times with
+// Log; AppendAt uses the caller's id (the claim id) (TestSameTickDoesNotCollide,
+// TestSharedWriterIDMovesToNextTick). Keys convert back to times with
 // ParseRowKey and TimeOf. The log reads only the keys that start with its Prefix and a
 // digit, so a partition can also hold other entities (the employee row itself).
 //
@@ -35,16 +36,20 @@
 //	_, err := log.Append(ctx, &Claim{Employee: "000123", Amount: 42.5})   // RowKey set by the log
 //	newest, err := log.Newest(ctx, "000123", 10)                           // one request, $top=10
 //
-// Range (and Query, for resumable paging with the table's Pages) reads the entries
-// between two times, newest first, as one range query.
+// Newest is one request with $top whatever the length of the log
+// (TestNewestIsOneRequestWithTop). Range (and Query, for resumable paging with the table's
+// Pages) reads the entries between two times, newest first, as one range query
+// (TestRangeBounds).
 //
 // # Consistency
 //
 // Each entry is one entity written by one request, so it is atomic by itself. Append
 // inserts, never twice: a retried insert whose first attempt may have been stored returns
 // errs.ErrOutcomeUnknown, or, on a table with repo.Options.TrackWrites, recognises its own
-// entry by its write id and succeeds. AppendAt is idempotent (insert-or-replace under the key
-// of its time and id), so an import or a message handler can run it again safely. Readers
+// entry by its write id and succeeds (TestAppendUnderFaultsStoredOnce); it never takes
+// another Log's entry for its own (TestAppendNeverTakesAnotherLogsEntryForItsOwn). AppendAt is idempotent (insert-or-replace under the key
+// of its time and id), so an import or a message handler can run it again safely
+// (TestAppendAtIsIdempotent). Readers
 // see entries as soon as they are written; there is no secondary state to keep in sync.
 //
 // # Cost in requests
@@ -74,4 +79,13 @@
 // The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
 // errs.ErrInvalidInput, ...) are those of package
 // github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
+//
+// # Reading the code
+//
+// The algorithm: logtail.go
+//
+// It reads as the guide's steps: the inverted-ticks RowKey, the insert of an entry under
+// it, and the range query with $top that returns the newest first. The Log's options and
+// constructor are in log.go, the parsing of keys and the tick arithmetic of the range
+// bounds in rowkey.go.
 package logtail

@@ -2,12 +2,8 @@ package logtail
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"iter"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -17,91 +13,9 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-// tickWidth is the width of the inverted ticks at the start of every entry key ("D19").
-const tickWidth = 19
-
-// MaxWriterIDLen is the longest Options.WriterID accepted.
-const MaxWriterIDLen = 64
-
 // appendCollisions bounds how many times Append moves to the next tick when its key is
 // already taken (only possible when two writers share a WriterID).
 const appendCollisions = 8
-
-// Options configures a Log. The zero value (or nil) gives the documented defaults.
-type Options struct {
-	// Prefix is put before the inverted ticks in every entry's RowKey, so that the log can
-	// share its partitions with other entities (an employee row next to the employee's
-	// expense claims, for example). The log only ever reads the keys that start with Prefix
-	// followed by a digit. Defaults to "" (the log's keys start with the digits).
-	Prefix string
-	// WriterID makes the keys of Append unique across writers that append to the same
-	// partition in the same tick: it ends every key Append builds. It must be unique among
-	// the Logs appending at the same time (one per process or goroutine pool), contain only
-	// characters allowed in keys and be at most MaxWriterIDLen bytes. Defaults to 12 random
-	// hex digits per Log.
-	WriterID string
-	// Clock is the time source of Append. Defaults to time.Now.
-	Clock func() time.Time
-}
-
-// Log is the log tail of one table (the Azure Table storage design guide, "log tail pattern"): entities of T stored
-// with RowKeys that sort newest first, so that the newest n entries of a partition are the
-// first n of a range query. A Log is safe for concurrent use.
-type Log[T any] struct {
-	table     *repo.Table[T]
-	setRowKey func(*T, string)
-	prefix    string
-	writer    string
-	clock     func() time.Time
-
-	mu   sync.Mutex
-	last int64 // the last tick Append used: Append's ticks strictly increase
-}
-
-// New returns the log tail over table. The entries are values of T whose PartitionKey
-// field the caller sets (the employee, device or stream the entry belongs to) and whose
-// RowKey field the log sets. It sends nothing.
-//
-// Errors: errs.ErrInvalidInput (an *errs.InvalidInputError) for a nil table, an invalid Prefix
-// or WriterID, or a T whose RowKey field cannot be set (reached through an embedded
-// pointer).
-func New[T any](table *repo.Table[T], opts *Options) (*Log[T], error) {
-	if table == nil {
-		return nil, errs.Invalid("table", "is nil")
-	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if err := keys.Validate(o.Prefix); err != nil {
-		return nil, errs.Invalid("Options.Prefix", "%v", err)
-	}
-	if o.WriterID == "" {
-		var b [6]byte
-		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-		o.WriterID = hex.EncodeToString(b[:])
-	}
-	if len(o.WriterID) > MaxWriterIDLen {
-		return nil, errs.TooLarge("Options.WriterID", "too long", len(o.WriterID), MaxWriterIDLen)
-	}
-	if err := keys.Validate(o.WriterID); err != nil {
-		return nil, errs.Invalid("Options.WriterID", "%v", err)
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	set, err := rowKeySetter(table.Codec())
-	if err != nil {
-		return nil, err
-	}
-	return &Log[T]{table: table, setRowKey: set, prefix: o.Prefix, writer: o.WriterID, clock: o.Clock}, nil
-}
-
-// Table returns the table the log reads and writes.
-func (l *Log[T]) Table() *repo.Table[T] { return l.table }
-
-// WriterID returns the id that ends the keys of this Log's Appends.
-func (l *Log[T]) WriterID() string { return l.writer }
 
 // RowKey returns the RowKey of an entry at time at with id: Prefix, the inverted ticks of
 // at (.NET's string.Format("{0:D19}", DateTime.MaxValue.Ticks - at.Ticks)), "_" and id.
@@ -109,27 +23,6 @@ func (l *Log[T]) WriterID() string { return l.writer }
 // 9999 are clamped, as in keys.Ticks.
 func (l *Log[T]) RowKey(at time.Time, id string) string {
 	return l.prefix + keys.InvertedTicksUnique(at, id)
-}
-
-// ParseRowKey returns the time and the id of an entry's RowKey.
-//
-// Errors: errs.ErrInvalidInput when rk is not a key of this log (wrong prefix, not 19 digits
-// and "_", ticks above DateTime.MaxValue).
-func (l *Log[T]) ParseRowKey(rk string) (time.Time, string, error) {
-	rest, ok := strings.CutPrefix(rk, l.prefix)
-	if !ok {
-		return time.Time{}, "", errs.Invalid("RowKey", "%q does not start with the log's prefix %q", rk, l.prefix)
-	}
-	return keys.SplitInvertedTicksUnique(rest)
-}
-
-// TimeOf returns the time of the entry v from its RowKey.
-//
-// Errors: as ParseRowKey.
-func (l *Log[T]) TimeOf(v *T) (time.Time, error) {
-	_, rk := l.table.Codec().Keys(v)
-	at, _, err := l.ParseRowKey(rk)
-	return at, err
 }
 
 // tick returns the tick for the next Append: the clock's, or one more than the last one
@@ -225,31 +118,6 @@ func (l *Log[T]) bounds(from, to time.Time) (lo, hi string) {
 		hi = l.prefix + padTicks(max(keys.MaxTicks-ceilTicks(from)+1, 0))
 	}
 	return lo, hi
-}
-
-// maxTickTime is the time of keys.MaxTicks, the last tick an entry can be stamped with.
-var maxTickTime, _ = keys.FromTicks(keys.MaxTicks)
-
-// ceilTicks returns the first tick at or after t: 0 before year 1, and MaxTicks+1 after
-// the last tick (so that a "to" beyond year 9999 keeps an entry stamped at the maximum).
-func ceilTicks(t time.Time) int64 {
-	if t.After(maxTickTime) {
-		return keys.MaxTicks + 1
-	}
-	k := keys.Ticks(t)
-	if k > 0 && t.Nanosecond()%100 != 0 {
-		k++
-	}
-	return k
-}
-
-func padTicks(n int64) string {
-	var b [tickWidth]byte
-	for i := tickWidth - 1; i >= 0; i-- {
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[:])
 }
 
 // Query returns the query of partition pk's entries with from <= time < to, newest first:

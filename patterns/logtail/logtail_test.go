@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/patterns/logtail"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // The key is the guide's C# expression, digit for digit: DateTime(2024,1,1).Ticks is
@@ -353,41 +351,6 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 		if err := f(); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
-	}
-}
-
-// An append whose response is lost, or that meets a busy server, is stored exactly once on
-// a table that tracks writes; without tracking the lost one says repo.ErrOutcomeUnknown
-// (another Log with the same WriterID could hold the key).
-func TestAppendUnderFaultsStoredOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t, true)
-	o := b.RepoOptions()
-	o.TrackWrites = true
-	tracked, err := repo.New[Claim](b.Clients.Tables, b.Table, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := logtail.New(tracked, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.DropAfterForward()})
-	b.Proxy().AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.Respond(503, "ServerBusy")})
-	for i := range 3 {
-		if _, err := log.Append(b.Ctx, &Claim{Employee: "E", ClaimID: fmt.Sprint(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if b.Proxy().Fired("lost") != 1 || b.Proxy().Fired("busy") != 1 {
-		t.Fatalf("faults fired: lost %d, busy %d", b.Proxy().Fired("lost"), b.Proxy().Fired("busy"))
-	}
-	all, err := log.Table().Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey("E")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) != 3 {
-		t.Fatalf("%d entities stored for 3 appends", len(all))
 	}
 }
 

@@ -3,8 +3,10 @@ package logtail
 import (
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
@@ -61,4 +63,53 @@ func rowKeySetter[T any](c *codec.Codec[T]) (func(*T, string), error) {
 		return nil, errs.Invalid("RowKey", "cannot find the RowKey field of %s that codec maps", rt)
 	}
 	return set, nil
+}
+
+// tickWidth is the width of the inverted ticks at the start of every entry key ("D19").
+const tickWidth = 19
+
+// ParseRowKey returns the time and the id of an entry's RowKey.
+//
+// Errors: errs.ErrInvalidInput when rk is not a key of this log (wrong prefix, not 19 digits
+// and "_", ticks above DateTime.MaxValue).
+func (l *Log[T]) ParseRowKey(rk string) (time.Time, string, error) {
+	rest, ok := strings.CutPrefix(rk, l.prefix)
+	if !ok {
+		return time.Time{}, "", errs.Invalid("RowKey", "%q does not start with the log's prefix %q", rk, l.prefix)
+	}
+	return keys.SplitInvertedTicksUnique(rest)
+}
+
+// TimeOf returns the time of the entry v from its RowKey.
+//
+// Errors: as ParseRowKey.
+func (l *Log[T]) TimeOf(v *T) (time.Time, error) {
+	_, rk := l.table.Codec().Keys(v)
+	at, _, err := l.ParseRowKey(rk)
+	return at, err
+}
+
+// maxTickTime is the time of keys.MaxTicks, the last tick an entry can be stamped with.
+var maxTickTime, _ = keys.FromTicks(keys.MaxTicks)
+
+// ceilTicks returns the first tick at or after t: 0 before year 1, and MaxTicks+1 after
+// the last tick (so that a "to" beyond year 9999 keeps an entry stamped at the maximum).
+func ceilTicks(t time.Time) int64 {
+	if t.After(maxTickTime) {
+		return keys.MaxTicks + 1
+	}
+	k := keys.Ticks(t)
+	if k > 0 && t.Nanosecond()%100 != 0 {
+		k++
+	}
+	return k
+}
+
+func padTicks(n int64) string {
+	var b [tickWidth]byte
+	for i := tickWidth - 1; i >= 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[:])
 }

@@ -26,7 +26,9 @@
 // of the entity's time property (New's timeProperty), creating the table on the period's first write (or ahead of
 // time with Prepare); Query reads a time range across its period tables with bounded
 // parallelism and yields the entities period by period, in order; DropBefore and
-// DropExpired drop every table whose period ended before a cutoff, with one delete each.
+// DropExpired drop every table whose period ended before a cutoff, with one delete each
+// (TestWritesAreRoutedByTime, TestQueryFansOutAndMergesInOrder,
+// TestRetentionDropsExpiredTablesOneDeleteEach).
 //
 //	scheme := periodtable.Scheme{Prefix: "SignIns", Period: periodtable.Daily}
 //	signIns, _ := periodtable.New[SignIn](clients.Tables, scheme, "AttemptTime",
@@ -44,7 +46,8 @@
 // refused before any request (errs.ErrInvalidInput), and only such periods can be dropped
 // (Drop, DropBefore and DropExpired keep a margin for clock skew on top of Retention). A
 // period table found being deleted when a write wants to create it is not waited for:
-// the write fails with errs.ErrTableBeingDeleted rather than re-create the name later.
+// the write fails with errs.ErrTableBeingDeleted rather than re-create the name later
+// (TestRetentionGuardsSendNothing, TestTableBeingDeleted).
 //
 // # Hot and cold tables, archive (Tablestore: separate cold and hot data)
 //
@@ -62,17 +65,23 @@
 // most the archiver's grace (consistency.Options.SealGrace), so that writes to a period
 // that ended SealAfter ago are refused before any request and its table is never
 // created again. A write whose table disappeared while it was in flight (TableNotFound)
-// checks the period again, by the clock of that moment, before it creates the table.
-// Drop, DropBefore and DropExpired keep Options.ClockSkew on top of Retention.
+// checks the period again, by the clock of that moment, before it creates the table
+// (TestSealAfterRefusesWrites, TestWriteInFlightDoesNotRecreateDroppedPeriod). Drop,
+// DropBefore and DropExpired keep Options.ClockSkew on top of Retention
+// (TestDropKeepsClockSkewMargin).
 //
 // # Consistency
 //
 // Each entity lives in exactly one table, chosen from its own time, so a write is one
 // entity write with the consistency of repo (atomic, ETag concurrency). Creating a
-// period's table is idempotent and races between writers are harmless. Dropping is one
-// request per table and idempotent (a table already gone counts as dropped), so a
-// retention run that stopped half way is finished by running it again. A query that
-// spans a table being dropped sees that period as empty.
+// period's table is idempotent and races between writers are harmless
+// (TestConcurrentFirstWritesOfAPeriod, TestFirstWriteStoppedBetweenStepsThenRerun).
+// Dropping is one request per table and idempotent (a table already gone counts as
+// dropped), so a retention run that stopped half way is finished by running it again
+// (TestFaultsOnWritesAndDrops). A query that spans a table being dropped sees that period
+// as empty. With repo.Options.Encryption, each period table binds its entities to its own name:
+// an entity of one period copied into another period's table fails to read there
+// (TestEncryptionBoundPerPeriodTable).
 //
 // # Cost in requests
 //
@@ -100,4 +109,15 @@
 // The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
 // errs.ErrInvalidInput, ...) are those of package
 // github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
+//
+// # Reading the code
+//
+// The algorithm: periodtable.go
+//
+// It reads as the guide's steps: route a write to the table of its period (created by
+// the period's first write), list the tables of a range, and drop a period's table whole
+// once it has expired. The fan-out query is in query.go; the creation that never waits
+// for a name being deleted in create.go; reading the routing time (also from a type with
+// encrypted fields) in timeprop.go; names and periods in period.go; options and the
+// constructor in tables.go.
 package periodtable
