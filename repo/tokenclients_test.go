@@ -21,8 +21,8 @@ import (
 func TestTokenClientsEndToEnd(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
-	cred := s.Credential()
-	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Queue: s.QueueURL(), Blob: s.BlobURL()},
+	cred := &tabletest.Credential{}
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL, Queue: s.QueueURL, Blob: s.BlobURL},
 		cred, &repo.ClientOptions{Azure: policy.ClientOptions{Transport: s.HTTPClient()}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestTokenClientsEndToEnd(t *testing.T) {
 func TestTokenClientsExpiredTokenRefused(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
-	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL()},
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL},
 		&tabletest.Credential{Lifetime: -time.Minute}, &repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

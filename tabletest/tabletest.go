@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -174,22 +173,17 @@ func (s *Server) Clients() (*Clients, error) {
 // tests which need no storage run without Azurite) and stopped by Run or Close. Its methods
 // are safe for concurrent use.
 type Env struct {
-	opts Options
-
-	mu     sync.Mutex
-	srv    *Server
-	err    error
-	closed bool
+	lazy *azurite.Lazy[*Server]
 }
 
 // NewEnv returns an Env that starts its server with opts (nil: defaults) on first use.
 // It does nothing else.
 func NewEnv(opts *Options) *Env {
-	e := &Env{}
+	var o Options
 	if opts != nil {
-		e.opts = *opts
+		o = *opts
 	}
-	return e
+	return &Env{lazy: azurite.NewLazy(func(ctx context.Context) (*Server, error) { return Start(ctx, &o) })}
 }
 
 // Start returns the Env's server, starting it on the first call. A failed start is not
@@ -199,20 +193,11 @@ func NewEnv(opts *Options) *Env {
 //
 // Errors: as the package-level Start, or one saying the Env is closed.
 func (e *Env) Start(ctx context.Context) (*Server, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case e.closed:
+	s, err := e.lazy.Start(ctx)
+	if errors.Is(err, azurite.ErrClosed) {
 		return nil, errors.New("tabletest: the Env is closed")
-	case e.srv != nil || e.err != nil:
-		return e.srv, e.err
 	}
-	srv, err := Start(ctx, &e.opts)
-	if err != nil && ctx.Err() != nil {
-		return nil, err // the caller gave up: a later caller may start it
-	}
-	e.srv, e.err = srv, err
-	return srv, err
+	return s, err
 }
 
 // Server returns the Env's server, starting it on the first call. It fails the test, with
@@ -227,22 +212,10 @@ func (e *Env) Server(t testing.TB) *Server {
 }
 
 // Started reports whether a server is running (a test asked for it and it started).
-func (e *Env) Started() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.srv != nil && !e.closed
-}
+func (e *Env) Started() bool { return e.lazy.Started() }
 
 // Close stops the server if one was started. Later calls of Start fail.
-func (e *Env) Close() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.closed = true
-	if e.srv == nil {
-		return nil
-	}
-	return e.srv.Close()
-}
+func (e *Env) Close() error { return e.lazy.Close() }
 
 // Run runs the tests and then Close, and returns the exit code for os.Exit:
 //

@@ -6,8 +6,8 @@
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
 // The first test that needs storage starts an in-memory Azurite on loopback for the whole
-// test binary, through the public helper package tabletest (so our own tests exercise it);
-// Main stops it after the tests. Tests that need no storage (codec, fuzz targets) run
+// test binary (internal/azurite's Lazy, the lifecycle the public helper package tabletest
+// shares); Main stops it after the tests. Tests that need no storage (codec, fuzz targets) run
 // without Azurite installed. If Azurite cannot be started, every test that needs it fails
 // with a message that says how to install it; tests are never skipped, so a green run
 // always means the tests ran against a real server.

@@ -10,20 +10,23 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
-	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
 // EnvConnectionString names the variable that points the tests at another account instead
 // of a fresh Azurite. It holds an account key: it is never printed.
 const EnvConnectionString = "TABLEPATTERNS_TEST_CONNECTION_STRING"
 
-// env starts the Azurite of this test binary on first use (package tabletest, which our
-// own tests thereby exercise), so that pure tests run without Azurite.
-var env = tabletest.NewEnv(nil)
+// env is the Azurite of this test binary, started on first use so that pure tests run
+// without Azurite.
+var env = azurite.NewLazy(func(ctx context.Context) (*azurite.Server, error) {
+	return azurite.Start(ctx, azurite.Options{})
+})
 
 // oauthEnv is a second Azurite, started on first use by OAuthServer: HTTPS and bearer
 // tokens checked.
-var oauthEnv = tabletest.NewEnv(&tabletest.Options{OAuth: true})
+var oauthEnv = azurite.NewLazy(func(ctx context.Context) (*azurite.Server, error) {
+	return azurite.Start(ctx, azurite.Options{OAuth: "basic"})
+})
 
 var (
 	// mainCalled is set by Main before m.Run: Server refuses to start a server nobody stops.
@@ -43,8 +46,8 @@ var (
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
 // If TABLEPATTERNS_TEST_CONNECTION_STRING is set it uses that account; otherwise the first
-// test that needs storage starts an in-memory Azurite on loopback (tabletest.Env), and Main
-// stops it after m.Run. Tests that need no storage run without Azurite installed. If
+// test that needs storage starts an in-memory Azurite on loopback, and Main stops it after
+// m.Run. Tests that need no storage run without Azurite installed. If
 // Azurite cannot be started, every test that needs it fails with a message saying how to
 // install it: tests are never skipped for want of a server.
 func Main(m *testing.M) {
@@ -71,47 +74,54 @@ func run(m *testing.M, allowEnv bool) int {
 		fmt.Fprintf(os.Stderr, "testenv: using account %q from %s (table %s, queue %s, blob %s)\n",
 			s.AccountName, EnvConnectionString, host(s.TableURL), host(s.QueueURL), host(s.BlobURL))
 		fromEnv = s
-		return closeOAuth(m.Run())
 	}
-	return closeOAuth(env.Run(m))
+	return stopServers(m.Run())
 }
 
-// closeOAuth stops the OAuth Azurite if a test started it; a failure to stop fails the run.
-func closeOAuth(code int) int {
-	if err := oauthEnv.Close(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		if code == 0 {
-			code = 1
+// stopServers stops the Azurites that tests started; a failure to stop fails the run.
+func stopServers(code int) int {
+	for _, l := range []*azurite.Lazy[*azurite.Server]{env, oauthEnv} {
+		if err := l.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	return code
 }
 
 // OAuthServer returns an Azurite of this test binary that serves HTTPS and checks bearer
-// tokens (tabletest.Options.OAuth), starting it on first use; Main stops it. It is always
-// a local Azurite, whatever TABLEPATTERNS_TEST_CONNECTION_STRING says. Build clients with
-// s.Credential() and s.ClientOptions(), never with its connection string, to prove that
-// code works without the account key.
-func OAuthServer(t testing.TB) *tabletest.Server {
+// tokens (Azurite's basic OAuth level), starting it on first use; Main stops it. It is
+// always a local Azurite, whatever TABLEPATTERNS_TEST_CONNECTION_STRING says. Build
+// clients with a token credential (tabletest.Credential issues tokens it accepts) and
+// s.HTTPClient(), which trusts its certificate; never with its connection string, to
+// prove that code works without the account key. It fails the test, saying how to install
+// Azurite, if the server cannot start.
+func OAuthServer(t testing.TB) *azurite.Server {
 	t.Helper()
 	if !mainCalled {
 		t.Fatal("testenv: no storage server: the package's TestMain must call testenv.Main")
 	}
-	return oauthEnv.Server(t)
+	s, err := oauthEnv.Start(context.Background())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return s
 }
 
-// OAuthEnv returns the Env behind OAuthServer, for code that has no testing.TB (a
-// transport built before the tests run). Main closes it.
-func OAuthEnv() *tabletest.Env { return oauthEnv }
+// OAuthEnv returns the lazily started server behind OAuthServer, for code that has no
+// testing.TB (a transport built before the tests run). Main closes it.
+func OAuthEnv() *azurite.Lazy[*azurite.Server] { return oauthEnv }
 
 // started returns the Azurite of this test binary, starting it on first use. The
 // azurite.Server view of it carries the endpoints and the development key; closing it does
-// nothing (env.Run stops the process).
+// nothing (Main stops the process).
 func started() (*azurite.Server, error) {
 	lazyOnce.Do(func() {
-		var ts *tabletest.Server
-		if ts, lazyErr = env.Start(context.Background()); lazyErr == nil {
-			lazy, lazyErr = azurite.ParseConnectionString(ts.ConnectionString())
+		var s *azurite.Server
+		if s, lazyErr = env.Start(context.Background()); lazyErr == nil {
+			lazy, lazyErr = azurite.ParseConnectionString(s.ConnectionString)
 		}
 	})
 	return lazy, lazyErr

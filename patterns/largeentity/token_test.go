@@ -8,6 +8,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/largeentity"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
 // The large-entity pattern (a table and a blob container) with Microsoft Entra ID tokens
@@ -15,8 +16,8 @@ import (
 func TestLargeEntitiesWithTokenAuth(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
-	cred := s.Credential()
-	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Blob: s.BlobURL()}, cred,
+	cred := &tabletest.Credential{}
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL, Blob: s.BlobURL}, cred,
 		&repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/tabletest"
 )
 
 // Both index variants with Microsoft Entra ID tokens over HTTPS and no account key: the
@@ -19,8 +20,8 @@ import (
 func TestIndexesWithTokenAuth(t *testing.T) {
 	t.Parallel()
 	s := testenv.OAuthServer(t)
-	cred := s.Credential()
-	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Queue: s.QueueURL()}, cred,
+	cred := &tabletest.Credential{}
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL, Queue: s.QueueURL}, cred,
 		&repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -38,7 +39,7 @@ func (oauthTransport) Do(req *http.Request) (*http.Response, error) {
 		return http.DefaultClient.Do(req)
 	}
 	oauthOnce.Do(func() {
-		var s *tabletest.Server
+		var s *azurite.Server
 		if s, oauthErr = testenv.OAuthEnv().Start(context.Background()); oauthErr == nil {
 			oauthClient = s.HTTPClient()
 		}
@@ -51,13 +52,13 @@ func (oauthTransport) Do(req *http.Request) (*http.Response, error) {
 
 // archiverToken runs the archiver with -auth default against the OAuth Azurite, with an
 // environment that holds no connection string and no key.
-func archiverToken(t *testing.T, s *tabletest.Server, args ...string) (int, string, string) {
+func archiverToken(t *testing.T, s *azurite.Server, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut strings.Builder
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	args = append(args, "-auth", "default",
-		"-table-endpoint", s.TableURL(), "-queue-endpoint", s.QueueURL(), "-blob-endpoint", s.BlobURL())
+		"-table-endpoint", s.TableURL, "-queue-endpoint", s.QueueURL, "-blob-endpoint", s.BlobURL)
 	code := app.Main(ctx, args, &out, &errOut, func(string) string { return "" })
 	return code, out.String(), errOut.String()
 }
@@ -68,8 +69,8 @@ func TestArchiverAndPatternWithTokenAuth(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := testenv.OAuthServer(t)
-	cred := s.Credential()
-	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL(), Queue: s.QueueURL(), Blob: s.BlobURL()},
+	cred := &tabletest.Credential{}
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL, Queue: s.QueueURL, Blob: s.BlobURL},
 		cred, &repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestDefaultAzureCredentialWithManagedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testenv.OAuthServer(t)
-	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL()}, cred, &repo.ClientOptions{Transport: s.HTTPClient()})
+	clients, err := account.NewTokenClients(account.Endpoints{Table: s.TableURL}, cred, &repo.ClientOptions{Transport: s.HTTPClient()})
 	if err != nil {
 		t.Fatal(err)
 	}
