@@ -333,7 +333,7 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
 			return errs.Invalid(fmt.Sprintf("index %q", ix.Name), "the value was read from a copy that carries only some properties; read the whole entity with Get before updating it")
 		}
 	}
-	missing := map[string]bool{} // copies found already gone: not deleted again
+	missing := map[string]bool{}                                                                               // copies found already gone: not deleted again
 	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0], SensitiveKeys: true} // a round's error may name a copy
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {
 		cur, err := x.rows.Get(ctx, pk, ks[0])
