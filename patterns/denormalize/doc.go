@@ -149,7 +149,8 @@
 // # Telemetry
 //
 // Every write and reconciliation runs in a span named for it, "denormalize.<operation>",
-// with the table and the relation's name (TestAcrossSpans).
+// with the table and the relation's name; across partitions, a write and the
+// reconciliation its message leads to share one trace (TestAcrossSpans).
 //
 // # Errors
 //

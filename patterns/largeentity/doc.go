@@ -148,6 +148,6 @@
 // Store; ErrTampered a reference this Store did not write for that entity;
 // errs.ErrOutcomeUnknown a write whose outcome cannot be told (see above)
 // (TestInvalidInputSendsNothing, TestNewRefusesBadSetup). The Store logs through the
-// table's logger (TestLogsThroughTheTableLogger), and neither its errors nor its logs carry
-// the query of a blob URL, where a SAS sits (TestLogsNeverCarryTheSAS).
+// table's logger (TestLogsThroughTheTableLogger), and its warnings never carry the query of
+// a blob URL, where a SAS sits (TestLogsNeverCarryTheSAS).
 package largeentity
