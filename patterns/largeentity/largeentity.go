@@ -26,6 +26,8 @@ import (
 // Delete runs the steps the other way round: the entity first, its blobs after
 // (delete.go).
 
+// run is one Insert, Update or Upsert: check places the new content (inline, or under a
+// fresh blob name), then insert or replace runs steps 1 and 2, and finish step 3.
 func (w *write[T]) run(ctx context.Context) error {
 	if err := w.check(); err != nil {
 		return err
