@@ -2,6 +2,7 @@ package denormalize
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/queueworker"
-	"github.com/tablepatterns/tablepatterns/repo"
 )
 
 // Departments in a table of their own, managers in their departments' partitions: the
@@ -61,7 +62,7 @@ func TestAcrossGuideFlow(t *testing.T) {
 		t.Fatalf("worker stats: %+v / %+v / %+v", st, st2, st3)
 	}
 	// A source without copies still leaves one message: a target may link it between
-	// any read of its links and the write (issue 15, defect 4).
+	// any read of its links and the write.
 	loner := manager("Sales", "000999", "Lo", "Ner", "1")
 	b.insert(loner)
 	loner.Phone = "2"
@@ -73,15 +74,14 @@ func TestAcrossGuideFlow(t *testing.T) {
 	}
 }
 
-// The Done-when item for denormalization across partitions: duplicated, reordered and
-// replayed messages, taken from the queue as the API wrote them, leave the right copies and
+// Denormalization across partitions converges: duplicated, reordered and replayed messages, taken from the queue as the API wrote them, leave the right copies and
 // links.
 func TestAcrossMessagesDuplicatedReorderedReplayed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
 	q := b.queue()
 	r := b.across(q, nil)
-	r.now = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
+	r.seams.now = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
 	jones, cao := manager("Sales", "000152", "Jun", "Jones", "1"), manager("Marketing", "000223", "Jeff", "Cao", "1")
 	b.insert(jones, cao)
 	handle := func(ms ...message) {
@@ -122,7 +122,7 @@ func TestAcrossMessagesDuplicatedReorderedReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cao had no link yet, and still gets a message: a target may link him before the
-	// write lands (issue 15, defect 4).
+	// write lands.
 	mCao := b.takeMessages(q)
 	if len(mCao) != 1 {
 		t.Fatalf("%d messages for an update of a source without links, want 1", len(mCao))
@@ -158,7 +158,7 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 	crashAt := func(at string, times int) {
 		var n int
 		var mu sync.Mutex
-		r.hook = func(_ context.Context, step string) error {
+		r.seams.step = func(_ context.Context, step string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if step == at && n < times {
@@ -174,7 +174,7 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 	if err := r.UpdateSource(b.Ctx, jones); !errors.Is(err, crash) {
 		t.Fatalf("stopped update: %v", err)
 	}
-	r.hook = nil
+	r.seams.step = nil
 	start := time.Now()
 	if st := b.drain(q, r); st.Snoozed == 0 || time.Since(start) < time.Second {
 		t.Fatalf("the handler did not wait for the write: %+v", st)
@@ -208,7 +208,7 @@ func TestAcrossCrashBetweenSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.drain(q, r)
-	r.hook = nil
+	r.seams.step = nil
 	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Support"})
 	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Sales"})
 	b.checkCopy(r, Key{"Departments", "Sales"})
@@ -293,51 +293,113 @@ func TestAcrossFaults(t *testing.T) {
 	b.checkCopies(r, Key{"Sales", "000152"}, Key{"Departments", "Sales"})
 }
 
-// Handlers wait for an announced write that has not landed, and stop waiting once the
-// message is Settle old; malformed keys are cancelled (poisoned), not retried.
-func TestAcrossHandlersSettle(t *testing.T) {
+// Holds "a target links itself before it copies, so a source
+// update either finds the link or the target's own reconciliation copies the new
+// details" (AcrossPartitions) at UpdateSource's window: its source write is held while a
+// target is put, linked and copied (its message handled to completion by another worker)
+// from the old source. After the write lands and the queue is drained, the copy is
+// current: UpdateSource left a message even though the source had no copy when it began.
+func TestAcrossWindowTargetLinkedDuringUpdateSource(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, true)
+	q := b.queue()
+	r := b.across(q, &Options{Settle: time.Minute})
+	q2 := b.queue()
+	other := b.directAcross(q2, &Options{Settle: time.Minute})
+	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+	b.insert(jones)
+	src := Key{"Sales", "000152"}
+
+	ps := b.Proxies.Table.PauseAt("UpdateSource write", isSourceWrite(src), 1)
+	t.Cleanup(ps.Release)
+	upd := *jones
+	upd.Phone, upd.ETag = "555-9999", ""
+	done := make(chan error, 1)
+	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
+	testbed.WaitHeld(t, ps)
+	// Inside the window: a target is put and fully reconciled from the old source.
+	if err := other.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q2, other)
+	b.checkCopies(other, src, Key{"Departments", "Sales"})
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("UpdateSource: %v", err)
+	}
+	b.drain(q, r)
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "555-9999" {
+		t.Fatalf("copy %+v", d)
+	}
+}
+
+// "Duplicated, reordered and replayed messages end in the same copies", through the
+// worker: every message of a put, two source updates and a move re-enqueued twice,
+// newest first, plus forged messages (keys that are not keys, an Old naming a source the
+// target never copied). The copies and links must end exact and only the malformed
+// messages be poisoned.
+func TestAcrossMessagesReplayedNewestFirstAndForgedConverge(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false, true)
-	r := b.across(b.queue(), nil)
-	now := time.Now()
-	r.now = func() time.Time { return now }
-	jones := manager("Sales", "000152", "Jun", "Jones", "1")
-	b.insert(jones)
-	src := &queueworker.Message[SourceChange]{Payload: SourceChange{PartitionKey: "Sales", RowKey: "000152", Fingerprint: "not yet"}, EnqueuedAt: now}
-	var snooze *queueworker.SnoozeError
-	if err := r.HandleSource(b.Ctx, src); !errors.As(err, &snooze) {
-		t.Fatalf("young source message whose write has not landed: %v", err)
-	}
-	src.EnqueuedAt = now.Add(-time.Minute)
-	if err := r.HandleSource(b.Ctx, src); err != nil {
-		t.Fatalf("settled: %v", err)
-	}
-	src.Payload.Fingerprint = r.fingerprint(jones)
-	src.EnqueuedAt = now
-	if err := r.HandleSource(b.Ctx, src); err != nil {
-		t.Fatalf("landed: %v", err)
-	}
-	ref := Key{"Sales", "000152"}
-	tgt := &queueworker.Message[TargetChange]{Payload: TargetChange{PartitionKey: "Departments", RowKey: "Sales", Ref: &ref}, EnqueuedAt: now}
-	if err := r.HandleTarget(b.Ctx, tgt); !errors.As(err, &snooze) {
-		t.Fatalf("young target message whose write has not landed: %v", err)
-	}
-	bad := &queueworker.Message[TargetChange]{Payload: TargetChange{PartitionKey: "Departments", RowKey: "a/b"}}
-	var cancel *queueworker.CancelError
-	if err := r.HandleTarget(b.Ctx, bad); !errors.As(err, &cancel) {
-		t.Fatalf("malformed key: %v", err)
-	}
+	q := b.queue()
+	r := b.across(q, nil)
+	jones, cao := manager("Sales", "000152", "Jun", "Jones", "1"), manager("Marketing", "000223", "Jeff", "Cao", "1")
+	b.insert(jones, cao)
+	var all []message
 	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", jones)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.HandleTarget(b.Ctx, tgt); err != nil {
-		t.Fatalf("landed: %v", err)
-	}
-	if _, err := r.Copies(b.Ctx, ref); err != nil {
+	all = append(all, b.takeMessages(q)...)
+	jones.Phone, jones.ETag = "2", ""
+	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
-	b.checkCopies(r, ref, Key{"Departments", "Sales"})
-	if err := r.DeleteTarget(b.Ctx, Key{"Departments", "Nope"}, nil); !errors.Is(err, repo.ErrNotFound) {
-		t.Fatalf("delete of a missing target: %v", err)
+	all = append(all, b.takeMessages(q)...)
+	if err := r.PutTarget(b.Ctx, dept("Departments", "Sales", "Sales", cao)); err != nil {
+		t.Fatal(err)
 	}
+	all = append(all, b.takeMessages(q)...)
+	cao.Phone, cao.ETag = "9", ""
+	if err := r.UpdateSource(b.Ctx, cao); err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, b.takeMessages(q)...)
+	for i := len(all) - 1; i >= 0; i-- {
+		m := all[i]
+		if m.Kind != r.SourceKind() && m.Kind != r.TargetKind() {
+			t.Fatalf("message of kind %q", m.Kind)
+		}
+		for range 2 {
+			if _, err := queueworker.Enqueue(b.Ctx, q, m.Kind, "", json.RawMessage(m.Payload), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	forged := []struct {
+		kind    string
+		payload any
+	}{
+		{r.SourceKind(), SourceChange{PartitionKey: "Sales\x01", RowKey: "000152"}},
+		{r.TargetKind(), TargetChange{PartitionKey: "Departments", RowKey: "a/b"}},
+	}
+	for _, f := range forged {
+		if _, err := queueworker.Enqueue(b.Ctx, q, f.kind, "", f.payload, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A well-formed forged target message naming Jones as an old source: harmless.
+	if _, err := queueworker.Enqueue(b.Ctx, q, r.TargetKind(), "", TargetChange{PartitionKey: "Departments", RowKey: "Sales",
+		Ref: &Key{"Sales", "000152"}, Old: []Key{{"Marketing", "000223"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := b.drain(q, r)
+	t.Logf("stats %+v", st)
+	if st.Poisoned != int64(len(forged)) {
+		t.Errorf("poisoned %d, want %d", st.Poisoned, len(forged))
+	}
+	if d := b.checkCopy(r, Key{"Departments", "Sales"}); d.ManagerPhone != "9" || d.ManagerName != "Jeff Cao" {
+		t.Fatalf("department %+v", d)
+	}
+	b.checkCopies(r, Key{"Sales", "000152"})
+	b.checkCopies(r, Key{"Marketing", "000223"}, Key{"Departments", "Sales"})
 }

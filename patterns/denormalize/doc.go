@@ -2,6 +2,15 @@
 // design guide ("Table design patterns": "Denormalization pattern"): copies of related
 // data kept inside the entity that is read, and kept consistent with their source.
 //
+// The algorithm: denormalize.go
+//
+// That file holds the writes in the guide's terms: a target written with a fresh copy of
+// its source, a source written with its copies. Beside it, write.go holds the API and its
+// retries, requests.go every request the writes send, worker.go the reconciliation of
+// AcrossPartitions mode, links.go the link rows that say where a source is copied,
+// outcome.go the decision after an unknown outcome, telemetry.go the spans and seams.go
+// the one test seam.
+//
 // # The problem
 //
 // Normalized data costs round trips. With a department entity that holds its manager's
@@ -33,12 +42,14 @@
 //
 // Copies are found through link rows kept in the source's partition (RowKeys
 // "link!<name>!<source RowKey>!<target PartitionKey>!<target RowKey>"), read with one
-// range query; no scan for "Manager eq X" is ever needed.
+// range query; no scan for "Manager eq X" is ever needed. Links are stored data anyone with
+// write access can forge: a link to a key no target can have is skipped, so it cannot
+// block its source's writes and refreshes (TestForgedLinkDoesNotBlockTheSource).
 //
 // # Consistency: two modes
 //
-// Each promise of order or atomicity below names, in parentheses, the test that attacks
-// it at its narrowest window: most hold one request at a fault proxy (a pause) while the
+// Each promise of order or atomicity below names, in parentheses, the test that holds it
+// at its narrowest window: most hold one request at a fault proxy (a pause) while the
 // competing operation runs to completion, so the interleaving is exact.
 //
 // InPartition (New; the guide's layout: the department entity and its manager's employee
@@ -47,18 +58,20 @@
 // (each conditional on the ETag read) and the source's link header; PutTarget writes the
 // target, its link and the header. The header (RowKey "link!<Name>!<source RowKey>")
 // counts the source's copies and is written, conditional on its ETag, by every write that
-// concerns the source, and PutTarget reads it before it reads the source: an UpdateSource
+// concerns the source (TestInPartitionGuideFlow, TestInPartitionETagsAndFaults), and
+// PutTarget reads it before it reads the source: an UpdateSource
 // that commits after that read makes PutTarget's transaction fail, one that committed
 // before it is seen by the source read. An UpdateSource and a PutTarget that race for one
 // source therefore conflict, and the loser reads again and starts over (with the
 // jittered backoff of package retry), so no copy is ever left stale by a race
-// (TestInPartitionWindowPutTargetRacesUpdateSource holds each request of PutTarget in
+// (TestInPartitionPutRacesWithUpdateSource, TestInPartitionConcurrentWriters;
+// TestInPartitionWindowPutTargetRacesUpdateSource holds each request of PutTarget in
 // turn while an UpdateSource commits; TestInPartitionWindowUpdateSourceRacesPutTarget
 // holds UpdateSource's transaction while a PutTarget links a new copy). (UpdateSource
 // inserts the header of a source that has none yet, so every source updated through a
 // Relation keeps one small header row.) Because one transaction holds 100 actions, a
 // source may have at most MaxInPartitionCopies (98) copies in its partition; linking one
-// more is refused with errs.ErrInvalidInput.
+// more is refused with errs.ErrInvalidInput (TestInPartitionLimits).
 //
 // On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
 // (Azurite; see package tabletest) the delete of a target or link whose key holds one
@@ -71,12 +84,14 @@
 // AcrossPartitions (NewAcross; targets in other partitions or tables). No transaction spans them, so
 // copies are eventually consistent, with the message-first discipline of the eventually
 // consistent transactions pattern: a write enqueues a message (SourceChange, TargetChange)
-// (kinds "denormalize.source.<name>" and "denormalize.target.<name>"; Register also accepts
-// the kinds of earlier releases) and then writes the entity (the Settle/2 protocol, shared
+// (kinds "denormalize.source.<name>" and "denormalize.target.<name>", which Register takes:
+// TestRegisterTakesTheRelationsKindsOnly) and then writes the entity (the Settle/2 protocol, shared
 // with patterns/indexentity): one deadline, Settle/2 from the moment before the message
 // is built, bounding both: the handler waits for the write until the message is Settle
 // old by its EnqueuedAt, stamped after that moment, so a slow enqueue can never let the
-// write land after the handler gave up (TestAcrossWindowSlowEnqueueCannotOutliveSettle).
+// write land after the handler gave up (TestAcrossWindowSlowEnqueueCannotOutliveSettle), and
+// a handler measures the message's age from before its reads
+// (TestAcrossSettleIsMeasuredAfterTheReads).
 // EnqueuedAt is untrusted (the envelope is whoever enqueued's): it is clamped to the
 // queue's InsertionTime, so a forged future stamp cannot keep a message snoozing
 // (TestHandlersClampForgedEnqueuedAt).
@@ -87,8 +102,10 @@
 // links of the sources it no longer copies (named by the message), refreshes its copy,
 // and reads the target again, starting over if it changed. Handlers trust only the keys
 // of a message, so duplicated, reordered and replayed messages, concurrent handlers and a
-// stop at any point converge to the same state (TestAcrossMessagesDuplicatedReorderedReplayed,
-// TestAcrossCrashBetweenSteps). A handler that finds the announced write not yet visible
+// stop at any point converge to the same state (TestAcrossGuideFlow,
+// TestAcrossMessagesDuplicatedReorderedReplayed,
+// TestAcrossMessagesReplayedNewestFirstAndForgedConverge, TestAcrossCrashBetweenSteps,
+// TestAcrossConcurrentWriters, TestAcrossFaults). A handler that finds the announced write not yet visible
 // snoozes the message until it is Settle old, so a stop between enqueue and write ends
 // with the message settling and changing nothing (TestAcrossHandlersSettle). Links are
 // written by ReconcileTarget only, and a target links itself before it copies, so a
@@ -107,7 +124,9 @@
 // (TestDeleteTargetNeverDeletesATargetPutAgainByAnotherWriter,
 // TestPutTargetNeverReinsertsATargetDeletedByAnotherWriter,
 // TestUpdateSourceNeverOverwritesAnotherWritersUpdate,
-// TestDeleteTargetOutcomeUnknownIsRedecided). Turn on repo.Options.TrackWrites to have
+// TestDeleteTargetOutcomeUnknownIsRedecided,
+// TestDeleteTargetConditionalUnknownThenPutAgainIsUnknown,
+// TestUpdateSourceUnknownThenDeletedIsUnknown). Turn on repo.Options.TrackWrites to have
 // repo recognise its own inserts and updates exactly.
 //
 // Deleting a source is the application's decision (reassign or delete its targets first;
@@ -134,6 +153,12 @@
 // query of a whole source partition returns them too. They occupy Relation.KeyRange, which
 // source (and, in InPartition mode, target) RowKeys may not enter; the Relation refuses
 // such keys.
+//
+// # Telemetry
+//
+// Every write and reconciliation runs in a span named for it, "denormalize.<operation>",
+// with the table and the relation's name; across partitions, a write and the
+// reconciliation its message leads to share one trace (TestAcrossSpans).
 //
 // # Errors
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -107,7 +109,7 @@ func TestInPartitionPutRacesWithUpdateSource(t *testing.T) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var transactions atomic.Int32
-	r.hook = func(ctx context.Context, step string) error {
+	r.seams.step = func(ctx context.Context, step string) error {
 		if ctx.Value(slow{}) != nil {
 			transactions.Add(1)
 			once.Do(func() { paused <- struct{}{}; <-resume })
@@ -300,7 +302,7 @@ func TestInPartitionETagsAndFaults(t *testing.T) {
 	b.checkCopy(r, Key{"Sales", "DEPARTMENT"})
 
 	crash := errors.New("process stopped")
-	r.hook = func(context.Context, string) error { return crash }
+	r.seams.step = func(context.Context, string) error { return crash }
 	jones.ETag, jones.Phone = "", "5"
 	if err := r.UpdateSource(b.Ctx, jones); !errors.Is(err, crash) {
 		t.Fatalf("stopped update: %v", err)
@@ -308,11 +310,97 @@ func TestInPartitionETagsAndFaults(t *testing.T) {
 	if d := b.checkCopy(r, Key{"Sales", "DEPARTMENT"}); d.ManagerPhone != "4" {
 		t.Fatalf("a stopped update changed something: %+v", d)
 	}
-	r.hook = nil
+	r.seams.step = nil
 	if err := r.UpdateSource(b.Ctx, jones); err != nil {
 		t.Fatal(err)
 	}
 	if d := b.checkCopy(r, Key{"Sales", "DEPARTMENT"}); d.ManagerPhone != "5" {
 		t.Fatalf("rerun: %+v", d)
+	}
+}
+
+// Holds "UpdateSource and PutTarget that race for one source
+// conflict, and the loser reads again and starts over ... no copy is ever left stale by
+// a race" (InPartition) at each of PutTarget's windows: its request number n (the reads
+// of the target, the source's links and the source, then the transaction) is held while a
+// concurrent UpdateSource of the source commits; the copy must end up current.
+func TestInPartitionWindowPutTargetRacesUpdateSource(t *testing.T) {
+	t.Parallel()
+	for _, w := range []struct {
+		name  string
+		match func(*http.Request) bool
+		nth   int
+	}{
+		{"after the target read", faultproxy.IsTableQuery, 2},
+		{"between the two reads of the source's state", faultproxy.IsTableQuery, 3},
+		{"before the transaction", faultproxy.IsBatch, 1},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, true, false)
+			r := b.relation(nil)
+			other := b.direct(nil)
+			jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+			b.insert(jones)
+			ps := b.Proxies.Table.PauseAt("PutTarget "+w.name, w.match, w.nth)
+			t.Cleanup(ps.Release)
+			done := make(chan error, 1)
+			go func() { done <- r.PutTarget(b.Ctx, dept("Sales", "dept!Sales", "Sales", jones)) }()
+			testbed.WaitHeld(t, ps)
+			upd := *jones
+			upd.Phone, upd.ETag = "555-9999", ""
+			if err := other.UpdateSource(b.Ctx, &upd); err != nil {
+				t.Fatal(err)
+			}
+			ps.Release()
+			if err := <-done; err != nil {
+				t.Fatalf("PutTarget: %v", err)
+			}
+			if d := b.checkCopy(r, Key{"Sales", "dept!Sales"}); d.ManagerPhone != "555-9999" {
+				t.Fatalf("copy %+v", d)
+			}
+			b.checkCopies(r, Key{"Sales", "000152"}, Key{"Sales", "dept!Sales"})
+			if n := b.header(r, Key{"Sales", "000152"}); n != 1 {
+				t.Fatalf("header counts %d copies, want 1", n)
+			}
+		})
+	}
+}
+
+// The InPartition promise "sources and copies change together or not at all", held at
+// UpdateSource's window: its transaction is held while the target is re-put with a fresh
+// copy by another writer; the held transaction then fails its conditions and starts over,
+// and the copy is current.
+func TestInPartitionWindowUpdateSourceRacesPutTarget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true, false)
+	r := b.relation(nil)
+	other := b.direct(nil)
+	jones := manager("Sales", "000152", "Jun", "Jones", "555-0001")
+	b.insert(jones)
+	if err := other.PutTarget(b.Ctx, dept("Sales", "dept!Sales", "Sales", jones)); err != nil {
+		t.Fatal(err)
+	}
+	ps := b.Proxies.Table.PauseAt("UpdateSource transaction", faultproxy.IsBatch, 1)
+	t.Cleanup(ps.Release)
+	upd := *jones
+	upd.Phone, upd.ETag = "555-9999", ""
+	done := make(chan error, 1)
+	go func() { done <- r.UpdateSource(b.Ctx, &upd) }()
+	testbed.WaitHeld(t, ps)
+	if err := other.PutTarget(b.Ctx, dept("Sales", "dept!Support", "Support", jones)); err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("UpdateSource: %v", err)
+	}
+	for _, id := range []string{"dept!Sales", "dept!Support"} {
+		if d := b.checkCopy(r, Key{"Sales", id}); d.ManagerPhone != "555-9999" {
+			t.Fatalf("%s: copy %+v", id, d)
+		}
+	}
+	if n := b.header(r, Key{"Sales", "000152"}); n != 2 {
+		t.Fatalf("header counts %d copies, want 2", n)
 	}
 }

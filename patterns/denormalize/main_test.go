@@ -2,6 +2,8 @@ package denormalize
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -218,4 +221,39 @@ func (b *bed) handle(r *Relation[Employee, Department], m message) error {
 	}
 	b.t.Fatalf("unknown kind %q", m.Kind)
 	return nil
+}
+
+// directTables returns the bed's tables on clients that bypass the proxies.
+func (b *bed) directTables() (*repo.Table[Employee], *repo.Table[Department]) {
+	b.t.Helper()
+	emps := must(repo.New[Employee](b.Direct.Tables, b.emps.Name(), &repo.Options{Retry: fast, Logger: b.log}))
+	depts := must(repo.New[Department](b.Direct.Tables, b.depts.Name(), &repo.Options{Retry: fast, Logger: b.log}))
+	return emps, depts
+}
+
+// direct returns a relation like b.relation on clients that bypass the proxies (the
+// competing writer of a window test, never held).
+func (b *bed) direct(opts *Options) *Relation[Employee, Department] {
+	b.t.Helper()
+	emps, depts := b.directTables()
+	r, err := New(emps, depts, "Manager", managerOf, copyManager, opts)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+// directAcross is direct in AcrossPartitions mode, on q.
+func (b *bed) directAcross(q *queueworker.Client, opts *Options) *Relation[Employee, Department] {
+	b.t.Helper()
+	emps, depts := b.directTables()
+	r, err := NewAcross(emps, depts, "Manager", managerOf, copyManager, q, opts)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+func isSourceWrite(src Key) func(*http.Request) bool {
+	return faultproxy.All(faultproxy.IsEntityWrite, faultproxy.PathContains(fmt.Sprintf("PartitionKey='%s',RowKey='%s'", src.PartitionKey, src.RowKey)))
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -17,7 +16,6 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/settle"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -117,11 +115,7 @@ type Relation[S, D any] struct {
 	conflict  retry.Policy
 	lo, hi    string // the RowKeys of this relation's link rows, in every source partition
 
-	// hook, set by tests, runs between the steps of a write or a reconciliation; an error
-	// stops it there, as a crash would.
-	hook func(ctx context.Context, step string) error
-	// now is the clock of the handlers (tests move it).
-	now func() time.Time
+	seams seams // set by tests only
 }
 
 // linkRow is a link (source -> one target) or, with no target, the link header of a source
@@ -201,7 +195,7 @@ func newRelation[S, D any](sources *repo.Table[S], targets *repo.Table[D], name 
 	r := &Relation[S, D]{
 		sources: sources, targets: targets, scodec: sources.Codec(), tcodec: targets.Codec(),
 		name: name, mode: mode, ref: ref, copyFn: copyFn, queue: queue,
-		settle: w, maxCopies: o.MaxCopies, conc: o.Concurrency, now: time.Now,
+		settle: w, maxCopies: o.MaxCopies, conc: o.Concurrency,
 	}
 	switch {
 	case r.maxCopies == 0:
@@ -248,13 +242,6 @@ func (r *Relation[S, D]) Mode() Mode { return r.mode }
 // KeyRange returns the RowKeys [lo, hi) that this relation's link rows occupy in the
 // sources' partitions. Source and (in InPartition mode) target RowKeys may not fall in it.
 func (r *Relation[S, D]) KeyRange() (lo, hi string) { return r.lo, r.hi }
-
-func (r *Relation[S, D]) step(ctx context.Context, name string) error {
-	if r.hook != nil {
-		return r.hook(ctx, name)
-	}
-	return nil
-}
 
 // checkKey validates a key for a request, and keeps it out of the link rows' range when it
 // lives in the sources' table.
@@ -316,71 +303,6 @@ func (r *Relation[S, D]) checkSource(s *S) (Key, error) {
 	pk, rk := r.scodec.Keys(s)
 	k := Key{pk, rk}
 	return k, r.checkKey("source", k, true)
-}
-
-// headerKey and linkKey are the RowKeys of a source's link header and of one link.
-func (r *Relation[S, D]) headerKey(src Key) string { return keys.Join(tagLink, r.name, src.RowKey) }
-
-func (r *Relation[S, D]) linkKey(src, target Key) (string, error) {
-	rk := keys.Join(tagLink, r.name, src.RowKey, target.PartitionKey, target.RowKey)
-	if err := codec.ValidateKey("RowKey", rk); err != nil {
-		return "", errs.Invalid("link", "the link row's RowKey (escaped \"link!%s!<source RowKey>!<target PartitionKey>!<target RowKey>\") breaks the key rules: %v", r.name, err)
-	}
-	return rk, nil
-}
-
-// readLinks reads a source's link header (nil if absent) and its links with one range
-// query of the source's partition.
-func (r *Relation[S, D]) readLinks(ctx context.Context, src Key) (*linkRow, []linkRow, error) {
-	header := r.headerKey(src)
-	_, hi, _ := keys.Escaped().Range(tagLink, r.name, src.RowKey)
-	rows, err := r.links.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(src.PartitionKey, header, hi)})
-	if err != nil {
-		return nil, nil, err
-	}
-	var hdr *linkRow
-	links := rows[:0]
-	for i := range rows {
-		switch {
-		case rows[i].RowKey == header:
-			h := rows[i] // copied: links reuses rows' array
-			hdr = &h
-		case rows[i].TargetPartitionKey != "" && validTarget(targetOf(&rows[i])):
-			links = append(links, rows[i])
-		}
-	}
-	return hdr, links, nil
-}
-
-// validTarget reports whether a link's target is a key an entity can have. Links are
-// stored data that anyone with write access can forge: a link to a key no target can have
-// names nothing to copy into, and must not make every write and refresh of its source fail.
-func validTarget(k Key) bool {
-	return codec.ValidateKey("PartitionKey", k.PartitionKey) == nil && codec.ValidateKey("RowKey", k.RowKey) == nil
-}
-
-func targetOf(l *linkRow) Key { return Key{l.TargetPartitionKey, l.TargetRowKey} }
-
-// Copies returns where the source src is copied: the keys of its targets, in PartitionKey,
-// RowKey order, read from its links with one range query of its partition. In
-// AcrossPartitions mode the links follow the targets eventually (a target written moments
-// ago may be missing until the worker ran).
-//
-// Errors: errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
-func (r *Relation[S, D]) Copies(ctx context.Context, src Key) ([]Key, error) {
-	if err := r.checkKey("source", src, true); err != nil {
-		return nil, err
-	}
-	_, links, err := r.readLinks(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Key, len(links))
-	for i := range links {
-		out[i] = targetOf(&links[i])
-	}
-	slices.SortFunc(out, compareKeys)
-	return out, nil
 }
 
 // getTarget reads a target; found is false when it does not exist.

@@ -7,11 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
-	"github.com/tablepatterns/tablepatterns/internal/telemetry"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -52,82 +49,23 @@ func (r *Relation[S, D]) SourceKind() string { return "denormalize.source." + r.
 func (r *Relation[S, D]) TargetKind() string { return "denormalize.target." + r.name }
 
 // Register registers HandleSource and HandleTarget for the relation's messages in reg,
-// under SourceKind and TargetKind and under the kinds of earlier releases
-// ("denormalize/<name>/source" and "denormalize/<name>/target"), so that messages
-// enqueued before an upgrade are still handled.
+// under SourceKind and TargetKind.
 //
 // Errors: errs.ErrInvalidInput when a kind is already registered.
 func (r *Relation[S, D]) Register(reg *queueworker.Registry) error {
-	for _, kind := range []string{r.SourceKind(), "denormalize/" + r.name + "/source"} {
-		if err := queueworker.Handle(reg, kind, r.HandleSource); err != nil {
-			return err
-		}
-	}
-	for _, kind := range []string{r.TargetKind(), "denormalize/" + r.name + "/target"} {
-		if err := queueworker.Handle(reg, kind, r.HandleTarget); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *Relation[S, D]) enqueueSource(ctx context.Context, c SourceChange) error {
-	if err := r.step(ctx, "enqueue"); err != nil {
+	if err := queueworker.Handle(reg, r.SourceKind(), r.HandleSource); err != nil {
 		return err
 	}
-	_, err := queueworker.Enqueue(ctx, r.queue, r.SourceKind(), "", c, nil)
-	return err
-}
-
-func (r *Relation[S, D]) enqueueTarget(ctx context.Context, c TargetChange) error {
-	if err := r.step(ctx, "enqueue"); err != nil {
-		return err
-	}
-	_, err := queueworker.Enqueue(ctx, r.queue, r.TargetKind(), "", c, nil)
-	return err
+	return queueworker.Handle(reg, r.TargetKind(), r.HandleTarget)
 }
 
 // writeCtx bounds a message and the write it announces with one deadline, Settle/2 from
 // now, taken before the message's envelope is built: the handler waits for the write
 // until the message is Settle old by its EnqueuedAt, which Enqueue stamps after this
 // moment, so the write can never land after the handler gave up, however slow the
-// enqueue and its retries were (issue 15, defect 5). Pass the returned context to both.
+// enqueue and its retries were. Pass the returned context to both.
 func (r *Relation[S, D]) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return r.settle.Write(ctx)
-}
-
-func (r *Relation[S, D]) putAcross(ctx context.Context, d *D, k, ref Key, ok, exists bool, oldRef Key, oldOK bool, callerETag string) error {
-	wctx, cancel := r.writeCtx(ctx)
-	defer cancel()
-	if ok || oldOK {
-		c := TargetChange{PartitionKey: k.PartitionKey, RowKey: k.RowKey}
-		if ok {
-			c.Ref = &ref
-		}
-		if oldOK && (!ok || oldRef != ref) {
-			c.Old = []Key{oldRef}
-		}
-		if err := r.enqueueTarget(wctx, c); err != nil {
-			return err
-		}
-	}
-	if err := r.step(wctx, "write"); err != nil {
-		return err
-	}
-	read := r.tcodec.ETag(d) // the version the write replaces ("" for a new target)
-	var err error
-	if exists {
-		err = r.targets.Update(wctx, d, nil)
-	} else {
-		err = r.targets.Insert(wctx, d)
-	}
-	if errors.Is(err, repo.ErrOutcomeUnknown) {
-		return r.targetOutcome(ctx, err, k, read)
-	}
-	if callerETag == "" && isConflict(err) {
-		return retry.Again(err)
-	}
-	return err
 }
 
 // targetState is what a reconciliation found a target to be at its end.
@@ -162,9 +100,8 @@ func (r *Relation[S, D]) ReconcileTarget(ctx context.Context, k Key, old ...Key)
 }
 
 func (r *Relation[S, D]) reconcileTarget(ctx context.Context, k Key, old []Key) (_ targetState, err error) {
-	ctx, span := telemetry.Start(ctx, "denormalize.reconcile_target", telemetry.KeyTable.String(r.targets.Name()),
-		attribute.String("tablepatterns.relation", r.name))
-	defer func() { telemetry.End(span, err) }()
+	ctx, end := r.span(ctx, "denormalize.reconcile_target", r.targets.Name())
+	defer func() { end(err) }()
 	if err := r.checkKey("target", k, r.targetsShareSourceTable()); err != nil {
 		return targetState{}, err
 	}
@@ -215,7 +152,7 @@ var errSourceGone = errors.New("denormalize: source not found")
 // refreshCopy writes a fresh copy of source src into target d if it differs, conditional on
 // d's ETag.
 func (r *Relation[S, D]) refreshCopy(ctx context.Context, d D, src Key) error {
-	if err := r.step(ctx, "copy"); err != nil {
+	if err := r.seams.at(ctx, "copy"); err != nil {
 		return err
 	}
 	s, err := r.sources.Get(ctx, src.PartitionKey, src.RowKey)
@@ -234,7 +171,7 @@ func (r *Relation[S, D]) refreshCopy(ctx context.Context, d D, src Key) error {
 
 // link writes the link src -> k (an idempotent upsert).
 func (r *Relation[S, D]) link(ctx context.Context, src, k Key) error {
-	if err := r.step(ctx, "link"); err != nil {
+	if err := r.seams.at(ctx, "link"); err != nil {
 		return err
 	}
 	rk, err := r.linkKey(src, k)
@@ -249,7 +186,7 @@ func (r *Relation[S, D]) unlink(ctx context.Context, src, k Key) error {
 	if err := r.checkKey("source", src, true); err != nil {
 		return err
 	}
-	if err := r.step(ctx, "unlink"); err != nil {
+	if err := r.seams.at(ctx, "unlink"); err != nil {
 		return err
 	}
 	rk, err := r.linkKey(src, k)
@@ -274,9 +211,8 @@ func (r *Relation[S, D]) RefreshSource(ctx context.Context, src Key) error {
 }
 
 func (r *Relation[S, D]) refreshSource(ctx context.Context, src Key) (fingerprint string, found bool, err error) {
-	ctx, span := telemetry.Start(ctx, "denormalize.refresh_source", telemetry.KeyTable.String(r.sources.Name()),
-		attribute.String("tablepatterns.relation", r.name))
-	defer func() { telemetry.End(span, err) }()
+	ctx, end := r.span(ctx, "denormalize.refresh_source", r.sources.Name())
+	defer func() { end(err) }()
 	if err := r.checkKey("source", src, true); err != nil {
 		return "", false, err
 	}
@@ -321,7 +257,7 @@ func (r *Relation[S, D]) refreshOne(ctx context.Context, k, src Key, s *S) error
 		if err != nil || !now.ok || now.ref != src {
 			return err
 		}
-		if err := r.step(ctx, "copy"); err != nil {
+		if err := r.seams.at(ctx, "copy"); err != nil {
 			return err
 		}
 		next, changed := r.copied(d, s)
@@ -355,7 +291,7 @@ func (r *Relation[S, D]) settled(arrived bool, enqueuedAt, insertedAt, started t
 // Errors: those of RefreshSource; queueworker.Cancel for a malformed key.
 func (r *Relation[S, D]) HandleSource(ctx context.Context, msg *queueworker.Message[SourceChange]) error {
 	c := msg.Payload
-	started := r.now() // before the reads: see settled
+	started := r.seams.clock() // before the reads: see settled
 	fp, found, err := r.refreshSource(ctx, Key{c.PartitionKey, c.RowKey})
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return queueworker.Cancel(err)
@@ -378,7 +314,7 @@ func (r *Relation[S, D]) HandleTarget(ctx context.Context, msg *queueworker.Mess
 	if c.Ref != nil {
 		old = append(old, *c.Ref)
 	}
-	started := r.now() // before the reads: see settled
+	started := r.seams.clock() // before the reads: see settled
 	now, err := r.reconcileTarget(ctx, Key{c.PartitionKey, c.RowKey}, old)
 	if errors.Is(err, errs.ErrInvalidInput) {
 		return queueworker.Cancel(err)

@@ -5,6 +5,15 @@
 // with one query into their own Go types, and written together in entity group
 // transactions.
 //
+// The algorithm: onetomany.go
+//
+// That file holds the one-to-many relationship, the part of the pattern whose order
+// matters: a child and its parent's count written in one transaction, conditional on what
+// was read. Every entity it writes carries its type (write.go, through the registry) and
+// every read decodes each entity into its own type (table.go). Beside them, outcome.go
+// decides a transaction whose answer was lost, relationship.go builds the relationship,
+// and seams.go holds the one test seam.
+//
 // # The problem
 //
 // Table storage is schemaless: one table, even one partition, can hold departments and
@@ -34,7 +43,17 @@
 // of Submit) go through the registry, so that a Replace can never drop the discriminator
 // (which a plain repo.Table[Employee] update would do: its type does not know the
 // property). QueryOf reads one type and filters on the discriminator at the service; Get
-// reads one entity and fails with a *TypeMismatchError when it is of another type.
+// reads one entity and fails with a *TypeMismatchError when it is of another type
+// (TestOneQueryDecodesEachType). The type read back is untrusted: for Get, a
+// discriminator naming another registered type, none, an unregistered one or a non-string
+// is a *TypeMismatchError (TestForgedDiscriminatorIsATypeMismatch), and entities of types
+// nobody registered are reported, or passed through as *codec.Entity on request
+// (TestUnknownTypes).
+//
+// On a table with write tracking (repo.Options.TrackWrites), the write history belongs to
+// the table: no registered type and no discriminator may take its property, and no read
+// shows it, not even to a type with an extra map (TestTrackingPropertyBelongsToTheTable,
+// TestExtraMapNeverCapturesTheWriteHistory, TestDiscriminatorCannotBeTheTrackingProperty).
 //
 // OneToMany is the guide's first approach to one-to-many relationships: the parent
 // (department) and its children (employees) in one partition, the parent holding their
@@ -48,8 +67,8 @@
 //
 // # Consistency
 //
-// Each promise of order or atomicity below names, in parentheses, the test that attacks
-// it at its narrowest window (a request held at a fault proxy while the competing
+// Each promise of order or atomicity below names, in parentheses, the test that holds it
+// at its narrowest window (a request held at a fault proxy while the competing
 // operation runs to completion, so the interleaving is exact).
 //
 // Add and Remove write the child and the parent's count in one entity group transaction,
@@ -72,7 +91,8 @@
 // written", and never success), since a child found or not found may be another writer's
 // doing since (TestOneToManyOutcomeUnknownIsRedecided,
 // TestOneToManyAddNeverReinsertsAChildRemovedByAnotherWriter,
-// TestOneToManyRemoveNeverDeletesAChildReaddedByAnotherWriter). Recount simply counts
+// TestOneToManyRemoveNeverDeletesAChildReaddedByAnotherWriter,
+// TestOneToManyAddStartsOverWhenTheParentIsUnchanged). Recount simply counts
 // again: its count is derived from the children it reads. Turn on repo.Options.TrackWrites
 // to have repo recognise its own write exactly.
 //
@@ -101,5 +121,6 @@
 //
 // The sentinels these docs name (errs.ErrNotFound, errs.ErrPreconditionFailed,
 // errs.ErrInvalidInput, ...) are those of package
-// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is. Bad input is
+// refused with errs.ErrInvalidInput before any request (TestInvalidInputSendsNothing).
 package heterogeneous

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -12,56 +11,11 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// Count is the type of a parent's child count: an Edm.Int32 or Edm.Int64 field.
-type Count interface{ ~int32 | ~int64 }
-
-// OneToMany is the guide's one-to-many relationship with both entity types in one
-// partition (the design guide's "One-to-many relationships", first approach): a parent
-// of type P (the department) and its children of type C (the employees), the parent
-// holding the number of its children (EmployeeCount), kept exact by writing each child
-// together with its parent in one entity group transaction. A OneToMany is safe for concurrent use.
-type OneToMany[P, C any, N Count] struct {
-	t      *Table
-	parent func(pk string) string
-	count  func(p *P) *N
-	// afterSubmit, set by tests, replaces the outcome of each transaction (to play the
-	// answers of a retried transaction whose first attempt landed).
-	afterSubmit func(err error) error
-}
-
-// NewOneToMany returns the relationship between the parents P and children C of t: the
-// parent of partition pk has the RowKey parentRowKey(pk), and count points at its child
-// count field. P and C must be registered in t. It sends nothing.
-//
-// Errors: errs.ErrInvalidInput (a nil argument, P or C not registered, P and C the same type).
-func NewOneToMany[P, C any, N Count](t *Table, parentRowKey func(pk string) string, count func(p *P) *N) (*OneToMany[P, C, N], error) {
-	if t == nil || parentRowKey == nil || count == nil {
-		return nil, errs.Invalid("one-to-many", "the table, parentRowKey and count are required")
-	}
-	if _, err := registered[P](t); err != nil {
-		return nil, err
-	}
-	if _, err := registered[C](t); err != nil {
-		return nil, err
-	}
-	if reflect.TypeFor[P]() == reflect.TypeFor[C]() {
-		return nil, errs.Invalid("one-to-many", "parent and child are both %s", typeName[P]())
-	}
-	return &OneToMany[P, C, N]{t: t, parent: parentRowKey, count: count}, nil
-}
-
-func (r *OneToMany[P, C, N]) parentKey(pk string) (string, error) {
-	if pk == "" {
-		return "", errs.Invalid("PartitionKey", "is empty: the partition names the parent")
-	}
-	return r.parent(pk), nil
-}
-
-// op names a loop of retry.Optimistic: an attempt whose transaction met a concurrent change
-// of the parent returns retry.Again and starts over from a fresh read.
-func (r *OneToMany[P, C, N]) op(name, pk, rk string) retry.Op {
-	return retry.Op{Name: name, Resource: r.t.name, PartitionKey: pk, RowKey: rk}
-}
+// This file is the guide's one-to-many relationship in one partition as code: a child and
+// its parent's count written together in one entity group transaction, conditional on
+// what was read, read again and retried when another writer won the race (Add, Remove);
+// both read back with one query (Load); the count repaired from the children (Recount).
+// Every entity is written with its type (write.go) and read into its type (table.go).
 
 // Add inserts child and increments its parent's count in one entity group transaction:
 // read the parent, add one, write both, conditional on the parent's ETag. When another
@@ -142,21 +96,16 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 	})
 }
 
-// submit runs a child action and the parent's update, and turns a lost race into a retry.
-// A transaction whose outcome repo could not prove is decided by repo.DecideOutcome: it
-// starts over only when the parent (or the child being removed) is still at the version
-// read, which proves that none of the atomic transaction landed. A child found or not
-// found proves nothing: another writer may have removed or re-added it since this call's
-// transaction landed, and acting on it would undo that writer's acknowledged change.
-// A child's delete goes apart only on a store that cannot delete its key in a transaction
-// (Azurite, for U+2028 or U+2029; see the package documentation).
+// submit runs a child action and the parent's update as one entity group transaction,
+// and turns a lost race into a retry: the parent (or the child being removed) changed
+// since it was read, or the parent was deleted and maybe recreated. A transaction whose
+// outcome repo could not prove is decided in outcome.go. A child's delete goes apart only
+// on a store that cannot delete its key in a transaction (Azurite, for U+2028 or U+2029;
+// see the package documentation).
 func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
 	err := r.t.submit(ctx, repo.SubmitOrSplit, []Action{child, parent})
-	if r.afterSubmit != nil {
-		err = r.afterSubmit(err)
-	}
-	if errors.Is(err, repo.ErrOutcomeUnknown) {
-		return repo.DecideOutcome(ctx, err, child.a, parent.a)
+	if err, decided := r.decideUnknown(ctx, err, child, parent); decided {
+		return err
 	}
 	var ae *repo.ActionError
 	if errors.As(err, &ae) {
@@ -166,13 +115,6 @@ func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) e
 		case ae.Index == 1 && errors.Is(err, repo.ErrNotFound):
 			return retry.Again(err) // the parent was deleted and maybe recreated: read again
 		}
-	}
-	return err
-}
-
-func (r *OneToMany[P, C, N]) noParent(err error, pk, prk string) error {
-	if errors.Is(err, repo.ErrNotFound) {
-		return fmt.Errorf("heterogeneous: partition %q has no parent %q: %w", pk, prk, err)
 	}
 	return err
 }

@@ -94,7 +94,7 @@ func New(table *repo.Table[codec.Entity], opts *Options) (*Table, error) {
 // Register maps the type name to the struct type T: entities written as T carry name,
 // and entities carrying name are read as *T. Register every type before the first read
 // or write; a Go type may be registered under several names, the first being the one
-// written (older names are read into the current type).
+// written (entities carrying the other names are read into T as well).
 //
 // Errors: errs.ErrInvalidInput (see codec.Register: T cannot be mapped, the name is taken,
 // cannot appear in a key, or T has a field stored under the discriminator property or

@@ -2,6 +2,14 @@
 // design guide ("Large entities pattern"): properties too large for an entity live in Blob storage, and the entity keeps
 // a reference to them.
 //
+// The algorithm: largeentity.go
+//
+// That file holds the guide's steps in order (a blob under a fresh name, the entity that
+// points to it, the deletion of the blob it replaced) and the sweeper. What hardens them
+// sits beside it: outcome.go decides a write or delete whose answer was lost or refused,
+// forged.go treats stored references as untrusted, metadata.go ties a blob to its entity,
+// blobio.go holds the blob requests, write.go and delete.go the API and its validation.
+//
 // # The problem
 //
 // An entity holds at most 1 MiB in all, and one Edm.String or Edm.Binary property at most
@@ -15,7 +23,7 @@
 // the entity keeps the blob's name with the content's size, SHA-256 and content type
 // (so a reader can verify what it downloads and size a buffer before it does). Content up
 // to Options.InlineLimit (16 KiB by default) stays inside the entity, which saves a
-// request per read.
+// request per read (TestInsertGetLoadOpen; the stored reference: TestBlobText).
 //
 //	photos, err := largeentity.New(employees, clients.Blobs, "employee-photos", nil)
 //	e := &Employee{Department: "Sales", EmployeeID: "000123", Name: "Don Hall",
@@ -39,7 +47,9 @@
 //
 // A stop after step 1 leaves a new orphan; after step 2, old orphans. Nothing is lost: the
 // entity always holds either the old references (old blobs intact) or the new ones (new
-// blobs complete). Delete removes the entity first and its blobs after.
+// blobs complete). Delete removes the entity first and its blobs after
+// (TestCrashBetweenSteps, TestFaultAtAnyStepLeavesTheEntityConsistent,
+// TestUpdateReplacesAndDeletesOldBlob, TestDelete).
 //
 // A write never deletes a blob after an outcome it cannot prove; the sweeper reclaims
 // what it leaves. The new blob names are fresh and random, so they double as a per-write
@@ -53,13 +63,14 @@
 // plain refusal deletes the new blobs at once (every Store write is conditional on what
 // it read, so no entity will ever reference them), while after errs.ErrOutcomeUnknown, a
 // timeout or exhausted retries an attempt may still land, so they are left to the
-// sweeper. A write without new blobs has no such id and returns the SDK's answer as is.
+// sweeper (TestUpdateLostResponseThenOtherWriterKeepsPhoto, TestRefusedUpdateDeletesItsNewBlob).
+// A write without new blobs has no such id and returns the SDK's answer as is.
 // Delete, after an outcome it cannot tell, reads again and decides with retry.Decide: the
 // entity still at the version it read starts the delete over; gone, its blobs are deleted
 // and the answer is errs.ErrOutcomeUnknown (another writer may have deleted it); another
 // version (perhaps re-created by another writer after this delete landed) is left alone,
 // with its blobs, and the answer is errs.ErrOutcomeUnknown
-// (TestDeleteNeverDeletesAnEntityReinsertedByAnotherWriter).
+// (TestDeleteLostResponse, TestDeleteNeverDeletesAnEntityReinsertedByAnotherWriter).
 //
 // # Stored references are untrusted
 //
@@ -74,16 +85,19 @@
 // streams only a Blob that a Store read vouched for, and checks the blob's Content-Length
 // against the recorded size before it returns a reader; Load and an eager Get check it
 // before they allocate anything. A tampered entity can still be removed with
-// Store.Table().Delete (its own blobs are then orphans for the sweeper).
+// Store.Table().Delete (its own blobs are then orphans for the sweeper)
+// (TestForgedReferenceIsRefusedWithoutTouchingTheBlob, TestForgedReferencePathsAreRefused,
+// TestForgedReferenceSizesAtTheEdgesAreRefused, TestHugeSizeInReference,
+// TestOpenRefusesAnotherStoresBlob).
 //
 // A part that carries no new content keeps what the entity holds for that property at
 // the time of the write, never a reference read earlier (its blob may already have been
 // replaced and deleted by another writer): that is why Update and Upsert read the entity
-// first.
+// first (TestUpsertKeepsCurrentPart, TestConcurrentUpserts).
 //
 // A reader may still meet a missing blob: it read the entity, then a writer replaced the
 // part and deleted the old blob. Load tells this from a real dangling reference by reading
-// the entity again, and an eager Get simply re-reads.
+// the entity again, and an eager Get simply re-reads (TestStaleLoadAndDangling).
 //
 // # The sweeper and its race
 //
@@ -99,7 +113,9 @@
 // the margin covers a request in flight at the deadline and clock drift. A blob is deleted
 // only if its ETag is still the listed one, and only by the entity that its metadata names
 // and whose directory holds it (metadata naming another entity is counted Foreign and left
-// alone). SweepEntity does the same for one entity.
+// alone). SweepEntity does the same for one entity (TestSweepSparesInFlightWrite,
+// TestWriteDeadline, TestSweepLeavesForeignAndReferencedBlobs,
+// TestSweeperIgnoresMetadataNamingAnotherEntity).
 //
 // With Options.Sweeps, cleaning up does not wait for a periodic sweep. Every write that
 // uploads a blob first enqueues a message (the eventually consistent transactions pattern:
@@ -107,7 +123,8 @@
 // Delete enqueues one before it deletes. HandleSweep, registered on a queueworker with
 // Register, runs SweepEntity for the message's entity: it re-reads the entity and the
 // listing, so duplicate, late or reordered messages are harmless, and it snoozes the
-// message while some of the entity's blobs are still too young.
+// message while some of the entity's blobs are still too young (TestSweepMessageAfterCrash,
+// TestSweepWorkerCleansUp).
 //
 // # Cost in requests
 //
@@ -129,5 +146,8 @@
 // errs.ErrTransient, ...). ErrContentMismatch reports content that does not match the
 // entity's size and hash; ErrDangling an entity pointing to a blob deleted outside the
 // Store; ErrTampered a reference this Store did not write for that entity;
-// errs.ErrOutcomeUnknown a write whose outcome cannot be told (see above).
+// errs.ErrOutcomeUnknown a write whose outcome cannot be told (see above)
+// (TestInvalidInputSendsNothing, TestNewRefusesBadSetup). The Store logs through the
+// table's logger (TestLogsThroughTheTableLogger), and its warnings never carry the query of
+// a blob URL, where a SAS sits (TestLogsNeverCarryTheSAS).
 package largeentity

@@ -2,8 +2,9 @@ package largeentity
 
 import "time"
 
-// Test hooks: crash simulates a process dying after a step of a write; clock shifts the
-// service time the sweeper sees, so that tests need not wait for the grace period.
+// The test seam: CrashAfter and OnStep stop or race a write after one of its steps;
+// ShiftClock shifts the service time the sweeper sees, so that tests need not wait for
+// the grace period.
 
 const (
 	StepUploaded = stepUploaded
@@ -16,10 +17,10 @@ var ErrCrash = errCrash
 // as if the process died there. "" turns it off.
 func CrashAfter[T any](s *Store[T], step string) {
 	if step == "" {
-		s.crash = nil
+		s.seams.afterStep = nil
 		return
 	}
-	s.crash = func(got string) error {
+	s.seams.afterStep = func(got string) error {
 		if got == step {
 			return errCrash
 		}
@@ -28,9 +29,9 @@ func CrashAfter[T any](s *Store[T], step string) {
 }
 
 // OnStep runs f after each step of every write of s (f may itself write, to race the write).
-func OnStep[T any](s *Store[T], f func(step string) error) { s.crash = f }
+func OnStep[T any](s *Store[T], f func(step string) error) { s.seams.afterStep = f }
 
 // ShiftClock makes the sweeper of s see the service's clock plus d.
 func ShiftClock[T any](s *Store[T], d time.Duration) {
-	s.now = func(t time.Time) time.Time { return t.Add(d) }
+	s.seams.clock = func(t time.Time) time.Time { return t.Add(d) }
 }

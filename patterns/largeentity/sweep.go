@@ -2,19 +2,13 @@ package largeentity
 
 import (
 	"context"
-	"encoding/base64"
-	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
-	"github.com/tablepatterns/tablepatterns/internal/fanout"
-	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -126,135 +120,56 @@ type candidate struct {
 
 type entityKey struct{ pk, rk string }
 
-// sweepPage judges the blobs of one listing page.
-//
-// The race it must not lose: a write uploads blob B, then points its entity at B. If the
-// sweeper read the entity between those two steps, it would see B unreferenced. So B is
-// judged only when it is older than SweepGrace, measured from B's creation by the
-// service's clock (the page's Date), and every entity read for the page happens after the
-// page was listed: by then any write that created B has either written its entity or given
-// up (a write sends its entity write within MaxWriteTime of its first upload, and
-// SweepGrace is at least twice that).
-func (s *Store[T]) sweepPage(ctx context.Context, page container.ListBlobsFlatResponse) (SweepReport, error) {
-	var rep SweepReport
+// listedAt is the service's time of a listing page (its Date header), so that the
+// sweeper's own clock does not matter.
+func (s *Store[T]) listedAt(page container.ListBlobsFlatResponse) time.Time {
 	now := time.Now()
 	if page.Date != nil {
 		now = *page.Date
 	}
-	if s.now != nil {
-		now = s.now(now)
-	}
-	rep.At = now
-	groups := map[entityKey][]candidate{}
-	var order []entityKey
-	if page.Segment != nil {
-		for _, it := range page.Segment.BlobItems {
-			if it == nil || it.Name == nil || it.Properties == nil {
-				continue
-			}
-			rep.Scanned++
-			created := it.Properties.CreationTime
-			if created == nil {
-				created = it.Properties.LastModified
-			}
-			if created == nil || now.Sub(*created) < s.opts.SweepGrace {
-				rep.Young++
-				if created != nil {
-					if at := created.Add(s.opts.SweepGrace); at.After(rep.NextYoung) {
-						rep.NextYoung = at
-					}
-				}
-				continue
-			}
-			k, ok := metadataKeys(it.Metadata)
-			if !ok || !strings.HasPrefix(*it.Name, s.keyDir(k.pk, k.rk)) {
-				// Without our metadata, or with metadata naming an entity whose directory
-				// the blob is not in (the metadata was edited): not judged by that entity.
-				rep.Foreign++
-				continue
-			}
-			if _, seen := groups[k]; !seen {
-				order = append(order, k)
-			}
-			var etag azcore.ETag
-			if it.Properties.ETag != nil {
-				etag = *it.Properties.ETag
-			}
-			groups[k] = append(groups[k], candidate{name: *it.Name, etag: etag})
-		}
-	}
-	var mu sync.Mutex
-	err := fanout.Do(ctx, len(order), s.opts.Concurrency, func(ctx context.Context, i int) error {
-		k := order[i]
-		r, err := s.judge(ctx, k, groups[k])
-		mu.Lock()
-		rep.add(r)
-		mu.Unlock()
-		return err
-	})
-	return rep, err
+	return s.seams.now(now)
 }
 
-// judge reads one entity and deletes its old blobs that it does not reference.
-func (s *Store[T]) judge(ctx context.Context, k entityKey, cands []candidate) (SweepReport, error) {
-	var rep SweepReport
-	referenced := map[string]bool{}
-	cur, err := s.table.Get(ctx, k.pk, k.rk)
-	switch {
-	case err == nil:
-		for _, p := range s.partsOf(&cur, false) {
-			if p != nil && p.present && p.name != "" {
-				referenced[p.name] = true
-			}
-		}
-	case errors.Is(err, repo.ErrNotFound):
-	case errors.Is(err, repo.ErrInvalidInput):
-		// Metadata naming keys the table cannot hold: not one of ours after all.
-		rep.Foreign += len(cands)
-		return rep, nil
-	default:
-		return rep, err
+// listed returns the usable items of a listing page (with a name and properties).
+func listed(page container.ListBlobsFlatResponse) []*container.BlobItem {
+	if page.Segment == nil {
+		return nil
 	}
-	for _, c := range cands {
-		if referenced[c.name] {
-			rep.Referenced++
-			continue
-		}
-		etag := c.etag
-		err := s.deleteBlob(ctx, c.name, &etag)
-		switch {
-		case err == nil:
-			rep.Deleted++
-			s.log.Info("largeentity: orphan blob deleted", zap.String("container", s.cname), zap.String("blob", c.name))
-		case errors.Is(err, repo.ErrPreconditionFailed):
-			rep.Changed++
-		default:
-			return rep, err
+	var out []*container.BlobItem
+	for _, it := range page.Segment.BlobItems {
+		if it != nil && it.Name != nil && it.Properties != nil {
+			out = append(out, it)
 		}
 	}
-	return rep, nil
+	return out
 }
 
-// metadataKeys reads the entity keys a Store writes into each blob's metadata. Metadata
-// names are compared case-insensitively (the service keeps their case, Azurite lowercases
-// them).
-func metadataKeys(meta map[string]*string) (entityKey, bool) {
-	var pkv, rkv *string
-	for name, v := range meta {
-		switch {
-		case strings.EqualFold(name, metaPartitionKey):
-			pkv = v
-		case strings.EqualFold(name, metaRowKey):
-			rkv = v
+// young counts a blob too young to judge, created at created (nil if unknown), and when
+// it becomes old enough.
+func (r *SweepReport) young(created *time.Time, grace time.Duration) {
+	r.Young++
+	if created != nil {
+		if at := created.Add(grace); at.After(r.NextYoung) {
+			r.NextYoung = at
 		}
 	}
-	if pkv == nil || rkv == nil {
+}
+
+// owner returns the entity whose blob it is: the one its metadata names, provided the blob
+// sits in that entity's directory. A blob without the Store's metadata, or whose metadata
+// was edited to name another entity, has no owner and is never judged.
+func (s *Store[T]) owner(it *container.BlobItem) (entityKey, bool) {
+	k, ok := metadataKeys(it.Metadata)
+	if !ok || !strings.HasPrefix(*it.Name, s.keyDir(k.pk, k.rk)) {
 		return entityKey{}, false
 	}
-	pk, err1 := base64.RawURLEncoding.DecodeString(*pkv)
-	rk, err2 := base64.RawURLEncoding.DecodeString(*rkv)
-	if err1 != nil || err2 != nil {
-		return entityKey{}, false
+	return k, true
+}
+
+// etagOf returns the listed ETag of a blob, the condition of its delete.
+func etagOf(it *container.BlobItem) azcore.ETag {
+	if it.Properties.ETag == nil {
+		return ""
 	}
-	return entityKey{string(pk), string(rk)}, true
+	return *it.Properties.ETag
 }

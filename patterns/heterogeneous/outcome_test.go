@@ -2,6 +2,7 @@ package heterogeneous_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
@@ -88,4 +89,61 @@ func TestOneToManyAddStartsOverWhenTheParentIsUnchanged(t *testing.T) {
 		t.Fatalf("add: %v, want nil (nothing of the first transaction landed)", err)
 	}
 	b.checkCount(t, "Sales", 1)
+}
+
+// A transaction whose outcome repo cannot prove (ErrOutcomeUnknown: a lost response, then
+// a retry that met a conflict) is re-decided from a fresh read, since the transaction is
+// atomic: what did not land (the parent still at the version read) starts over; what did
+// is reported as unknown (never ErrAlreadyExists or ErrNotFound, "nothing written", and
+// never success: a gone child may be another writer's Remove). The count stays exact in
+// every case.
+func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		op     string
+		landed bool
+	}{{"add", true}, {"add", false}, {"remove", true}, {"remove", false}} {
+		t.Run(fmt.Sprintf("%s landed=%v", c.op, c.landed), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, layouts[0])
+			b.dept(t, "Sales")
+			e := b.emp("Sales", 1)
+			if c.op == "remove" {
+				if err := b.depts.Add(b.ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !c.landed {
+				b.Proxy().AddRule(faultproxy.Rule{Name: "refused", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(412, "UpdateConditionNotSatisfied")})
+			}
+			first := true
+			heterogeneous.SetAfterSubmit(b.depts, func(err error) error {
+				if !first {
+					return err
+				}
+				first = false
+				if c.landed != (err == nil) {
+					t.Errorf("the first transaction landed %v, want %v: %v", err == nil, c.landed, err)
+				}
+				return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
+					&repo.Error{Op: "transaction", StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: repo.ErrPreconditionFailed})
+			})
+			var err error
+			want := 1
+			if c.op == "add" {
+				err = b.depts.Add(b.ctx, e)
+			} else {
+				err = b.depts.Remove(b.ctx, "Sales", e.RowKey)
+				want = 0
+			}
+			if c.landed {
+				if !errors.Is(err, repo.ErrOutcomeUnknown) {
+					t.Fatalf("%s whose transaction landed: %v, want ErrOutcomeUnknown", c.op, err)
+				}
+			} else if err != nil {
+				t.Fatalf("%s: %v, want nil", c.op, err)
+			}
+			b.checkCount(t, "Sales", want)
+		})
+	}
 }

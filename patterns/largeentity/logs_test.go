@@ -1,6 +1,7 @@
 package largeentity_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -8,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
@@ -21,10 +23,43 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
+// The Store logs through its table's logger (the logger of every pattern comes from the
+// table): an orphan left by a crashed update is reported there when the sweeper deletes it.
+func TestLogsThroughTheTableLogger(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, nil)
+	core, logs := observer.New(zap.InfoLevel)
+	table := testbed.NewTable[Employee](b.Bed, &repo.Options{Logger: zap.New(core)})
+	s, err := largeentity.New(table, b.Clients.Blobs, b.cname, &largeentity.Options{Retry: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.store = s
+	if err := s.Insert(b.ctx, employee("000123", photo(1, 40<<10))); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Get(b.ctx, "Sales", "000123", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Photo = largeentity.NewBlob(photo(2, 40<<10), "image/jpeg")
+	largeentity.CrashAfter(s, largeentity.StepUploaded)
+	if err := s.Update(b.ctx, &e); !errors.Is(err, largeentity.ErrCrash) {
+		t.Fatalf("crash hook did not fire: %v", err)
+	}
+	largeentity.CrashAfter(s, "")
+	if rep := b.sweepAll(); rep.Deleted == 0 {
+		t.Fatalf("the sweep deleted nothing: %+v", rep)
+	}
+	if n := logs.FilterMessage("largeentity: orphan blob deleted").Len(); n == 0 {
+		t.Fatal("the sweep's deletion was not logged through the table's logger")
+	}
+}
+
 // A Store on a blob client authenticated by a SAS (the query of every blob URL) whose
 // blob deletes fail, refused (403) or dropped: the warnings it logs through the table's
 // logger must hold no SAS query, signature or key.
-func TestAttackLogsNoSAS(t *testing.T) {
+func TestLogsNeverCarryTheSAS(t *testing.T) {
 	t.Parallel()
 	for name, action := range map[string]faultproxy.Action{"refused": faultproxy.Respond(http.StatusForbidden, "AuthorizationFailure"), "dropped": faultproxy.DropBeforeForward()} {
 		t.Run(name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package largeentity_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"testing"
 	"time"
@@ -130,4 +131,93 @@ func TestSweepWorkerCleansUp(t *testing.T) {
 		t.Fatalf("worker stats %+v", s)
 	}
 	mustEqual(t, "photo", b.consistent("Sales", "000123"), photo(42, 30<<10))
+}
+
+// Blob metadata is untrusted too: a blob whose metadata was edited to name another entity
+// (one that does not reference it, or does not exist) is not judged by that entity, so
+// the sweeper never deletes a blob that its own entity references.
+func TestSweeperIgnoresMetadataNamingAnotherEntity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, nil)
+	pic := photo(48, 40<<10)
+	e := employee("000123", pic)
+	if err := b.store.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]*string{
+		"partitionkey": ptr(base64.RawURLEncoding.EncodeToString([]byte("Sales"))),
+		"rowkey":       ptr(base64.RawURLEncoding.EncodeToString([]byte("000999"))),
+		"property":     ptr(base64.RawURLEncoding.EncodeToString([]byte("Photo"))),
+	}
+	if _, err := b.raw.NewBlobClient(e.Photo.Name()).SetMetadata(b.ctx, forged, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep := b.sweepAll()
+	if rep.Deleted != 0 || rep.Foreign != 1 {
+		t.Fatalf("sweep: %+v, want the blob counted foreign and kept", rep)
+	}
+	mustEqual(t, "photo", b.consistent("Sales", "000123"), pic)
+}
+
+func ptr(s string) *string { return &s }
+
+// The race the grace period exists for: a sweep between a write's upload and its entity
+// write must not delete the new blob.
+func TestSweepSparesInFlightWrite(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, nil)
+	pic := photo(12, 50<<10)
+	var swept largeentity.SweepReport
+	largeentity.OnStep(b.store, func(step string) error {
+		if step != largeentity.StepUploaded {
+			return nil
+		}
+		var err error
+		swept, err = b.store.Sweep(b.ctx) // the entity does not reference the blob yet
+		return err
+	})
+	if err := b.store.Insert(b.ctx, employee("000999", pic)); err != nil {
+		t.Fatal(err)
+	}
+	if swept.Scanned != 1 || swept.Young != 1 || swept.Deleted != 0 {
+		t.Fatalf("sweep during the write: %+v", swept)
+	}
+	mustEqual(t, "photo", b.consistent("Sales", "000999"), pic)
+}
+
+func TestSweepLeavesForeignAndReferencedBlobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false, nil)
+	e := employee("000123", photo(17, 30<<10))
+	if err := b.store.Insert(b.ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	foreign := b.store.Prefix() + "/notes/readme.txt"
+	if _, err := b.raw.NewBlockBlobClient(foreign).UploadBuffer(b.ctx, []byte("not ours"), nil); err != nil {
+		t.Fatal(err)
+	}
+	outside := "elsewhere/file"
+	if _, err := b.raw.NewBlockBlobClient(outside).UploadBuffer(b.ctx, []byte("other prefix"), nil); err != nil {
+		t.Fatal(err)
+	}
+	rep := b.sweepAll()
+	if rep.Scanned != 2 || rep.Referenced != 1 || rep.Foreign != 1 || rep.Deleted != 0 {
+		t.Fatalf("sweep: %+v", rep)
+	}
+	// An entity-scoped sweep after a crash removes that entity's orphans only.
+	largeentity.CrashAfter(b.store, largeentity.StepUploaded)
+	e2 := *e
+	e2.Photo = largeentity.NewBlob(photo(18, 30<<10), "image/jpeg")
+	if err := b.store.Update(b.ctx, &e2); !errors.Is(err, largeentity.ErrCrash) {
+		t.Fatal(err)
+	}
+	largeentity.CrashAfter(b.store, "")
+	largeentity.ShiftClock(b.store, 2*largeentity.DefaultSweepGrace)
+	rep, err := b.store.SweepEntity(b.ctx, "Sales", "000123")
+	if err != nil || rep.Scanned != 2 || rep.Deleted != 1 || rep.Referenced != 1 {
+		t.Fatalf("entity sweep: %+v, %v", rep, err)
+	}
+	if got := b.blobs(); len(got) != 3 {
+		t.Fatalf("blobs after the sweeps: %q", got)
+	}
 }
