@@ -146,7 +146,7 @@ func resolveTransaction(ctx context.Context, actions []Action, cause, err error)
 		}
 		ok, jerr := w.applied(ctx)
 		if jerr != nil {
-			return jerr
+			return withheld(jerr, w.table) // the action may be an index copy
 		}
 		if ok {
 			for j := range actions {
