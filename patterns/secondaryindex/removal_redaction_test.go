@@ -47,3 +47,24 @@ func TestRemovalOfACopyRowNeverCarriesIndexCopyKey(t *testing.T) {
 		t.Errorf("the refusal carries the copy's key: %s", s)
 	}
 }
+
+// A range archive over a whole partition selects the copies too, and is refused before
+// anything is written (permanent: its job ends in the poison queue, the error its last
+// text). The job names a range, not the copy, so the refusal's text must not name it.
+func TestArchiveRangeOverCopiesNeverCarriesIndexCopyKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	x := b.intra(t, byEmail)
+	const email = "range.secret@contoso.com"
+	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", email)); err != nil {
+		t.Fatal(err)
+	}
+	a, target := b.Archiver(x)
+	_, err := a.ArchiveRange(b.Ctx, b.RangeJob(target, "Sales", "", ""))
+	if !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("a range over copies: %v, want invalid input", err)
+	}
+	if s := fmt.Sprintf("%v %+v", err, err); strings.Contains(s, "range.secret") {
+		t.Errorf("the refusal carries the copy's key: %s", s)
+	}
+}
