@@ -48,10 +48,11 @@ type Options struct {
 	// have caused that answer, and content cannot tell (two increments of 5 both write 6).
 	// With it, every insert and conditional update stores its write id in the property
 	// WriteIDProperty, with the ids of the most recent writes of the entity, so that the
-	// retry reads the entity and knows: nil when its id is there, the service's answer when
-	// the history proves the write did not happen, ErrOutcomeUnknown only when the history
-	// cannot tell (a chain broken by an unconditional write or by a writer that does not
-	// track, an entity deleted since). Every writer of a tracked table should track.
+	// retry reads the entity and knows: nil when its id is there; otherwise
+	// ErrOutcomeUnknown, never the service's answer (the history is data any writer can
+	// change, so an id missing from it proves nothing: a chain broken by an unconditional
+	// write or by a writer that does not track, an entity deleted since, a history cut).
+	// Every writer of a tracked table should track, with the same WriteHistory.
 	// Reads never show the property (it is reserved, see codec.Codec.WithReserved). Cost:
 	// about 12 bytes per remembered write on each entity (BENCHMARKS.md) and one point read
 	// per ambiguous retry. Defaults to false.
@@ -62,8 +63,10 @@ type Options struct {
 	// with ErrInvalidInput, before any request.
 	WriteIDProperty string
 	// WriteHistory is how many write ids each tracked entity keeps (at least 2). A retry
-	// recognises its write as long as fewer than WriteHistory writes landed after it.
-	// Defaults to DefaultWriteHistory (16).
+	// recognises its write as long as fewer than WriteHistory writes landed after it, when
+	// the writers that followed it keep as many: each writer cuts the stored history to
+	// its own WriteHistory, so the bound is the smallest among them (a retry past it
+	// answers ErrOutcomeUnknown). Defaults to DefaultWriteHistory (16).
 	WriteHistory int
 }
 

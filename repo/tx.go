@@ -162,7 +162,7 @@ func resolveTransaction(ctx context.Context, actions []Action, cause, err error)
 		}
 		ok, jerr := w.applied(ctx)
 		if jerr != nil {
-			return jerr
+			return withheld(jerr, w.table) // the action may be an index copy
 		}
 		if ok {
 			for j := range actions {
@@ -175,6 +175,8 @@ func resolveTransaction(ctx context.Context, actions []Action, cause, err error)
 	return &errs.OutcomeUnknownError{Op: "transaction", Resource: first.table, PartitionKey: first.pk, Cause: cause, Err: err}
 }
 
+// checkTransaction names actions by index, never by key: an action may be an index copy
+// (its RowKey, or an index entity's PartitionKey, holds the indexed value), as ActionError.
 func checkTransaction(actions []Action) error {
 	if len(actions) == 0 {
 		return errs.Invalid("transaction", "has no actions")
@@ -187,16 +189,16 @@ func checkTransaction(actions []Action) error {
 	for i := range actions {
 		w := &actions[i].w
 		if w.err != nil {
-			return errs.Invalid("transaction", "action %d (PartitionKey=%q, RowKey=%q): %v", i, w.pk, w.rk, w.err)
+			return errs.Invalid("transaction", "action %d: %v", i, w.err)
 		}
 		if w.svc != first.svc || w.table != first.table {
 			return errs.Invalid("transaction", "action %d addresses table %q, action 0 table %q: a transaction covers one table", i, w.table, first.table)
 		}
 		if w.pk != first.pk {
-			return errs.Invalid("transaction", "action %d has PartitionKey %q, action 0 %q: a transaction covers one partition", i, w.pk, first.pk)
+			return errs.Invalid("transaction", "action %d has another PartitionKey than action 0: a transaction covers one partition", i)
 		}
 		if j, dup := seen[w.rk]; dup {
-			return errs.Invalid("transaction", "actions %d and %d both address RowKey %q: one action per entity", j, i, w.rk)
+			return errs.Invalid("transaction", "actions %d and %d address the same RowKey: one action per entity", j, i)
 		}
 		seen[w.rk] = i
 	}

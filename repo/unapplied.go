@@ -15,7 +15,9 @@ import (
 // committed, every entity it touched would hold a new ETag or be gone), retry.Unproven
 // otherwise. Inserts, upserts and actions without an ETag (or with "*") prove nothing: an
 // entity found or not found may be another writer's doing since, so they are not read.
-// The reads stop at the first proof.
+// The reads stop at the first proof. An entity re-read may be an index copy, whose key
+// holds the indexed value: the reads' retries log no keys, and a failed read's error text
+// gives its class only (the *Error with the keys stays reachable with errors.As).
 //
 // Errors: those of the reads (ErrTransient, *Error); a missing entity is not an error.
 func Unapplied(ctx context.Context, actions ...Action) (retry.Evidence, error) {
@@ -25,7 +27,7 @@ func Unapplied(ctx context.Context, actions ...Action) (retry.Evidence, error) {
 			continue
 		}
 		var now string
-		err := retry.Do(ctx, actions[i].rp, retry.Op{Name: "get", Resource: w.table, PartitionKey: w.pk, RowKey: w.rk}, func(ctx context.Context, _ int) error {
+		err := retry.Do(ctx, actions[i].rp, retry.Op{Name: "get", Resource: w.table, PartitionKey: w.pk, RowKey: w.rk, SensitiveKeys: true}, func(ctx context.Context, _ int) error {
 			resp, err := w.client.GetEntity(ctx, w.pk, w.rk, nil)
 			if err != nil {
 				return errs.Wrap(err, "get", w.table, w.pk, w.rk)
@@ -34,7 +36,7 @@ func Unapplied(ctx context.Context, actions ...Action) (retry.Evidence, error) {
 			return nil
 		})
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return retry.Unproven, err
+			return retry.Unproven, withheld(err, w.table) // the entity may be an index copy
 		}
 		if retry.Unchanged(w.ifMatch, now) == retry.NotApplied {
 			return retry.NotApplied, nil

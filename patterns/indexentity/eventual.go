@@ -583,7 +583,8 @@ func (ix *Eventual[T]) checkKey(k Key) error {
 		return nil
 	}
 	if prefix := ts.keyPrefix(); strings.HasPrefix(k.PartitionKey, prefix) {
-		return errs.Invalid("PartitionKey", "%q lies in the partitions of index %q's entities (%q...), which share the primary's table: use another table for the index (NewTableStore)", k.PartitionKey, ts.name, prefix)
+		// Not the key itself: a partition in that space holds an indexed value.
+		return errs.Invalid("PartitionKey", "lies in the partitions of index %q's entities (%q...), which share the primary's table: use another table for the index (NewTableStore)", ts.name, prefix)
 	}
 	return nil
 }

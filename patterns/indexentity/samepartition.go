@@ -204,7 +204,8 @@ func (ix *SamePartition[T]) checkKeys(pk, rk string) error {
 		return err
 	}
 	if rk >= ix.lo && (ix.hi == "" || rk < ix.hi) {
-		return errs.Invalid("RowKey", "%q lies in the RowKeys of index %q's entities [%q, %q)", rk, ix.name, ix.lo, ix.hi)
+		// Not rk itself: a key in that range holds an indexed value.
+		return errs.Invalid("RowKey", "lies in the RowKeys of index %q's entities [%q, %q)", ix.name, ix.lo, ix.hi)
 	}
 	return ix.pages.fits(rk)
 }

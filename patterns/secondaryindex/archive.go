@@ -47,7 +47,8 @@ import (
 // error Removal returns about a copy names the index and e's keys, never the copy's key
 // (it holds the indexed value), and prints only its cause's class; errors.Is and
 // errors.As reach the cause. The move's own transaction, which carries the copies'
-// deletes, is the caller's: its *repo.ActionError names the failing action's keys.
+// deletes, is the caller's: its *repo.ActionError names the failing action by index (its
+// keys are in its fields, not its text).
 func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Removal, error) {
 	if e == nil {
 		return consistency.Removal{}, errs.Invalid("entity", "is nil")
@@ -58,7 +59,8 @@ func (x *Intra[T]) Removal(ctx context.Context, e *codec.Entity) (consistency.Re
 	case !ok || ix == nil:
 		return consistency.Removal{}, nil // not a row of these indexes
 	case ix != x.all[0]:
-		return consistency.Removal{}, errs.Invalid("entity", "%s/%s is a copy of index %q, not an entity: archive the entity by its primary copy (%s_...)", e.PartitionKey, e.RowKey, ix.Name, x.all[0].Name)
+		// Not the RowKey: a copy's holds the indexed value.
+		return consistency.Removal{}, errs.Invalid("entity", "a row of partition %s is a copy of index %q, not an entity: archive the entity by its primary copy (%s_...)", e.PartitionKey, ix.Name, x.all[0].Name)
 	}
 	v, err := maintain.Decode(ctx, x.c, e)
 	if err != nil {

@@ -839,8 +839,9 @@ func (x *Inter[T]) Lookup(ctx context.Context, pk, index, value string) (T, erro
 		return v, err
 	}
 	var zero T
-	return zero, &errs.ServiceError{Op: "index lookup", Resource: x.primary.Name(), PartitionKey: pk, Kind: repo.ErrNotFound,
-		Err: fmt.Errorf("no entity with %s %q", index, value)}
+	// Not the value: it is the key of the copy looked for (lookupError).
+	return zero, &lookupError{index: index, pk: pk, err: &errs.ServiceError{Op: "index lookup", Resource: x.primary.Name(), PartitionKey: pk, Kind: repo.ErrNotFound,
+		Err: errors.New("no entity holds the value")}}
 }
 
 // Find returns the entities of partition pk whose value in index is value, with one

@@ -234,3 +234,23 @@ func TestMoveRestartNeverNamesACompanionCopy(t *testing.T) {
 		t.Fatalf("the move's restart log carries the e-mail: %s", where)
 	}
 }
+
+// Inter's Lookup of a value no entity holds answers ErrNotFound as Intra's does: its text
+// names the index and the partition, never the value looked up (the key of the copy it
+// looked for).
+func TestInterLookupNotFoundNeverCarriesTheValue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	if err := x.CreateIfNotExists(b.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := x.Lookup(b.Ctx, "Sales", "email", "lookup.secret@contoso.com")
+	if !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("lookup of a value nobody holds: %v; want ErrNotFound", err)
+	}
+	if s := fmt.Sprintf("%v %+v", err, err); strings.Contains(s, "lookup.secret") {
+		t.Errorf("the error carries the value looked up: %s", s)
+	}
+}
