@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -220,43 +219,6 @@ func TestCrashDuringWriteLeavesOneWholeVersion(t *testing.T) {
 				t.Fatalf("after the rerun: %v", err)
 			}
 		})
-	}
-}
-
-// With retries on, a transaction whose response was lost is recognised as applied.
-func TestLostResponseIsRecognised(t *testing.T) {
-	t.Parallel()
-	b := setup(t, true)
-	s := store(t, b, nil)
-	e := &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}
-	if err := s.Insert(b.Ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	e.Properties = year(5)
-	if err := s.Put(b.Ctx, e); err != nil { // conditional Put of the inserted entity
-		t.Fatal(err)
-	}
-	if b.Proxy().Fired("lost") != 1 {
-		t.Fatal("no response was lost")
-	}
-	rev := checkWhole(t, b, "P", "E", 2)
-	if rev != e.Rev {
-		t.Fatalf("stored rev %q, Put says %q", rev, e.Rev)
-	}
-	// The chunks' ETags were in the lost response: a further conditional Put must re-read
-	// rather than overwrite whatever another writer may have stored since.
-	e.Properties["Name"] = "again"
-	if err := s.Put(b.Ctx, e); !errors.Is(err, repo.ErrPreconditionFailed) {
-		t.Fatalf("conditional Put after a recovered one: %v, want ErrPreconditionFailed", err)
-	}
-	fresh, err := s.Get(b.Ctx, "P", "E")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh.Properties["Name"] = "again"
-	if err := s.Put(b.Ctx, fresh); err != nil {
-		t.Fatalf("conditional Put after a re-read: %v", err)
 	}
 }
 
@@ -579,48 +541,5 @@ func TestLimitsRefusedWithoutRequest(t *testing.T) {
 	}
 	if n := b.Proxy().Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent by New", n)
-	}
-}
-
-// A transaction whose response was lost, then another writer's update before the retry:
-// each update's fn is applied exactly once (two +1 updates give 2, not 3).
-func TestLostResponseThenAnotherUpdateAppliesFnOnce(t *testing.T) {
-	t.Parallel()
-	b := setup(t, true)
-	other := store(t, b, nil)
-	inc := func(e *wideentity.Entity) error {
-		n, _ := e.Properties["N"].(int32)
-		e.Properties["N"] = n + 1
-		return nil
-	}
-	hooked := false
-	core, _ := observer.New(zap.WarnLevel)
-	logger := zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
-		// Between the lost response and the retry, another writer updates the entity.
-		if e.Message == "retrying" && !hooked {
-			hooked = true
-			if _, err := other.Update(b.Ctx, "P", "E", inc); err != nil {
-				t.Error(err)
-			}
-		}
-		return nil
-	}))
-	s := storeWith(t, b, &repo.Options{Logger: logger}, nil)
-	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"N": int32(0)}}); err != nil {
-		t.Fatal(err)
-	}
-	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	if _, err := s.Update(b.Ctx, "P", "E", inc); err != nil {
-		t.Fatalf("update with a lost response: %v", err)
-	}
-	if !hooked || b.Proxy().Fired("lost") != 1 {
-		t.Fatal("the lost response and the other writer did not happen")
-	}
-	got, err := s.Get(b.Ctx, "P", "E")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Properties["N"] != int32(2) {
-		t.Fatalf("N = %v after two +1 updates, want 2", got.Properties["N"])
 	}
 }
