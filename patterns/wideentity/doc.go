@@ -44,28 +44,28 @@
 //
 // Insert, Put, Update and Delete write or delete every chunk in one entity group
 // transaction: atomic, all or nothing, even if the process or the connection dies in the
-// middle (TestCrashDuringWriteLeavesOneWholeVersion). Each write stamps every chunk with the same new revision
-// (RevProperty) and the chunk count (ChunksProperty). A reader that gets chunks of two
-// revisions — a write committed between the pages of its query, or between its reads on
-// a service that does not read a partition as a snapshot — detects it and reads again
-// (Options.TornRetry; TestTornReadIsDetectedAndRetried, TestDamagedChunksAreReportedTorn),
-// so Get only returns an entity as one write left it. Put of an entity
-// read by Get, and Update, are conditional on the ETags of every chunk read: no update is
-// lost between concurrent writers (TestConcurrentUpdatesLoseNothing,
-// TestPutAfterRecognisedUpdateNeverErasesConcurrentSetProperty). The table tracks writes (repo.Options.TrackWrites): a
-// transaction whose response was lost is recognised by its write id even after another
-// writer built on it, so Update never applies fn twice
+// middle (TestCrashDuringWriteLeavesOneWholeVersion). Each write stamps every chunk with
+// the same new revision (RevProperty) and the chunk count (ChunksProperty). A reader that
+// gets chunks of two revisions — a write committed between the pages of its query, or
+// between its reads on a service that does not read a partition as a snapshot — detects it
+// and reads again (Options.TornRetry; TestTornReadIsDetectedAndRetried,
+// TestDamagedChunksAreReportedTorn), so Get only returns an entity as one write left it.
+// Put of an entity read by Get, and Update, are conditional on the ETags of every chunk
+// read: no update is lost between concurrent writers (TestConcurrentUpdatesLoseNothing,
+// TestPutAfterRecognisedUpdateNeverErasesConcurrentSetProperty). The table tracks writes
+// (repo.Options.TrackWrites): a transaction whose response was lost is recognised by its
+// write id even after another writer built on it, so Update never applies fn twice
 // (TestLostResponseThenAnotherUpdateAppliesFnOnce); only when the history cannot tell does
 // it return errs.ErrOutcomeUnknown. The tracking property (repo.Table.WriteIDProperty) is
 // the table's, never the entity's: New refuses one named like RevProperty or
 // ChunksProperty (TestNewRefusesTrackingPropertyNamedLikeChunkProperty), writes refuse an
 // entity property of that name or of repo.DefaultWriteIDProperty
 // (TestWritesRefuseDataNamedLikeTrackingProperty, TestTrackingPropertyReserved), and reads
-// ignore both names (TestGetAndUpdateIgnoreHistoryAfterTrackingPropertyChanges), so that chunks written while
-// the table tracked under the default name read the same after it is reopened with
-// another. SetProperty is the guide's single merge: atomic for its
-// one property and never in conflict with writes to other properties, but two properties
-// set by two SetProperty calls are two writes (use Update to change them together).
+// ignore both names (TestGetAndUpdateIgnoreHistoryAfterTrackingPropertyChanges), so that
+// chunks written while the table tracked under the default name read the same after it is
+// reopened with another. SetProperty is the guide's single merge
+// (TestSetPropertyMergesOneChunk): atomic for its one property and never in conflict with writes to other properties, but two properties set
+// by two SetProperty calls are two writes (use Update to change them together).
 //
 // On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
 // (Azurite; see package tabletest) the delete of a chunk whose RowKey holds one goes in a
@@ -88,7 +88,8 @@
 //
 // A logical entity has at most MaxChunks (100) chunks (one transaction), each with at
 // most PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
-// transaction's limit): checked before any request, the error naming the chunk. Beyond
+// transaction's limit): checked before any request, the error naming the chunk
+// (TestLimitsRefusedWithoutRequest). Beyond
 // that, store the large values in blobs (the Azure Table storage design guide, "large entities pattern";
 // patterns/largeentity).
 //
