@@ -64,8 +64,9 @@
 // ignore both names (TestGetAndUpdateIgnoreHistoryAfterTrackingPropertyChanges), so that
 // chunks written while the table tracked under the default name read the same after it is
 // reopened with another. SetProperty is the guide's single merge
-// (TestSetPropertyMergesOneChunk): atomic for its one property and never in conflict with writes to other properties, but two properties set
-// by two SetProperty calls are two writes (use Update to change them together).
+// (TestSetPropertyMergesOneChunk): atomic for its one property and never in conflict with
+// writes to other properties, but two properties set by two SetProperty calls are two
+// writes (use Update to change them together).
 //
 // On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
 // (Azurite; see package tabletest) the delete of a chunk whose RowKey holds one goes in a
@@ -86,12 +87,11 @@
 //
 // # Issues and considerations
 //
-// A logical entity has at most MaxChunks (100) chunks (one transaction), each with at
-// most PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
+// A logical entity has at most MaxChunks (100) chunks (one transaction), each with at most
+// PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
 // transaction's limit): checked before any request, the error naming the chunk
-// (TestLimitsRefusedWithoutRequest). Beyond
-// that, store the large values in blobs (the Azure Table storage design guide, "large entities pattern";
-// patterns/largeentity).
+// (TestLimitsRefusedWithoutRequest). Beyond that, store the large values in blobs (the
+// Azure Table storage design guide, "large entities pattern"; patterns/largeentity).
 //
 // # Errors
 //
