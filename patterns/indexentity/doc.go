@@ -43,7 +43,8 @@
 // transaction, sent apart only where the store cannot delete a key in one), steps.go
 // (option 1 and 3's enqueue and list changes), handle.go (the message and its settle
 // window), list.go (the pages of a list), tablestore.go and blobstore.go (where options
-// 3 and 1 keep their lists), seams.go (the one test seam).
+// 3 and 1 keep their lists), backfill.go, maintain.go and jobs.go (backfill, verify,
+// repair), archive.go (the archive's companions), seams.go (the one test seam).
 //
 // Every constructor takes the table it works on first, then its required arguments, then
 // options by pointer (nil = the documented defaults); the logger is the table's:
