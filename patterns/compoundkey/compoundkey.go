@@ -2,75 +2,12 @@ package compoundkey
 
 import (
 	"context"
-	"fmt"
 	"iter"
 
-	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
-
-// Layout is the shape of a compound RowKey: a type prefix, then a fixed number of parts
-// ("empid_000123_2012" is the prefix "empid" and the parts "000123" and "2012"). It is
-// built and parsed with package keys. A Layout is a small value, safe for concurrent use.
-type Layout struct {
-	prefix string
-	parts  int
-	c      keys.Compound
-}
-
-// LayoutOptions configures NewLayout. nil means the zero value.
-type LayoutOptions struct {
-	// Escaped selects the escaped, order-preserving encoding of package keys ('!' between
-	// parts, every other troublesome character escaped) instead of the guide's readable
-	// "_". Use it when parts may contain "_" or characters keys cannot hold, or differ in
-	// width: the readable form keeps the order of the parts only for fixed-width parts such
-	// as keys.Pad numbers (Tablestore's primary key design guide: the separator must sort below every character of the
-	// parts).
-	Escaped bool
-}
-
-// NewLayout returns the layout prefix + parts parts, e.g. NewLayout("empid", 2, nil) for
-// the guide's "empid_000123_2012". prefix may be empty (no type prefix).
-//
-// Errors: errs.ErrInvalidInput when parts is below 1 or prefix cannot be part of such a key
-// (it contains the separator or a character keys cannot hold).
-func NewLayout(prefix string, parts int, opts *LayoutOptions) (Layout, error) {
-	l := Layout{prefix: prefix, parts: parts}
-	if opts == nil || !opts.Escaped {
-		l.c = keys.MustNew("_")
-	}
-	if parts < 1 {
-		return Layout{}, errs.Invalid("parts", "a compound key needs at least 1 part, got %d", parts)
-	}
-	if prefix != "" {
-		if _, err := l.c.Join(prefix); err != nil {
-			return Layout{}, err
-		}
-	}
-	return l, nil
-}
-
-// MustLayout is NewLayout for package-level variables initialised with constants; it
-// panics on an error.
-func MustLayout(prefix string, parts int, opts *LayoutOptions) Layout {
-	l, err := NewLayout(prefix, parts, opts)
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
-
-// Parts returns the number of parts after the prefix.
-func (l Layout) Parts() int { return l.parts }
-
-func (l Layout) all(parts []string) []string {
-	if l.prefix == "" {
-		return parts
-	}
-	return append([]string{l.prefix}, parts...)
-}
 
 // Key returns the RowKey of the given parts: Key("000123", "2012") is
 // "empid_000123_2012".
@@ -122,59 +59,6 @@ func (l Layout) Range(leading ...string) (lo, hi string, err error) {
 		return "", "", nil // no prefix, no leading part: the whole partition
 	}
 	return l.c.Range(all...)
-}
-
-// Table is a typed repository of the entities of one Layout, stored in the same table
-// and partitions as the entities they relate to (the Azure Table storage design guide, "compound key pattern"): the
-// yearly reviews of an employee next to the employee. T's RowKey field must follow the
-// layout; build it with Layout.Key. A Table is safe for concurrent use.
-type Table[T any] struct {
-	rows   *repo.Table[T]
-	view   *repo.Table[T] // $select of T's properties
-	layout Layout
-}
-
-// Options configures a Table. It has no fields yet: pass nil. It is there so that every
-// pattern constructor has the same shape, New(table, required..., opts), and options can
-// be added without breaking callers.
-type Options struct{}
-
-// New returns the repository of t's entities of type T whose RowKeys follow layout. Its
-// range queries ask the service for T's properties only ($select), so a T made of the
-// review fields reads just those, even from rows that hold more. It sends nothing.
-//
-// Errors: errs.ErrInvalidInput if t is nil, layout is the zero Layout, or T cannot be
-// projected.
-func New[T any](t *repo.Table[T], layout Layout, opts *Options) (*Table[T], error) {
-	if t == nil {
-		return nil, errs.Invalid("table", "is nil")
-	}
-	if layout.parts < 1 {
-		return nil, errs.Invalid("layout", "is the zero Layout: build it with NewLayout")
-	}
-	view, err := repo.Project[T](t)
-	if err != nil {
-		return nil, err
-	}
-	return &Table[T]{rows: t, view: view, layout: layout}, nil
-}
-
-// Table returns the underlying table.
-func (t *Table[T]) Table() *repo.Table[T] { return t.rows }
-
-// Layout returns the table's layout.
-func (t *Table[T]) Layout() Layout { return t.layout }
-
-// check refuses a value whose RowKey does not follow the layout, before any request.
-func (t *Table[T]) check(v *T) error {
-	if v == nil {
-		return errs.Invalid("entity", "is nil")
-	}
-	_, rk := t.rows.Codec().Keys(v)
-	if _, err := t.layout.Parse(rk); err != nil {
-		return fmt.Errorf("compoundkey: build the RowKey with Layout.Key: %w", err)
-	}
-	return nil
 }
 
 // Insert stores v (see repo.Table.Insert).
@@ -266,11 +150,6 @@ func (t *Table[T]) List(ctx context.Context, pk string, leading ...string) iter.
 			}
 		}
 	}
-}
-
-func (t *Table[T]) follows(rk string) bool {
-	_, err := t.layout.Parse(rk)
-	return err == nil
 }
 
 // InsertAction returns an insert of v for repo.Submit, to store it in one transaction

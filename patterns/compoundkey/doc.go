@@ -30,7 +30,12 @@
 // "$filter=(PartitionKey eq 'Sales') and (RowKey ge 'empid_000123') and (RowKey lt
 // 'empid_000124')&$select=RowKey,Manager Rating,Peer Rating,Comments", with exact bounds:
 // "empid_000123_" to "empid_000123`", so that neither the employee row "empid_000123" nor
-// the reviews of "empid_0001234" fall in the range.
+// the reviews of "empid_0001234" fall in the range (TestListReviewsOfOneEmployee).
+//
+// The algorithm: compoundkey.go
+//
+// It builds a key from its parts, parses it back, bounds a range of them, and sends the
+// guide's requests on those keys; layout.go builds a Layout, table.go a Table.
 //
 // The readable "_" of the guide needs parts without "_" and of fixed width (pad numbers
 // with keys.Pad) to keep their order; LayoutOptions.Escaped selects the escaped encoding
@@ -41,8 +46,9 @@
 // Each entity is written by one request. Because the reviews share the employee's
 // partition, InsertAction, UpsertAction and DeleteAction put them in one entity group
 // transaction with the employee (repo.Submit): strong consistency between an employee and
-// its reviews, which separate tables cannot give (the Azure Table storage design guide, issues and considerations).
-// A RowKey that does not follow the layout is refused before anything is sent.
+// its reviews, which separate tables cannot give (the Azure Table storage design guide,
+// issues and considerations; TestReviewAndEmployeeInOneTransaction). A RowKey that does
+// not follow the layout is refused before anything is sent (TestWrongKeysSendNothing).
 //
 // DeleteAction is unconditional. repo.Submit reads the ETag of an entity whose key holds
 // U+2028 or U+2029 before deleting it, since Azurite would delete another row in its

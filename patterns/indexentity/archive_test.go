@@ -14,7 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Both index kinds are companions of the archive (issue 14 item 4).
+// Both index kinds are companions of the archive.
 var (
 	_ consistency.Companion = (*SamePartition[Employee])(nil)
 	_ consistency.Companion = (*Eventual[Employee])(nil)
@@ -60,7 +60,7 @@ func (b *bed) samePartitionGone(ix *SamePartition[Employee], entities int, want 
 	b.clean(ix, "Sales", entities)
 }
 
-// Issue 14 ("Done when"): archiving an employee takes its id out of its value's index
+// Archiving an employee takes its id out of its value's index
 // entity in the transaction that deletes it.
 func TestArchiveSamePartitionRemovesTheEntryInTheDeleteTransaction(t *testing.T) {
 	t.Parallel()
@@ -82,7 +82,7 @@ func TestArchiveSamePartitionRemovesTheEntryInTheDeleteTransaction(t *testing.T)
 // A live writer adds another Jones (the index entity changes) while the move's
 // transaction is held at the proxy: the transaction fails on the index entity, the move
 // starts over, and both the archive and the new Jones end correct.
-func TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction(t *testing.T) {
+func TestArchiveSamePartitionWriterBetweenRemovalAndTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
@@ -102,7 +102,7 @@ func TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction(t *testing
 
 // The transaction lands and its response is lost, and a second delivery runs while the
 // first is held: every delivery succeeds, the entry is removed once, nothing else is.
-func TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries(t *testing.T) {
+func TestArchiveSamePartitionLostResponseAndTwoDeliveries(t *testing.T) {
 	t.Parallel()
 	b, ix, a, target := samePartitionJoneses(t)
 	b.tableProxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
@@ -120,7 +120,7 @@ func TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries(t *testing.T) {
 
 // Stored rows are untrusted: an entity that does not decode, and an index entity
 // archived as if it were an entity, are refused before anything is written.
-func TestAttackArchiveSamePartitionUnreadableAndForgedEntities(t *testing.T) {
+func TestArchiveSamePartitionUnreadableAndForgedEntities(t *testing.T) {
 	t.Parallel()
 	b, ix, a, target := samePartitionJoneses(t)
 	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "000009", Properties: map[string]any{"LastName": "Jones", "Age": "old"}}); err != nil {
@@ -177,7 +177,7 @@ func (b *bed) eventualGone(ix *Eventual[Employee], s Store) {
 	b.clean(ix, "Sales", 3)
 }
 
-// Issue 14 ("Done when"): archiving an employee indexed by options 1 and 3 enqueues the
+// Archiving an employee indexed by options 1 and 3 enqueues the
 // Change that removes its key, before the delete; once the worker settled no list holds
 // it.
 func TestArchiveEventualRemovesTheEntryThroughTheWorker(t *testing.T) {
@@ -198,7 +198,7 @@ func TestArchiveEventualRemovesTheEntryThroughTheWorker(t *testing.T) {
 // A crash after Before enqueued the Change and before the delete: the message settles
 // and changes nothing (the entity is still listed and found); the rerun moves it and the
 // worker unlists it. Then two deliveries at once.
-func TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *testing.T) {
+func TestArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, false, nil)
 	crashing, target := b.Archiver(testbed.CrashAfterBefore{Companion: ix})
@@ -218,7 +218,7 @@ func TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *te
 
 // The delete's response is lost after it landed: the move decides from a fresh read
 // (gone, archived) and the Change enqueued before it unlists the key.
-func TestAttackArchiveEventualLostDeleteResponse(t *testing.T) {
+func TestArchiveEventualLostDeleteResponse(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, true, nil)
 	a, target := b.Archiver(ix)
@@ -233,7 +233,7 @@ func TestAttackArchiveEventualLostDeleteResponse(t *testing.T) {
 
 // Stored rows are untrusted: an entity that does not decode is refused before anything
 // is written or enqueued.
-func TestAttackArchiveEventualUnreadableEntity(t *testing.T) {
+func TestArchiveEventualUnreadableEntity(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, true, nil)
 	if err := b.Raw.Insert(b.Ctx, &codec.Entity{PartitionKey: "Sales", RowKey: "000009", Properties: map[string]any{"LastName": "Jones", "Age": "old"}}); err != nil {

@@ -27,6 +27,25 @@
 //     partition "idx!LastName!Jones", listing PartitionKey and RowKey of every Jones across
 //     the table (the guide's EmployeeDetails: department and id pairs).
 //
+// Option 2, in the guide's order (read the value's index entity; one transaction that
+// writes the entity and the index entity If-Match its ETag; start over on a conflict):
+//
+// The algorithm: samepartition.go
+//
+// Options 1 and 3, in the order of the eventually consistent transactions pattern
+// (enqueue the Change, write the entity; the worker reads the entity and makes the lists
+// agree with it):
+//
+// The algorithm: eventual.go
+//
+// Their edges live beside them: samepartition_options.go and eventual_options.go
+// (options, constructors, validation, accessors), transaction.go (option 2's
+// transaction, sent apart only where the store cannot delete a key in one), steps.go
+// (option 1 and 3's enqueue and list changes), handle.go (the message and its settle
+// window), list.go (the pages of a list), tablestore.go and blobstore.go (where options
+// 3 and 1 keep their lists), backfill.go, maintain.go and jobs.go (backfill, verify,
+// repair), archive.go (the archive's companions), seams.go (the one test seam).
+//
 // Every constructor takes the table it works on first, then its required arguments, then
 // options by pointer (nil = the documented defaults); the logger is the table's:
 //
@@ -37,8 +56,9 @@
 //
 // Its messages have the kind "indexentity.change.<table>.<name>" and its maintenance jobs
 // "indexentity.backfill|verify|repair.<table>.<name>", so that indexes named alike on two
-// tables never share a kind; Register also accepts the change kinds of earlier releases,
-// "indexentity.change.<name>" and "indexentity/<name>".
+// tables never share a kind (TestEventualKindsNameTheTable,
+// TestSamePartitionJobKindsNameTheTable); Register takes those kinds only
+// (TestEventualRegisterTakesOnlyKindsThatNameTheTable).
 //
 // The two kinds of index share their method names; Lookup differs by one argument, on
 // purpose: SamePartition.Lookup(ctx, pk, value) answers within one partition (option 2
@@ -73,7 +93,7 @@
 // # Consistency
 //
 // Each promise of order or atomicity below names, in parentheses, the test that attacks
-// it at its narrowest window: a request held at a fault proxy (a pause) or a step hook
+// it at its narrowest window: a request held at a fault proxy (a pause) or the test seam
 // while the competing operation runs to completion, so the interleaving is exact.
 //
 // Option 2 is atomic. Insert follows the guide's steps: read the value's index entity
@@ -123,7 +143,7 @@
 // enqueue (TestEventualWindowSlowEnqueueCannotOutliveSettle). EnqueuedAt is untrusted (the
 // envelope is whoever enqueued's): it is clamped to the queue's InsertionTime, so a forged
 // future stamp cannot keep a message snoozing
-// (TestAttackEventualForgedFutureEnqueuedAtNeverSettles).
+// (TestEventualForgedFutureEnqueuedAtStillSettles).
 //
 // A queueworker handler (Eventual.Register) then reconciles: it reads the entity, lists
 // its key under its current value, removes it from the lists of the old values the
@@ -173,7 +193,7 @@
 // (Checkpoint.Skipped) rather than stopping its partition; Verify reports it as missing
 // and Repair leaves it (TestBackfillSkipsUnindexableEntityVerifyReportsIt).
 // Checkpoint.Written counts only the entities whose listing was written: a rerun over a
-// complete index reports 0 (TestAttackEventualBackfillRerunReportsNothingWritten).
+// complete index reports 0 (TestEventualBackfillRerunReportsNothingWritten).
 //
 // Verify and repair run as jobs too, one per partition: StartVerify and StartRepair
 // enqueue them (kinds VerifyKind and RepairKind, handled by the same Register). A verify
@@ -190,7 +210,7 @@
 //
 // Consistency: option 2 backfills and repairs an entity with the live path's
 // transaction, the entity rewritten conditional on its ETag (merged, so properties T does
-// not declare stay: TestAttackSamePartitionBackfillKeepsUndeclaredProperties) together with its value's
+// not declare stay: TestSamePartitionBackfillKeepsUndeclaredProperties) together with its value's
 // index entity (and those of wrong values) conditional on theirs, retried from fresh
 // reads on any conflict, so the application may keep writing; options 1 and 3 run
 // Reconcile, the handler's own body (TestSamePartitionBackfillResumesVerifyRepairs:
@@ -221,25 +241,25 @@
 //     atomic. Another writer of the value changing the page meanwhile fails the
 //     transaction and the move starts over
 //     (TestArchiveSamePartitionRemovesTheEntryInTheDeleteTransaction,
-//     TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction,
-//     TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries).
+//     TestArchiveSamePartitionWriterBetweenRemovalAndTransaction,
+//     TestArchiveSamePartitionLostResponseAndTwoDeliveries).
 //   - Eventual (options 1 and 3): the move follows Delete's protocol: a Change announcing
 //     the entity deleted is enqueued before the delete, both within Settle/2, and the
 //     handler unlists the key once it finds the entity gone
 //     (TestArchiveEventualRemovesTheEntryThroughTheWorker,
-//     TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries,
-//     TestAttackArchiveEventualLostDeleteResponse).
+//     TestArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries,
+//     TestArchiveEventualLostDeleteResponse).
 //
 // Archived rows are stored data: an entity that does not decode, a value no index key
 // can hold, and an index entity archived as if it were an entity are refused with
 // errs.ErrInvalidInput before anything is written or enqueued
-// (TestAttackArchiveSamePartitionUnreadableAndForgedEntities,
-// TestAttackArchiveEventualUnreadableEntity). Forged pages that list the id under its
+// (TestArchiveSamePartitionUnreadableAndForgedEntities,
+// TestArchiveEventualUnreadableEntity). Forged pages that list the id under its
 // value more than once are all cleaned in the delete transaction
-// (TestAttackArchiveSamePartitionForgedPagesPointingAtTheEntity); so many that the
+// (TestArchiveSamePartitionForgedPagesPointingAtTheEntity); so many that the
 // transaction would exceed its limits are refused by the move before the archive copy
 // is written (errs.ErrInvalidInput, permanent: the entity stays where it is, for an
-// operator; TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction).
+// operator; TestArchiveSamePartitionForgedPagesOverflowTheTransaction).
 //
 // # Where the index entities live
 //

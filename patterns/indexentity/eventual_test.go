@@ -149,7 +149,7 @@ func TestEventualMessagesDuplicatedReorderedReplayed(t *testing.T) {
 			q := b.queue()
 			s := st.make(b, storeOpts{})
 			ix := b.eventual(s, q)
-			ix.now = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
+			ix.seams.clock = func() time.Time { return time.Now().Add(time.Hour) } // every message is settled
 			handle := func(m *queueworker.Message[Change]) {
 				t.Helper()
 				if err := ix.Handle(b.Ctx, m); err != nil {
@@ -229,7 +229,7 @@ func TestEventualReconcileRacesWithRename(t *testing.T) {
 			type slow struct{}
 			paused, resume := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			ix.hook = func(ctx context.Context, step string) error {
+			ix.seams.step = func(ctx context.Context, step string) error {
 				if step == "add" && ctx.Value(slow{}) != nil {
 					once.Do(func() { // only the first add of the slow reconciliation pauses
 						paused <- struct{}{}
@@ -272,7 +272,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			ix := b.eventual(s, q)
 			crash := errors.New("process stopped")
 			crashAt := func(at string) {
-				ix.hook = func(_ context.Context, step string) error {
+				ix.seams.step = func(_ context.Context, step string) error {
 					if step == at {
 						return crash
 					}
@@ -285,7 +285,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			if err := ix.Insert(b.Ctx, emp("Sales", "000152", "Jones")); !errors.Is(err, crash) {
 				t.Fatalf("crashed insert: %v", err)
 			}
-			ix.hook = nil
+			ix.seams.step = nil
 			start := time.Now()
 			w := b.drain(q, ix.Register)
 			if time.Since(start) < time.Second || w.Stats().Snoozed == 0 {
@@ -306,7 +306,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 			if err := ix.Update(b.Ctx, e); !errors.Is(err, crash) {
 				t.Fatalf("crashed update: %v", err)
 			}
-			ix.hook = nil
+			ix.seams.step = nil
 			b.drain(q, ix.Register)
 			b.checkKeys(s, "Jones", k("Sales", "000152"))
 			b.checkKeys(s, "Smith")
@@ -319,7 +319,7 @@ func TestEventualCrashBetweenSteps(t *testing.T) {
 				t.Fatal(err)
 			}
 			var once sync.Once
-			ix.hook = func(_ context.Context, step string) error {
+			ix.seams.step = func(_ context.Context, step string) error {
 				var err error
 				if step == "remove" {
 					once.Do(func() { err = crash })
@@ -540,7 +540,7 @@ func TestEventualHandleSettles(t *testing.T) {
 	s := b.tableStore(0)
 	ix := b.eventual(s, b.queue())
 	now := time.Now()
-	ix.now = func() time.Time { return now }
+	ix.seams.clock = func() time.Time { return now }
 	msg := &queueworker.Message[Change]{Payload: Change{PartitionKey: "Sales", RowKey: "000152", Value: "Jones"}, EnqueuedAt: now.Add(-500 * time.Millisecond)}
 	var snooze *queueworker.SnoozeError
 	if err := ix.Handle(b.Ctx, msg); !errors.As(err, &snooze) || snooze.Duration < time.Second {
@@ -560,7 +560,7 @@ func TestEventualHandleSettles(t *testing.T) {
 	b.checkKeys(s, "Jones", k("Sales", "000152"))
 }
 
-// Issue 15, defect 5. Attacks "a write enqueues its message first and then writes the
+// The promise "a write enqueues its message first and then writes the
 // entity within Settle/2 ... a stop between steps 1 and 2 ends with the message settling
 // and changing nothing" at the settle window: the enqueue is slow (the proxy delays it by
 // 3/4 of Settle, which the message's EnqueuedAt does not show) and the entity insert, if
@@ -593,7 +593,7 @@ func TestEventualWindowSlowEnqueueCannotOutliveSettle(t *testing.T) {
 		if len(ms) != 1 {
 			t.Fatalf("%d messages", len(ms))
 		}
-		ix.now = func() time.Time { return ms[0].EnqueuedAt.Add(settle) }
+		ix.seams.clock = func() time.Time { return ms[0].EnqueuedAt.Add(settle) }
 		if err := ix.Handle(b.Ctx, ms[0]); err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func TestSamePartitionBackfillResumesVerifyRepairs(t *testing.T) {
 		if kills >= 4 {
 			left.Store(-1)
 		}
-		ix.hook = func(ctx context.Context, step string) error {
+		ix.seams.step = func(ctx context.Context, step string) error {
 			if left.Add(-1) == 0 {
 				cancel()
 			}
@@ -131,7 +131,7 @@ func TestSamePartitionBackfillResumesVerifyRepairs(t *testing.T) {
 		}
 		kills++
 	}
-	ix.hook = nil
+	ix.seams.step = nil
 	b.clean(ix, "Sales", n)
 	b.checkIndex(ix, "Sales")
 	b.injectDrift("Sales")

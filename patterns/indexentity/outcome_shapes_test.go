@@ -11,7 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// The shape of TestAttackSamePartitionConditionalUpdateUnknownThenDeleted for an Update
+// The shape of TestSamePartitionConditionalUpdateUnknownThenDeleted for an Update
 // without an ETag: it starts over after the unknown outcome, and its next read finds the
 // entity deleted by another writer. "Not found" would say "nothing updated" of an update
 // that landed: the answer is the unknown outcome.
@@ -24,7 +24,7 @@ func TestSamePartitionUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := false
-	ix.afterSubmit = func(step string, err error) error {
+	ix.seams.afterSubmit = func(step string, err error) error {
 		if step != "update" || done {
 			return err
 		}
@@ -77,8 +77,7 @@ func TestEventualUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
 	}
 }
 
-// The shape of the review's item 4 (a forged row hides the entity from a lookup) in option
-// 2: the index entity of a value is stored data that anyone with write access can edit.
+// A forged row must not hide an entity from a lookup in option 2: the index entity of a value is stored data that anyone with write access can edit.
 // Entries that name no possible entity (a RowKey with a forbidden character, an empty one)
 // must be skipped by Lookup, not fail it for the real entity listed next to them.
 func TestSamePartitionLookupSkipsForgedEntries(t *testing.T) {

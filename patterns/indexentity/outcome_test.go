@@ -13,7 +13,7 @@ import (
 
 // unknownOnce makes the first transaction of step report repo.ErrOutcomeUnknown, as a
 // retried transaction does when a lost response may hide its first attempt and the retry
-// meets a conflict (issue 10). landed says whether that first transaction really applied:
+// meets a conflict. landed says whether that first transaction really applied:
 // when not, the proxy refuses it (412) before it reaches the table.
 func unknownOnce(b *bed, ix *SamePartition[Employee], step string, landed bool) {
 	b.t.Helper()
@@ -21,7 +21,7 @@ func unknownOnce(b *bed, ix *SamePartition[Employee], step string, landed bool) 
 		b.tableProxy().AddRule(faultproxy.Rule{Name: "refused", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.Respond(http.StatusPreconditionFailed, "UpdateConditionNotSatisfied")})
 	}
 	done := false
-	ix.afterSubmit = func(s string, err error) error {
+	ix.seams.afterSubmit = func(s string, err error) error {
 		if s != step || done {
 			return err
 		}
@@ -91,5 +91,79 @@ func TestSamePartitionOutcomeUnknownIsRedecided(t *testing.T) {
 				t.Fatalf("Jones lists %v (%v), want %v", ids, err, want)
 			}
 		})
+	}
+}
+
+// Option 2's promise "an Insert that may have landed returns the errs.ErrOutcomeUnknown
+// error, never errs.ErrAlreadyExists alone ("nothing written")" and retry.Optimistic's
+// rule "an errs.ErrOutcomeUnknown ... the error itself otherwise. Never success on a
+// guess" for a Delete conditional on the caller's ETag: its transaction lands, the outcome
+// is reported unknown, and before the fresh read another writer inserts the entity again
+// (a new ETag). The read cannot tell "my delete did not land and the entity changed" from
+// "my delete landed and the entity was re-created": the answer must be the unknown
+// outcome, not errs.ErrPreconditionFailed ("your ETag is stale; nothing was deleted").
+func TestSamePartitionConditionalDeleteUnknownThenRecreated(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
+	e := emp("Sales", "000152", "Jones")
+	if err := ix.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	want := e.ETag
+	done := false
+	ix.seams.afterSubmit = func(step string, err error) error {
+		if step != "delete" || done {
+			return err
+		}
+		done = true
+		if err != nil {
+			t.Errorf("the delete transaction did not land: %v", err)
+		}
+		// Another writer re-creates the entity before the loop's fresh read.
+		if err := ix.Insert(b.Ctx, emp("Sales", "000152", "Jones")); err != nil {
+			t.Errorf("re-create: %v", err)
+		}
+		return fmt.Errorf("indexentity test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
+			&repo.Error{Op: "transaction", StatusCode: 404, Code: "ResourceNotFound", Kind: repo.ErrNotFound})
+	}
+	err := ix.Delete(b.Ctx, "Sales", "000152", &repo.DeleteOptions{ETag: want})
+	if !errors.Is(err, repo.ErrOutcomeUnknown) {
+		t.Fatalf("Delete whose transaction landed = %v; want ErrOutcomeUnknown (errs.ErrPreconditionFailed says nothing was deleted)", err)
+	}
+	b.checkIndex(ix, "Sales")
+}
+
+// The same for an Update conditional on the caller's ETag: its transaction lands, the
+// outcome is reported unknown, and another writer deletes the entity before the fresh
+// read. outcomeUnknown takes "not found" for "an insert that did not land" and starts over;
+// the next round answers errs.ErrNotFound, as if nothing had been written.
+func TestSamePartitionConditionalUpdateUnknownThenDeleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ix := b.samePartition(&SamePartitionOptions{Conflict: fast})
+	e := emp("Sales", "000153", "Jones")
+	if err := ix.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	ix.seams.afterSubmit = func(step string, err error) error {
+		if step != "update" || done {
+			return err
+		}
+		done = true
+		if err != nil {
+			t.Errorf("the update transaction did not land: %v", err)
+		}
+		if err := ix.Delete(b.Ctx, "Sales", "000153", nil); err != nil {
+			t.Errorf("concurrent delete: %v", err)
+		}
+		return fmt.Errorf("indexentity test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
+			&repo.Error{Op: "transaction", StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: repo.ErrPreconditionFailed})
+	}
+	e.LastName = "Smith" // e.ETag is the caller's
+	err := ix.Update(b.Ctx, e)
+	if !errors.Is(err, repo.ErrOutcomeUnknown) {
+		t.Fatalf("Update whose transaction landed = %v; want ErrOutcomeUnknown", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Issue 14 ("Done when"), batched: a range archive of 60 employees of Sales sharing three
+// A range archive of 60 employees of Sales sharing three
 // last names (20 ids on each value's index entity) takes every id out of the index in
 // the transactions that delete the employees. The entities of one batch share an index
 // entity, so their removals go in rounds (one per entity of a value), each asked against
@@ -71,7 +71,7 @@ func TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions(t *testi
 // commit of one makes the other's next transaction fail If-Match and restart from fresh
 // reads. Both succeed, every employee is moved once (the two reports add up to all of
 // them), and the index ends empty with no drift.
-func TestAttackArchiveRangeSamePartitionTwoDeliveriesAtOnce(t *testing.T) {
+func TestArchiveRangeSamePartitionTwoDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
 	const n = 30
 	b := setup(t, false)

@@ -16,7 +16,7 @@ func loseNextTransaction(b *bed, ix *SamePartition[Employee], step string, other
 	b.t.Helper()
 	b.tableProxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
 	done := false
-	ix.afterSubmit = func(s string, err error) error {
+	ix.seams.afterSubmit = func(s string, err error) error {
 		if s == step && !done && errors.Is(err, repo.ErrOutcomeUnknown) {
 			done = true
 			if oerr := other(); oerr != nil {

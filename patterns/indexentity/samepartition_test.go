@@ -106,7 +106,7 @@ func TestSamePartitionConcurrentWritersLoseNoID(t *testing.T) {
 	b := setup(t, false)
 	var conflicts atomic.Int64
 	ix := b.samePartition(nil)
-	ix.hook = func(context.Context, string) error { conflicts.Add(1); return nil }
+	ix.seams.step = func(context.Context, string) error { conflicts.Add(1); return nil }
 	const writers, each = 24, 3
 	var wg sync.WaitGroup
 	errc := make(chan error, writers*each)
@@ -148,7 +148,7 @@ func TestSamePartitionFirstCreationRace(t *testing.T) {
 	var ready sync.WaitGroup
 	ready.Add(2)
 	var calls atomic.Int32
-	ix.hook = func(ctx context.Context, step string) error {
+	ix.seams.step = func(ctx context.Context, step string) error {
 		if calls.Add(1) <= 2 { // the first attempt of each writer waits for the other's read
 			ready.Done()
 			<-bothRead
@@ -187,7 +187,7 @@ func TestSamePartitionInsertRacesDeleteOfTheSameID(t *testing.T) {
 		t.Fatal(err)
 	}
 	var raced atomic.Bool
-	ix.hook = func(ctx context.Context, step string) error {
+	ix.seams.step = func(ctx context.Context, step string) error {
 		if step == "insert" && raced.CompareAndSwap(false, true) {
 			// The insert has read the index (000004 listed); the entity goes away now.
 			return ix.Delete(ctx, "Sales", "000004", nil)
@@ -446,7 +446,7 @@ func TestSamePartitionFaults(t *testing.T) {
 
 	// A crash before the transaction: nothing is written; the rerun writes everything.
 	crash := errors.New("process stopped")
-	ix.hook = func(context.Context, string) error { return crash }
+	ix.seams.step = func(context.Context, string) error { return crash }
 	if err := ix.Insert(b.Ctx, emp("Sales", "000003", "Jones")); !errors.Is(err, crash) {
 		t.Fatalf("crashed insert: %v", err)
 	}
@@ -454,7 +454,7 @@ func TestSamePartitionFaults(t *testing.T) {
 		t.Fatalf("a stopped insert left the entity: %v", err)
 	}
 	b.checkIndex(ix, "Sales")
-	ix.hook = nil
+	ix.seams.step = nil
 	if err := ix.Insert(b.Ctx, emp("Sales", "000003", "Jones")); err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func TestSamePartitionFaults(t *testing.T) {
 	}
 }
 
-// Attacks option 2's "start over from the read when the transaction fails with 412
+// Option 2's promise "start over from the read when the transaction fails with 412
 // (another writer updated the index entity) ... or 404 (another writer deleted it with its
 // last id)" at its window: an Insert that read the value's index entity is held before
 // its transaction while another writer adds to that entity (412) or deletes its last id

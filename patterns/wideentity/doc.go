@@ -31,30 +31,42 @@
 // default an MD5 bucket), so SetProperty knows where to merge without reading. The number
 // of chunks n is in the key, so a merge aimed at a layout that is not the stored one finds
 // nothing rather than a wrong chunk (SetProperty then rewrites the entity in the current
-// layout).
+// layout; TestLayoutChange).
+//
+// The algorithm: wideentity.go
+//
+// Its edges live beside it: store.go (options and New), chunks.go (chunk keys and the
+// layout of properties into chunks, with every limit), torn.go (putting chunks back
+// together and detecting a torn read), outcome.go (which failures a read-modify-write
+// retries).
 //
 // # Consistency
 //
 // Insert, Put, Update and Delete write or delete every chunk in one entity group
 // transaction: atomic, all or nothing, even if the process or the connection dies in the
-// middle (see the crash tests). Each write stamps every chunk with the same new revision
-// (RevProperty) and the chunk count (ChunksProperty). A reader that gets chunks of two
-// revisions — a write committed between the pages of its query, or between its reads on
-// a service that does not read a partition as a snapshot — detects it and reads again
-// (Options.TornRetry), so Get only returns an entity as one write left it. Put of an entity
-// read by Get, and Update, are conditional on the ETags of every chunk read: no update is
-// lost between concurrent writers. The table tracks writes (repo.Options.TrackWrites): a
-// transaction whose response was lost is recognised by its write id even after another
-// writer built on it, so Update never applies fn twice
+// middle (TestCrashDuringWriteLeavesOneWholeVersion). Each write stamps every chunk with
+// the same new revision (RevProperty) and the chunk count (ChunksProperty). A reader that
+// gets chunks of two revisions — a write committed between the pages of its query, or
+// between its reads on a service that does not read a partition as a snapshot — detects it
+// and reads again (Options.TornRetry; TestTornReadIsDetectedAndRetried,
+// TestDamagedChunksAreReportedTorn), so Get only returns an entity as one write left it.
+// Put of an entity read by Get, and Update, are conditional on the ETags of every chunk
+// read: no update is lost between concurrent writers (TestConcurrentUpdatesLoseNothing,
+// TestPutAfterRecognisedUpdateNeverErasesConcurrentSetProperty). The table tracks writes
+// (repo.Options.TrackWrites): a transaction whose response was lost is recognised by its
+// write id even after another writer built on it, so Update never applies fn twice
 // (TestLostResponseThenAnotherUpdateAppliesFnOnce); only when the history cannot tell does
 // it return errs.ErrOutcomeUnknown. The tracking property (repo.Table.WriteIDProperty) is
 // the table's, never the entity's: New refuses one named like RevProperty or
-// ChunksProperty, writes refuse an entity property of that name or of
-// repo.DefaultWriteIDProperty, and reads ignore both names, so that chunks written while
-// the table tracked under the default name read the same after it is reopened with
-// another. SetProperty is the guide's single merge: atomic for its
-// one property and never in conflict with writes to other properties, but two properties
-// set by two SetProperty calls are two writes (use Update to change them together).
+// ChunksProperty (TestNewRefusesTrackingPropertyNamedLikeChunkProperty), writes refuse an
+// entity property of that name or of repo.DefaultWriteIDProperty
+// (TestWritesRefuseDataNamedLikeTrackingProperty, TestTrackingPropertyReserved), and reads
+// ignore both names (TestGetAndUpdateIgnoreHistoryAfterTrackingPropertyChanges), so that
+// chunks written while the table tracked under the default name read the same after it is
+// reopened with another. SetProperty is the guide's single merge
+// (TestSetPropertyMergesOneChunk): atomic for its one property and never in conflict with
+// writes to other properties, but two properties set by two SetProperty calls are two
+// writes (use Update to change them together).
 //
 // On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
 // (Azurite; see package tabletest) the delete of a chunk whose RowKey holds one goes in a
@@ -75,11 +87,11 @@
 //
 // # Issues and considerations
 //
-// A logical entity has at most MaxChunks (100) chunks (one transaction), each with at
-// most PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
-// transaction's limit): checked before any request, the error naming the chunk. Beyond
-// that, store the large values in blobs (the Azure Table storage design guide, "large entities pattern";
-// patterns/largeentity).
+// A logical entity has at most MaxChunks (100) chunks (one transaction), each with at most
+// PropertiesPerChunk (250) properties and 1 MiB, and less than 4 MiB in all (the
+// transaction's limit): checked before any request, the error naming the chunk
+// (TestLimitsRefusedWithoutRequest). Beyond that, store the large values in blobs (the
+// Azure Table storage design guide, "large entities pattern"; patterns/largeentity).
 //
 // # Errors
 //

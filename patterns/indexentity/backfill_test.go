@@ -1,8 +1,12 @@
 package indexentity
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
@@ -10,11 +14,96 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Attack on SamePartition.Repair (option 2): an orphan entry (its entity deleted around
+// An entity whose value cannot be indexed (over the key limit, written around the index)
+// is skipped and counted by every backfill, reported as Missing by Verify, and left by
+// Repair without failing the partition; the entities after it are listed. Each skip is
+// logged under the name of the operation that skipped it.
+func TestBackfillSkipsUnindexableEntityVerifyReportsIt(t *testing.T) {
+	t.Parallel()
+	type index interface {
+		verifier
+		BackfillPartition(context.Context, string, *BackfillOptions) (Checkpoint, error)
+	}
+	for _, tc := range []struct {
+		name string
+		ix   func(b *bed) index
+	}{
+		{"SamePartition", func(b *bed) index { return b.samePartition(nil) }},
+		{"EventualTableStore", func(b *bed) index { return b.eventual(b.tableStore(0), b.queue()) }},
+		{"EventualBlobStore", func(b *bed) index { return b.eventual(b.blobStore(), b.queue()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, false)
+			core, logs := observer.New(zap.WarnLevel)
+			b.emps = must(repo.New[Employee](b.Clients.Tables, b.Table, &repo.Options{Retry: fast, Logger: zap.New(core)}))
+			skips := func(op string, want int) {
+				t.Helper()
+				got := logs.TakeAll()
+				n := 0
+				for _, e := range got {
+					if strings.Contains(e.Message, "skipped") {
+						if !strings.HasPrefix(e.Message, "indexentity: "+op+" skipped") {
+							t.Fatalf("a %s logged %q", op, e.Message)
+						}
+						n++
+					}
+				}
+				if n != want {
+					t.Fatalf("a %s logged %d skips, want %d: %v", op, n, want, got)
+				}
+			}
+			long := strings.Repeat("L", 1100)
+			for _, e := range []*Employee{emp("Sales", "000001", "Jones"), emp("Sales", "000002", long), emp("Sales", "000003", "Smith")} {
+				if err := b.emps.Insert(b.Ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ix := tc.ix(b)
+			cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+			if err != nil || !cp.Done || cp.Scanned != 3 || cp.Written != 2 || cp.Skipped != 1 {
+				t.Fatalf("backfill: %+v %v (want done, 3 scanned, 2 written, 1 skipped)", cp, err)
+			}
+			skips("backfill", 1)
+			r, err := ix.Verify(b.Ctx, "Sales", nil)
+			if err != nil || r.Missing != 1 || r.Drift() != 1 || len(r.Samples) != 1 || r.Samples[0].Key != k("Sales", "000002") {
+				t.Fatalf("verify: %+v %v (want the unindexable entity reported missing)", r, err)
+			}
+			r, err = ix.Repair(b.Ctx, "Sales", nil)
+			if err != nil || r.Repaired != 0 || r.Missing != 1 {
+				t.Fatalf("repair: %+v %v (want it left, nothing written, no error)", r, err)
+			}
+			skips("repair", 1)
+			cp, err = ix.BackfillPartition(b.Ctx, "Sales", nil)
+			if err != nil || cp.Written != 0 || cp.Skipped != 1 {
+				t.Fatalf("rerun: %+v %v (want nothing written, the entity skipped again)", cp, err)
+			}
+		})
+	}
+}
+
+// Checkpoint.Written of an Eventual backfill on a BlobStore counts only the listings
+// written: a rerun over a complete index reports 0.
+func TestEventualBlobStoreBackfillRerunReportsNothingWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	b.seed("Sales", 5)
+	ix := b.eventual(b.blobStore(), b.queue())
+	if cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil); err != nil || cp.Written != 5 {
+		t.Fatalf("first backfill: %+v %v", cp, err)
+	}
+	cp, err := ix.BackfillPartition(b.Ctx, "Sales", nil)
+	if err != nil || cp.Scanned != 5 || cp.Written != 0 {
+		t.Fatalf("rerun over a complete index: %+v %v", cp, err)
+	}
+	b.clean(ix, "Sales", 5)
+}
+
+// SamePartition.Repair (option 2): an orphan entry (its entity deleted around
 // the index) whose removal is held at the proxy while a live Insert re-creates the entity
 // under the same value. The live insert finds the id listed already; when the held
 // removal lands, the entity must not be left unlisted.
-func TestAttackSamePartitionRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *testing.T) {
+func TestSamePartitionRepairKeepsOrphanEntryALiveInsertClaims(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
@@ -56,7 +145,7 @@ func TestAttackSamePartitionRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *te
 
 // The same window for Eventual (TableStore): the removal of an orphan key is held while
 // the entity is re-created under the orphan's value and its reconciliation completes.
-func TestAttackEventualRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *testing.T) {
+func TestEventualRepairKeepsOrphanEntryALiveInsertClaims(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	storeTable := b.NewTableName()
@@ -102,16 +191,16 @@ func TestAttackEventualRepairOrphanRemovalHeldWhileLiveInsertClaimsIt(t *testing
 	b.clean(ix, "Sales", 2)
 }
 
-// Attack on SamePartition.BackfillPartition "the way to build an index added to a table
+// SamePartition.BackfillPartition, "the way to build an index added to a table
 // that already holds data": the entities were written by another application and carry a
 // property Employee does not declare. The backfill rewrites each entity (the live path's
 // conditional update) and must not erase that property.
-func TestAttackSamePartitionBackfillKeepsUndeclaredProperties(t *testing.T) {
+func TestSamePartitionBackfillKeepsUndeclaredProperties(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	raw := must(repo.New[codec.Entity](b.Clients.Tables, b.Table, &repo.Options{Retry: fast}))
 	e := &codec.Entity{PartitionKey: "Sales", RowKey: "000001", Properties: map[string]any{
-		"FirstName": "Jun", "LastName": "Jones", "Age": int32(34), "Email": "j@contoso.com", "Legacy": "keep me"}}
+		"FirstName": "Jun", "LastName": "Jones", "Age": int32(34), "Email": "j@contoso.com", "Badge": "keep me"}}
 	if err := raw.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +210,14 @@ func TestAttackSamePartitionBackfillKeepsUndeclaredProperties(t *testing.T) {
 		t.Fatalf("backfill: %+v %v", cp, err)
 	}
 	got := must(raw.Get(b.Ctx, "Sales", "000001"))
-	if got.Properties["Legacy"] != "keep me" {
+	if got.Properties["Badge"] != "keep me" {
 		t.Fatalf("the backfill erased a property the type does not declare: %+v", got.Properties)
 	}
 }
 
 // Checkpoint.Written is documented as "those whose listing had to be written": a second
 // Eventual backfill over a complete index writes nothing and must report 0.
-func TestAttackEventualBackfillRerunReportsNothingWritten(t *testing.T) {
+func TestEventualBackfillRerunReportsNothingWritten(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	b.seed("Sales", 5)
@@ -143,12 +232,12 @@ func TestAttackEventualBackfillRerunReportsNothingWritten(t *testing.T) {
 	b.clean(ix, "Sales", 5)
 }
 
-// Attack on SamePartition.BackfillPartition over data that predates the index: one entity
+// SamePartition.BackfillPartition over data that predates the index: one entity
 // (written around the index) has a value no index key can hold (over the 1 KiB key
 // limit). The backfill must not stop there (a job that returns ErrInvalidInput is
 // cancelled, so the rest of the partition would never be listed): the entities after it
 // must be listed, as secondaryindex does (it logs and goes on).
-func TestAttackSamePartitionBackfillUnindexableValueStopsPartition(t *testing.T) {
+func TestSamePartitionBackfillGoesPastUnindexableValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	long := strings.Repeat("L", 1100)
@@ -168,7 +257,7 @@ func TestAttackSamePartitionBackfillUnindexableValueStopsPartition(t *testing.T)
 
 // The same for Eventual (TableStore): one unindexable value stops the partition's backfill
 // with ErrInvalidInput, which the backfill job's handler turns into a cancel.
-func TestAttackEventualBackfillUnindexableValueStopsPartition(t *testing.T) {
+func TestEventualBackfillGoesPastUnindexableValue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	long := strings.Repeat("L", 1100)

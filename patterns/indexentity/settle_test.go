@@ -9,7 +9,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
-// Attacks "Handle ... while the message is younger than Settle, snoozes it to look again:
+// Handle's promise "... while the message is younger than Settle, snoozes it to look again:
 // by then the write has landed or never will" at the handler's own window. The writer's
 // update (Jones -> Smith) is enqueued and its write held; the handler reads the entity
 // (still Jones, twice: reconcile's read and its re-read), and only then does it ask the
@@ -18,7 +18,7 @@ import (
 // enqueue); the handler is slow to get there (its last read's response, a GC pause, a
 // loaded worker: Settle after EnqueuedAt). The message is deleted as "settled" although
 // the state the handler reconciled predates the write: Smith is never listed.
-func TestAttackEventualSettleMeasuredAfterTheReads(t *testing.T) {
+func TestEventualSettleMeasuredBeforeTheReads(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	q := b.queue()
@@ -54,7 +54,7 @@ func TestAttackEventualSettleMeasuredAfterTheReads(t *testing.T) {
 	}
 	var werr error
 	var landed time.Duration
-	ix.now = func() time.Time {
+	ix.seams.clock = func() time.Time {
 		// The handler's reads are done: the write lands now, then the handler's clock
 		// reading comes Settle after the enqueue.
 		ps.Release()
@@ -77,5 +77,31 @@ func TestAttackEventualSettleMeasuredAfterTheReads(t *testing.T) {
 	}
 	if len(got) == 0 && len(b.takeMessages(q)) == 0 {
 		t.Fatalf("entity is Smith, Smith lists nothing and no message is left (Handle: %v): an index entry missing forever", herr)
+	}
+}
+
+// The Settle/2 protocol's "looks again later until the message was Settle old"
+// with a forged envelope (DESIGN "Untrusted data": a counter in an envelope): EnqueuedAt
+// is written by whoever enqueued, and one far in the future announcing a state that never
+// comes makes the message younger than Settle forever (snoozes do not count towards
+// MaxDequeueCount, so it is dequeued every second until its TTL). The service's
+// InsertionTime is in the message; even long after the queue stored it
+// (here: 100 x Settle later by the handler's clock), the handler must stop waiting.
+func TestEventualForgedFutureEnqueuedAtStillSettles(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	s := b.tableStore(0)
+	ix := b.eventual(s, b.queue())
+	stored := time.Now()
+	msg := &queueworker.Message[Change]{Payload: Change{PartitionKey: "Sales", RowKey: "000404", Value: "Ghost"},
+		EnqueuedAt: stored.Add(100 * 365 * 24 * time.Hour), InsertionTime: stored}
+	ix.seams.clock = func() time.Time { return stored.Add(100 * ix.settle.Settle()) }
+	err := ix.Handle(b.Ctx, msg)
+	var snooze *queueworker.SnoozeError
+	if errors.As(err, &snooze) {
+		t.Fatalf("a message stored %v ago (by the handler's clock) still snoozes %v: its forged EnqueuedAt keeps it young for a century", 100*ix.settle.Settle(), snooze.Duration)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
-// Attacks "Their RowKeys occupy SamePartition.KeyRange, which entity RowKeys may not
-// enter" and "No id is ever lost" through Delete, the one write that takes caller-given
+// The promises "Their RowKeys occupy SamePartition.KeyRange, which entity RowKeys may not
+// enter" and "No id is ever lost" hold through Delete, the one write that takes caller-given
 // keys (an id from a URL): Delete of a RowKey inside the index's KeyRange must be refused
 // before anything is sent, not delete the index entity of a value (every id listed under
 // Jones lost while both Joneses still exist).
-func TestAttackSamePartitionDeleteInsideKeyRange(t *testing.T) {
+func TestSamePartitionDeleteRefusesKeyInsideKeyRange(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	ix := b.samePartition(nil)

@@ -1,18 +1,53 @@
 package wideentity_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/wideentity"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// A table whose write-tracking property is one of wideentity's own (_Rev) tracks writes,
-// so New accepts it; every chunk write then carries _Rev twice and the table's codec hides
-// _Rev on reads. Expected: New refuses the table, or the entity reads back.
-func TestAttackWideTrackPropIsRev(t *testing.T) {
+// New refuses a table tracking writes in a property every chunk carries; a logical entity
+// may not use the table's tracking property (nor the default one) as a property of its own:
+// refused before any request, by Insert, Put and SetProperty.
+func TestTrackingPropertyReserved(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	for _, prop := range []string{wideentity.RevProperty, wideentity.ChunksProperty} {
+		_, err := wideentity.New(mustTable(t, b, &repo.Options{TrackWrites: true, WriteIDProperty: prop}), nil)
+		if !errors.Is(err, errs.ErrInvalidInput) {
+			t.Errorf("New on a table tracking in %s: %v", prop, err)
+		}
+	}
+	s, err := wideentity.New(mustTable(t, b, &repo.Options{TrackWrites: true, WriteIDProperty: "Name"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := b.Proxy().Count()
+	for _, name := range []string{"Name", repo.DefaultWriteIDProperty} {
+		e := &wideentity.Entity{PartitionKey: "Sales", RowKey: "1", Properties: map[string]any{name: "x", "D001": int32(1)}}
+		if err := s.Insert(b.Ctx, e); !errors.Is(err, errs.ErrInvalidInput) {
+			t.Errorf("Insert of property %s: %v", name, err)
+		}
+		if err := s.Put(b.Ctx, e); !errors.Is(err, errs.ErrInvalidInput) {
+			t.Errorf("Put of property %s: %v", name, err)
+		}
+		if err := s.SetProperty(b.Ctx, "Sales", "1", name, "x"); !errors.Is(err, errs.ErrInvalidInput) {
+			t.Errorf("SetProperty %s: %v", name, err)
+		}
+	}
+	if n := b.Proxy().Count() - mark; n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// A table whose write-tracking property is one of wideentity's own (_Rev) would write _Rev
+// twice on every chunk and hide it on reads: New refuses it, or the entity reads back.
+func TestNewRefusesTrackingPropertyNamedLikeChunkProperty(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	table := mustTable(t, b, &repo.Options{TrackWrites: true, WriteIDProperty: wideentity.RevProperty})
@@ -29,10 +64,10 @@ func TestAttackWideTrackPropIsRev(t *testing.T) {
 	}
 }
 
-// A table whose write-tracking property is a name the caller uses for data: Insert accepts
-// the property (checkName refuses only repo.DefaultWriteIDProperty), the history is appended
-// under the same name, and the value is gone. Expected: refused before any request, or read back.
-func TestAttackWideTrackPropCollidesWithData(t *testing.T) {
+// A table whose write-tracking property is a name the caller uses for data: the history
+// would be appended under the same name and the value lost, so the write is refused before
+// any request, or the value reads back.
+func TestWritesRefuseDataNamedLikeTrackingProperty(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	table := mustTable(t, b, &repo.Options{TrackWrites: true, WriteIDProperty: "Name"})
@@ -54,10 +89,10 @@ func TestAttackWideTrackPropCollidesWithData(t *testing.T) {
 	}
 }
 
-// Data written through a default tracked table, then opened through a table that tracks in
-// another property: the old history shows up as a user property, and Update of what Get
-// returned is refused. Expected: Get shows only the user's properties and Update works.
-func TestAttackWideTrackPropChanged(t *testing.T) {
+// Data written through a table tracking under the default name, then opened through one
+// that tracks in another property: the stored history must not show up as a property of the
+// entity, so Get returns only the caller's properties and Update of what it returned works.
+func TestGetAndUpdateIgnoreHistoryAfterTrackingPropertyChanges(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	s1, err := wideentity.New(mustTable(t, b, &repo.Options{TrackWrites: true}), nil)

@@ -14,14 +14,14 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Attacks on index-aware moves (issue 14 item 4): SamePartition and Eventual as
+// Index-aware moves: SamePartition and Eventual as
 // companions of the single-entity archive move.
 
 // Two Joneses listed on one index page are archived at once: the first move is held at
 // its transaction while the second runs to completion. The first's page update is
 // If-Match a page that changed: it starts over, and the page ends listing only the Jones
 // left.
-func TestAttackArchiveSamePartitionTwoEntitiesOfOnePageAtOnce(t *testing.T) {
+func TestArchiveSamePartitionTwoEntitiesOfOnePageAtOnce(t *testing.T) {
 	t.Parallel()
 	b, ix, a, target := samePartitionJoneses(t)
 	n := b.MustMoveHeld(a, target, "Sales", "000001", func() {
@@ -48,7 +48,7 @@ func TestAttackArchiveSamePartitionTwoEntitiesOfOnePageAtOnce(t *testing.T) {
 // Forged index entities (stored data) list the archived id under another value, and
 // under extra page numbers of its own value: after the move no Lookup finds it, and the
 // other entities stay listed.
-func TestAttackArchiveSamePartitionForgedPagesPointingAtTheEntity(t *testing.T) {
+func TestArchiveSamePartitionForgedPagesPointingAtTheEntity(t *testing.T) {
 	t.Parallel()
 	b, ix, a, target := samePartitionJoneses(t)
 	forge := func(value string, page int, ids string) {
@@ -82,7 +82,7 @@ func TestAttackArchiveSamePartitionForgedPagesPointingAtTheEntity(t *testing.T) 
 // move writes the archive copy, and only then the transaction is refused
 // (ErrInvalidInput, permanent): the entity ends both in the archive and in the table
 // ("never a half-applied move"; "an error stops the move before anything is written").
-func TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction(t *testing.T) {
+func TestArchiveSamePartitionForgedPagesOverflowTheTransaction(t *testing.T) {
 	t.Parallel()
 	b, ix, a, target := samePartitionJoneses(t)
 	var forged []*codec.Entity
@@ -108,7 +108,7 @@ func TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction(t *testing.
 // Before enqueued the Change, then the delete is held past Within (Settle/2): the move
 // abandons it and starts over. The Change of the first attempt must not unlist an entity
 // that is still there; the rerun archives it and the worker unlists it.
-func TestAttackArchiveEventualDeleteMissesWithin(t *testing.T) {
+func TestArchiveEventualDeleteMissesWithin(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, true, nil)
 	a, target := b.Archiver(ix)
@@ -137,7 +137,7 @@ func TestAttackArchiveEventualDeleteMissesWithin(t *testing.T) {
 // A crash right after Before: the Change (Deleted) is pending while the entity is
 // still there, and a writer renames it. The Change must not unlist the entity under its
 // new value, and the rename's own Change lists it.
-func TestAttackArchiveEventualCrashThenRename(t *testing.T) {
+func TestArchiveEventualCrashThenRename(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, false, nil)
 	crashing, target := b.Archiver(testbed.CrashAfterBefore{Companion: ix})
@@ -160,7 +160,7 @@ func TestAttackArchiveEventualCrashThenRename(t *testing.T) {
 // A writer re-inserts the archived keys with the same value right after the move's
 // delete landed, while the Change announcing the delete is pending: once the worker
 // settled the new entity is listed and found.
-func TestAttackArchiveEventualReinsertWhileChangePending(t *testing.T) {
+func TestArchiveEventualReinsertWhileChangePending(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, false, nil)
 	a, target := b.Archiver(ix)
@@ -176,7 +176,7 @@ func TestAttackArchiveEventualReinsertWhileChangePending(t *testing.T) {
 }
 
 // The same for SamePartition: re-inserted right after the move, the new entity is listed.
-func TestAttackArchiveSamePartitionReinsertAfterMove(t *testing.T) {
+func TestArchiveSamePartitionReinsertAfterMove(t *testing.T) {
 	t.Parallel()
 	b, ix, a, target := samePartitionJoneses(t)
 	b.MustMoveHeld(a, target, "Sales", "000001", func() {})
@@ -190,7 +190,7 @@ func TestAttackArchiveSamePartitionReinsertAfterMove(t *testing.T) {
 // list) while the move's delete is held at the proxy, after Before enqueued the Change:
 // the delete meets 412, the move starts over, and once the worker settled no list holds
 // the archived key.
-func TestAttackArchiveEventualWriterBetweenBeforeAndDelete(t *testing.T) {
+func TestArchiveEventualWriterBetweenBeforeAndDelete(t *testing.T) {
 	t.Parallel()
 	b, ix, s, q := eventualJoneses(t, true, nil)
 	live := must(NewEventual(must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast})), "LastName", lastName, s, q, &EventualOptions{Settle: 2 * time.Second}))

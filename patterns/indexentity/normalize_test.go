@@ -1,7 +1,6 @@
 package indexentity
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,10 +11,10 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
-// Attacks option 2's "No id is ever lost or duplicated" under Normalize: writers of case
+// Option 2's "No id is ever lost or duplicated" holds under Normalize: writers of case
 // variants of one value ("Jones", "JONES", "jOnes", ...) all meet at one index entity, the
 // first-creation race included, while others rename case only (no list change) and delete.
-func TestAttackSamePartitionNormalizeCaseVariantsRace(t *testing.T) {
+func TestSamePartitionNormalizeCaseVariantsRaceLoseNoID(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	ix := b.samePartition(&SamePartitionOptions{Normalize: strings.ToLower, Conflict: fast})
@@ -74,12 +73,10 @@ func TestAttackSamePartitionNormalizeCaseVariantsRace(t *testing.T) {
 	}
 }
 
-// Attacks options 1 and 3 across the kind rename under Normalize: the messages of an
-// insert and two renames (Jones -> Smith -> JONES) delivered again in reverse order, twice
-// each, half of them under the legacy kind "indexentity/<name>", plus forged messages of
-// the new kind (an Old value no store can hold, a key with a control character). The lists must
+// Options 1 and 3 under Normalize: the messages of an insert and two renames (Jones ->
+// Smith -> JONES) delivered again in reverse order, twice each, plus forged messages (an Old value no store can hold, a key with a control character). The lists must
 // end exact: only "jones" lists the entity.
-func TestAttackEventualLegacyAndNewKindsNormalizedAndForged(t *testing.T) {
+func TestEventualRedeliveredAndForgedMessagesUnderNormalizeEndExact(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	q := b.queue()
@@ -103,8 +100,8 @@ func TestAttackEventualLegacyAndNewKindsNormalizedAndForged(t *testing.T) {
 		t.Fatalf("%d messages, want 3", len(msgs))
 	}
 	for i := len(msgs) - 1; i >= 0; i-- {
-		for _, kind := range []string{ix.Kind(), "indexentity/LastName"} {
-			if _, err := queueworker.Enqueue(b.Ctx, q, kind, "", msgs[i].Payload, nil); err != nil {
+		for range 2 {
+			if _, err := queueworker.Enqueue(b.Ctx, q, ix.Kind(), "", msgs[i].Payload, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -133,28 +130,54 @@ func TestAttackEventualLegacyAndNewKindsNormalizedAndForged(t *testing.T) {
 	}
 }
 
-// Attacks the Settle/2 protocol's "looks again later until the message was Settle old"
-// with a forged envelope (DESIGN "Untrusted data": a counter in an envelope): EnqueuedAt
-// is written by whoever enqueued, and one far in the future announcing a state that never
-// comes makes the message younger than Settle forever (snoozes do not count towards
-// MaxDequeueCount, so it is dequeued every second until its TTL). The service's
-// InsertionTime is in the message; even long after the queue stored it
-// (here: 100 x Settle later by the handler's clock), the handler must stop waiting.
-func TestAttackEventualForgedFutureEnqueuedAtNeverSettles(t *testing.T) {
+// An index that normalizes (here: lower-cases last names) applies Normalize on every
+// write and on every read, so asking with another case finds the entity.
+func TestSamePartitionNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	s := b.tableStore(0)
-	ix := b.eventual(s, b.queue())
-	stored := time.Now()
-	msg := &queueworker.Message[Change]{Payload: Change{PartitionKey: "Sales", RowKey: "000404", Value: "Ghost"},
-		EnqueuedAt: stored.Add(100 * 365 * 24 * time.Hour), InsertionTime: stored}
-	ix.now = func() time.Time { return stored.Add(100 * ix.settle.Settle()) }
-	err := ix.Handle(b.Ctx, msg)
-	var snooze *queueworker.SnoozeError
-	if errors.As(err, &snooze) {
-		t.Fatalf("a message stored %v ago (by the handler's clock) still snoozes %v: its forged EnqueuedAt keeps it young for a century", 100*ix.settle.Settle(), snooze.Duration)
+	ix := b.samePartition(&SamePartitionOptions{Normalize: strings.ToLower})
+	if err := ix.Insert(b.Ctx, emp("Sales", "000001", "Jones")); err != nil {
+		t.Fatal(err)
 	}
+	if err := ix.Insert(b.Ctx, emp("Sales", "000002", "JONES")); err != nil {
+		t.Fatal(err)
+	}
+	for _, asked := range []string{"Jones", "jones", "jOnEs"} {
+		ids, err := ix.IDs(b.Ctx, "Sales", asked)
+		if err != nil || strings.Join(ids, ",") != "000001,000002" {
+			t.Errorf("IDs(%q) = %v, %v", asked, ids, err)
+		}
+		got, err := ix.Lookup(b.Ctx, "Sales", asked)
+		if err != nil || len(got) != 2 {
+			t.Errorf("Lookup(%q) = %d entities, %v; the check against the value must compare normalized values", asked, len(got), err)
+		}
+	}
+	// One index entity for the value, under its normalized form.
+	pages := b.indexPages(ix, "Sales")
+	if len(pages) != 1 || !strings.Contains(pages[0].RowKey, "jones") {
+		t.Fatalf("index entities %v, want one for \"jones\"", pages)
+	}
+}
+
+// The same for options 1 and 3: the lists are keyed by the normalized value, and a lookup
+// in any case finds the entity.
+func TestEventualNormalizeAppliesOnWriteAndLookup(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q := b.queue()
+	ix, err := NewEventual(b.emps, "LastName", lastName, b.tableStore(0), q, &EventualOptions{Settle: 2 * time.Second, Normalize: strings.ToLower})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := ix.Insert(b.Ctx, emp("Sales", "000001", "Jones")); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(q, ix.Register)
+	b.checkKeys(ix.Store(), "jones", k("Sales", "000001"))
+	for _, asked := range []string{"Jones", "JONES"} {
+		got, err := ix.Lookup(b.Ctx, asked)
+		if err != nil || len(got) != 1 || got[0].EmployeeID != "000001" {
+			t.Errorf("Lookup(%q) = %+v, %v", asked, got, err)
+		}
 	}
 }
