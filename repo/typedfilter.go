@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/tablepatterns/tablepatterns/internal/suggest"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
@@ -78,7 +80,7 @@ func unknownProperty[T any](c *codec.Codec[T], typeName, where, name string) err
 	}
 	best, bestD := "", len(name)/2+2
 	for _, n := range names {
-		if d := distance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
+		if d := suggest.Distance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -86,27 +88,6 @@ func unknownProperty[T any](c *codec.Codec[T], typeName, where, name string) err
 		return errs.Invalid(name, "is not a property of %s (%s); did you mean %q?", typeName, where, best)
 	}
 	return errs.Invalid(name, "is not a property of %s (%s), whose properties are %s", typeName, where, strings.Join(names, ", "))
-}
-
-// distance is the Levenshtein distance of two strings, by bytes (names are identifiers).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // schemaOf returns the query check of T's codec.

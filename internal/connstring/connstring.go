@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablepatterns/tablepatterns/internal/suggest"
+
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
 
@@ -236,7 +238,7 @@ func printableKey(k string) string {
 func suggestKey(k string) string {
 	best, dist := "", 3
 	for _, known := range connStringKeys {
-		if d := editDistance(strings.ToLower(k), strings.ToLower(known)); d < dist {
+		if d := suggest.Distance(strings.ToLower(k), strings.ToLower(known)); d < dist {
 			best, dist = known, d
 		}
 	}
@@ -244,25 +246,4 @@ func suggestKey(k string) string {
 		return " (known: " + strings.Join(connStringKeys, ", ") + ")"
 	}
 	return "; did you mean " + best + "?"
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
