@@ -10,9 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tablepatterns/tablepatterns/internal/suggest"
-
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/suggest"
 )
 
 // connStringKeys are the keys of an Azure Storage connection string (the .NET storage
