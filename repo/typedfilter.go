@@ -4,10 +4,9 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/tablepatterns/tablepatterns/internal/suggest"
-
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/internal/suggest"
 )
 
 // checkSchema checks the property names of q's filter and projection against T's schema,
