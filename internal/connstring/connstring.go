@@ -6,6 +6,7 @@ package connstring
 
 import (
 	"encoding/base64"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -168,16 +169,17 @@ func devStorage(v string, kv map[string]string) (Parsed, error) {
 			return Parsed{}, csError(k, "does not go with UseDevelopmentStorage=true (give the endpoints and the account instead)")
 		}
 	}
-	base := "http://127.0.0.1"
+	scheme, host := "http", "127.0.0.1"
 	if p, ok := kv["DevelopmentStorageProxyUri"]; ok {
 		u, err := url.Parse(p)
 		if err != nil || !validEndpoint(p) {
 			return Parsed{}, csError("DevelopmentStorageProxyUri", "is not an http or https URL without a query")
 		}
-		base = u.Scheme + "://" + u.Hostname()
+		scheme, host = u.Scheme, u.Hostname()
 	}
-	return Parsed{AccountName: devAccount, AccountKey: devKey,
-		Blob: base + ":10000/" + devAccount, Queue: base + ":10001/" + devAccount, Table: base + ":10002/" + devAccount}, nil
+	// JoinHostPort brackets an IPv6 literal, which Hostname returned without them.
+	at := func(port string) string { return scheme + "://" + net.JoinHostPort(host, port) + "/" + devAccount }
+	return Parsed{AccountName: devAccount, AccountKey: devKey, Blob: at("10000"), Queue: at("10001"), Table: at("10002")}, nil
 }
 
 // validKey reports whether key is standard base64 of a non-empty key.
