@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -130,7 +131,8 @@ func Parse(cs string) (Parsed, error) {
 // splitConnectionString splits cs into its keys (in their canonical spelling) and values,
 // refusing unknown and repeated keys, empty values and segments that are not Key=Value.
 func splitConnectionString(cs string) (map[string]string, error) {
-	cs = strings.TrimSpace(cs)
+	// A byte order mark begins a string read from a file some editors saved.
+	cs = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(cs), "\ufeff"))
 	if cs == "" {
 		return nil, csError("", "is empty")
 	}
@@ -188,11 +190,21 @@ func validKey(key string) bool {
 	return err == nil && len(b) > 0
 }
 
-// validEndpoint reports whether s is an absolute http or https URL with a host and no
-// user, query or fragment.
+// validEndpoint reports whether s is an absolute http or https URL with a host, a port
+// (when given) from 1 to 65535, no space, and no user, query or fragment. url.Parse
+// takes any digits for a port and a space in a path, which only fail at the first
+// request.
 func validEndpoint(s string) bool {
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+	if err != nil || strings.ContainsAny(s, " ") {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return false
+		}
+	}
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && u.Opaque == ""
 }
 

@@ -1,0 +1,40 @@
+package account_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
+)
+
+// A connection string read from a file a Windows editor saved begins with a byte order
+// mark: it is the same string, not an unknown key.
+func TestConnectionStringWithLeadingByteOrderMarkIsAccepted(t *testing.T) {
+	t.Parallel()
+	cl, err := account.NewClients("\ufeffDefaultEndpointsProtocol=https;AccountName=myaccount;AccountKey="+goodKey+";EndpointSuffix=core.windows.net", nil)
+	if err != nil || cl.Tables == nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// An endpoint whose port is out of range, or whose URL holds a space or a control
+// character (a paste that ran into the next line or key), is refused with an error that
+// names the key, before any client is built.
+func TestConnectionStringRefusesEndpointWithBadPortOrSpace(t *testing.T) {
+	t.Parallel()
+	base := "AccountName=myaccount;AccountKey=" + goodKey
+	for _, ep := range []string{
+		"https://myaccount.table.core.windows.net:99999/",
+		"https://myaccount.table.core.windows.net:0/",
+		"https://myaccount.table.core.windows.net/a b",
+		"https://myaccount.table.core.windows.net/\tx",
+	} {
+		_, err := account.NewClients(base+";TableEndpoint="+ep, nil)
+		var ie *repo.InvalidInputError
+		if !errors.As(err, &ie) || !strings.Contains(ie.Field, "TableEndpoint") {
+			t.Errorf("%q: %v, want an InvalidInputError naming TableEndpoint", ep, err)
+		}
+	}
+}
