@@ -376,6 +376,9 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
 		}
 		_, err := repo.Submit(ctx, acts...)
+		if errors.Is(err, errs.ErrDeleteMisaddressed) {
+			return misaddressedRefusal(err, version)
+		}
 		var ae *repo.ActionError
 		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
 			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {

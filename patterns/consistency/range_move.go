@@ -239,7 +239,7 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 		}
 		if rk, twice := refused.twice(err); twice {
 			// The store cannot delete that entity's companion copy: leave the entity.
-			skip.add(job.Source, RangeKey{b.pk, rk}, errs.Invalid("companions", "the store refuses the delete of a companion's copy in an entity group transaction (404, twice) while the companion finds it there"))
+			skip.add(job.Source, RangeKey{b.pk, rk}, errs.Invalid("companions", "the store refuses the delete of a companion's copy in an entity group transaction (twice) while the companion finds it there"))
 			if b.rks = slices.DeleteFunc(slices.Clone(b.rks), func(x string) bool { return x == rk }); len(b.rks) == 0 {
 				return nil
 			}
@@ -685,9 +685,11 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 				return &changedError{group: gi, gone: !there}
 			}
 		}
-		if errors.Is(err, errs.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrDeleteMisaddressed) {
 			// A companion's copy is gone: a concurrent run moved its entity, or the
-			// application deleted it. Start over: fresh reads find what is left.
+			// application deleted it. Start over: fresh reads find what is left. Or the
+			// store misaddressed its delete (any status, the copy there unchanged): the
+			// same refusal twice in a row leaves the entity (copyRefusals).
 			gi, _ := deleteOf(gs, ae.Index)
 			return &rangeCopyGone{action: ae.Index, rk: gs[gi].e.RowKey, version: gs[gi].e.ETag, row: ae.RowKey}
 		}
