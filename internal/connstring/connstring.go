@@ -109,6 +109,13 @@ func Parse(cs string) (Parsed, error) {
 			return Parsed{}, csError(k, "is not an http or https URL without a query, such as https://myaccount.table.core.windows.net")
 		}
 	}
+	for _, svc := range []string{"Table", "Queue", "Blob", "File"} {
+		// Alone, a secondary would leave the primary to be derived: a public endpoint the
+		// string never named (the Azure SDKs' parsers refuse it too).
+		if _, ok := kv[svc+"SecondaryEndpoint"]; ok && kv[svc+"Endpoint"] == "" {
+			return Parsed{}, csError(svc+"SecondaryEndpoint", "needs its primary, %sEndpoint", svc)
+		}
+	}
 	c.Table, c.Queue, c.Blob = kv["TableEndpoint"], kv["QueueEndpoint"], kv["BlobEndpoint"]
 	if c.Table != "" || c.Queue != "" || c.Blob != "" || kv["FileEndpoint"] != "" {
 		if c.Table == "" && c.Queue == "" && c.Blob == "" {

@@ -38,3 +38,21 @@ func TestConnectionStringRefusesEndpointWithBadPortOrSpace(t *testing.T) {
 		}
 	}
 }
+
+// A secondary endpoint goes with its primary (as in the Azure SDKs' parsers): a string
+// that names one without the other is refused, naming the secondary, rather than served
+// at the account's public primary endpoints it never named.
+func TestConnectionStringSecondaryEndpointWithoutItsPrimaryIsRefused(t *testing.T) {
+	t.Parallel()
+	base := "AccountName=myaccount;AccountKey=" + goodKey
+	for _, k := range []string{"TableSecondaryEndpoint", "QueueSecondaryEndpoint", "BlobSecondaryEndpoint", "FileSecondaryEndpoint"} {
+		cl, err := account.NewClients(base+";"+k+"=https://private.example.com/myaccount", nil)
+		var ie *repo.InvalidInputError
+		if !errors.As(err, &ie) || !strings.Contains(ie.Field, k) {
+			t.Errorf("%s alone: %v (clients %v), want an InvalidInputError naming %s", k, err, cl, k)
+		}
+	}
+	if _, err := account.NewClients(base+";TableEndpoint=https://private.example.com/t;TableSecondaryEndpoint=https://private2.example.com/t", nil); err != nil {
+		t.Errorf("with its primary: %v", err)
+	}
+}
