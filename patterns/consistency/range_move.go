@@ -231,11 +231,12 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0], Retryable: restartable}
 	var refused copyRefusals
 	var lost uncertainDeletes
+	narrowed := false // b.rks holds only entities written between their copy and their delete
 	err := retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
 		n, changed, err := a.moveBatchOnce(ctx, src, p, b, skip, &lost)
 		moved.Add(int64(n + lost.take()))
 		if err == nil && len(changed) > 0 {
-			b.rks = changed // the rest moved: a later pass reads and moves these again
+			b.rks, narrowed = changed, true // the rest moved: a later pass reads and moves these again
 			return errChangedDuringMove
 		}
 		if rk, twice := refused.twice(err); twice {
@@ -247,7 +248,7 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 		}
 		return err
 	})
-	return leaveChanged(job.Source, b, err, skip)
+	return leaveChanged(job.Source, b, narrowed, err, skip)
 }
 
 // moveBatchOnce is one attempt at a batch, the steps of ArchiveEntity for many entities:
