@@ -183,7 +183,9 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 // while the entity is there at the version read starts the move over once; refused
 // again at that version, the move fails with ErrInvalidInput (permanent), the copy in
 // the target and the entity in the source. So does a companion's copy whose delete in
-// the transaction answers 404 twice at one version while the companion finds it there.
+// the transaction answers 404 twice at one version while the companion finds it there,
+// and a delete the store misaddresses twice (repo.ErrDeleteMisaddressed, whatever its
+// status: Azurite answers 412 when the row it reaches instead exists).
 //
 // Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
 // ErrTransient, *repo.Error. OutcomeMissing is not an error.
