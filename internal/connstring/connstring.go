@@ -6,8 +6,10 @@ package connstring
 
 import (
 	"encoding/base64"
+	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -108,6 +110,13 @@ func Parse(cs string) (Parsed, error) {
 			return Parsed{}, csError(k, "is not an http or https URL without a query, such as https://myaccount.table.core.windows.net")
 		}
 	}
+	for _, svc := range []string{"Table", "Queue", "Blob", "File"} {
+		// Alone, a secondary would leave the primary to be derived: a public endpoint the
+		// string never named (the Azure SDKs' parsers refuse it too).
+		if _, ok := kv[svc+"SecondaryEndpoint"]; ok && kv[svc+"Endpoint"] == "" {
+			return Parsed{}, csError(svc+"SecondaryEndpoint", "needs its primary, %sEndpoint", svc)
+		}
+	}
 	c.Table, c.Queue, c.Blob = kv["TableEndpoint"], kv["QueueEndpoint"], kv["BlobEndpoint"]
 	if c.Table != "" || c.Queue != "" || c.Blob != "" || kv["FileEndpoint"] != "" {
 		if c.Table == "" && c.Queue == "" && c.Blob == "" {
@@ -130,7 +139,8 @@ func Parse(cs string) (Parsed, error) {
 // splitConnectionString splits cs into its keys (in their canonical spelling) and values,
 // refusing unknown and repeated keys, empty values and segments that are not Key=Value.
 func splitConnectionString(cs string) (map[string]string, error) {
-	cs = strings.TrimSpace(cs)
+	// A byte order mark begins a string read from a file some editors saved.
+	cs = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(cs), "\ufeff"))
 	if cs == "" {
 		return nil, csError("", "is empty")
 	}
@@ -169,16 +179,17 @@ func devStorage(v string, kv map[string]string) (Parsed, error) {
 			return Parsed{}, csError(k, "does not go with UseDevelopmentStorage=true (give the endpoints and the account instead)")
 		}
 	}
-	base := "http://127.0.0.1"
+	scheme, host := "http", "127.0.0.1"
 	if p, ok := kv["DevelopmentStorageProxyUri"]; ok {
 		u, err := url.Parse(p)
 		if err != nil || !validEndpoint(p) {
 			return Parsed{}, csError("DevelopmentStorageProxyUri", "is not an http or https URL without a query")
 		}
-		base = u.Scheme + "://" + u.Hostname()
+		scheme, host = u.Scheme, u.Hostname()
 	}
-	return Parsed{AccountName: devAccount, AccountKey: devKey,
-		Blob: base + ":10000/" + devAccount, Queue: base + ":10001/" + devAccount, Table: base + ":10002/" + devAccount}, nil
+	// JoinHostPort brackets an IPv6 literal, which Hostname returned without them.
+	at := func(port string) string { return scheme + "://" + net.JoinHostPort(host, port) + "/" + devAccount }
+	return Parsed{AccountName: devAccount, AccountKey: devKey, Blob: at("10000"), Queue: at("10001"), Table: at("10002")}, nil
 }
 
 // validKey reports whether key is standard base64 of a non-empty key.
@@ -187,11 +198,21 @@ func validKey(key string) bool {
 	return err == nil && len(b) > 0
 }
 
-// validEndpoint reports whether s is an absolute http or https URL with a host and no
-// user, query or fragment.
+// validEndpoint reports whether s is an absolute http or https URL with a host, a port
+// (when given) from 1 to 65535, no space, and no user, query or fragment. url.Parse
+// takes any digits for a port and a space in a path, which only fail at the first
+// request.
 func validEndpoint(s string) bool {
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+	if err != nil || strings.ContainsAny(s, " ") {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return false
+		}
+	}
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
 		u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" && u.Opaque == ""
 }
 

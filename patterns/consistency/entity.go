@@ -183,7 +183,9 @@ var errRestart = errors.New("consistency: the source or the target changed durin
 // while the entity is there at the version read starts the move over once; refused
 // again at that version, the move fails with ErrInvalidInput (permanent), the copy in
 // the target and the entity in the source. So does a companion's copy whose delete in
-// the transaction answers 404 twice at one version while the companion finds it there.
+// the transaction answers 404 twice at one version while the companion finds it there,
+// and a delete the store misaddresses twice (repo.ErrDeleteMisaddressed, whatever its
+// status: Azurite answers 412 when the row it reaches instead exists).
 //
 // Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
 // ErrTransient, *repo.Error. OutcomeMissing is not an error.
@@ -376,6 +378,9 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
 		}
 		_, err := repo.Submit(ctx, acts...)
+		if errors.Is(err, errs.ErrDeleteMisaddressed) {
+			return misaddressedRefusal(err, version)
+		}
 		var ae *repo.ActionError
 		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
 			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {

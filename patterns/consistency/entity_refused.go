@@ -27,7 +27,8 @@ func (e *refusedDelete) Unwrap() error { return errRestart }
 //
 // The same holds for a companion's copy in the transaction: its delete answered 404
 // twice, at the same version of the entity, while the companion found the copy there
-// both times (it builds its actions from the rows it reads). A 412 or 409 on a copy is
+// both times (it builds its actions from the rows it reads), or that repo found there
+// unchanged after the refusal (misaddressedRefusal). Any other 412 or 409 on a copy is
 // contention (a shared index row) and always restarts.
 type refusals struct {
 	version   string
@@ -39,7 +40,7 @@ type refusals struct {
 func (r *refusals) check(err error) error {
 	var cr *companionRefused
 	if errors.As(err, &cr) {
-		if cr.status != 404 {
+		if cr.status != 404 && !cr.misaddressed {
 			return err
 		}
 		key := cr.version + "\x00" + cr.row
@@ -57,7 +58,7 @@ func (r *refusals) check(err error) error {
 		r.version = rd.etag
 		return err
 	}
-	return errs.Invalid("RowKey", "the store refuses the delete of the source entity (404, twice) while the entity is there, unchanged (a key it cannot address in an entity group transaction?): the copy is in the target, the entity stays in the source")
+	return errs.Invalid("RowKey", "the store refuses the delete of the source entity (twice) while the entity is there, unchanged (a key it cannot address in an entity group transaction?): the copy is in the target, the entity stays in the source")
 }
 
 // companionRefused reports that a companion's action (action, its index in the
@@ -70,6 +71,9 @@ type companionRefused struct {
 	code           string
 	row            string // the copy's RowKey: compared, never printed
 	version        string // the entity's version the move deleted at
+	// misaddressed: the store refused the delete of a copy that is there unchanged
+	// (repo.ErrDeleteMisaddressed), whatever its status.
+	misaddressed bool
 }
 
 func (e *companionRefused) Error() string {

@@ -1,6 +1,7 @@
 package consistency
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -45,8 +46,9 @@ func provenanceHop(props map[string]any) int {
 
 // hopOf returns the hop whose provenance property name is (base followed by nothing or
 // by a decimal number over 1 without leading zeros), 0 when it is none. A name whose
-// number is too large for an int cannot have been written by a move: it counts as the
-// largest hop, so that no move writes after it (the copy's names would overflow).
+// number has no next hop in an int (math.MaxInt and above) cannot have been written by a
+// move: it is no hop. Counted as one, the next hop's number would wrap around to hop 1's
+// names, writing over the entity's own and leaving the forged name as the copy's highest.
 func hopOf(name, base string) int {
 	rest, ok := strings.CutPrefix(name, base)
 	switch {
@@ -63,7 +65,7 @@ func hopOf(name, base string) int {
 		}
 	}
 	n, err := strconv.Atoi(rest)
-	if err != nil || n < 2 {
+	if err != nil || n < 2 || n == math.MaxInt {
 		return 0
 	}
 	return n

@@ -484,7 +484,10 @@ func EnqueueArchiveRange(ctx context.Context, c *queueworker.Client, job Archive
 // RangeReport is what an archive-range run did.
 type RangeReport struct {
 	// Moved counts the entities this run deleted from the source after their copy was
-	// in the target (not those a concurrent run moved).
+	// in the target (not those a concurrent run moved). A delete transaction whose
+	// response was lost counts the entities the next pass finds gone with their copy at
+	// the version it deleted (a concurrent run that deleted them just then is counted
+	// too: the two cannot be told apart).
 	Moved int
 	// Scanned counts the source entities the run's scan returned that match the job's
 	// conditions (re-checked on the entities read: see Condition.Type).
@@ -498,7 +501,8 @@ type RangeReport struct {
 	Skipped []RangeKey
 	// Changed lists the keys of the entities that another client wrote again between
 	// their copy and their delete in every pass of their batch (Options.Retry bounds the
-	// passes), in the service's order: the rest of the batch moved without them, and
+	// passes, or whose later passes met a concurrent delivery's writes of their copies),
+	// in the service's order: the rest of the batch moved without them, and
 	// each is left in the source at its newer version, beside the copy of an older one
 	// in the target; a later run of the job moves it. Each is also logged (keys only)
 	// as a warning.

@@ -36,10 +36,13 @@ var errChangedDuringMove = fmt.Errorf("%w: entities of the batch were written be
 // keys), the rest of the range goes on without them. They stay in the source at their
 // newer version, beside the copy of an older one in the target (the source stays
 // authoritative; a later run of the job replaces that copy and moves them), and are
-// reported (RangeReport.Changed). Any other error comes back as it is.
-func leaveChanged(source string, b rangeBatch, err error, skip *skipped) error {
+// reported (RangeReport.Changed). So do the keys of a batch narrowed to such entities
+// (narrowed) whose last passes met a conflict of another kind: a concurrent delivery of
+// the job rewrites their copies too, on each pass, so that each delivery's copy write
+// fails in turn (412, 409). Any other error comes back as it is.
+func leaveChanged(source string, b rangeBatch, narrowed bool, err error, skip *skipped) error {
 	var ex *retry.ExhaustedError
-	if !errors.As(err, &ex) || !errors.Is(ex.Err, errChangedDuringMove) {
+	if !errors.As(err, &ex) || !errors.Is(ex.Err, errChangedDuringMove) && !(narrowed && restartable(ex.Err)) {
 		return err
 	}
 	for _, rk := range b.rks {

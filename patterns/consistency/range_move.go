@@ -230,23 +230,25 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 	}
 	op := retry.Op{Name: "archive range batch", Resource: job.Source, PartitionKey: b.pk, RowKey: b.rks[0], Retryable: restartable}
 	var refused copyRefusals
+	var lost uncertainDeletes
+	narrowed := false // b.rks holds only entities written between their copy and their delete
 	err := retry.Do(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) error {
-		n, changed, err := a.moveBatchOnce(ctx, src, p, b, skip)
-		moved.Add(int64(n))
+		n, changed, err := a.moveBatchOnce(ctx, src, p, b, skip, &lost)
+		moved.Add(int64(n + lost.take()))
 		if err == nil && len(changed) > 0 {
-			b.rks = changed // the rest moved: a later pass reads and moves these again
+			b.rks, narrowed = changed, true // the rest moved: a later pass reads and moves these again
 			return errChangedDuringMove
 		}
 		if rk, twice := refused.twice(err); twice {
 			// The store cannot delete that entity's companion copy: leave the entity.
-			skip.add(job.Source, RangeKey{b.pk, rk}, errs.Invalid("companions", "the store refuses the delete of a companion's copy in an entity group transaction (404, twice) while the companion finds it there"))
+			skip.add(job.Source, RangeKey{b.pk, rk}, errs.Invalid("companions", "the store refuses the delete of a companion's copy in an entity group transaction (twice) while the companion finds it there"))
 			if b.rks = slices.DeleteFunc(slices.Clone(b.rks), func(x string) bool { return x == rk }); len(b.rks) == 0 {
 				return nil
 			}
 		}
 		return err
 	})
-	return leaveChanged(job.Source, b, err, skip)
+	return leaveChanged(job.Source, b, narrowed, err, skip)
 }
 
 // moveBatchOnce is one attempt at a batch, the steps of ArchiveEntity for many entities:
@@ -270,7 +272,7 @@ func (a *Archiver) moveBatch(ctx context.Context, src *repo.Table[codec.Entity],
 // Any conflict fails the attempt (errRestart, 412, 409, an unknown outcome): the next
 // attempt reads again. Entities whose delete committed are no longer in the source, so
 // a new attempt moves only what is left.
-func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], p *rangePlan, b rangeBatch, skip *skipped) (int, []string, error) {
+func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Entity], p *rangePlan, b rangeBatch, skip *skipped, lost *uncertainDeletes) (int, []string, error) {
 	job := p.job
 	want := make(map[string]bool, len(b.rks))
 	for _, rk := range b.rks {
@@ -324,6 +326,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 			stale = append(stale, w)
 		}
 	}
+	lost.settle(want, tgt) // what an earlier attempt's lost delete response moved
 	if len(live) == 0 {
 		return 0, nil, nil
 	}
@@ -346,7 +349,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 	if err := a.after(KindArchiveRange, "copied"); err != nil {
 		return 0, nil, err
 	}
-	n, changed, err := a.deleteMoved(ctx, src, job, groups, skip)
+	n, changed, err := a.deleteMoved(ctx, src, job, groups, skip, lost)
 	if err != nil {
 		return n, nil, err
 	}
@@ -545,7 +548,7 @@ func (a *Archiver) removalGroups(ctx context.Context, src *repo.Table[codec.Enti
 // row). One Get tells it from a concurrent change, and such an entity is then removed on
 // its own (removeAlone) while the rest of its transaction is sent again, rather than the
 // batch restarting until its retries end.
-func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup, skip *skipped) (deleted int, changed []string, err error) {
+func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveRangeJob, groups []removalGroup, skip *skipped, lost *uncertainDeletes) (deleted int, changed []string, err error) {
 	type waiting struct {
 		g     removalGroup
 		asked bool // g holds the current answer of the companions; else only g.e and g.rows (the last round's)
@@ -565,6 +568,7 @@ func (a *Archiver) deleteMoved(ctx context.Context, src *repo.Table[codec.Entity
 			for len(cur) > 0 {
 				n, err := a.deleteGroups(ctx, src, job, cur)
 				deleted += n
+				lost.sent(cur, err)
 				var ce *changedError
 				if errors.As(err, &ce) {
 					// Nothing of the transaction landed: the entity written (or deleted)
@@ -685,9 +689,11 @@ func (a *Archiver) deleteGroups(ctx context.Context, src *repo.Table[codec.Entit
 				return &changedError{group: gi, gone: !there}
 			}
 		}
-		if errors.Is(err, errs.ErrNotFound) {
+		if errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrDeleteMisaddressed) {
 			// A companion's copy is gone: a concurrent run moved its entity, or the
-			// application deleted it. Start over: fresh reads find what is left.
+			// application deleted it. Start over: fresh reads find what is left. Or the
+			// store misaddressed its delete (any status, the copy there unchanged): the
+			// same refusal twice in a row leaves the entity (copyRefusals).
 			gi, _ := deleteOf(gs, ae.Index)
 			return &rangeCopyGone{action: ae.Index, rk: gs[gi].e.RowKey, version: gs[gi].e.ETag, row: ae.RowKey}
 		}

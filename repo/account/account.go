@@ -61,7 +61,7 @@ type Clients struct {
 // endpoints addresses PROTOCOL://ACCOUNT.SERVICE.SUFFIX (https, core.windows.net by
 // default). UseDevelopmentStorage=true is the local emulator's account on 127.0.0.1 (or the
 // host of DevelopmentStorageProxyUri), ports 10000 to 10002. Secondary endpoints are checked
-// and not used.
+// (each needs its primary) and not used.
 //
 // The connection string is a secret: it is never logged, and errors quote neither the key
 // nor the signature.

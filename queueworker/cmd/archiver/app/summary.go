@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,7 +20,7 @@ type rangeSummary struct {
 }
 
 type rangeTotal struct {
-	job                               consistency.ArchiveRangeJob
+	label                             string // the job as printed (describeRange, values cut short)
 	selected, moved, skipped, changed int
 	failed                            int
 	warnings                          []string
@@ -28,7 +29,12 @@ type rangeTotal struct {
 // add is consistency.Options.RangeDone.
 func (s *rangeSummary) add(job consistency.ArchiveRangeJob, rep consistency.RangeReport, err error) {
 	job.After = nil // one job, whichever page
-	key := describeRange(job)
+	if job.Validate() != nil {
+		// Text from the queue that no check passed (sizes, names) is never echoed: its
+		// deliveries add up under one line, their errors are in the poison queue.
+		job = consistency.ArchiveRangeJob{}
+	}
+	key := describeRange(job, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.jobs == nil {
@@ -36,7 +42,7 @@ func (s *rangeSummary) add(job consistency.ArchiveRangeJob, rep consistency.Rang
 	}
 	t := s.jobs[key]
 	if t == nil {
-		t = &rangeTotal{job: job}
+		t = &rangeTotal{label: describeRange(job, summaryValueLen)}
 		s.jobs[key] = t
 	}
 	t.selected += rep.Scanned
@@ -65,7 +71,7 @@ func (s *rangeSummary) print(w io.Writer) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		t := s.jobs[k]
-		fmt.Fprintf(w, "%s: selected %d, moved %d, skipped %d, changed during the move %d", terminalSafe(k), t.selected, t.moved, t.skipped, t.changed)
+		fmt.Fprintf(w, "%s: selected %d, moved %d, skipped %d, changed during the move %d", terminalSafe(t.label), t.selected, t.moved, t.skipped, t.changed)
 		if t.failed > 0 {
 			fmt.Fprintf(w, ", failed deliveries %d", t.failed)
 		}
@@ -76,18 +82,32 @@ func (s *rangeSummary) print(w io.Writer) {
 	}
 }
 
+// summaryValueLen is how many characters of a key bound or a condition's value the
+// summary prints: a value may be up to a queue message long.
+const summaryValueLen = 64
+
 // describeRange names a range job as the command line would: its source, selection and
-// target.
-func describeRange(j consistency.ArchiveRangeJob) string {
+// target, each key bound and condition value cut to limit characters (0: whole). The
+// zero job (one that is not valid) is named as such.
+func describeRange(j consistency.ArchiveRangeJob, limit int) string {
+	if j.Source == "" {
+		return "archive-range jobs that are not valid (see archiver poison list)"
+	}
+	q := func(v string) string {
+		if r := []rune(v); limit > 0 && len(r) > limit {
+			return strconv.Quote(string(r[:limit])) + "..."
+		}
+		return strconv.Quote(v)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "archive-range %s", j.Source)
 	for _, f := range []struct{ name, v string }{{"pk", j.PartitionKey}, {"rk-from", j.RowKeyFrom}, {"rk-to", j.RowKeyTo}, {"pk-from", j.PartitionKeyFrom}, {"pk-to", j.PartitionKeyTo}} {
 		if f.v != "" {
-			fmt.Fprintf(&b, " -%s %q", f.name, f.v)
+			fmt.Fprintf(&b, " -%s %s", f.name, q(f.v))
 		}
 	}
 	for _, c := range j.Where {
-		fmt.Fprintf(&b, " -where %s:%s:%s:%q", c.Property, c.Op, c.Type, c.Value)
+		fmt.Fprintf(&b, " -where %s:%s:%s:%s", c.Property, c.Op, c.Type, q(c.Value))
 	}
 	if j.TargetTable != "" {
 		fmt.Fprintf(&b, " -> table %s", j.TargetTable)
