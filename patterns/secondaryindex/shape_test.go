@@ -132,9 +132,10 @@ func TestIntraStaleETagErrorNamesTheEntity(t *testing.T) {
 	}
 }
 
-// Messages enqueued under the default kind of earlier releases ("secondaryindex:<table>")
-// are still handled after an upgrade.
-func TestInterRegisterAcceptsTheLegacyKind(t *testing.T) {
+// The default kind is "secondaryindex.reconcile." and the table's name, and a message of
+// that kind enqueued by another program (after a write around the index) is handled by
+// Register's handler.
+func TestInterRegisterHandlesTheDefaultKind(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	q, queue := b.Queue()
@@ -146,16 +147,16 @@ func TestInterRegisterAcceptsTheLegacyKind(t *testing.T) {
 	if err := x.Table().Insert(b.Ctx, e); err != nil { // around the index: no message
 		t.Fatal(err)
 	}
-	if _, err := queueworker.Enqueue(b.Ctx, q, "secondaryindex:"+b.Table, "", secondaryindex.Ref{PartitionKey: "Sales", RowKey: e.RowKey}, nil); err != nil {
+	if _, err := queueworker.Enqueue(b.Ctx, q, "secondaryindex.reconcile."+b.Table, "", secondaryindex.Ref{PartitionKey: "Sales", RowKey: e.RowKey}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := b.worker(t, queue, x)
 	testbed.Drain(t, w)
 	if st := w.Stats(); st.Processed != 1 || st.Poisoned != 0 {
-		t.Fatalf("stats %+v, want the legacy message processed", st)
+		t.Fatalf("stats %+v, want the message processed", st)
 	}
 	if b.row(t, "email_Sales", interKey("old@contoso.com", e.RowKey)) == nil {
-		t.Fatal("the legacy message did not reconcile the copy")
+		t.Fatal("the message did not reconcile the copy")
 	}
 }
 
