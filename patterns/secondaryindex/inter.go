@@ -13,7 +13,7 @@ import (
 )
 
 // The inter-partition secondary index, as the guide writes it with its "Eventually
-// consistent transactions pattern": an entity group transaction cannot span partitions,
+// consistent transactions pattern": an entity group transaction cannot reach across partitions,
 // so a write changes the primary entity and enqueues a message, and the worker's
 // reconciliation reads the primary again and brings every index copy in line with it.
 // The write methods and their checks are in inter_write.go, reads in inter_read.go; an
