@@ -62,8 +62,8 @@ func TestIntraBackfillUniqueDuplicateInOldData(t *testing.T) {
 	}
 }
 
-// The same for Intra: a primary copy carrying a property Employee does not declare
-// (written by another application) loses it when BackfillPartition rewrites the entity.
+// A primary copy carrying a property Employee does not declare (written by another
+// application) keeps it when Intra's BackfillPartition rewrites the entity.
 func TestIntraBackfillKeepsUndeclaredProperties(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
@@ -72,7 +72,7 @@ func TestIntraBackfillKeepsUndeclaredProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := b.row(t, "Sales", "empid_000001")
-	p.Properties["Legacy"] = "keep me"
+	p.Properties["Undeclared"] = "keep me"
 	if err := b.Raw.Upsert(b.Ctx, p, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestIntraBackfillKeepsUndeclaredProperties(t *testing.T) {
 	if cp, err := x.BackfillPartition(b.Ctx, "Sales", nil); err != nil || cp.Written != 1 {
 		t.Fatalf("backfill: %+v %v", cp, err)
 	}
-	if got := b.row(t, "Sales", "empid_000001"); got.Properties["Legacy"] != "keep me" {
+	if got := b.row(t, "Sales", "empid_000001"); got.Properties["Undeclared"] != "keep me" {
 		t.Fatalf("the backfill erased a property the type does not declare: %+v", got.Properties)
 	}
 }

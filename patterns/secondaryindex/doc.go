@@ -293,9 +293,9 @@
 // package with a value no copy key can hold (over 1 KiB with the index's name, or, for
 // Inter, a PartitionKey whose index partition "<name>_<pk>" would break the key limit)
 // is counted Unindexable, which is drift: a verify never reads such a partition as clean
-// (TestInterVerifyJobLongPartitionReadsClean,
-// TestInterVerifyJobUnindexableValueReadsClean,
-// TestIntraVerifyJobUnindexableValueReadsClean); Repair leaves it, as a backfill does.
+// (TestInterVerifyJobLongPartitionNeverReadsClean,
+// TestInterVerifyJobUnindexableValueNeverReadsClean,
+// TestIntraVerifyJobUnindexableValueNeverReadsClean); Repair leaves it, as a backfill does.
 //
 // Cost: a backfill pays about one write of every entity through the index (Inter:
 // Reconcile's 2 reads and 1 transaction per entity not up to date, plus 1 query of refs

@@ -18,13 +18,12 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// Attack on the verify job's promise (an entity with a value and no copy is reported
-// Missing): a primary stored around the package (data older than the index) in a
-// partition whose index partition "email_<pk>" would break the 1 KiB key limit can have
-// no copy. The job's report line must not read as a clean partition: either the entity
-// is counted as drift or the job fails; a report with entities and drift 0 is a false
-// "verified".
-func TestInterVerifyJobLongPartitionReadsClean(t *testing.T) {
+// The verify job's promise (an entity with a value and no copy is reported as drift): a
+// primary stored around the package (data older than the index) in a partition whose
+// index partition "email_<pk>" would break the 1 KiB key limit can have no copy. The
+// job's report line never reads as a clean partition: either the entity is counted as
+// drift or the job fails; a report with entities and drift 0 would be a false "verified".
+func TestInterVerifyJobLongPartitionNeverReadsClean(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	q, _ := b.Queue()
@@ -63,7 +62,7 @@ func TestInterVerifyJobLongPartitionReadsClean(t *testing.T) {
 // The same promise on an Intra: a primary copy stored around the package whose email no
 // copy key can hold (over the 1 KiB key limit once prefixed) has a value and no copy. The
 // verify job must not report its partition clean.
-func TestIntraVerifyJobUnindexableValueReadsClean(t *testing.T) {
+func TestIntraVerifyJobUnindexableValueNeverReadsClean(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	q, _ := b.Queue()
@@ -105,9 +104,9 @@ func TestIntraVerifyJobUnindexableValueReadsClean(t *testing.T) {
 }
 
 // The same on an Inter: an employee stored around the package whose email no copy key
-// can hold. Verify skips it (wantKey returns "" for "can have none"), so the verify job
-// reports the partition clean.
-func TestInterVerifyJobUnindexableValueReadsClean(t *testing.T) {
+// can hold has a value and no copy. Verify counts it (Unindexable, which is drift), so
+// the verify job never reports the partition clean.
+func TestInterVerifyJobUnindexableValueNeverReadsClean(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	q, _ := b.Queue()
