@@ -184,7 +184,7 @@
 // before their Before hooks (up to 16 at once), bounds the hooks and the transaction;
 // a transaction that cannot be sent in time is not sent, one still running at the
 // deadline is abandoned, and the batch starts over from fresh reads (its Before hooks
-// run again; TestAttackArchiveRangeWithinExpiresBeforeTheDeleteTransaction). Once a
+// run again; TestArchiveRangeWithinExpiresBeforeTheDeleteTransaction). Once a
 // transaction committed (or when its outcome is unknown), the After hooks of its
 // entities run, their errors logged when the Removal has a Before
 // (TestArchiveRangeFailingAfterIsLogged) and failing the job when it has none
@@ -251,7 +251,7 @@
 //     copy that changed or went since it was read (412, 404; 409) fails the whole
 //     transaction, and the move starts over from fresh reads, never half applied
 //     (TestAttackArchiveEntityCompanionCopyChangesBeforeTheTransaction,
-//     TestAttackArchiveIntraWriterBetweenRemovalAndTransaction,
+//     TestArchiveIntraWriterBetweenRemovalAndTransaction,
 //     TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction);
 //   - copies elsewhere (Inter's index partitions, Eventual's lists): Before, the durable
 //     first step of the pattern's own eventually consistent protocol, run before the
@@ -266,23 +266,23 @@
 //     with SafetyDelay off) has After as its only step: its failure fails the move, and
 //     a rerun that finds the entity gone and archived calls Gone on the companions that
 //     implement Sweeper (Inter: one enqueue), so that the copies never outlive the
-//     entity for want of a message (TestAttackArchiveInterNoSafetyLostDeleteResponseLeavesCopies,
-//     TestAttackArchiveInterNoSafetyFailedNotifyIsOnlyLogged,
+//     entity for want of a message (TestArchiveInterNoSafetyLostDeleteResponseStillRemovesCopies,
+//     TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged,
 //     TestFixMovesFailedAfterWithoutBeforeFailsTheMove,
 //     TestFixMovesGoneBeforeTheDeleteStillRunsAfter).
 //
 // A stop between Before and the delete leaves entity and copies in place and a message
 // that finds the entity and keeps them; the rerun moves both
-// (TestArchiveEntityStopBetweenBeforeAndDelete, TestAttackArchiveInterCrashBetweenBeforeAndDelete,
+// (TestArchiveEntityStopBetweenBeforeAndDelete, TestArchiveInterCrashBetweenBeforeAndDelete,
 // TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries). A lost response
 // after the transaction landed, and duplicate deliveries, end as for any move: the rerun
 // finds the source gone and the copy written, and the copies went with the entity
-// (TestAttackArchiveIntraLostTransactionResponse, TestAttackArchiveIntraTwoDeliveriesAtOnce,
+// (TestArchiveIntraLostTransactionResponse, TestArchiveIntraTwoDeliveriesAtOnce,
 // TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries). The entity is read back
 // from storage: a companion refuses one it cannot find the copies of (it does not decode,
 // its values are forged, or it is itself a copy) with errs.ErrInvalidInput, before
 // anything is written, and the worker moves the job to the poison queue
-// (TestAttackArchiveIntraUnreadableAndForgedEntities). The delete and the companions'
+// (TestArchiveIntraUnreadableAndForgedEntities). The delete and the companions'
 // actions are checked as one transaction (repo.CheckTransaction: at most 100 actions,
 // one table as spelled, one partition, one action per row, under 4 MiB) before the
 // archive copy is written: forged index pages that list the entity a hundred times, or
@@ -291,7 +291,7 @@
 // (TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction,
 // TestFixMovesSpellingMismatchRefusedBeforeWriting). A source table that does not exist
 // as addressed (entity requests are case-sensitive on Azurite) is an error, not a
-// missing entity (TestAttackArchiveIntraCompanionsKeyedInAnotherCase).
+// missing entity (TestArchiveIntraCompanionsKeyedInAnotherCase).
 //
 // Consistency: copies in the partition are atomic with the move; copies elsewhere are
 // eventually consistent, removed once the pattern's worker settles (as for any delete

@@ -3,6 +3,7 @@ package secondaryindex
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"sync/atomic"
 
@@ -393,3 +394,71 @@ func (x *Intra[T]) rewriteOnce(ctx context.Context, op string, v *T, pk string, 
 
 // maxRewrites bounds the attempts of rewrite whose outcome stays unknown.
 const maxRewrites = 5
+
+// Backfill writes every copy of items with bulk upserts (repo.BulkWrite): the way to load
+// an empty partition or to rewrite the copies after an index was added. It is NOT atomic
+// per entity and does not check unique indexes against what is stored (only among items,
+// where a value held twice is refused before anything is sent); rerun it after a failure,
+// since every write is an idempotent upsert. On success each item's ETag field holds its
+// primary copy's ETag.
+//
+// Errors: errs.ErrInvalidInput (nothing sent), a *repo.BulkError with one slot per item (the
+// first failure among its copies), ctx errors.
+func (x *Intra[T]) Backfill(ctx context.Context, items []*T) error {
+	var copies []*codec.Entity
+	owner := []int{}
+	seen := map[[2]string]int{}
+	primaries := make([]*codec.Entity, len(items))
+	for n, v := range items {
+		pk, ks, err := x.keysOf(v)
+		if err != nil {
+			return fmt.Errorf("item %d: %w", n, err)
+		}
+		for i, rk := range ks {
+			if rk == "" {
+				continue
+			}
+			if m, dup := seen[[2]string{pk, rk}]; dup {
+				if i == 0 {
+					return errs.Invalid(fmt.Sprintf("index %q", x.all[0].Name), "items %d and %d have the same primary value", m, n)
+				}
+				return errs.Invalid(fmt.Sprintf("index %q", x.all[i].Name), "items %d and %d hold the value %q of a unique index", m, n, x.all[i].valueOf(v))
+			}
+			seen[[2]string{pk, rk}] = n
+			e, err := x.copyOf(v, pk, i, rk)
+			if err != nil {
+				return fmt.Errorf("item %d: %w", n, err)
+			}
+			if i == 0 {
+				primaries[n] = e
+			}
+			copies = append(copies, e)
+			owner = append(owner, n)
+		}
+	}
+	err := x.dyn.BulkWrite(ctx, copies, nil)
+	var be *repo.BulkError
+	if err != nil && !errors.As(err, &be) {
+		return err
+	}
+	var out *repo.BulkError
+	if be != nil {
+		out = &repo.BulkError{Errors: make([]error, len(items))}
+		for i, e := range be.Errors {
+			if n := owner[i]; e != nil && out.Errors[n] == nil {
+				// The transaction's error may name a copy's key, which holds the value.
+				out.Errors[n] = &copyError{op: "backfill", pk: primaries[n].PartitionKey, rk: primaries[n].RowKey, err: e}
+				out.Failed++
+			}
+		}
+	}
+	for n, v := range items {
+		if out == nil || out.Errors[n] == nil {
+			x.c.SetETag(v, primaries[n].ETag)
+		}
+	}
+	if out != nil {
+		return out
+	}
+	return nil
+}

@@ -3,6 +3,24 @@
 // and "Inter-partition secondary index pattern"): find entities by a property other than
 // their keys, or list them in another order, with point and range queries instead of scans.
 //
+// Each pattern's algorithm is one file, the guide's steps in order:
+//
+// The algorithm: intra.go
+//
+// The algorithm: inter.go
+//
+// intra.go is the intra-partition index (Intra): every copy of an entity in its own
+// partition, written by one entity group transaction. inter.go is the inter-partition
+// index (Inter): the primary write between two queue messages, then the worker's
+// reconciliation, which reads the primary again and brings every index copy in line.
+// What hardens them sits beside them, each file named for what it handles:
+// intra_outcome.go and inter_outcome.go (a transaction refused, or whose outcome is
+// unknown), forged.go (a ref that names another entity's row), reserved.go (primary keys
+// inside an index's key space), tombstone.go, telemetry.go (spans), owner.go (whose a
+// unique copy is), archive.go, and the maintenance: backfill.go, verify.go, maintain.go
+// and jobs.go. Options, constructors and reads are in intra_table.go, inter_table.go,
+// intra_read.go, inter_read.go and inter_write.go; seams.go holds the one test seam.
+//
 // # The problem
 //
 // Table storage indexes PartitionKey and RowKey only. With employees stored under
@@ -256,18 +274,18 @@
 // looks current) and deletes the orphans, one forced transaction per orphan, each
 // conditional on the ref read just before it; held while a live update and its
 // reconciliation commit, it fails its condition and starts over
-// (TestInterWindowRepairHeldWhileLiveUpdateCommits, TestAttackInterRepairTwoOrphansOfOneEntity,
-// TestAttackInterRepairSecondOrphanBecomesRealCopyInWindow). Intra rewrites each entity in
+// (TestInterWindowRepairHeldWhileLiveUpdateCommits, TestInterRepairTwoOrphansOfOneEntity,
+// TestInterRepairSecondOrphanBecomesRealCopyInWindow). Intra rewrites each entity in
 // one transaction conditional on the ETag its page read (the primary copy merged, so
-// properties T does not declare stay: TestAttackIntraBackfillKeepsUndeclaredProperties):
+// properties T does not declare stay: TestIntraBackfillKeepsUndeclaredProperties):
 // an entity changed since was rewritten whole by that write
 // (TestIntraWindowBackfillCannotOverwriteALiveUpdate). A unique copy is read first and
 // never taken over from another entity: data older than the index where two entities
 // share a value keeps the copy with the first, and Verify reports the other as a Conflict
-// (drift) that Repair leaves (TestAttackIntraBackfillUniqueDuplicateInOldData,
+// (drift) that Repair leaves (TestIntraBackfillUniqueDuplicateInOldData,
 // TestIntraVerifyReportsUniqueConflictRepairLeavesIt); a missing one is inserted, so a live
 // write that claims the value meanwhile keeps it
-// (TestAttackIntraBackfillHeldWhileLiveInsertClaimsTheValue). Intra's Repair deletes an
+// (TestIntraBackfillHeldWhileLiveInsertClaimsTheValue). Intra's Repair deletes an
 // orphan conditional on its ETag, after reading every primary again (TestIntraVerifyFindsAndRepairsDrift,
 // TestInterVerifyFindsAndRepairsDrift). Verify is read-only and reads the primaries and
 // the copies one after the other, not as one snapshot: an entity written meanwhile can
@@ -275,9 +293,9 @@
 // package with a value no copy key can hold (over 1 KiB with the index's name, or, for
 // Inter, a PartitionKey whose index partition "<name>_<pk>" would break the key limit)
 // is counted Unindexable, which is drift: a verify never reads such a partition as clean
-// (TestAttackInterVerifyJobLongPartitionReadsClean,
-// TestAttackInterVerifyJobUnindexableValueReadsClean,
-// TestAttackIntraVerifyJobUnindexableValueReadsClean); Repair leaves it, as a backfill does.
+// (TestInterVerifyJobLongPartitionNeverReadsClean,
+// TestInterVerifyJobUnindexableValueNeverReadsClean,
+// TestIntraVerifyJobUnindexableValueNeverReadsClean); Repair leaves it, as a backfill does.
 //
 // Cost: a backfill pays about one write of every entity through the index (Inter:
 // Reconcile's 2 reads and 1 transaction per entity not up to date, plus 1 query of refs
@@ -301,19 +319,19 @@
 //     entity: atomic. A copy changed meanwhile (a live Update) fails the transaction and
 //     the move starts over from fresh reads
 //     (TestArchiveIntraRemovesCopiesInTheDeleteTransaction,
-//     TestAttackArchiveIntraWriterBetweenRemovalAndTransaction,
-//     TestAttackArchiveIntraLostTransactionResponse, TestAttackArchiveIntraTwoDeliveriesAtOnce).
+//     TestArchiveIntraWriterBetweenRemovalAndTransaction,
+//     TestArchiveIntraLostTransactionResponse, TestArchiveIntraTwoDeliveriesAtOnce).
 //   - Inter: the move follows the write protocol above: the safety reconciliation is
 //     enqueued before the delete, the delete is bounded to SafetyDelay/2 with it, and the
 //     prompt one is enqueued after; the worker finds the entity gone and removes its
 //     copies (TestArchiveInterRemovesCopiesThroughTheWorker,
-//     TestAttackArchiveInterCrashBetweenBeforeAndDelete,
-//     TestAttackArchiveInterLostResponseAndTwoDeliveries). With SafetyDelay off the
+//     TestArchiveInterCrashBetweenBeforeAndDelete,
+//     TestArchiveInterLostResponseAndTwoDeliveries). With SafetyDelay off the
 //     prompt reconciliation is the only one: it is enqueued also when the delete's
 //     response was lost, its failure fails the move, and a rerun that finds the entity
 //     archived enqueues it again (Inter is a consistency.Sweeper)
-//     (TestAttackArchiveInterNoSafetyLostDeleteResponseLeavesCopies,
-//     TestAttackArchiveInterNoSafetyFailedNotifyIsOnlyLogged).
+//     (TestArchiveInterNoSafetyLostDeleteResponseStillRemovesCopies,
+//     TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged).
 //
 // Archived rows are stored data: Intra refuses (errs.ErrInvalidInput, nothing written) a
 // primary copy that does not decode or whose primary value is not its own key, a value no
@@ -328,9 +346,9 @@
 //     (Verify, which has loaded the partition, reads nothing more). A name that is
 //     gone or holds another value names nobody: the copy is drift, Stale to Verify,
 //     rewritten as the entity's by Backfill and Repair, removed by a move of the entity
-//     that has the value (TestAttackOwnerCopyOfVanishedOwnerSquatsTheValue,
+//     that has the value (TestOwnerCopyOfVanishedOwnerNamesNobody,
 //     TestOwnerBackfillTakesCopyWhoseNamedOwnerHoldsAnotherValue,
-//     TestAttackOwnerEncryptedCopyRenamedToNobodySurvivesTheMove).
+//     TestOwnerEncryptedCopyRenamedToNobodyGoesWithTheMove).
 //   - A copy without a primary value (the index's Properties leave it out) is the
 //     entity's when every stored property equals what the entity's own writes store.
 //     Content equality cannot tell two equal projections apart: when two live entities
@@ -338,15 +356,15 @@
 //     copy. Keeping it would leave every archived entity of a partial unique index
 //     findable by its value; removing it loses the other entity's copy only in a state
 //     Verify reports as a Conflict, and after the move Verify reports that copy Missing
-//     and Repair writes it (TestAttackOwnerPartialCopyEqualToTwoProjections). A partial
+//     and Repair writes it (TestOwnerPartialCopyEqualToTwoProjections). A partial
 //     copy that differs from the entity's projection is left
-//     (TestAttackArchiveIntraPartialCopyOfAnotherEntityIsKept,
-//     TestAttackArchiveIntraPartialCopyTakenOverByBackfillIsKept).
+//     (TestArchiveIntraPartialCopyOfAnotherEntityIsKept,
+//     TestArchiveIntraPartialCopyTakenOverByBackfillIsKept).
 //   - Anything else (a copy that does not decode; an encrypted copy without the primary
 //     value) has an unknown owner: never taken for the archived entity's; Stale to Verify
 //     when one entity has the value, rewritten by Repair, after which a move removes it
-//     (TestAttackArchiveIntraEncryptedCopyOfAnotherEntityIsKept,
-//     TestAttackIntraEncryptedUniqueCopyOneOwnerRule).
+//     (TestArchiveIntraEncryptedCopyOfAnotherEntityIsKept,
+//     TestIntraEncryptedUniqueCopyOneOwnerRule).
 //
 // Verify reads the whole partition, so two live entities with one unique value are a
 // Conflict whatever the copy holds: every one of them but the one the copy is proven to
@@ -366,20 +384,20 @@
 // A copy, or the primary copy of the entity it names, that cannot be decrypted because
 // the key holder is out of reach, or cannot be read for a transient failure, is not of
 // unknown owner: nothing is decided, and the move, Verify, Backfill or Repair fails and
-// runs again (TestAttackIntraKeyHolderOutageDecidesNoOwner,
-// TestAttackOwnerContextCancelledDuringCopyDecodeDecidesNothing). Such errors name the
+// runs again (TestIntraKeyHolderOutageDecidesNoOwner,
+// TestOwnerContextCancelledDuringCopyDecodeDecidesNothing). Such errors name the
 // index and the entity's primary keys and give the cause's class only ("503
 // ServerBusy", "key unavailable: ..."), never the copy's key, which holds the indexed
 // value; errors.Is and errors.As reach the cause (TestOwnerCopyErrorsNameTheEntityNotTheValue,
-// TestAttackOwnerKeyOutageLogsTheIndexedValue). Copies of an index with
+// TestOwnerKeyOutageNeverLogsTheIndexedValue). Copies of an index with
 // duplicates name their entity in their key. Inter needs only the keys (its refs name the
 // copies), so an entity whose values do not decode is archived and cleaned all the same,
-// and a row of an index partition is refused (TestAttackArchiveIntraUnreadableAndForgedEntities,
-// TestAttackArchiveInterUnreadableAndForgedEntities). A ref is stored data too: every
+// and a row of an index partition is refused (TestArchiveIntraUnreadableAndForgedEntities,
+// TestArchiveInterUnreadableAndForgedEntities). A ref is stored data too: every
 // reconciliation deletes the copy a ref names only when its key is a copy key of the
 // ref's own entity (value, then that entity's RowKey); a ref that names another row is
 // rewritten and the row left alone, with a warning
-// (TestAttackArchiveInterForgedRefNamesAnotherEntitysCopy).
+// (TestArchiveInterForgedRefNamesAnotherEntitysCopy).
 //
 // # Issues and considerations
 //

@@ -1,12 +1,10 @@
 package secondaryindex_test
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,57 +15,42 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-// iemp is an employee of the primary table of an Inter: the RowKey is the employee id.
-func iemp(id int, first, last, email string) *Employee {
-	e := emp(id, first, last, email)
-	e.RowKey = e.EmployeeID
-	return e
-}
-
-var errCrash = errors.New("test: the process stops here")
-
-// safety is the SafetyDelay of the Inter tests. A write must land within half of it (the
-// Settle/2 window), so it is twice the 2 s minimum: under -race on a loaded 2-core machine a
-// proxied insert plus its enqueue has taken more than 1 s.
-const safety = 4 * time.Second
-
-// state returns the copies and the live refs (those that name a copy) of an index
-// partition, RowKeys in order. Tombstones (refs of entities without a copy, which are
-// never deleted) are left out.
-func (b *bed) state(t *testing.T, part string) (copies, refs []string) {
-	t.Helper()
-	all, err := b.Raw.Collect(b.Ctx, repo.Query{Filter: filter.PartitionKey(part)})
-	if err != nil {
+// Attacks "duplicated, reordered and replayed messages all reconcile the current state"
+// and the write protocol's "each step safe to interrupt" with SafetyDelay -1, at the
+// primary write's lost response: the Delete lands, its response is lost, the retry meets
+// 404 and repo answers ErrOutcomeUnknown. The write announces the entity in that case
+// (and so does the caller's natural retry of Delete, which answers ErrNotFound): the
+// deleted employee's copy is removed, not left with nothing queued to remove it.
+func TestInterDeleteLostResponseWithoutSafetyStillRemovesTheCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	w := b.worker(t, queue, x)
+	e := iemp(901, "Lu", "Lost", "lu@contoso.com")
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range all {
-		switch {
-		case !strings.HasPrefix(e.RowKey, "!"):
-			copies = append(copies, e.RowKey)
-		case e.Properties["Key"] != "" && e.Properties["Key"] != nil:
-			refs = append(refs, e.RowKey)
-		}
-	}
-	return copies, refs
-}
+	testbed.Drain(t, w)
+	b.expect(t, "email_Sales", [2]string{"lu@contoso.com", e.RowKey})
 
-// expect checks that the index partition holds exactly the copies of the given
-// (value, id) pairs and one ref per id.
-func (b *bed) expect(t *testing.T, part string, pairs ...[2]string) {
-	t.Helper()
-	var wantCopies, wantRefs []string
-	for _, p := range pairs {
-		wantCopies = append(wantCopies, interKey(p[0], p[1]))
-		wantRefs = append(wantRefs, "!"+p[1])
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost delete response", Times: 1, Action: faultproxy.DropAfterForward(),
+		Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.MethodIs(http.MethodDelete))})
+	err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
+	t.Logf("Delete after a lost response: %v", err)
+	if err != nil {
+		// The caller retries, as any caller of a failed delete would.
+		err2 := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
+		t.Logf("retried Delete: %v", err2)
 	}
-	slices.Sort(wantCopies)
-	slices.Sort(wantRefs)
-	copies, refs := b.state(t, part)
-	if !slices.Equal(copies, wantCopies) || !slices.Equal(refs, wantRefs) {
-		t.Fatalf("%s holds copies %q refs %q, want %q %q", part, copies, refs, wantCopies, wantRefs)
+	testbed.Drain(t, w)
+	if _, gerr := x.Table().Get(b.Ctx, "Sales", e.RowKey); !errors.Is(gerr, repo.ErrNotFound) {
+		t.Fatalf("primary: %v, want deleted", gerr)
+	}
+	if v, lerr := x.Lookup(b.Ctx, "Sales", "email", "lu@contoso.com"); lerr == nil {
+		t.Fatalf("the deleted employee %s is still found by email, with no message queued (Delete: %v)", v.RowKey, err)
 	}
 }
 
@@ -118,95 +101,6 @@ func TestInterWorkerMaintainsIndexes(t *testing.T) {
 	}
 	if s := w.Stats(); s.Poisoned != 0 || s.Processed < 10 {
 		t.Fatalf("worker stats %+v", s)
-	}
-}
-
-// The reconciler reads the tables, not the message: duplicated, reordered and replayed
-// messages, delivered directly, all end with the copies of the last state.
-func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	q, _ := b.Queue()
-	x := b.inter(t, q, -1, byEmail, byLast)
-	ctx := b.Ctx
-	reconcile := func(id string) {
-		t.Helper()
-		if err := x.Reconcile(ctx, "Sales", id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Three versions of one employee; their three messages arrive in the order 3, 1, 2,
-	// then 1 again and 3 again, long after.
-	e := iemp(301, "Ken", "Kwok", "a@contoso.com")
-	if err := x.Insert(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	e.Email, e.LastName = "b@contoso.com", "Kwoh"
-	if err := x.Update(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	e.Email = "c@contoso.com"
-	if err := x.Update(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		reconcile("000301") // message 3 and a duplicate of it
-	}
-	b.expect(t, "email_Sales", [2]string{"c@contoso.com", "000301"})
-	reconcile("000301") // message 1
-	reconcile("000301") // message 2
-	b.expect(t, "email_Sales", [2]string{"c@contoso.com", "000301"})
-	b.expect(t, "last_Sales", [2]string{"Kwoh", "000301"})
-
-	// An old message delivered after a newer write: it reconciles the newer state.
-	e.Email = "d@contoso.com"
-	if err := x.Update(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	reconcile("000301") // the replay of message 1 meets version 4
-	b.expect(t, "email_Sales", [2]string{"d@contoso.com", "000301"})
-	// A copy is refreshed when a non-indexed property changes, and only then.
-	e.FirstName = "Kenneth"
-	if err := x.Update(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	reconcile("000301")
-	if r := b.row(t, "email_Sales", interKey("d@contoso.com", "000301")); r.Properties["FirstName"] != "Kenneth" {
-		t.Fatalf("copy not refreshed: %v", r.Properties)
-	}
-	// The insert's message replayed after the delete: nothing comes back.
-	if err := x.Delete(ctx, &Employee{Department: "Sales", RowKey: "000301"}); err != nil {
-		t.Fatal(err)
-	}
-	reconcile("000301")
-	reconcile("000301")
-	b.expect(t, "email_Sales")
-	b.expect(t, "last_Sales")
-
-	// Messages for entities that never existed are harmless.
-	reconcile("999999")
-	b.expect(t, "email_Sales")
-}
-
-// Duplicated messages through the real queue and worker.
-func TestInterDuplicatedMessagesThroughWorker(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	q, name := b.Queue()
-	x := b.inter(t, q, -1, byEmail)
-	w := b.worker(t, name, x)
-	if err := x.Insert(b.Ctx, iemp(401, "Don", "Hall", "donh@contoso.com")); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if _, err := queueworker.Enqueue(b.Ctx, q, x.Kind(), "dup", secondaryindex.Ref{PartitionKey: "Sales", RowKey: "000401"}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testbed.Drain(t, w)
-	b.expect(t, "email_Sales", [2]string{"donh@contoso.com", "000401"})
-	if s := w.Stats(); s.Processed != 4 || s.Failed != 0 {
-		t.Fatalf("stats %+v", s)
 	}
 }
 
@@ -286,171 +180,6 @@ func TestInterCrashBetweenEnqueueAndPrimaryWrite(t *testing.T) {
 	b.expect(t, "email_Sales")
 	if got := b.rows(t, "Sales"); len(got) != 0 {
 		t.Fatalf("primary rows %q", got)
-	}
-}
-
-// A reconciliation stopped between any two of its steps, then run again, converges.
-func TestInterReconcileStoppedBetweenSteps(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	q, _ := b.Queue()
-	x := b.inter(t, q, -1, byEmail, byLast)
-	for i, stop := range []string{"read", "index email done", "index last done"} {
-		id := 600 + i
-		rk := fmt.Sprintf("%06d", id)
-		e := iemp(id, "F", "Old", fmt.Sprintf("old%d@contoso.com", i))
-		if err := x.Insert(b.Ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
-			t.Fatal(err)
-		}
-		e.Email, e.LastName = fmt.Sprintf("new%d@contoso.com", i), "New"
-		if err := x.Update(b.Ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		secondaryindex.SetTestHook(x, func(stage string) error {
-			if stage == stop {
-				return errCrash
-			}
-			return nil
-		})
-		if err := x.Reconcile(b.Ctx, "Sales", rk); !errors.Is(err, errCrash) {
-			t.Fatalf("%s: %v", stop, err)
-		}
-		secondaryindex.SetTestHook(x, nil)
-		if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.expect(t, "email_Sales", [2]string{"new0@contoso.com", "000600"}, [2]string{"new1@contoso.com", "000601"}, [2]string{"new2@contoso.com", "000602"})
-	b.expect(t, "last_Sales", [2]string{"New", "000600"}, [2]string{"New", "000601"}, [2]string{"New", "000602"})
-}
-
-// A reconciliation that read an old version of the primary while a newer one was written
-// and reconciled cannot commit its stale copy: the ref's ETag makes it start over.
-func TestInterStaleReconcilerStartsOver(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	q, _ := b.Queue()
-	x := b.inter(t, q, -1, byEmail)
-	for _, reconciledFirst := range []bool{false, true} {
-		id := 700
-		if reconciledFirst {
-			id = 701
-		}
-		rk := fmt.Sprintf("%06d", id)
-		e := iemp(id, "F", "L", "a@contoso.com")
-		if err := x.Insert(b.Ctx, e); err != nil {
-			t.Fatal(err)
-		}
-		if reconciledFirst {
-			if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
-				t.Fatal(err)
-			}
-			e.Email = "b@contoso.com"
-			if err := x.Update(b.Ctx, e); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var reads atomic.Int32
-		secondaryindex.SetTestHook(x, func(stage string) error {
-			if stage != "read" || reads.Add(1) != 1 {
-				return nil
-			}
-			// The slow reconciler has read; meanwhile the employee changes and a fast
-			// reconciler runs to completion.
-			e.Email = "c@contoso.com"
-			if err := x.Update(b.Ctx, e); err != nil {
-				return err
-			}
-			return x.Reconcile(b.Ctx, "Sales", rk)
-		})
-		if err := x.Reconcile(b.Ctx, "Sales", rk); err != nil {
-			t.Fatal(err)
-		}
-		secondaryindex.SetTestHook(x, nil)
-		if reads.Load() < 3 {
-			t.Fatalf("the slow reconciler did not start over (%d reads)", reads.Load())
-		}
-		copies, _ := b.state(t, "email_Sales")
-		if !slices.Contains(copies, interKey("c@contoso.com", rk)) || slices.Contains(copies, interKey("a@contoso.com", rk)) || slices.Contains(copies, interKey("b@contoso.com", rk)) {
-			t.Fatalf("copies %q", copies)
-		}
-	}
-}
-
-// Many reconciliations of one entity at once, while it changes: afterwards one copy,
-// the last value's.
-func TestInterConcurrentReconciles(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	q, _ := b.Queue()
-	x := b.inter(t, q, -1, byEmail)
-	e := iemp(801, "F", "L", "v0@contoso.com")
-	if err := x.Insert(b.Ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 100)
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 4 {
-				if err := x.Reconcile(b.Ctx, "Sales", "000801"); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	for i := 1; i <= 6; i++ {
-		e.Email = fmt.Sprintf("v%d@contoso.com", i)
-		if err := x.Update(b.Ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	// The message of the last write.
-	if err := x.Reconcile(b.Ctx, "Sales", "000801"); err != nil {
-		t.Fatal(err)
-	}
-	b.expect(t, "email_Sales", [2]string{"v6@contoso.com", "000801"})
-}
-
-// A reader that asks to verify gets only hits the primary confirms, as the primary holds
-// them; a stale hit is dropped and its repair enqueued.
-func TestInterVerifiedReads(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	q, name := b.Queue()
-	x := b.inter(t, q, -1, byEmail)
-	w := b.worker(t, name, x)
-	e := iemp(901, "Don", "Hall", "donh@contoso.com")
-	if err := x.Insert(b.Ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	testbed.Drain(t, w)
-	// The primary changes around the index: its copy is now stale.
-	e.Email = "don.hall@contoso.com"
-	if err := x.Table().Update(b.Ctx, e, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "donh@contoso.com", nil)); len(got) != 1 {
-		t.Fatalf("unverified: %d hits", len(got))
-	}
-	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "donh@contoso.com", &secondaryindex.ReadOptions{Verify: true})); len(got) != 0 {
-		t.Fatalf("verified read returned a stale hit: %+v", got)
-	}
-	testbed.Drain(t, w) // the read repair
-	b.expect(t, "email_Sales", [2]string{"don.hall@contoso.com", "000901"})
-	got, err := x.Lookup(b.Ctx, "Sales", "email", "don.hall@contoso.com")
-	if err != nil || got.Age != e.Age || got.ETag != e.ETag {
-		t.Fatalf("verified lookup: %+v %v (want ETag %s)", got, err, e.ETag)
 	}
 }
 
@@ -546,5 +275,85 @@ func TestInterInvalidInputSendsNothing(t *testing.T) {
 		if _, err := secondaryindex.NewInter(b.Clients.Tables, b.Table, c.q, []secondaryindex.Index[Employee]{byEmail}, c.o); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// The default kind is "secondaryindex.reconcile." and the table's name, and a message of
+// that kind enqueued by another program (after a write around the index) is handled by
+// Register's handler.
+func TestInterRegisterHandlesTheDefaultKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	if !strings.HasPrefix(x.Kind(), "secondaryindex.reconcile.") {
+		t.Fatalf("kind %q, want secondaryindex.reconcile.<table>", x.Kind())
+	}
+	e := iemp(21, "Old", "Kind", "old@contoso.com")
+	if err := x.Table().Insert(b.Ctx, e); err != nil { // around the index: no message
+		t.Fatal(err)
+	}
+	if _, err := queueworker.Enqueue(b.Ctx, q, "secondaryindex.reconcile."+b.Table, "", secondaryindex.Ref{PartitionKey: "Sales", RowKey: e.RowKey}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, queue, x)
+	testbed.Drain(t, w)
+	if st := w.Stats(); st.Processed != 1 || st.Poisoned != 0 {
+		t.Fatalf("stats %+v, want the message processed", st)
+	}
+	if b.row(t, "email_Sales", interKey("old@contoso.com", e.RowKey)) == nil {
+		t.Fatal("the message did not reconcile the copy")
+	}
+}
+
+// "The other indexes are still reconciled" when one index can hold no
+// copy of the entity, here because its partition key ("email_" + a 508-character
+// PartitionKey) exceeds the key limit while the other's ("e_" + it) does not.
+func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, _ := b.Queue()
+	short := secondaryindex.Index[Employee]{Name: "e", Value: func(e *Employee) string { return e.Email }}
+	x := b.inter(t, q, -1, byEmail, short)
+	e := iemp(806, "Flo", "Long", "flo@contoso.com")
+	e.Department = strings.Repeat("S", 508)
+	// Written around the package (Insert refuses it: the email index cannot hold it).
+	if err := x.Insert(b.Ctx, e); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("insert: %v, want ErrInvalidInput", err)
+	}
+	if err := x.Table().Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	err := x.Reconcile(b.Ctx, e.Department, e.RowKey)
+	if !errors.Is(err, repo.ErrInvalidInput) || !strings.Contains(err.Error(), `"email"`) {
+		t.Fatalf("reconcile: %v, want ErrInvalidInput naming the email index", err)
+	}
+	b.expect(t, "e_"+e.Department, [2]string{"flo@contoso.com", "000806"})
+	got, err := x.Lookup(b.Ctx, e.Department, "e", "flo@contoso.com")
+	if err != nil || got.EmployeeID != "000806" {
+		t.Fatalf("lookup through the other index: %+v %v", got, err)
+	}
+}
+
+// The three-step write's bound: one deadline, SafetyDelay/2 from before the safety
+// message is built, covers its enqueue and the primary write together. An enqueue that
+// takes 3/4 of SafetyDelay (delayed at the proxy) leaves the write no time: Insert fails
+// and writes nothing, instead of writing after a message whose visibility was counted
+// from a moment long past.
+func TestInterWriteBudgetCoversTheSafetyEnqueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	q, _ := b.Queue()
+	x := b.inter(t, q, safety, byEmail)
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "slow enqueue", Match: faultproxy.IsEnqueue, Times: 1, Action: faultproxy.Delay(safety * 3 / 4)})
+	e := iemp(851, "Ivy", "Slow", "ivy@contoso.com")
+	if err := x.Insert(b.Ctx, e); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("insert after a slow safety enqueue: %v, want context.DeadlineExceeded", err)
+	}
+	if n := b.Proxies.Table.CountMatching(func(r faultproxy.RequestInfo) bool { return r.Method == "POST" }); n != 0 {
+		t.Fatalf("%d inserts sent after the budget ran out", n)
+	}
+	if got := b.rows(t, "Sales"); len(got) != 0 {
+		t.Fatalf("primary rows %q", got)
 	}
 }

@@ -3,13 +3,13 @@ package secondaryindex_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"iter"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/errs"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
@@ -160,105 +160,6 @@ func TestIntraUpdateMovesCopies(t *testing.T) {
 	}
 	if len(b.rows(t, "Sales")) != 3 {
 		t.Fatalf("rows after upsert: %q", b.rows(t, "Sales"))
-	}
-}
-
-// A value read through any copy carries that copy's ETag: an update from it succeeds if
-// nothing changed and fails with ErrPreconditionFailed if anything did, whichever copy the
-// other writer went through. A value read from a partial copy cannot be written back.
-func TestIntraOptimisticConcurrency(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	byLastFull := byLast
-	x := b.intra(t, byEmail, byLastFull)
-	if err := x.Insert(b.Ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
-		t.Fatal(err)
-	}
-	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok", nil))
-	viaID, err := x.Get(b.Ctx, "Sales", "000007")
-	if err != nil || len(viaLast) != 1 {
-		t.Fatal(len(viaLast), err)
-	}
-	a, c := viaLast[0], viaID
-	a.Age = 30
-	if err := x.Update(b.Ctx, &a); err != nil {
-		t.Fatalf("update from the copy it was read through: %v", err)
-	}
-	c.FirstName = "Kenneth"
-	if err := x.Update(b.Ctx, &c); !errors.Is(err, repo.ErrPreconditionFailed) {
-		t.Fatalf("stale update: %v, want ErrPreconditionFailed", err)
-	}
-	// The written value's ETag is current again: a second update from it succeeds.
-	a.Age = 31
-	if err := x.Update(b.Ctx, &a); err != nil {
-		t.Fatalf("update after update: %v", err)
-	}
-	// A change of the indexed value through the copy it was read from.
-	a.LastName = "Kwoh"
-	if err := x.Update(b.Ctx, &a); err != nil {
-		t.Fatal(err)
-	}
-	// A stale delete is refused too.
-	if err := x.Delete(b.Ctx, &viaLast[0]); !errors.Is(err, repo.ErrPreconditionFailed) {
-		t.Fatalf("stale delete: %v", err)
-	}
-	// Without an ETag: last writer wins.
-	noTag := emp(7, "K", "Kwok", "kenk@contoso.com")
-	if err := x.Update(b.Ctx, noTag); err != nil {
-		t.Fatal(err)
-	}
-	// Partial copies cannot be written back.
-	partial, err := x.Lookup(b.Ctx, "Sales", "email", "kenk@contoso.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mark := len(b.rows(t, "Sales"))
-	if err := x.Update(b.Ctx, &partial); !errors.Is(err, repo.ErrInvalidInput) {
-		t.Fatalf("update from a partial copy: %v", err)
-	}
-	if len(b.rows(t, "Sales")) != mark {
-		t.Fatal("rows changed")
-	}
-}
-
-// Concurrent writers of one entity, changing its indexed values, never leave a stale or a
-// missing copy: after they all finish, every copy matches the primary.
-func TestIntraConcurrentWritersKeepCopiesConsistent(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	x := b.intra(t, byEmail, byLast)
-	if err := x.Insert(b.Ctx, emp(9, "W", "L0", "w0@contoso.com")); err != nil {
-		t.Fatal(err)
-	}
-	const writers = 12
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 3; i++ {
-				e := emp(9, "W", fmt.Sprintf("L%d", w), fmt.Sprintf("w%d.%d@contoso.com", w, i))
-				if err := x.Update(b.Ctx, e); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	cur, err := x.Get(b.Ctx, "Sales", "000009")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"email_" + cur.Email, "empid_000009", "last_" + interKey(cur.LastName, "000009")}
-	slices.Sort(want)
-	if got := b.rows(t, "Sales"); !slices.Equal(got, want) {
-		t.Fatalf("rows %q, want %q", got, want)
 	}
 }
 
@@ -415,61 +316,6 @@ func TestIntraFaultsDuringWrites(t *testing.T) {
 	}
 }
 
-// A copy removed around the index (by hand, by a tool) does not block later writes: the
-// update drops it from its plan and writes the new copies.
-func TestIntraRepairsAMissingCopy(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	x := b.intra(t, byEmail)
-	e := emp(12, "Jeff", "Phillips", "jeffp@contoso.com")
-	if err := x.Insert(b.Ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Raw.Delete(b.Ctx, "Sales", "email_jeffp@contoso.com", nil); err != nil {
-		t.Fatal(err)
-	}
-	e.Email = "jeff.phillips@contoso.com"
-	if err := x.Update(b.Ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	if got := b.rows(t, "Sales"); !slices.Equal(got, []string{"email_jeff.phillips@contoso.com", "empid_000012"}) {
-		t.Fatalf("rows %q", got)
-	}
-}
-
-// Backfill loads many entities with bulk transactions; the index then answers as if they
-// had been inserted one by one.
-func TestIntraBackfill(t *testing.T) {
-	t.Parallel()
-	b := setup(t, false)
-	x := b.intra(t, byEmail, byLast)
-	var items []*Employee
-	for i := 0; i < 250; i++ {
-		items = append(items, emp(i, "F", fmt.Sprintf("L%d", i%7), fmt.Sprintf("e%03d@contoso.com", i)))
-	}
-	if err := x.Backfill(b.Ctx, items); err != nil {
-		t.Fatal(err)
-	}
-	if items[17].ETag == "" {
-		t.Fatal("no ETag after Backfill")
-	}
-	if n := len(b.rows(t, "Sales")); n != 750 {
-		t.Fatalf("%d rows, want 750", n)
-	}
-	got, err := x.Lookup(b.Ctx, "Sales", "email", "e123@contoso.com")
-	if err != nil || got.EmployeeID != "000123" {
-		t.Fatalf("%+v %v", got, err)
-	}
-	if n := len(collect(t, x.Find(b.Ctx, "Sales", "last", "L3", nil))); n != 36 {
-		t.Fatalf("%d employees named L3, want 36", n)
-	}
-	// The loaded entity can be updated with its ETag from Backfill.
-	items[17].Age = 99
-	if err := x.Update(b.Ctx, items[17]); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // An entity type with encrypted fields is indexed through a blind index (an HMAC of the
 // value, in a plain field): every copy is encoded under its own keys, so each reads back
 // decrypted, and the plaintext of the encrypted field is never a key. A copy of only some
@@ -577,57 +423,60 @@ func TestIntraSwapUniqueValuesTakesThreeWrites(t *testing.T) {
 	}
 }
 
-// For Intra: a transaction whose outcome repo cannot prove (ErrOutcomeUnknown) after it
-// landed is never reported as "nothing written" nor as success: Insert, Update (with or
-// without an ETag) and Delete return the ErrOutcomeUnknown error (not a
-// *UniqueViolationError, not ErrPreconditionFailed), since the re-read cannot tell this
-// call's landed write from another writer's; the copies are consistent in every case.
-func TestIntraOutcomeUnknownAfterTheWriteLanded(t *testing.T) {
+// Intra's reads take Inter's *ReadOptions. Verify is already kept by Intra's
+// transactions: it adds no request and returns what a read without it returns. On an index
+// with Properties it cannot be kept and is refused before anything is sent.
+func TestIntraReadOptions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, false)
-	x := b.intra(t, byEmail)
-	unknownOnce := func() {
-		first := true
-		secondaryindex.SetIntraAfterSubmit(x, func(err error) error {
-			if !first {
-				return err
-			}
-			first = false
-			if err != nil {
-				t.Errorf("the first transaction failed: %v", err)
-			}
-			return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
-				&repo.Error{Op: "transaction", StatusCode: 409, Code: "EntityAlreadyExists", Kind: repo.ErrAlreadyExists})
-		})
-	}
-	e := emp(841, "Ida", "Out", "ida@contoso.com")
-	var uv *secondaryindex.UniqueViolationError
-	unknownOnce()
-	if err := x.Insert(b.Ctx, e); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.As(err, &uv) {
-		t.Fatalf("insert: %v, want ErrOutcomeUnknown and no unique violation", err)
-	}
-	cur, err := x.Get(b.Ctx, "Sales", "000841")
-	if err != nil {
+	b := setup(t, true)
+	x := b.intra(t, byEmail, byLast)
+	if err := x.Insert(b.Ctx, emp(41, "Ada", "Lind", "ada@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	cur.Email = "ida2@contoso.com"
-	unknownOnce()
-	if err := x.Update(b.Ctx, &cur); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrPreconditionFailed) {
-		t.Fatalf("update with an ETag: %v, want ErrOutcomeUnknown only", err)
+	verify := &secondaryindex.ReadOptions{Verify: true}
+	for name, read := range map[string]func(*secondaryindex.ReadOptions) iter.Seq2[Employee, error]{
+		"Find": func(o *secondaryindex.ReadOptions) iter.Seq2[Employee, error] {
+			return x.Find(b.Ctx, "Sales", "last", "Lind", o)
+		},
+		"Range": func(o *secondaryindex.ReadOptions) iter.Seq2[Employee, error] {
+			return x.Range(b.Ctx, "Sales", "last", "L", "M", o)
+		},
+		"Prefix": func(o *secondaryindex.ReadOptions) iter.Seq2[Employee, error] {
+			return x.Prefix(b.Ctx, "Sales", "last", "Li", o)
+		},
+	} {
+		mark := b.Proxies.Table.Count()
+		plain := collect(t, read(nil))
+		plainRequests := requestsTo(b.Proxies.Table, mark)
+		mark = b.Proxies.Table.Count()
+		verified := collect(t, read(verify))
+		if n := requestsTo(b.Proxies.Table, mark); n != plainRequests {
+			t.Errorf("%s with Verify sent %d requests, without %d: Verify must cost nothing on Intra", name, n, plainRequests)
+		}
+		if len(plain) != 1 || len(verified) != 1 || plain[0] != verified[0] || verified[0].Email != "ada@contoso.com" || verified[0].Age == 0 {
+			t.Errorf("%s: without Verify %+v, with %+v; want the same full entity", name, plain, verified)
+		}
 	}
-	noTag := emp(841, "Ida", "Out", "ida3@contoso.com")
-	unknownOnce()
-	if err := x.Update(b.Ctx, noTag); !errors.Is(err, repo.ErrOutcomeUnknown) {
-		t.Fatalf("update without an ETag: %v, want ErrOutcomeUnknown", err)
+	for name, read := range map[string]iter.Seq2[Employee, error]{
+		"Find":   x.Find(b.Ctx, "Sales", "email", "ada@contoso.com", verify),
+		"Range":  x.Range(b.Ctx, "Sales", "email", "a", "b", verify),
+		"Prefix": x.Prefix(b.Ctx, "Sales", "email", "a", verify),
+	} {
+		mark := b.Proxies.Table.Count()
+		var got error
+		for _, err := range read {
+			got = err
+			break
+		}
+		if !errors.Is(got, errs.ErrInvalidInput) || !strings.Contains(got.Error(), "Verify") {
+			t.Errorf("%s with Verify on an index with Properties: %v, want ErrInvalidInput naming Verify", name, got)
+		}
+		if n := requestsTo(b.Proxies.Table, mark); n != 0 {
+			t.Errorf("%s: %d requests sent before the refusal", name, n)
+		}
 	}
-	if rows := b.rows(t, "Sales"); !slices.Equal(rows, []string{"email_ida3@contoso.com", "empid_000841"}) {
-		t.Fatalf("rows %q", rows)
-	}
-	unknownOnce()
-	if err := x.Delete(b.Ctx, emp(841, "", "", "")); !errors.Is(err, repo.ErrOutcomeUnknown) {
-		t.Fatalf("delete: %v, want ErrOutcomeUnknown", err)
-	}
-	if rows := b.rows(t, "Sales"); len(rows) != 0 {
-		t.Fatalf("rows %q after the delete", rows)
+	// Without Verify the partial index still reads.
+	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "ada@contoso.com", nil)); len(got) != 1 {
+		t.Fatalf("Find without Verify found %d", len(got))
 	}
 }

@@ -56,7 +56,7 @@ func mustFindNone(t *testing.T, b *bed, x interface {
 	}
 }
 
-// Issue 14 ("Done when"), batched: a range archive of the employees of Sales indexed
+// A range archive of the employees of Sales indexed
 // within their partition (email and last name copies) deletes every copy in the
 // transactions that delete the employees: the partition ends empty, no lookup finds an
 // archived employee, Verify finds no drift, and Ops is untouched. The range selects the
@@ -114,7 +114,7 @@ func rangeInter(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employe
 	return b, x, w
 }
 
-// Issue 14 ("Done when"), batched: a range archive of the employees of Sales indexed in
+// A range archive of the employees of Sales indexed in
 // other partitions enqueues their reconciliations before each delete transaction; once
 // the worker settled no lookup finds an archived employee, no copy is stored, and Verify
 // finds no drift.
@@ -153,7 +153,7 @@ func (c *counted) Removal(ctx context.Context, e *codec.Entity) (consistency.Rem
 // restart finds the employees gone or meets 404 and reads again. Either way, once the
 // worker settled, every employee is archived once, no copy is left and Verify finds no
 // drift.
-func TestAttackArchiveRangeWithinExpiresBeforeTheDeleteTransaction(t *testing.T) {
+func TestArchiveRangeWithinExpiresBeforeTheDeleteTransaction(t *testing.T) {
 	t.Parallel()
 	for _, detach := range []bool{false, true} {
 		t.Run(map[bool]string{false: "abandoned", true: "abandoned-lands-late"}[detach], func(t *testing.T) {

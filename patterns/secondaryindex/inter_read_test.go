@@ -13,7 +13,83 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// The refusal of a write-back from a partial copy (TestAttackInterUpdateFromPartialCopyErasesProperties)
+// Attacks "Inter.Lookup always verifies" against forged data in the index partition
+// (DESIGN "Untrusted data"): a row keyed like a copy of the value for another RowKey,
+// whose properties do not decode as an Employee. Verification only needs the copy's key
+// (it reads the primary), so the real entity must still be found.
+func TestInterLookupForgedCopyDoesNotHideEntity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	w := b.worker(t, queue, x)
+	e := iemp(51, "Real", "One", "real@contoso.com")
+	if err := x.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	forged := &codec.Entity{PartitionKey: "email_Sales", RowKey: interKey("real@contoso.com", "000000"),
+		Properties: map[string]any{"Age": "not a number", "EmployeeId": "000000"}}
+	if err := b.Raw.Upsert(b.Ctx, forged, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "real@contoso.com")
+	if err != nil || got.RowKey != e.RowKey {
+		t.Fatalf("Lookup with a forged copy ahead of the real one = %+v, %v; want the real entity", got, err)
+	}
+}
+
+// Attacks the "same method set ... so code written against one reads the same against the
+// other" promise on the write-back of a partial copy: Intra refuses to Update a value read
+// through an index whose copies carry only some properties (it would erase the others).
+// The same code against Inter (an unverified Find, then Update) must not silently erase
+// the primary's other properties either.
+func TestInterUpdateFromPartialCopyNeverErasesProperties(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	// Intra refuses.
+	xa := b.intra(t, byEmail)
+	if err := xa.Insert(b.Ctx, emp(8, "Pia", "Part", "pia@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	pa := collect(t, xa.Find(b.Ctx, "Sales", "email", "pia@contoso.com", nil))
+	pa[0].FirstName = "Pia-Maria"
+	if err := xa.Update(b.Ctx, &pa[0]); !errors.Is(err, repo.ErrInvalidInput) {
+		t.Fatalf("Intra update from a partial copy: %v, want ErrInvalidInput", err)
+	}
+	// Inter, same calls.
+	q, queue := b.Queue()
+	name := b.NewTableName()
+	x, err := secondaryindex.NewInter(b.Clients.Tables, name, q, []secondaryindex.Index[Employee]{byEmail}, &secondaryindex.InterOptions{
+		SafetyDelay: -1, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CreateIfNotExists(b.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, queue, x)
+	e := iemp(8, "Pia", "Part", "pia@contoso.com")
+	if err := x.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	p := collect(t, x.Find(b.Ctx, "Sales", "email", "pia@contoso.com", nil))
+	if len(p) != 1 {
+		t.Fatalf("Find found %d", len(p))
+	}
+	p[0].FirstName = "Pia-Maria"
+	uerr := x.Update(b.Ctx, &p[0])
+	got, err := x.Get(b.Ctx, "Sales", e.RowKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uerr == nil && got.Age != e.Age {
+		t.Fatalf("Inter.Update from a partial copy succeeded and erased Age (%d -> %d); Intra refuses the same call", e.Age, got.Age)
+	}
+}
+
+// The refusal of a write-back from a partial copy (TestInterUpdateFromPartialCopyNeverErasesProperties)
 // happens before any request; the same value can still be deleted (unconditionally, as
 // any unverified hit), and a verified read of the same index carries the primary's ETag
 // and updates normally.
@@ -127,37 +203,60 @@ func TestInterVerifiedReadsSkipForgedRows(t *testing.T) {
 	}
 }
 
-// The shape of the review's item 6 on Intra: an Update without an ETag whose transaction
-// lands, is reported unknown, and is overtaken by another writer's delete before the
-// fresh read. The next round finds the entity gone: "not found" would say "nothing
-// updated" of an update that landed, so the answer is the unknown outcome.
-func TestIntraUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
+// A reader that asks to verify gets only hits the primary confirms, as the primary holds
+// them; a stale hit is dropped and its repair enqueued.
+func TestInterVerifiedReads(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	x := b.intra(t, byEmail)
-	if err := x.Insert(b.Ctx, emp(851, "Ida", "Gone", "ida@contoso.com")); err != nil {
+	q, name := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	w := b.worker(t, name, x)
+	e := iemp(901, "Don", "Hall", "donh@contoso.com")
+	if err := x.Insert(b.Ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	first := true
-	secondaryindex.SetIntraAfterSubmit(x, func(err error) error {
-		if !first {
-			return err
-		}
-		first = false
-		if err != nil {
-			t.Errorf("the update transaction did not land: %v", err)
-		}
-		if err := x.Delete(b.Ctx, emp(851, "", "", "")); err != nil {
-			t.Errorf("concurrent delete: %v", err)
-		}
-		return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
-			&repo.Error{Op: "transaction", StatusCode: 412, Code: "UpdateConditionNotSatisfied", Kind: repo.ErrPreconditionFailed})
-	})
-	err := x.Update(b.Ctx, emp(851, "Ida", "Gone", "ida2@contoso.com"))
-	if !errors.Is(err, repo.ErrOutcomeUnknown) || errors.Is(err, repo.ErrNotFound) {
-		t.Fatalf("Update whose transaction landed, then deleted = %v; want ErrOutcomeUnknown, not ErrNotFound", err)
+	testbed.Drain(t, w)
+	// The primary changes around the index: its copy is now stale.
+	e.Email = "don.hall@contoso.com"
+	if err := x.Table().Update(b.Ctx, e, nil); err != nil {
+		t.Fatal(err)
 	}
-	if rows := b.rows(t, "Sales"); len(rows) != 0 {
-		t.Fatalf("rows %q after the delete", rows)
+	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "donh@contoso.com", nil)); len(got) != 1 {
+		t.Fatalf("unverified: %d hits", len(got))
+	}
+	if got := collect(t, x.Find(b.Ctx, "Sales", "email", "donh@contoso.com", &secondaryindex.ReadOptions{Verify: true})); len(got) != 0 {
+		t.Fatalf("verified read returned a stale hit: %+v", got)
+	}
+	testbed.Drain(t, w) // the read repair
+	b.expect(t, "email_Sales", [2]string{"don.hall@contoso.com", "000901"})
+	got, err := x.Lookup(b.Ctx, "Sales", "email", "don.hall@contoso.com")
+	if err != nil || got.Age != e.Age || got.ETag != e.ETag {
+		t.Fatalf("verified lookup: %+v %v (want ETag %s)", got, err, e.ETag)
+	}
+}
+
+// Inter.Lookup has Intra.Lookup's signature and promise: the entity returned has the value
+// now. Between an update and its reconciliation the old value's copy is still there (an
+// unverified Find returns it); Lookup checks it against the primary and finds nothing.
+func TestInterLookupNeverReturnsAStaleCopy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	q, queue := b.Queue()
+	x := b.inter(t, q, -1, byEmail)
+	w := b.worker(t, queue, x)
+	e := iemp(31, "Sam", "Stale", "sam@contoso.com")
+	if err := x.Insert(b.Ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Drain(t, w)
+	e.Email = "samuel@contoso.com"
+	if err := x.Update(b.Ctx, e); err != nil { // not reconciled yet: the old copy stays
+		t.Fatal(err)
+	}
+	if n := len(collect(t, x.Find(b.Ctx, "Sales", "email", "sam@contoso.com", nil))); n != 1 {
+		t.Fatalf("unverified Find found %d, want the stale copy", n)
+	}
+	if got, err := x.Lookup(b.Ctx, "Sales", "email", "sam@contoso.com"); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("Lookup of the old value = %+v, %v; want ErrNotFound", got, err)
 	}
 }

@@ -1,0 +1,73 @@
+package secondaryindex
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// defaultTombstoneAge is InterOptions.TombstoneAge's default.
+const defaultTombstoneAge = time.Hour
+
+// boundByTombstoneAge bounds one reconciliation attempt to half of TombstoneAge, so that
+// no attempt that read a tombstone as absent (or the state before it existed) can still
+// commit when CollectTombstones removes it.
+func (x *Inter[T]) boundByTombstoneAge(ctx context.Context) (context.Context, context.CancelFunc) {
+	if age := x.opts.TombstoneAge; age > 0 {
+		return context.WithTimeout(ctx, age/2)
+	}
+	return ctx, func() {}
+}
+
+// CollectTombstones removes, from every index partition of the primary partition pk, the
+// tombstones older than InterOptions.TombstoneAge: the refs of entities that have no copy
+// in that index (deleted, or without a value), which reconciliations keep instead of
+// deleting so that a slow reconciliation cannot commit a copy of a deleted entity (its
+// conditional write meets the tombstone and it starts over). Each is deleted conditional
+// on the ETag read, so a tombstone reconciled meanwhile stays. Run it now and then (a
+// daily job per partition is plenty); it returns how many it removed.
+//
+// Cost: 1 range query per index (the partition's refs, 1 per 1,000) and 1 delete per
+// tombstone removed.
+//
+// Errors: errs.ErrInvalidInput (a bad key; nothing sent), errs.ErrTransient, *repo.Error.
+func (x *Inter[T]) CollectTombstones(ctx context.Context, pk string) (int, error) {
+	if err := x.checkRef(pk, ""); err != nil {
+		return 0, err
+	}
+	if x.opts.TombstoneAge < 0 {
+		return 0, nil
+	}
+	cutoff := x.seams.now().Add(-x.opts.TombstoneAge)
+	removed := 0
+	var bad error
+	for _, ix := range x.idx {
+		part, err := ix.partition(pk)
+		if err != nil {
+			bad = errors.Join(bad, err) // this index holds nothing for pk
+			continue
+		}
+		refs, err := ix.refs.Collect(ctx, repo.Query{Filter: filter.RowKeyRange(part, refPrefix, lowestCopy)})
+		if err != nil {
+			return removed, err
+		}
+		for _, ref := range refs {
+			if ref.Key != "" || !ref.Timestamp.Before(cutoff) {
+				continue
+			}
+			err := ix.refs.Delete(ctx, part, ref.RowKey, &repo.DeleteOptions{ETag: ref.ETag})
+			switch {
+			case err == nil:
+				removed++
+			case errors.Is(err, repo.ErrPreconditionFailed), errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrOutcomeUnknown):
+				// Reconciled or collected meanwhile (or maybe by this call): leave it.
+			default:
+				return removed, err
+			}
+		}
+	}
+	return removed, bad
+}
