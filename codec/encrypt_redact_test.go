@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 )
@@ -44,7 +45,7 @@ type narrowSecret struct {
 	Tags  []int      `table:",json,encrypt"`
 }
 
-// Defect 4 of the security review: a decrypted value that does not fit its field, or that
+// A decrypted value that does not fit its field, or that
 // a custom UnmarshalText refuses, must not appear in the error text (nor in anything it
 // unwraps to). Neither must the value of an encrypted field that fails to encode.
 func TestEncryptedValuesNeverInErrorText(t *testing.T) {
@@ -89,5 +90,27 @@ func TestEncryptedValuesNeverInErrorText(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprintf("%v %+v", err, err), "4111111111111111") {
 		t.Errorf("encode error carries the value: %v", err)
+	}
+}
+
+// The value of an encrypted time.Time field that fails to encode (out of the
+// Edm.DateTime range) must not appear in the error text, like a MarshalText error's.
+// The package doc ("Values of fields tagged encrypt never appear in error text") and
+// TestEncryptedValuesNeverInErrorText promise it for the encode side too.
+func TestEncryptedTimeOutOfRangeNeverInEncodeErrorText(t *testing.T) {
+	t.Parallel()
+	type secretBirth struct {
+		PK   string    `table:",pk"`
+		RK   string    `table:",rk"`
+		Born time.Time `table:",encrypt"`
+	}
+	c := encrypting[secretBirth](t, &codec.Encryption{Key: localKey(t, "kek-1")})
+	secret := time.Date(1234, 5, 6, 7, 8, 9, 0, time.UTC)
+	_, err := c.Encode(&secretBirth{PK: "p", RK: "r", Born: secret})
+	if !errors.Is(err, codec.ErrInvalidInput) {
+		t.Fatalf("encode: %v, want ErrInvalidInput", err)
+	}
+	if text := fmt.Sprintf("%v %+v", err, err); strings.Contains(text, "1234-05-06") {
+		t.Errorf("encode error carries the encrypted field's value: %s", text)
 	}
 }

@@ -85,3 +85,54 @@ func cloneEntity(e *codec.Entity) *codec.Entity {
 	}
 	return c
 }
+
+// After a re-encryption, the old key with the pre-rotation metadata opens none of
+// the new ciphertexts; an attacker who restores the old metadata next to the new
+// ciphertexts gets ErrTampered, not plaintext.
+func TestReencryptedEntityNeverOpensWithTheOldKeyAndMetadata(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, next := localKey(t, "kek-old"), localKey(t, "kek-new")
+	type doc struct {
+		PK string `table:",pk"`
+		RK string `table:",rk"`
+		S  string `table:",encrypt"`
+		T  []byte `table:",encrypt"`
+	}
+	body, err := encrypting[doc](t, &codec.Encryption{Key: old}).Encode(&doc{PK: "p", RK: "r", S: "secret", T: []byte("more")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, _ := codec.DecodeEntity(body)
+	e, _ := codec.DecodeEntity(body)
+	x := &codec.Encryption{Key: next, Resolver: mustKeyring(t, old, next)}
+	if changed, err := x.Reencrypt(ctx, e); err != nil || !changed {
+		t.Fatalf("reencrypt: %v %v", changed, err)
+	}
+	for _, n := range []string{"S", "T"} {
+		if string(e.Properties[n].([]byte)) == string(pre.Properties[n].([]byte)) {
+			t.Errorf("%s: ciphertext unchanged", n)
+		}
+	}
+	// The old metadata (a backup) put next to the new ciphertexts, read with the old key.
+	mixed := *e
+	mixed.Properties = map[string]any{}
+	for k, v := range e.Properties {
+		mixed.Properties[k] = v
+	}
+	mixed.Properties[codec.EncryptionMetadataProperty] = pre.Properties[codec.EncryptionMetadataProperty]
+	mb, _ := codec.EncodeEntity(&mixed)
+	var got doc
+	err = encrypting[doc](t, &codec.Encryption{Key: old}).Decode(mb, &got)
+	if !errors.Is(err, codec.ErrTampered) || got.S == "secret" {
+		t.Fatalf("old key + old metadata on new ciphertexts: %+v, %v", got, err)
+	}
+	// And the rotated entity reads with the new key only.
+	rb, _ := codec.EncodeEntity(e)
+	if err := encrypting[doc](t, &codec.Encryption{Key: next}).Decode(rb, &got); err != nil || got.S != "secret" {
+		t.Fatalf("new key: %+v %v", got, err)
+	}
+	if err := encrypting[doc](t, &codec.Encryption{Key: old}).Decode(rb, &got); !errors.Is(err, codec.ErrUnknownKey) {
+		t.Fatalf("old key on rotated entity: %v", err)
+	}
+}

@@ -620,3 +620,48 @@ func FuzzDecodeEncrypted(f *testing.F) {
 		}
 	})
 }
+
+// Swapping the encrypted properties (and metadata) of two entities, or two encrypted
+// properties of one entity, or moving a whole signed entity to another key: ErrTampered.
+func TestSwappedEncryptedPropertiesAreTampered(t *testing.T) {
+	t.Parallel()
+	x := &codec.Encryption{Key: localKey(t, "kek-1"), Table: "Documents"}
+	type twoSecrets struct {
+		PK    string `table:",pk"`
+		RK    string `table:",rk"`
+		Owner string `table:",sign"`
+		A     string `table:",encrypt"`
+		B     string `table:",encrypt"`
+	}
+	c := encrypting[twoSecrets](t, x)
+	alice, _ := c.Encode(&twoSecrets{PK: "t", RK: "alice", Owner: "alice", A: "a-secret", B: "b-secret"})
+	bob, _ := c.Encode(&twoSecrets{PK: "t", RK: "bob", Owner: "bob", A: "bob-a", B: "bob-b"})
+	ae, _ := codec.DecodeEntity(alice)
+	be, _ := codec.DecodeEntity(bob)
+	attacks := map[string][]byte{
+		"swap A and B": rewrite(t, alice, func(e *codec.Entity) {
+			e.Properties["A"], e.Properties["B"] = e.Properties["B"], e.Properties["A"]
+		}),
+		"bob's A into alice": rewrite(t, alice, func(e *codec.Entity) { e.Properties["A"] = be.Properties["A"] }),
+		"bob's A and metadata into alice": rewrite(t, alice, func(e *codec.Entity) {
+			e.Properties["A"], e.Properties[codec.EncryptionMetadataProperty] = be.Properties["A"], be.Properties[codec.EncryptionMetadataProperty]
+		}),
+		"bob's whole encrypted state into alice": rewrite(t, alice, func(e *codec.Entity) {
+			for _, n := range []string{"A", "B", "Owner", codec.EncryptionMetadataProperty} {
+				e.Properties[n] = be.Properties[n]
+			}
+		}),
+		"alice's row copied under bob's keys": rewrite(t, alice, func(e *codec.Entity) { e.RowKey = "bob" }),
+		"B removed":                           rewrite(t, alice, func(e *codec.Entity) { delete(e.Properties, "B") }),
+		"B made plaintext":                    rewrite(t, alice, func(e *codec.Entity) { e.Properties["B"] = "b-secret" }),
+		"metadata removed":                    rewrite(t, alice, func(e *codec.Entity) { delete(e.Properties, codec.EncryptionMetadataProperty) }),
+	}
+	_ = ae
+	for name, body := range attacks {
+		var got twoSecrets
+		err := c.Decode(body, &got)
+		if !errors.Is(err, codec.ErrTampered) && !errors.Is(err, codec.ErrMissingKeyID) {
+			t.Errorf("%s: %+v, %v, want ErrTampered", name, got, err)
+		}
+	}
+}

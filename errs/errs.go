@@ -4,7 +4,7 @@
 //
 // Every name here is an alias of the SDK's internal error package, not a copy: the values
 // are the very variables that repo, codec, retry, queueworker and the pattern packages
-// wrap, and the older re-exports (repo.ErrNotFound, codec.ErrInvalidInput,
+// wrap, and the re-exports in those packages (repo.ErrNotFound, codec.ErrInvalidInput,
 // retry.ErrTransient, ...) are the same values too, so errors.Is works whichever name a
 // caller uses.
 //

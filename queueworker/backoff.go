@@ -2,7 +2,6 @@ package queueworker
 
 import (
 	"math"
-	"math/rand/v2"
 	"time"
 )
 
@@ -16,8 +15,10 @@ type pollBackoff struct {
 	rand     func() float64
 }
 
-func newPollBackoff(minD, maxD time.Duration) *pollBackoff {
-	return &pollBackoff{min: minD, max: maxD, rand: rand.Float64}
+// newPollBackoff returns the polling backoff between minD and maxD, jittered by rnd
+// (values in [0, 1); rand.Float64 outside tests).
+func newPollBackoff(minD, maxD time.Duration, rnd func() float64) *pollBackoff {
+	return &pollBackoff{min: minD, max: maxD, rand: rnd}
 }
 
 // Next returns the wait before the next dequeue and grows the interval.

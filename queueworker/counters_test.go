@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Issue 11 defect 7: a forged "uncounted" in a raw JSON envelope must not make a message
+// A forged "uncounted" in a raw JSON envelope must not make a message
 // immortal. Counters that contradict the queue's dequeue count make it malformed:
 // poisoned at its first delivery, the handler never runs.
 func TestForgedUncountedIsPoisoned(t *testing.T) {
@@ -73,7 +73,7 @@ func TestSnoozedEnvelopeIsNotMalformed(t *testing.T) {
 	}
 }
 
-// Issue 11 defect 6: RequeuePoison handles at most the messages present when it started,
+// RequeuePoison handles at most the messages present when it started,
 // even while a worker poisons every requeued message again at once.
 func TestRequeuePoisonEndsWhileAWorkerRuns(t *testing.T) {
 	t.Parallel()
@@ -113,7 +113,7 @@ func TestRequeuePoisonEndsWhileAWorkerRuns(t *testing.T) {
 	}
 }
 
-// Issue 11 defect 8: Drain returns soon after a long job ends, not a grown poll interval
+// Drain returns soon after a long job ends, not a grown poll interval
 // later: the end of a handler wakes the polling and resets its backoff.
 func TestDrainEndsPromptlyAfterALongJob(t *testing.T) {
 	t.Parallel()
@@ -157,5 +157,61 @@ func TestDrainEndsPromptlyAfterALongJob(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("Drain did not return")
+	}
+}
+
+type bigItem struct {
+	S string `json:"s"`
+}
+
+// A large job (its poison record would not fit in 64 KiB, so poisonText falls back to the
+// original text as-is) that was snoozed once (the worker rewrote its envelope with
+// "uncounted":1) and then failed MaxDequeueCount times. Were RequeuePoison to put the
+// original text back with its "uncounted":1, on the fresh message (dequeue count 1) that
+// counter would contradict the queue and the worker would poison it as malformed without
+// running it. A requeued message starts afresh, so the operator's requeue runs the job.
+func TestRequeuedLargeSnoozedJobRunsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var runs atomic.Int64
+	var fixed atomic.Bool
+	reg := NewRegistry()
+	MustHandle(reg, "big", func(ctx context.Context, m *Message[bigItem]) error {
+		n := runs.Add(1)
+		switch {
+		case fixed.Load():
+			return nil
+		case n == 1:
+			return Snooze(0)
+		}
+		return errors.New(strings.Repeat("e", 2000)) // a long error: the record is larger than the original
+	})
+	cfg := b.config(reg)
+	cfg.MaxDequeueCount = 2
+	w := b.worker(cfg)
+	if _, err := Enqueue(ctx, b.client, "big", "big-1", bigItem{S: strings.Repeat("x", 47000)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(w, 60*time.Second)
+	pms, err := PeekPoison(ctx, w.PoisonQueue(), 32)
+	if err != nil || len(pms) != 1 {
+		t.Fatalf("poison: %d %v", len(pms), err)
+	}
+	t.Logf("poisoned after %d runs; record kept: %v; original has uncounted: %v", runs.Load(), pms[0].Error != "", strings.Contains(pms[0].Original, "uncounted") || !strings.HasPrefix(pms[0].Original, "{"))
+	// The operator fixes the cause and requeues.
+	fixed.Store(true)
+	before := runs.Load()
+	if n, err := RequeuePoison(ctx, w.PoisonQueue(), b.client, 0); err != nil || n != 1 {
+		t.Fatalf("requeue: %d %v", n, err)
+	}
+	b.drain(w, 60*time.Second)
+	if runs.Load() == before {
+		pms, _ := PeekPoison(ctx, w.PoisonQueue(), 32)
+		var why string
+		if len(pms) > 0 {
+			why = pms[0].Error
+		}
+		t.Fatalf("the requeued job never ran: poisoned again at once (%d in poison; error %.200q)", len(pms), why)
 	}
 }

@@ -30,7 +30,7 @@ type row struct {
 // partition, 200 for the account: the published targets scaled down a hundred times), with
 // the worker's default concurrency (16) and the repo's default retry policy: about 14 s
 // of sustained throttling. Over the 10 s window after the initial burst the table
-// requests sent stay bounded against those admitted (no retry storm; the issue's 1.2x is
+// requests sent stay bounded against those admitted (no retry storm; the 1.2x target is
 // logged, not yet met), every entity ends
 // stored exactly once, no message is poisoned, and every refused request is followed by
 // a logged retry (or, when the policy gave up, by the message's redelivery).
@@ -96,13 +96,13 @@ func TestLoadWorkerUnderSustainedThrottling(t *testing.T) {
 	ws := w.Stats()
 	t.Logf("drained %d messages in %v; window: %d table requests sent, %d admitted: ratio %.2f; model: %d admitted, %d refused; %d retries logged, %d handlers gave up; worker %+v",
 		n, elapsed.Round(time.Millisecond), sent, admitted, float64(sent)/float64(admitted), st.Total.AdmittedRequests, st.Total.RefusedRequests, logs.FilterMessage("retrying").Len(), gaveUp.Load(), ws)
-	// Issue 17's target is about 1.2x: the retry.Gate of the clients account.NewClients builds
+	// The target is about 1.2x sent per admitted request: the retry.Gate of the clients account.NewClients builds
 	// keeps the client near 1x (see repo/throttle_test.go, stormBound).
 	const retryStormTarget, stormBound = 1.2, 1.5
 	if r := float64(sent) / float64(admitted); r > stormBound {
 		t.Errorf("retry storm: %d requests sent for %d admitted (%.2fx, bound %.1fx)", sent, admitted, r, stormBound)
 	} else if r > retryStormTarget {
-		t.Logf("retry ratio %.2fx is above issue 17's target of %.1fx", r, retryStormTarget)
+		t.Logf("retry ratio %.2fx is above the target of %.1fx", r, retryStormTarget)
 	}
 	// The worker keeps the partition busy: close to its limit over the window.
 	if limit := float64(faultproxy.PartitionTarget / 100); float64(admitted)/10 < 0.7*limit {

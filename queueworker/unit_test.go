@@ -90,8 +90,7 @@ func canonical(t *testing.T, raw json.RawMessage) string {
 func TestPollBackoff(t *testing.T) {
 	t.Parallel()
 	for _, r := range []float64{0, 0.5, 0.999} {
-		p := newPollBackoff(100*time.Millisecond, time.Second)
-		p.rand = func() float64 { return r }
+		p := newPollBackoff(100*time.Millisecond, time.Second, func() float64 { return r })
 		nominal := []time.Duration{100, 200, 400, 800, 1000, 1000}
 		for i, n := range nominal {
 			n *= time.Millisecond

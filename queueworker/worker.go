@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"sync"
@@ -272,7 +273,7 @@ func (w *Worker) finish(r *run) {
 func (w *Worker) fetch(r *run) {
 	defer w.finish(r)
 	defer r.handlers.Wait()
-	poll := newPollBackoff(w.cfg.MinPollInterval, w.cfg.MaxPollInterval)
+	poll := newPollBackoff(w.cfg.MinPollInterval, w.cfg.MaxPollInterval, rand.Float64)
 	// Fetch again when half the slots a batch can fill are free, as WebJobs does
 	// (newBatchThreshold = batchSize/2), and never more messages than free slots.
 	threshold := max(1, min(w.cfg.BatchSize, w.cfg.Concurrency)/2)

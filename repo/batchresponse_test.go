@@ -13,8 +13,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/account"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
@@ -73,7 +75,7 @@ func raw(status int, contentType, body string) func(w http.ResponseWriter) {
 	}
 }
 
-// Defect: a 202 or 204 whose body is empty, truncated or has no boundary line made aztables
+// A 202 or 204 whose body is empty, truncated or has no boundary line would make aztables
 // slice out of range inside Submit. No answer may crash the caller; the transaction may
 // have been committed, so after the retries it is an outcome the caller cannot know.
 func TestMalformedBatchAnswersNeverPanic(t *testing.T) {
@@ -109,8 +111,9 @@ func TestMalformedBatchAnswersNeverPanic(t *testing.T) {
 	}
 }
 
-// Defect: an action answering 503 ServerBusy or 500 OperationTimedOut inside the changeset
-// became an *ActionError classified by the outer 202, and was never retried.
+// An action answering 503 ServerBusy or 500 OperationTimedOut inside the changeset is
+// transient like the same answer outside one: the outer 202 must not classify it as an
+// *ActionError that is never retried.
 func TestTransientActionIsRetried(t *testing.T) {
 	t.Parallel()
 	ct, okBody := changeset(subResponse(204, ""))
@@ -131,6 +134,40 @@ func TestTransientActionIsRetried(t *testing.T) {
 		}
 		if !retry.MayHaveApplied(&repo.ActionError{StatusCode: code.status, Code: code.code}) != (code.code == "ServerBusy") {
 			t.Fatalf("%s: MayHaveApplied is wrong", code.code)
+		}
+	}
+}
+
+// Malformed $batch answers of every status, with and without batchPolicy: no panic, never
+// nil (the proxy answered without forwarding: nothing was written).
+func TestMalformedBatchAnswersNeverReadAsCommitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	ps := testenv.Proxies(t)
+	clients, err := account.NewClients(ps.ConnectionString, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := retry.Policy{Delay: time.Millisecond, MinDelay: time.Millisecond, MaxRetries: 2}
+	for _, withPolicy := range []bool{true, false} {
+		svc := clients.Tables
+		if !withPolicy {
+			svc = testenv.TableServiceFrom(t, ps.ConnectionString)
+		}
+		tbl, err := repo.New[Counter](svc, b.name, &repo.Options{Retry: rp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range []int{200, 201, 202, 204, 206, 207, 300, 302, 304} {
+			for _, code := range []string{"", "ServerBusy", "EntityAlreadyExists"} {
+				rk := fmt.Sprintf("%v-%d-%s", withPolicy, i, code)
+				ps.Table.AddRule(faultproxy.Rule{Name: rk, Match: faultproxy.IsBatch, Action: faultproxy.Respond(st, code)})
+				_, err := repo.Submit(b.ctx, tbl.InsertAction(&Counter{PK: "m", RK: rk}))
+				ps.Table.ClearRules()
+				if err == nil {
+					t.Errorf("policy=%v status %d code %q: Submit returned nil, nothing was written", withPolicy, st, code)
+				}
+			}
 		}
 	}
 }

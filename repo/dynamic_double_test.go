@@ -14,10 +14,10 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Defect: a type with an extra map read another application's whole Edm.Double as Int32
-// (the service leaves it unannotated under minimal metadata) and a Replace wrote it back as
-// Int32, so that application's "Price eq 5.0" stopped matching. Types with an extra map now
-// read with full metadata, where the service annotates the double.
+// Under minimal metadata the service leaves another application's whole Edm.Double
+// unannotated; a type with an extra map that read it as Int32 and wrote it back with a
+// Replace would stop that application's "Price eq 5.0" from matching. Types with an extra
+// map read with full metadata, where the service annotates the double.
 //
 // Azurite neither annotates doubles nor keeps a whole double a double (DESIGN.md, "Traps"),
 // so the service is played by a loopback test server answering as Azure does.

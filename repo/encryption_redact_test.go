@@ -22,7 +22,7 @@ type narrowLevel struct {
 	Level      int16  `table:"Level,encrypt"`
 }
 
-// Defect 4 of the security review, through the service: a decrypted value that overflows
+// Through the service: a decrypted value that overflows
 // its field is not in the error a read returns, whichever way it is read.
 func TestDecryptedValueNotInReadErrors(t *testing.T) {
 	t.Parallel()

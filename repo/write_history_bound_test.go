@@ -54,3 +54,46 @@ func TestWriteHistoryRecognisesAWriteUntilWriteHistoryWritesLandedAfterIt(t *tes
 		}
 	}
 }
+
+// WriteHistory 2: two writes after ours push our id out. The answer must be "unknown",
+// never nil and never a refusal.
+func TestWriteHistoryOverflowIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	other := table[Counter](t, b, &repo.Options{TrackWrites: true, WriteHistory: 2})
+	tbl := table[Counter](t, b, &repo.Options{TrackWrites: true, WriteHistory: 2, Logger: onRetry(func() {
+		for range 3 {
+			c, err := other.Get(b.ctx, "c", "1")
+			if err == nil {
+				c.N++
+				err = other.Update(b.ctx, &c, nil)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	})})
+	mustInsertCounter(t, tbl, 5)
+	a, _ := tbl.Get(b.ctx, "c", "1")
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
+	a.N++
+	err := tbl.Update(b.ctx, &a, nil)
+	if !errors.Is(err, repo.ErrOutcomeUnknown) {
+		t.Fatalf("overflowed history: %v, want ErrOutcomeUnknown", err)
+	}
+	// Same, but our write was dropped before the service: never nil.
+	a, _ = tbl.Get(b.ctx, "c", "1")
+	tbl2 := table[Counter](t, b, &repo.Options{TrackWrites: true, WriteHistory: 2, Logger: onRetry(func() {
+		for range 3 {
+			c, _ := other.Get(b.ctx, "c", "1")
+			c.N++
+			_ = other.Update(b.ctx, &c, nil)
+		}
+	})})
+	a, _ = tbl2.Get(b.ctx, "c", "1")
+	b.proxy.AddRule(faultproxy.Rule{Name: "drop", Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropBeforeForward()})
+	a.N++
+	if err := tbl2.Update(b.ctx, &a, nil); err == nil || errors.Is(err, repo.ErrOutcomeUnknown) == false && !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("dropped write, overflowed history: %v", err)
+	}
+}

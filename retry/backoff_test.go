@@ -197,7 +197,7 @@ func TestOrFillsOnlyZeroFields(t *testing.T) {
 	}
 }
 
-// Issue 16: the presets are functions that return a fresh copy; changing what one call
+// The presets are functions that return a fresh copy; changing what one call
 // returned changes nothing for the next caller.
 func TestPresetsAreFreshCopies(t *testing.T) {
 	for name, preset := range map[string]func() Policy{"BatchPolicy": BatchPolicy, "NoRetry": NoRetry, "Conflict": Conflict} {

@@ -2,7 +2,6 @@ package tabletest_test
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -132,39 +131,6 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 				t.Error("no token was sent")
 			}
 		})
-	}
-}
-
-func TestEnvStartsLazilyAndOnce(t *testing.T) {
-	t.Parallel()
-	env := tabletest.NewEnv(nil)
-	if env.Started() {
-		t.Fatal("started before anyone asked")
-	}
-	s1 := env.Server(t)
-	s2 := env.Server(t)
-	if s1 != s2 || !env.Started() {
-		t.Fatalf("two servers (%p, %p) or not started", s1, s2)
-	}
-	resp, err := s1.HTTPClient().Get(s1.TableURL() + "/Tables")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	if err := env.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if env.Started() {
-		t.Error("Started after Close")
-	}
-	if _, err := env.Start(t.Context()); err == nil {
-		t.Error("Start after Close succeeded")
-	}
-	client := &http.Client{Timeout: time.Second}
-	if resp, err := client.Get(s1.TableURL() + "/Tables"); err == nil {
-		_ = resp.Body.Close()
-		t.Error("server still answers after Close")
 	}
 }
 

@@ -3,7 +3,7 @@
 // It lives under internal so that the leaf packages (codec, retry) can share it without
 // importing each other; users reach the same values through package errs
 // (github.com/tablepatterns/tablepatterns/errs), whose names are aliases of these, and
-// through the older re-exports (repo.ErrNotFound, codec.ErrInvalidInput,
+// through the re-exports in those packages (repo.ErrNotFound, codec.ErrInvalidInput,
 // retry.ErrTransient). Because they are the same variables, errors.Is works whichever
 // package a caller names. Docs name the public package, never this one.
 package errs

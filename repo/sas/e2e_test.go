@@ -257,7 +257,7 @@ func TestNewTablesWithSASRefusesBadInputAndRedactsTheToken(t *testing.T) {
 			t.Errorf("NewTablesWithSAS(%q, %q) = %v", tc.endpoint, tc.token, err)
 		}
 	}
-	// Plain HTTP only to loopback, unless asked for (defect 5 of the security review).
+	// Plain HTTP only to loopback, unless asked for: a token sent in clear text is a bearer credential anyone on the path can replay.
 	for _, tc := range []struct {
 		endpoint  string
 		allowHTTP bool
@@ -305,4 +305,42 @@ func TestNewTablesWithSASRefusesBadInputAndRedactsTheToken(t *testing.T) {
 
 func retryPolicy() retry.Policy {
 	return retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 2}
+}
+
+// Service URLs that look loopback to one reader and are not, or that smuggle a
+// host: NewTablesWithSAS refuses plain http to each unless AllowHTTP.
+func TestNewTablesWithSASRefusesPlainHTTPToHostsThatOnlyLookLoopback(t *testing.T) {
+	t.Parallel()
+	tok := "sv=2019-02-02&tn=docs&sp=r&se=2030-01-01T00%3A00%3A00Z&spr=https&sig=abc"
+	for _, u := range []string{
+		"http://localhost.evil.example:10002/acct",
+		"http://localhost./acct",
+		"http://127.0.0.1.nip.io/acct",
+		"http://127.1/acct",
+		"http://2130706433/acct",
+		"http://0x7f000001/acct",
+		"http://0.0.0.0/acct",
+		"HTTP://evil.example/acct",
+		"http://evil.example#@127.0.0.1/acct",
+		"http://127.0.0.1@evil.example/acct",
+		"http://evil.example\\@127.0.0.1/acct",
+		"http://evil.example/acct?x=1",
+		" http://evil.example/acct",
+		"http:\\\\evil.example/acct",
+	} {
+		svc, err := repo.NewTablesWithSAS(u, tok, nil)
+		if err == nil {
+			_ = svc
+			t.Errorf("%q: accepted", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "sig=abc") {
+			t.Errorf("%q: the error carries the token: %v", u, err)
+		}
+	}
+	for _, u := range []string{"http://127.0.0.1:10002/acct", "http://localhost:10002/acct", "http://[::1]:10002/acct", "http://127.9.9.9/acct", "https://evil.example/acct"} {
+		if _, err := repo.NewTablesWithSAS(u, tok, nil); err != nil {
+			t.Errorf("%q: %v", u, err)
+		}
+	}
 }

@@ -170,7 +170,7 @@ func TestTokenCarriesEverySignedField(t *testing.T) {
 	}
 }
 
-// Defect 5 of the security review: the signed identifier is one line of the
+// The signed identifier is one line of the
 // string-to-sign; a line break in it would shift every field after it.
 func TestIdentifierIsOnePrintableLine(t *testing.T) {
 	t.Parallel()
@@ -337,5 +337,37 @@ func TestSharedKeyFromConnectionString(t *testing.T) {
 	raw, _ := base64.StdEncoding.DecodeString(testKey)
 	if strings.Contains(s, testKey) || strings.Contains(s, fmt.Sprint(raw[:4])[1:8]) {
 		t.Fatalf("SharedKey printed its key: %s", s)
+	}
+}
+
+// Identifiers that would add or hide a line of the string-to-sign, or smuggle a
+// parameter into the token: every one is refused, and nothing is signed.
+func TestIdentifierLineTricksAreRefusedBeforeSigning(t *testing.T) {
+	t.Parallel()
+	key, err := sas.NewSharedKey("acct", testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a\nb", "a\rb", "a\u0085b", "a\u2028b", "a\u2029b", "a\x00b", "a\x7fb", "a\tb", "a\xffb", "\u200b"} {
+		v := sas.Values{Table: "Docs", Identifier: id, Expiry: time.Now().Add(time.Hour)}
+		if tok, err := v.Sign(key); !errors.Is(err, repo.ErrInvalidInput) {
+			t.Errorf("identifier %q: signed %q, %v", id, tok, err)
+		}
+	}
+	// A printable identifier with query syntax stays one escaped parameter.
+	v := sas.Values{Table: "Docs", Identifier: "p&sp=raud&sig=x", Expiry: time.Now().Add(time.Hour)}
+	tok, err := v.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := url.ParseQuery(tok)
+	if err != nil || q.Get("si") != "p&sp=raud&sig=x" || len(q["sig"]) != 1 || q.Get("sp") != "" {
+		t.Fatalf("token %q parses to %v, %v", tok, q, err)
+	}
+	// The default protocol is HTTPS only, and is always in the token.
+	v = sas.Values{Table: "Docs", Permissions: sas.Permissions{Query: true}, Expiry: time.Now().Add(time.Hour)}
+	tok, _ = v.Sign(key)
+	if q, _ := url.ParseQuery(tok); q.Get("spr") != "https" {
+		t.Fatalf("default spr = %q", q.Get("spr"))
 	}
 }

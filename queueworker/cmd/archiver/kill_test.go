@@ -121,7 +121,7 @@ func (kb *killBed) table(t *testing.T, suffix string, n int) *repo.Table[codec.E
 	return tb
 }
 
-// Issue 11: 20 kill -9 of the archiver during archive-entity jobs; the final run moves
+// 20 kill -9 of the archiver during archive-entity jobs; the final run moves
 // every entity exactly once: all in the archive, none left in the source.
 func TestKillNineDuringArchiveEntity(t *testing.T) {
 	t.Parallel()
@@ -219,7 +219,7 @@ func TestKillNineDuringRestoreTable(t *testing.T) {
 	}
 }
 
-// Issue 11 defect 8: `run -drain` stopped by SIGTERM is a graceful stop (exit 0, as
+// `run -drain` stopped by SIGTERM is a graceful stop (exit 0, as
 // `run`), and the signal is logged when it arrives.
 func TestDrainStopsOnSIGTERMWithExitZero(t *testing.T) {
 	t.Parallel()

@@ -70,7 +70,7 @@ func countBlobs(ctx context.Context, kb *killBed, cont, part, suffix string) (in
 	return n, nil
 }
 
-// Issue 14: three archiver processes on one queue archive a sharded 50,000-entity table
+// Three archiver processes on one queue archive a sharded 50,000-entity table
 // while one of them is killed (SIGKILL) in the middle, once at least one shard is
 // exported and before the combine, and restarted. The table is deleted only after the
 // generation's manifest exists; that manifest accounts for every entity (count, and the

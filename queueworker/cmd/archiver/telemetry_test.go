@@ -21,8 +21,13 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"errors"
+	"net"
+	"net/url"
+
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
 // process is a running archiver.
@@ -316,7 +321,7 @@ func TestBinaryExportsOTLPAndFlushesOnSIGTERM(t *testing.T) {
 	}
 }
 
-// Attack: a collector that refuses the exports and echoes the exporter's credentials
+// A collector that refuses the exports and echoes the exporter's credentials
 // (its OTEL_EXPORTER_OTLP_HEADERS token, a signature in the endpoint's query) into its
 // answer. The failed flush is logged, and the log holds none of them.
 func TestBinaryTelemetryErrorsHoldNoSecrets(t *testing.T) {
@@ -369,5 +374,60 @@ func TestOTLPProtocolChecked(t *testing.T) {
 				t.Errorf("%s=%q: %v", name, env, err)
 			}
 		}
+	}
+}
+
+// -metrics-addr serves an unauthenticated page ("bind to a private address"). An address
+// without a host (":9464") would listen on every interface, so it is refused (exit 2, a
+// usage error that names the host to give; an operator who wants every interface names
+// 0.0.0.0). A job whose kind is forged reaches that page only under the fixed kind
+// "unregistered" (queueworker.UnregisteredKind), never as its own text with its control
+// characters: the forged kind is scraped from an archiver bound to loopback by name, and
+// the wait is for the "unregistered" series.
+func TestMetricsAddrWithoutHostIsRefusedAndForgedKindsNeverBecomeLabels(t *testing.T) {
+	t.Parallel()
+	kb := newKillBed(t)
+	bin := binary(t)
+	refused := start(t, bin, nil, "run", "-allow-any", "-queue", kb.queue, "-metrics-addr", ":0")
+	err := refused.cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(refused.stderr.String(), "every interface") {
+		t.Errorf("-metrics-addr :0: %v, stderr %q; want exit 2 naming the every-interface risk", err, refused.stderr.String())
+	}
+	if endpoint := regexp.MustCompile(`http://[^ "]+/metrics`).FindString(refused.stderr.String()); endpoint != "" {
+		t.Errorf("-metrics-addr :0 served %s", endpoint)
+	}
+
+	kind := "evil\x1b]0;pwned\x07\x1b[2J"
+	if _, err := queueworker.Enqueue(kb.ctx, kb.client, kind, "", map[string]int{"n": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, bin, nil, "run", "-allow-any", "-queue", kb.queue, "-metrics-addr", "127.0.0.1:0")
+	endpoint := regexp.MustCompile(`http://[^ "]+/metrics`)
+	p.waitFor(t, "the metrics endpoint", func() bool { return endpoint.MatchString(p.stderr.String()) })
+	u, err := url.Parse(endpoint.FindString(p.stderr.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(u.Host)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		t.Errorf("-metrics-addr 127.0.0.1:0 listens on %q", host)
+	}
+	var body string
+	p.waitFor(t, "the forged kind's delivery in the scrape", func() bool {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return strings.Contains(body, `tablepatterns_message_kind="`+queueworker.UnregisteredKind+`"`) || strings.Contains(body, `tablepatterns_message_kind="evil`)
+	})
+	if strings.Contains(body, "\x1b") {
+		t.Errorf("the Prometheus page carries a terminal escape from a queued job's kind")
+	}
+	if strings.Contains(body, `tablepatterns_message_kind="evil`) {
+		t.Errorf("the Prometheus page has a series for a forged kind")
 	}
 }

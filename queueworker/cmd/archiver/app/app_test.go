@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -254,7 +255,7 @@ func archiverAt(t *testing.T, cs string, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-// Issue 11 defects 4 and 8: bad jobs are refused before any request (exit 2), even when
+// Bad jobs are refused before any request (exit 2), even when
 // the storage cannot be reached; archive-periods refuses a cutoff that is in the future
 // or inside the seal grace.
 func TestBadJobsExitTwoBeforeAnyRequest(t *testing.T) {
@@ -332,7 +333,7 @@ func TestArchivePeriodsDryRun(t *testing.T) {
 	}
 }
 
-// Issue 11 defect 8: poison list shows the original text of a malformed message.
+// Poison list shows the original text of a malformed message.
 func TestPoisonListShowsMalformedText(t *testing.T) {
 	t.Parallel()
 	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
@@ -357,5 +358,45 @@ func TestPoisonListShowsMalformedText(t *testing.T) {
 	code, out, _ := archiver(t, "poison", "list", "-queue", queue)
 	if code != 0 || !strings.Contains(out, "(malformed)") || !strings.Contains(out, `"{not json, from a broken producer"`) {
 		t.Fatalf("poison list: %d\n%s", code, out)
+	}
+}
+
+// The human output of `archiver poison list` is for an operator's terminal, and the
+// poisoned jobs are whoever-can-write-the-queue's input: a job id carrying terminal
+// escapes (set the window title, clear the screen, hide the lines above) must never
+// reach it raw: no raw control character from a queued job is in the listing, whichever
+// field (malformed text, envelope id or kind) carries it.
+func TestPoisonListPrintsNoRawControlCharacterFromAJob(t *testing.T) {
+	t.Parallel()
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := testenv.QueueName(t)
+	q := clients.Queues.NewQueueClient(queue)
+	if _, err := q.Create(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = q.Delete(context.Background(), nil)
+		_, _ = clients.Queues.NewQueueClient(queue+"-poison").Delete(context.Background(), nil)
+	})
+	c, err := queueworker.NewClient(q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := consistency.ArchiveTableJob{Table: "ghost", Container: "cold"} // invalid: neither period nor sealed
+	if _, err := queueworker.Enqueue(t.Context(), c, consistency.KindArchiveTable, "job\x1b]0;pwned\x07\x1b[2J\x1b[1A", job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != app.ExitPoisoned || !strings.Contains(out, "poisoned 1") {
+		t.Fatalf("run -drain: %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ := archiver(t, "poison", "list", "-queue", queue)
+	if code != 0 || !strings.Contains(out, "1 poison message") {
+		t.Fatalf("poison list: %d\n%q", code, out)
+	}
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Fatalf("poison list prints a queued job's terminal escapes raw:\n%q", out)
 	}
 }

@@ -42,12 +42,17 @@ func defaultCredential() (azcore.TokenCredential, error) {
 	return azidentity.NewDefaultAzureCredential(nil)
 }
 
-// newDefaultCredential builds the credential of -auth default. Tests replace it.
-var newDefaultCredential = defaultCredential
+// seams is what tests replace (through SetAuthHooks, from TestMain only): the one place
+// the package lets a test reach in.
+type seams struct {
+	// defaultCredential builds the credential of -auth default; tests use the emulator's.
+	defaultCredential func() (azcore.TokenCredential, error)
+	// azureOptions are the Azure SDK client options of every client; tests set a
+	// transport that trusts their emulator's certificate.
+	azureOptions policy.ClientOptions
+}
 
-// azureOptions are the Azure SDK client options of every client. Tests set a transport
-// that trusts their emulator's certificate.
-var azureOptions policy.ClientOptions
+var seam = seams{defaultCredential: defaultCredential}
 
 // authFlags are the flags that choose how the archiver signs in.
 type authFlags struct {
@@ -84,7 +89,7 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 				";TableEndpoint=http://127.0.0.1:10002/" + azurite.DevAccountName + ";"
 		}
 		// Errors never quote the connection string: it holds the account key.
-		return account.NewClients(connStr, &repo.ClientOptions{Azure: traced(azureOptions)})
+		return account.NewClients(connStr, &repo.ClientOptions{Azure: traced(seam.azureOptions)})
 	case authDefault:
 	default:
 		return nil, usagef("-auth %q: want connection-string or default", a.mode)
@@ -110,9 +115,9 @@ func (a *authFlags) clients(connEnv string, getenv func(string) string, logger *
 	default:
 		return nil, usagef("-auth default needs -account NAME or the three -*-endpoint flags")
 	}
-	cred, err := newDefaultCredential()
+	cred, err := seam.defaultCredential()
 	if err != nil {
 		return nil, fmt.Errorf("-auth default: %w", err)
 	}
-	return account.NewTokenClients(endpoints, cred, &repo.ClientOptions{Azure: traced(azureOptions)})
+	return account.NewTokenClients(endpoints, cred, &repo.ClientOptions{Azure: traced(seam.azureOptions)})
 }

@@ -8,8 +8,7 @@ import (
 // SetAuthHooks replaces the credential of -auth default and the Azure SDK client options of
 // every command. Call it only from TestMain, before the tests run.
 func SetAuthHooks(cred func() (azcore.TokenCredential, error), opts policy.ClientOptions) {
-	newDefaultCredential = cred
-	azureOptions = opts
+	seam = seams{defaultCredential: cred, azureOptions: opts}
 }
 
 // DefaultCredential is the real credential of -auth default (SetAuthHooks replaces the

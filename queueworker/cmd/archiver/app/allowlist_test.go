@@ -67,3 +67,38 @@ func TestRestoreNeverReadsTheArchiveOfATableOutsideTheAllowlist(t *testing.T) {
 		t.Fatalf("the refused restore is not in the poison queue with its reason:\n%s\nrun: exit %d\n%s\n%s", poisoned, code, out, stderr)
 	}
 }
+
+// An allowlist flag that is given but holds no prefix ("-allow-tables ' '" or ",", e.g.
+// from a template whose variable came out blank) must not read as "allow everything"
+// (the worker would delete a table outside anything the operator meant to allow, without
+// even the no-allowlist warning): it is a usage error (exit 2), or at least the job is
+// refused.
+func TestBlankAllowlistNeverAllowsEverything(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clients, err := account.NewClients(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, err := repo.New[codec.Entity](clients.Tables, testenv.TableName(t)+"Victim", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.CreateIfNotExists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = victim.DeleteTable(t.Context()) })
+	if err := victim.Insert(ctx, &codec.Entity{PartitionKey: "p", RowKey: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	queue, container := testenv.QueueName(t), testenv.ContainerName(t)
+	if code, out, stderr := archiver(t, "enqueue", "archive-table", "-queue", queue, "-table", victim.Name(), "-container", container, "-sealed"); code != 0 {
+		t.Fatalf("enqueue: %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := archiver(t, "run", "-drain", "-queue", queue, "-allow-tables", " , ", "-allow-containers", " ")
+	exists, _ := victim.Exists(ctx)
+	if code == 2 || exists {
+		return // refused
+	}
+	t.Fatalf("run with blank allowlists: exit %d, table deleted: %v, warned: %v\n%s", code, !exists, strings.Contains(stderr, "no allowlist"), out)
+}

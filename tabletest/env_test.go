@@ -2,10 +2,13 @@ package tabletest_test
 
 import (
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/tabletest"
 )
@@ -13,7 +16,7 @@ import (
 // An Env is shared by every test of a binary: the first user's context ending (a test
 // with a short deadline, or t.Context() of a test that is finishing) must not poison it
 // for every later test.
-func TestAttackEnvFirstCallerCancelledPoisonsEnv(t *testing.T) {
+func TestEnvSurvivesItsFirstCallersEndedContext(t *testing.T) {
 	env := tabletest.NewEnv(nil)
 	defer env.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -27,7 +30,7 @@ func TestAttackEnvFirstCallerCancelledPoisonsEnv(t *testing.T) {
 }
 
 // Concurrent first use starts one server, on loopback only.
-func TestAttackEnvConcurrentFirstUse(t *testing.T) {
+func TestEnvConcurrentFirstUseStartsOneLoopbackServer(t *testing.T) {
 	env := tabletest.NewEnv(nil)
 	defer env.Close()
 	var wg sync.WaitGroup
@@ -63,5 +66,38 @@ func TestAttackEnvConcurrentFirstUse(t *testing.T) {
 				t.Errorf("Azurite answers on %s:%s", ipn.IP, pu.Port())
 			}
 		}
+	}
+}
+
+func TestEnvStartsLazilyAndOnce(t *testing.T) {
+	t.Parallel()
+	env := tabletest.NewEnv(nil)
+	if env.Started() {
+		t.Fatal("started before anyone asked")
+	}
+	s1 := env.Server(t)
+	s2 := env.Server(t)
+	if s1 != s2 || !env.Started() {
+		t.Fatalf("two servers (%p, %p) or not started", s1, s2)
+	}
+	resp, err := s1.HTTPClient().Get(s1.TableURL() + "/Tables")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if err := env.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if env.Started() {
+		t.Error("Started after Close")
+	}
+	if _, err := env.Start(t.Context()); err == nil {
+		t.Error("Start after Close succeeded")
+	}
+	client := &http.Client{Timeout: time.Second}
+	if resp, err := client.Get(s1.TableURL() + "/Tables"); err == nil {
+		_ = resp.Body.Close()
+		t.Error("server still answers after Close")
 	}
 }

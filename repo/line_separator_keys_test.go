@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -134,5 +135,32 @@ func TestSubmitOrSplitDeletesALineSeparatorPartitionKeyApart(t *testing.T) {
 			}
 			mustExist(t, b, tb, dept, "", "the entity with the empty RowKey")
 		})
+	}
+}
+
+// U+2028 in keys, tracked transaction with a lost response, another writer in between.
+func TestTrackedTransactionWithLineSeparatorKeysKnowsItsOutcome(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	pk, rk := "p\u2028k", "r\u2029k'o"
+	other := table[Counter](t, b, &repo.Options{TrackWrites: true})
+	tbl := table[Counter](t, b, &repo.Options{TrackWrites: true, Logger: onRetry(func() {
+		c, err := other.Get(b.ctx, pk, rk)
+		if err == nil {
+			c.X = 1.5
+			err = other.Update(b.ctx, &c, nil)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	})})
+	b.proxy.AddRule(faultproxy.Rule{Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	c := &Counter{PK: pk, RK: rk, N: 1}
+	if _, err := repo.Submit(b.ctx, tbl.InsertAction(c), tbl.InsertAction(&Counter{PK: pk, RK: rk + "2"})); err != nil {
+		t.Fatal(err)
+	}
+	c.N = 9
+	if err := tbl.Update(b.ctx, c, nil); !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("superseded: %v", err)
 	}
 }

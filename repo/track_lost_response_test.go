@@ -13,11 +13,11 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
-// Attack: a tracked insert lands, its response is lost; before the retry another tracked
-// writer deletes the entity and inserts it again. The retry meets 409 and a history that
-// "reaches its insert" without our id. Our insert DID happen: a plain ErrAlreadyExists
-// ("nothing written") is a lie. Expected nil or ErrOutcomeUnknown.
-func TestAttackInsertDeletedAndReinsertedBeforeRetry(t *testing.T) {
+// A tracked insert lands, its response is lost; before the retry another tracked writer
+// deletes the entity and inserts it again. The retry meets 409 and a history that "reaches
+// its insert" without our id. Our insert DID happen, so a plain ErrAlreadyExists ("nothing
+// written") would be a lie: the answer is nil or ErrOutcomeUnknown.
+func TestTrackedInsertDeletedAndReinsertedBeforeRetryIsNeverNothingWritten(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	other := table[Counter](t, b, &repo.Options{TrackWrites: true})
@@ -40,7 +40,7 @@ func TestAttackInsertDeletedAndReinsertedBeforeRetry(t *testing.T) {
 }
 
 // The same inside a transaction: the insert action alone is not proof of "not committed".
-func TestAttackTxInsertDeletedAndReinsertedBeforeRetry(t *testing.T) {
+func TestTrackedTxInsertDeletedAndReinsertedBeforeRetryIsNeverNothingWritten(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	other := table[Counter](t, b, &repo.Options{TrackWrites: true})
@@ -61,14 +61,14 @@ func TestAttackTxInsertDeletedAndReinsertedBeforeRetry(t *testing.T) {
 	}
 }
 
-// Attack: a tracked conditional update lands, its response is lost; before the retry
+// A tracked conditional update lands, its response is lost; before the retry
 // another writer MERGES a property on top of it (an unconditional merge upsert, which
 // carries no write id and keeps the stored history; or a conditional merge from an
 // untracked Table). The history head is still our id, so the retry says "applied, and the
 // stored version is yours" and hands out the CURRENT ETag. The caller's value does not hold
 // the other writer's property: its next conditional Replace must fail (412), not silently
 // erase the merged property.
-func TestAttackSupersededByMergeGetsLiveETag(t *testing.T) {
+func TestTrackedUpdateSupersededByAMergeNeverGetsTheLiveETag(t *testing.T) {
 	t.Parallel()
 	for _, variant := range []string{"tracked unconditional merge upsert", "untracked conditional merge"} {
 		t.Run(variant, func(t *testing.T) {
@@ -110,12 +110,12 @@ func TestAttackSupersededByMergeGetsLiveETag(t *testing.T) {
 	}
 }
 
-// Attack: a tracked conditional update lands, its response is lost; before the retry a
+// A tracked conditional update lands, its response is lost; before the retry a
 // foreign application writes back, unconditionally, a copy of the entity it read before
 // our update (with the TpWriteIDs property as it was, a property it knows nothing about).
-// The stored history then holds the id of the version we replaced and not ours: the retry
-// concludes "not applied" and returns ErrPreconditionFailed, although our write happened.
-func TestAttackStaleHistoryRestoredByForeignWriter(t *testing.T) {
+// The stored history then holds the id of the version we replaced and not ours. Our write
+// happened, so the retry must not conclude "not applied" with a plain ErrPreconditionFailed.
+func TestTrackedUpdateNeverRefusedWhenAForeignWriterRestoresAStaleHistory(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	raw := testenv.TableService(t).NewClient(b.name)
@@ -153,13 +153,13 @@ func TestAttackStaleHistoryRestoredByForeignWriter(t *testing.T) {
 	}
 }
 
-// Attack: promise 2 says nil iff applied "even when other writers (tracked, sharing the
+// The package promises nil iff applied "even when other writers (tracked, sharing the
 // Table) build on the write before the retry". A tracked writer sharing the Table builds on
 // our landed write after reading it through a Query with Select (a cheap read of the one
-// property it changes): the tracker never saw that version's history, so its write starts
-// a new chain "X ?" and erases ours. Our retry then answers ErrOutcomeUnknown for a write
-// that was applied (and that tracking was turned on to recognise).
-func TestAttackSelectReadWriterErasesHistory(t *testing.T) {
+// property it changes), so the tracker never saw that version's history. Its write must
+// not start a new chain "X ?" that erases ours: our retry answers nil for the write that
+// was applied (the one tracking is turned on to recognise).
+func TestTrackedWriteRecognisedAfterASelectReadWriterBuildsOnIt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	var tbl *repo.Table[Counter]
@@ -189,14 +189,13 @@ func TestAttackSelectReadWriterErasesHistory(t *testing.T) {
 	}
 }
 
-// Attack: a tracked transaction [insert Y, update X] commits, its response is lost; before
+// A tracked transaction [insert Y, update X] commits, its response is lost; before
 // the retry another writer replaces Y (an upsert: no write id, history removed). The retry
-// judges Y first (unknown), then X (ours: applied) and returns nil; but only the actions
-// AFTER the first applied one get an ETag. Y's value keeps an empty ETag, and Submit
-// returns "" for it, so the caller's next Update of Y is UNCONDITIONAL (a value without an
-// ETag) and silently overwrites the other writer. Expected: Y's value gets an ETag that
-// matches nothing (ErrPreconditionFailed on the next conditional write).
-func TestAttackTxEarlierActionsLeftWithoutETag(t *testing.T) {
+// judges Y first (unknown), then X (ours: applied) and returns nil. Every action gets an
+// ETag, not only those after the first applied one: with an empty ETag the caller's next
+// Update of Y would be UNCONDITIONAL and silently overwrite the other writer. Y's value gets
+// an ETag that matches nothing (ErrPreconditionFailed on the next conditional write).
+func TestTrackedTxGivesEveryActionAnETag(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
 	other := table[Counter](t, b, &repo.Options{TrackWrites: true})
@@ -220,5 +219,43 @@ func TestAttackTxEarlierActionsLeftWithoutETag(t *testing.T) {
 	got, _ := tbl.Get(b.ctx, "c", "y")
 	if err == nil {
 		t.Fatalf("the next update of Y went through unconditionally (Y's ETag was left empty) and overwrote the other writer: N = %d (other wrote 42)", got.N)
+	}
+}
+
+// A version read through Query (not Get), an update that lands with its response lost,
+// another writer (sharing the same Table) builds on it: the retry knows exactly.
+func TestTrackedRetryKnowsAfterAQueryReadAndASharedWriter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	var tbl *repo.Table[Counter]
+	var otherErr error
+	tbl = table[Counter](t, b, &repo.Options{TrackWrites: true, Logger: onRetry(func() {
+		// The other writer shares tbl and also reads through Query.
+		cs, err := tbl.Collect(b.ctx, repo.Query{Filter: filter.Point("c", "1")})
+		if err == nil && len(cs) == 1 {
+			cs[0].N++
+			err = tbl.Update(b.ctx, &cs[0], nil)
+		}
+		otherErr = err
+	})})
+	mustInsertCounter(t, tbl, 5)
+	cs, err := tbl.Collect(b.ctx, repo.Query{Filter: filter.PartitionKey("c")})
+	if err != nil || len(cs) != 1 {
+		t.Fatal(cs, err)
+	}
+	a := cs[0]
+	b.proxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsEntityWrite, Times: 1, Action: faultproxy.DropAfterForward()})
+	a.N++
+	err = tbl.Update(b.ctx, &a, nil)
+	if otherErr != nil {
+		t.Fatal(otherErr)
+	}
+	got, _ := tbl.Get(b.ctx, "c", "1")
+	if got.N != 7 || err != nil {
+		t.Fatalf("N = %d (want 7), err = %v (want nil)", got.N, err)
+	}
+	a.N = 100
+	if err := tbl.Update(b.ctx, &a, nil); !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("superseded value: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 // A stored history is untrusted: the tracker must not keep more of it than WriteHistory
 // ids (and the "?" that marks a cut chain), or forged 64 KiB histories on 8192 entities pin ~512 MiB in every reader.
-func TestAttackTrackerRemembersOversizedHistories(t *testing.T) {
+func TestTrackerKeepsNoMoreThanWriteHistoryOfAForgedHistory(t *testing.T) {
 	tr := newTracker(DefaultWriteIDProperty, DefaultWriteHistory)
 	id := "AAAAAAAAAAA"
 	hist := strings.TrimSuffix(strings.Repeat(id+" ", 5000), " ")
@@ -39,7 +39,7 @@ func historyIDs(h string) int {
 }
 
 // Malformed histories never validate, never panic.
-func TestAttackValidHistoryMalformed(t *testing.T) {
+func TestMalformedHistoriesNeverValidate(t *testing.T) {
 	for _, h := range []string{"?", "+", "++AAAAAAAAAAA", "AAAAAAAAAAA ?", "? AAAAAAAAAAA", "AAAAAAAAAAA  AAAAAAAAAAA",
 		"AAAAAAAAAA=", "AAAAAAAAAAA\tBBBBBBBBBBB", "AAAAAAAAAAA\"", "AAAAAAAAAAA\u00e9", " AAAAAAAAAAA", "AAAAAAAAAAA ", "AAAAAAAAAAA ? ?"} {
 		t.Logf("%q valid=%v", h, validHistory(h))

@@ -32,7 +32,9 @@ func noSecret(t *testing.T, what string, err error) {
 	}
 }
 
-func TestAttackAccountSecretsNeverQuoted(t *testing.T) {
+// Malformed connection strings, endpoints and suffixes that carry an account key or a SAS
+// signature are refused with ErrInvalidInput, and the error never quotes the secret.
+func TestClientErrorsNeverQuoteTheAccountSecret(t *testing.T) {
 	for _, cs := range []string{
 		"", ";", "AccountName=a;AccountKey=" + sig,
 		"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=" + sig + ";EndpointSuffix=core.windows.net;TableEndpoint=%%%",

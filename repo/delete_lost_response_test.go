@@ -8,12 +8,12 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Attack: an unconditional Delete whose first attempt was dropped before it reached the
-// service (not applied) while another writer deleted the entity. The retry meets 404 and
-// Delete returns nil: "I deleted it". Two consumers that claim an item by deleting it
-// (nil = mine, ErrNotFound = somebody else's) both get nil. The promise: Delete never
-// returns nil for a write that did not happen; expected ErrOutcomeUnknown (or ErrNotFound).
-func TestAttackUnconditionalDeleteNilForAnotherWritersDelete(t *testing.T) {
+// An unconditional Delete whose first attempt was dropped before it reached the service
+// (not applied) while another writer deleted the entity: the retry meets 404. Two
+// consumers that claim an item by deleting it (nil = mine, ErrNotFound = somebody else's)
+// must not both get nil. Delete never returns nil for a write that did not happen: the
+// answer is ErrOutcomeUnknown (or ErrNotFound).
+func TestDeleteNeverReturnsNilForAnotherWritersDelete(t *testing.T) {
 	t.Parallel()
 	for _, track := range []bool{false, true} {
 		b := setup(t, true)
