@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -82,34 +80,9 @@ func checkBlobName(table, pk, rk string) error {
 // segment of its own choosing ("." or "..", an empty segment, a '/', a trailing dot): a
 // name has exactly three segments, and the escaping is reversible (two key pairs never
 // share a name). Every valid key is accepted; Validate refuses only names over
-// MaxBlobNameBytes. Copies written by earlier versions (the table as the job spelled it,
-// keys path-escaped) are still found by ReadArchivedEntity and by a move that finds its
-// source gone.
+// MaxBlobNameBytes.
 func EntityBlobName(table, pk, rk string) string {
 	return tableFolder(table) + "/" + escapeSegment(pk) + "/" + escapeSegment(rk) + ".json"
-}
-
-// legacyEntityBlobNames are the names earlier versions gave the copy of (pk, rk) of
-// table in the folders that spell the table's name (folders, from tableFolders): the
-// folder as spelled, with the keys path-escaped or escaped as EntityBlobName does. A
-// PartitionKey that path-escapes to "." or ".." is left out (such a segment is not
-// addressed as written).
-func legacyEntityBlobNames(table string, folders []string, pk, rk string) []string {
-	canonical := EntityBlobName(table, pk, rk)
-	var out []string
-	for _, f := range folders {
-		for _, esc := range []func(string) string{escapeSegment, url.PathEscape} {
-			p := esc(pk)
-			if p == "." || p == ".." {
-				continue
-			}
-			name := f + "/" + p + "/" + esc(rk) + ".json"
-			if name != canonical && !slices.Contains(out, name) {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
 }
 
 // escapeSegment percent-escapes every byte of s outside [A-Za-z0-9_~-].
@@ -296,16 +269,6 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 		}
 		if tgt.exists {
 			return a.alreadyArchived(ctx, job)
-		}
-		if job.TargetContainer != "" {
-			// A copy an earlier version wrote under another name (EntityBlobName).
-			old, err := a.legacyCopyExists(ctx, job)
-			if err != nil {
-				return "", err
-			}
-			if old {
-				return a.alreadyArchived(ctx, job)
-			}
 		}
 		return OutcomeMissing, nil
 	}
@@ -588,7 +551,7 @@ func isTableNotFound(err error) bool {
 func ptrTo[T any](v T) *T { return &v }
 
 // ReadArchivedEntity reads an entity archived to a blob container: the blob
-// EntityBlobName names, or else a copy an earlier version wrote (see EntityBlobName).
+// EntityBlobName names.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrNotFound, ErrTransient, *repo.Error, and
 // codec's decode errors.
@@ -607,16 +570,7 @@ func (a *Archiver) ReadArchivedEntity(ctx context.Context, container, table, pk,
 	}
 	body, err := a.downloadEntity(ctx, container, EntityBlobName(table, pk, rk), pk, rk)
 	if errors.Is(err, errs.ErrNotFound) {
-		var names []string
-		if names, err = a.legacyEntityCopies(ctx, container, table, pk, rk); err != nil {
-			return nil, err
-		}
 		err = fmt.Errorf("consistency: no archived copy of (%s, %s) of %s in %s: %w", pk, rk, table, container, errs.ErrNotFound)
-		for _, name := range names {
-			if body, err = a.downloadEntity(ctx, container, name, pk, rk); !errors.Is(err, errs.ErrNotFound) {
-				break
-			}
-		}
 	}
 	if err != nil {
 		return nil, err
@@ -636,32 +590,4 @@ func (a *Archiver) downloadEntity(ctx context.Context, container, name, pk, rk s
 		return errs.Wrap(err, "download blob", container, pk, rk)
 	})
 	return body, err
-}
-
-// legacyEntityCopies lists the names an earlier version may have given the entity's copy
-// (legacyEntityBlobNames over the table's folders); none when the container is missing.
-func (a *Archiver) legacyEntityCopies(ctx context.Context, container, table, pk, rk string) ([]string, error) {
-	folders, err := a.tableFolders(ctx, container, table)
-	if errors.Is(err, errs.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return legacyEntityBlobNames(table, folders, pk, rk), nil
-}
-
-// legacyCopyExists reports whether a copy written by an earlier version exists.
-func (a *Archiver) legacyCopyExists(ctx context.Context, job ArchiveEntityJob) (bool, error) {
-	names, err := a.legacyEntityCopies(ctx, job.TargetContainer, job.Source, job.PartitionKey, job.RowKey)
-	if err != nil {
-		return false, err
-	}
-	for _, name := range names {
-		st, err := a.blobState(ctx, job, name)
-		if err != nil || st.exists {
-			return st.exists, err
-		}
-	}
-	return false, nil
 }
