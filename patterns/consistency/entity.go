@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -82,22 +83,7 @@ func checkBlobName(table, pk, rk string) error {
 // share a name). Every valid key is accepted; Validate refuses only names over
 // MaxBlobNameBytes.
 func EntityBlobName(table, pk, rk string) string {
-	return tableFolder(table) + "/" + escapeSegment(pk) + "/" + escapeSegment(rk) + ".json"
-}
-
-// escapeSegment percent-escapes every byte of s outside [A-Za-z0-9_~-].
-func escapeSegment(s string) string {
-	const hexDigits = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '~' {
-			b = append(b, c)
-			continue
-		}
-		b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
-	}
-	return string(b)
+	return tableFolder(table) + "/" + archive.EscapeSegment(pk) + "/" + archive.EscapeSegment(rk) + ".json"
 }
 
 // The properties (table target) and metadata names (blob target) that record which
@@ -251,7 +237,7 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 		return "", foreignCopy(job.TargetTable, job.Source, job.PartitionKey, job.RowKey, tgt.sourceTable)
 	}
 	e, err := src.Get(ctx, job.PartitionKey, job.RowKey)
-	if isTableNotFound(err) {
+	if archive.IsTableNotFound(err) {
 		// Not a missing entity: the table as addressed (Options.Companions' spelling, and
 		// entity requests are case-sensitive on some servers) does not exist.
 		return "", fmt.Errorf("consistency: the source table %s (addressed as %s) does not exist: %w", job.Source, src.Name(), err)
@@ -365,7 +351,7 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 // nothing of the transaction landed); gone, err comes back as it is. Other errors pass
 // unchanged.
 func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk, version string, err error) error {
-	if !errors.Is(err, errs.ErrNotFound) || isTableNotFound(err) {
+	if !errors.Is(err, errs.ErrNotFound) || archive.IsTableNotFound(err) {
 		return err
 	}
 	switch etag, there, gerr := stillThere(ctx, src, pk, rk); {
@@ -426,7 +412,7 @@ func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *cod
 			return dst.Update(ctx, cp, nil) // If-Match the target's ETag
 		}
 		err = write()
-		if errors.Is(err, errs.ErrNotFound) && !tgt.exists && isTableNotFound(err) {
+		if errors.Is(err, errs.ErrNotFound) && !tgt.exists && archive.IsTableNotFound(err) {
 			if err = dst.CreateIfNotExists(ctx); err == nil {
 				err = write()
 			}
@@ -472,7 +458,7 @@ func (a *Archiver) uploadCopy(ctx context.Context, job ArchiveEntityJob, e *code
 		})
 	}
 	err := upload()
-	if isContainerNotFound(err) {
+	if archive.IsContainerNotFound(err) {
 		if err = a.createContainer(ctx, job.TargetContainer); err == nil {
 			err = upload()
 		}
@@ -532,20 +518,6 @@ func (a *Archiver) blobState(ctx context.Context, job ArchiveEntityJob, name str
 // their sentinels (errs.Wrap maps the status codes).
 func blobErr(err error, op, container, pk, rk string) error {
 	return errs.Wrap(err, op, container, pk, rk)
-}
-
-// isContainerNotFound reports a 404 ContainerNotFound.
-func isContainerNotFound(err error) bool {
-	var se *errs.ServiceError
-	return errors.As(err, &se) && se.Code == "ContainerNotFound"
-}
-
-// isTableNotFound reports a 404 TableNotFound (not an entity's 404), from a single
-// request (*errs.ServiceError) or from an action of a transaction (*repo.ActionError).
-func isTableNotFound(err error) bool {
-	var se *errs.ServiceError
-	var ae *repo.ActionError
-	return errors.As(err, &se) && se.Code == "TableNotFound" || errors.As(err, &ae) && ae.Code == "TableNotFound"
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -225,7 +225,7 @@ func TestArchivePeriods(t *testing.T) {
 	if len(left) != 3 {
 		t.Fatalf("tables left: %+v, want all 3", left)
 	}
-	arch, err := consistency.New(clients, nil)
+	arch, err := tablearchive.New(clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -36,8 +36,8 @@ func TestAttackPoisonListPrintsJobEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := consistency.ArchiveTableJob{Table: "ghost", Container: "cold"} // invalid: neither period nor sealed
-	if _, err := queueworker.Enqueue(t.Context(), c, consistency.KindArchiveTable, "job\x1b]0;pwned\x07\x1b[2J\x1b[1A", job, nil); err != nil {
+	job := tablearchive.ArchiveTableJob{Table: "ghost", Container: "cold"} // invalid: neither period nor sealed
+	if _, err := queueworker.Enqueue(t.Context(), c, tablearchive.KindArchiveTable, "job\x1b]0;pwned\x07\x1b[2J\x1b[1A", job, nil); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != app.ExitPoisoned || !strings.Contains(out, "poisoned 1") {
