@@ -331,9 +331,8 @@
 // copies from a target table (a $select cannot name the hops in advance). Two source tables may share a target table only if their keys
 // never collide: a move never replaces a copy that records another source table (it
 // refuses, ErrInvalidInput with the keys: TestAttackRangeTwoSourcesOneTargetTable,
-// TestFixMovesEntityRefusesAnotherTablesCopy); a copy written before the source table
-// was recorded carries none and is replaced as before
-// (TestFixMovesEntityReplacesCopyWithoutTable).
+// TestFixMovesEntityRefusesAnotherTablesCopy), nor a row of the target table that records
+// no source table (TestMoveRefusesTargetRowThatRecordsNoSourceTable).
 //
 // # Errors
 //

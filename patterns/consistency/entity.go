@@ -97,8 +97,8 @@ const (
 	SourceTimestampProperty = "ArchivedSourceTimestamp"
 	// SourceTableProperty holds the name of the table the source entity was archived from
 	// (as the job spells it). A move refuses to replace a copy that records another table
-	// (two source tables archived into one target table, with the same keys in both);
-	// a copy without it (written before it was recorded) is taken for the move's own.
+	// (two source tables archived into one target table, with the same keys in both),
+	// or a row that records none (not an archive copy).
 	//
 	// These three names record the first hop. An entity archived again from its archive
 	// (a tiered archive: Hot -> Warm -> Cold) keeps them as its own properties, and the
@@ -175,17 +175,20 @@ func restartable(err error) bool {
 }
 
 // copyState is what the target holds: whether a copy exists, its own ETag, and the
-// source ETag and source table it records ("" when unknown).
+// source ETag and source table it records ("" when unknown). inTable marks a copy read
+// from a target table, which must record its source table (a blob's name holds it).
 type copyState struct {
 	exists      bool
+	inTable     bool
 	etag        string
 	sourceETag  string
 	sourceTable string
 }
 
 // tableCopyState is the state of the archive copy e, read from target, a table. What it
-// reads is untrusted: a recorded version or table that is not a string counts as unknown,
-// which only means the copy is rewritten from the source (or taken for the move's own).
+// reads is untrusted: a recorded version that is not a string counts as unknown, which
+// only means the copy is rewritten from the source; a recorded table that is not a
+// string makes the row foreign.
 // A copy without an ETag is refused: the replace of it would be unconditional
 // (If-Match: *) and could overwrite a newer copy written since the read.
 func tableCopyState(target string, e *codec.Entity) (copyState, error) {
@@ -193,18 +196,25 @@ func tableCopyState(target string, e *codec.Entity) (copyState, error) {
 		return copyState{}, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", target)
 	}
 	s, t := copyProvenance(e.Properties)
-	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
+	return copyState{exists: true, inTable: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
 }
 
-// foreign reports a copy that records another source table than table: the copy of
-// another table's entity with the same keys, which a move of table must not replace.
+// foreign reports a copy that records another source table than table (the copy of
+// another table's entity with the same keys), or a row of a target table that records
+// none (not an archive copy): a move of table must not replace either.
 func (c copyState) foreign(table string) bool {
-	return c.exists && c.sourceTable != "" && !strings.EqualFold(c.sourceTable, table)
+	if !c.exists || !c.inTable && c.sourceTable == "" {
+		return false
+	}
+	return !strings.EqualFold(c.sourceTable, table)
 }
 
 // foreignCopy is the refusal of a move whose target holds another table's copy under the
 // same keys: permanent (ErrInvalidInput), nothing written.
 func foreignCopy(target, source, pk, rk, other string) error {
+	if other == "" {
+		return errs.Invalid("targetTable", "the row (%s, %s) in %s records no source table: it is not an archive copy of %s, and a move does not replace it", pk, rk, target, source)
+	}
 	return errs.Invalid("targetTable", "the copy of (%s, %s) in %s was archived from table %s, not from %s: archive each source table to its own target table", pk, rk, target, other, source)
 }
 

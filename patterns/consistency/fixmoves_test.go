@@ -87,9 +87,10 @@ func TestFixMovesEntityRefusesAnotherTablesCopy(t *testing.T) {
 	}
 }
 
-// A copy written before the source table was recorded (no SourceTableProperty) stays
-// replaceable by the move of its keys, as before.
-func TestFixMovesEntityReplacesCopyWithoutTable(t *testing.T) {
+// A row in the target table under the entity's keys that records no source table is no
+// archive copy of this table: the move refuses it (permanent, nothing written), as it
+// refuses another table's copy, and both rows stay.
+func TestMoveRefusesTargetRowThatRecordsNoSourceTable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	old := rangeEntity("Sales", 4, 0)
@@ -103,12 +104,15 @@ func TestFixMovesEntityReplacesCopyWithoutTable(t *testing.T) {
 	if err := b.current.Insert(b.ctx, rangeEntity("Sales", 4, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "000004")); err != nil || out != OutcomeMoved {
-		t.Fatalf("move: %v %v", out, err)
+	if out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", "000004")); !errors.Is(err, errs.ErrInvalidInput) || !permanent(err) {
+		t.Fatalf("move: %v %v, want a permanent refusal", out, err)
 	}
 	cp, err := b.archive.Get(b.ctx, "Sales", "000004")
-	if err != nil || cp.Properties["Version"] != int32(2) {
-		t.Fatalf("copy: %v %v", cp.Properties, err)
+	if err != nil || cp.Properties["Version"] != int32(0) {
+		t.Fatalf("the target row: %v %v, want it untouched", cp.Properties, err)
+	}
+	if src, err := b.current.Get(b.ctx, "Sales", "000004"); err != nil || src.Properties["Version"] != int32(2) {
+		t.Fatalf("the source: %v %v, want it in place", src.Properties, err)
 	}
 }
 

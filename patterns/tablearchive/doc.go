@@ -52,9 +52,8 @@
 // verifies every chosen export whole against its manifest before it writes anything
 // (ErrArchiveCorrupt is permanent), and writes from the snapshots it verified; its
 // snapshots carry a per-restore id in their metadata, and every snapshot with that id
-// is deleted at the end (one taken by a retry after a lost response too). Exports
-// written by earlier versions (the job's spelling of the table as folder, entity blobs
-// with path-escaped keys) are still found. An export that fails before its manifest
+// is deleted at the end (one taken by a retry after a lost response too). An export
+// that fails before its manifest
 // deletes its data blob; SweepAbortedExports removes what a killed process leaves.
 //
 // The data a manifest refers to is never deleted by the sweep, and no table is deleted
@@ -172,11 +171,11 @@
 //
 // # Consistency and cost
 //
-// A table export reads the table
-// once to export it and twice more (a keys-only scan, and a Timestamp query), writes two
-// blobs, reads the data blob back to verify it, sets its metadata twice, lists the
-// table's generations three times (two top-level listings, one listing per folder and
-// one read per manifest each), and deletes the table with one request. A rerun that
+// A table export reads the table once to export it and twice more (a keys-only scan,
+// and a Timestamp query), writes two blobs, reads the data blob back to verify it, sets
+// its metadata twice, lists the table's generations three times (one listing of the
+// table's folder and one read per manifest each), and deletes the table with one
+// request. A rerun that
 // finds the table already exported reads the whole table (every property) and the whole
 // data blob instead of exporting again. A restore adds one snapshot per generation, one
 // listing of its snapshots and their deletion.

@@ -24,18 +24,14 @@ import (
 
 // generation is one complete export (a generation with a manifest) found in a container.
 type generation struct {
-	folder string // the folder it is in: tableFolder(table), or a spelling of an earlier version
-	m      Manifest
-	key    time.Time // the order of the table's generations (see Manifest.CheckedAt)
+	m   Manifest
+	key time.Time // the order of the table's generations (see Manifest.CheckedAt)
 }
 
 // Generations lists the complete exports (generations with a manifest) of table in
 // container, oldest first: in the order of their Manifest.CheckedAt, the time the table
-// was last proved to hold exactly that export. Exports written by earlier versions are
-// listed too: those under another spelling of the table name (the folder used to keep the
-// job's spelling), ordered by the time in their generation name, and the single export of
-// the first layout (generation ""), which comes first. Blob names that are not ones this
-// package writes are ignored; a manifest under a generation's name that is not one this
+// was last proved to hold exactly that export. Blob names that are not ones this package
+// writes are ignored; a manifest under a generation's name that is not one this
 // package writes is ErrArchiveCorrupt. A generation ordered later than the archiver's
 // clock + ClockSkew is ignored (logged): no clock this package trusts wrote it, and a
 // forged one must neither become the latest nor push the CheckedAt of later exports out
@@ -83,72 +79,48 @@ func (a *Archiver) ReadManifest(ctx context.Context, container, table string) (M
 	return gens[len(gens)-1].m, nil
 }
 
-// listGenerations finds every complete export of table in container, in every folder
-// that spells the table's name, reads and checks each manifest, and sorts them oldest
-// first. It costs two listings of the container's top level, one listing per folder and
-// one read per manifest.
+// listGenerations finds every complete export of table in container (in the table's
+// folder), reads and checks each manifest, and sorts them oldest first. It costs one
+// listing of the folder and one read per manifest.
 func (a *Archiver) listGenerations(ctx context.Context, container, table string) ([]generation, error) {
-	folders, err := a.tableFolders(ctx, container, table)
+	names, err := a.manifestsIn(ctx, container, tableFolder(table))
 	if err != nil {
 		return nil, err
 	}
 	var gens []generation
-	for _, f := range folders {
-		names, err := a.manifestsIn(ctx, container, f)
+	for _, g := range names {
+		m, err := a.readManifest(ctx, container, table, g)
 		if err != nil {
 			return nil, err
 		}
-		for _, g := range names {
-			m, err := a.readManifestIn(ctx, container, f, table, g)
-			if err != nil {
-				return nil, err
-			}
-			key, err := orderKey(m)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, manifestBlobIn(f, g), err)
-			}
-			if limit := a.keyLimit(); key.After(limit) {
-				a.opts.Logger.Warn("ignoring a generation ordered in the future (forged, or written by a clock far ahead)",
-					zap.String("container", container), zap.String("table", table), zap.String("generation", g),
-					zap.Time("orderedAt", key), zap.Time("limit", limit))
-				continue
-			}
-			gens = append(gens, generation{folder: f, m: m, key: key})
+		key, err := orderKey(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s/%s: %v", ErrArchiveCorrupt, container, ManifestBlobName(table, g), err)
 		}
+		if limit := a.keyLimit(); key.After(limit) {
+			a.opts.Logger.Warn("ignoring a generation ordered in the future (forged, or written by a clock far ahead)",
+				zap.String("container", container), zap.String("table", table), zap.String("generation", g),
+				zap.Time("orderedAt", key), zap.Time("limit", limit))
+			continue
+		}
+		gens = append(gens, generation{m: m, key: key})
 	}
 	sort.SliceStable(gens, func(i, j int) bool {
 		if !gens[i].key.Equal(gens[j].key) {
 			return gens[i].key.Before(gens[j].key)
 		}
-		if gens[i].m.Generation != gens[j].m.Generation {
-			return gens[i].m.Generation < gens[j].m.Generation
-		}
-		return gens[i].folder < gens[j].folder
+		return gens[i].m.Generation < gens[j].m.Generation
 	})
-	for i := 1; i < len(gens); i++ {
-		for _, g := range gens[:i] {
-			if g.m.Generation != "" && g.m.Generation == gens[i].m.Generation {
-				return nil, fmt.Errorf("%w: generation %s of %s is in two folders (%s, %s)", ErrArchiveCorrupt, g.m.Generation, table, g.folder, gens[i].folder)
-			}
-		}
-	}
 	return gens, nil
 }
 
 // orderKey is the time a generation is ordered by (see Manifest.CheckedAt).
 func orderKey(m Manifest) (time.Time, error) {
-	if m.CheckedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, m.CheckedAt)
-		if err != nil || t.Year() < 2000 {
-			return time.Time{}, fmt.Errorf("checkedAt %q is not a time this package writes", m.CheckedAt)
-		}
-		return t.UTC(), nil
+	t, err := time.Parse(time.RFC3339Nano, m.CheckedAt)
+	if err != nil || t.Year() < 2000 {
+		return time.Time{}, fmt.Errorf("checkedAt %q is not a time this package writes", m.CheckedAt)
 	}
-	if m.Generation == "" {
-		return time.Time{}, nil // the first layout: oldest
-	}
-	ts, _, _ := strings.Cut(m.Generation, "-")
-	return time.Parse(generationLayout, ts) // validGeneration checked it
+	return t.UTC(), nil
 }
 
 // keyLimit is the latest order key a listing accepts: the archiver's clock + ClockSkew
@@ -170,68 +142,12 @@ func nextKey(checked time.Time, gens []generation) time.Time {
 	return k
 }
 
-// tableFolders lists the top-level folders of container that name table in any case
-// (table names are case-insensitive; earlier versions kept the job's spelling), the
-// canonical one first. It lists the names that start with the table's first letter, in
-// both cases, one level deep.
-func (a *Archiver) tableFolders(ctx context.Context, cont, table string) ([]string, error) {
-	if table == "" {
-		return nil, errs.Invalid("table", "is empty")
-	}
-	cc := a.blobs().ServiceClient().NewContainerClient(cont)
-	first := table[:1]
-	var found []string
-	for _, p := range slices.Compact([]string{strings.ToLower(first), strings.ToUpper(first)}) {
-		prefix := p
-		pager := cc.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: &prefix})
-		for pager.More() {
-			var page container.ListBlobsHierarchyResponse
-			err := retry.Do(ctx, a.opts.Retry, retry.Op{Name: "list blobs", Resource: cont}, func(ctx context.Context, _ int) error {
-				var err error
-				page, err = pager.NextPage(ctx)
-				return errs.Wrap(err, "list blobs", cont, "", "")
-			})
-			if err != nil {
-				return nil, err
-			}
-			if page.Segment == nil {
-				continue
-			}
-			for _, bp := range page.Segment.BlobPrefixes {
-				if bp == nil || bp.Name == nil {
-					continue
-				}
-				name := strings.TrimSuffix(*bp.Name, "/")
-				if strings.EqualFold(name, table) && !slices.Contains(found, name) {
-					found = append(found, name)
-				}
-			}
-		}
-	}
-	canonical := tableFolder(table)
-	slices.SortFunc(found, func(x, y string) int {
-		switch {
-		case x == canonical:
-			return -1
-		case y == canonical:
-			return 1
-		}
-		return strings.Compare(x, y)
-	})
-	return found, nil
-}
-
-// manifestsIn lists the generations with a manifest in one folder ("" for the first
-// layout's single manifest).
+// manifestsIn lists the generations with a manifest in one folder.
 func (a *Archiver) manifestsIn(ctx context.Context, cont, folder string) ([]string, error) {
 	prefix := folder + "/"
 	var gens []string
 	err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, _ time.Time) {
 		rest := strings.TrimPrefix(*b.Name, prefix)
-		if rest == "manifest.json" {
-			gens = append(gens, "")
-			return
-		}
 		if g, ok := strings.CutSuffix(rest, "/manifest.json"); ok && validGeneration(g) {
 			gens = append(gens, g)
 		}
@@ -273,26 +189,20 @@ func (a *Archiver) eachBlob(ctx context.Context, cont, prefix string, fn func(b 
 	return nil
 }
 
-// readManifest reads one generation's manifest in the table's canonical folder.
+// readManifest reads and validates one generation's manifest: it is untrusted input
+// (read by readJSON: over manifestLimit is ErrArchiveCorrupt), its Table must be table (in
+// any case) and its DataBlob the name this package gives that generation's data.
 func (a *Archiver) readManifest(ctx context.Context, container, table, gen string) (Manifest, error) {
-	return a.readManifestIn(ctx, container, tableFolder(table), table, gen)
-}
-
-// readManifestIn reads and validates one generation's manifest in folder: it is
-// untrusted input (read by readJSON: over manifestLimit is ErrArchiveCorrupt), its Table
-// must be table (in any case) and its DataBlob the name this package gives that
-// generation's data in that folder.
-func (a *Archiver) readManifestIn(ctx context.Context, container, folder, table, gen string) (Manifest, error) {
 	var m Manifest
-	name := manifestBlobIn(folder, gen)
+	name := ManifestBlobName(table, gen)
 	if err := a.readJSON(ctx, container, name, manifestLimit, &m); err != nil {
 		return Manifest{}, err
 	}
-	// A sharded generation (written in the canonical folder only) has no DataBlob: its
-	// shard manifests name the data, and ShardsSHA256 binds them (see generationParts).
-	dataOK := m.Shards == 0 && m.DataBlob == dataBlobIn(folder, gen) ||
-		m.Shards > 0 && m.Shards <= MaxShards && m.DataBlob == "" && gen != "" && folder == tableFolder(table) && validHex(m.ShardsSHA256)
-	if m.Format != ManifestFormat || !strings.EqualFold(m.Table, table) || !strings.EqualFold(folder, table) || m.Generation != gen ||
+	// A sharded generation has no DataBlob: its shard manifests name the data, and
+	// ShardsSHA256 binds them (see generationParts).
+	dataOK := m.Shards == 0 && m.DataBlob == DataBlobName(table, gen) ||
+		m.Shards > 0 && m.Shards <= MaxShards && m.DataBlob == "" && validHex(m.ShardsSHA256)
+	if m.Format != ManifestFormat || !strings.EqualFold(m.Table, table) || m.Generation != gen || !validGeneration(gen) ||
 		!dataOK || m.Entities < 0 || m.Bytes < 0 || len(m.SHA256) != 64 {
 		return Manifest{}, fmt.Errorf("%w: %s/%s is not a %s manifest of generation %q of table %s", ErrArchiveCorrupt, container, name, ManifestFormat, gen, table)
 	}
@@ -340,66 +250,93 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 	if err := a.allowed(table, "", cont); err != nil {
 		return nil, err
 	}
-	folders, err := a.tableFolders(ctx, cont, table)
-	if err != nil {
-		return nil, err
-	}
 	type listed struct {
 		age  time.Duration // by the service's clock
 		etag azcore.ETag
 	}
 	var swept []string
-	for _, f := range folders {
-		prefix := f + "/"
-		data := map[string]listed{}
-		manifests := map[string]bool{}
-		shardData := map[string]map[string]listed{} // generation -> shard data blob -> listing
-		// youngest is the age of the generation's last written blob (plan, shard data,
-		// shard manifest): a sharded export in progress writes one at every step.
-		youngest := map[string]time.Duration{}
-		err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, date time.Time) {
-			g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
-			if !ok || !validGeneration(g) {
-				return
-			}
-			if p := b.Properties; p != nil && p.LastModified != nil && !date.IsZero() {
-				age := date.Add(a.seams.serviceAhead).Sub(*p.LastModified)
-				if y, seen := youngest[g]; !seen || age < y {
-					youngest[g] = age
-				}
-			} else {
-				youngest[g] = 0 // age unknown: the generation is kept
-			}
-			switch file {
-			case "manifest.json":
-				manifests[g] = true
-			case "entities.jsonl.gz":
-				// Without the service's time, a Last-Modified or an ETag, the blob's age
-				// is unknown: it is kept.
-				p := b.Properties
-				if p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
-					data[g] = listed{age: date.Add(a.seams.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
-				}
-			default:
-				p := b.Properties
-				if _, ok := shardIndex(file); ok && p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
-					if shardData[g] == nil {
-						shardData[g] = map[string]listed{}
-					}
-					shardData[g][*b.Name] = listed{age: date.Add(a.seams.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
-				}
-			}
-		})
-		if err != nil {
-			return nil, err
+	f := tableFolder(table)
+	prefix := f + "/"
+	data := map[string]listed{}
+	manifests := map[string]bool{}
+	shardData := map[string]map[string]listed{} // generation -> shard data blob -> listing
+	// youngest is the age of the generation's last written blob (plan, shard data,
+	// shard manifest): a sharded export in progress writes one at every step.
+	youngest := map[string]time.Duration{}
+	err := a.eachBlob(ctx, cont, prefix, func(b *container.BlobItem, date time.Time) {
+		g, file, ok := strings.Cut(strings.TrimPrefix(*b.Name, prefix), "/")
+		if !ok || !validGeneration(g) {
+			return
 		}
-		for g, l := range data {
-			if manifests[g] || l.age < olderThan {
+		if p := b.Properties; p != nil && p.LastModified != nil && !date.IsZero() {
+			age := date.Add(a.seams.serviceAhead).Sub(*p.LastModified)
+			if y, seen := youngest[g]; !seen || age < y {
+				youngest[g] = age
+			}
+		} else {
+			youngest[g] = 0 // age unknown: the generation is kept
+		}
+		switch file {
+		case "manifest.json":
+			manifests[g] = true
+		case "entities.jsonl.gz":
+			// Without the service's time, a Last-Modified or an ETag, the blob's age
+			// is unknown: it is kept.
+			p := b.Properties
+			if p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
+				data[g] = listed{age: date.Add(a.seams.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
+			}
+		default:
+			p := b.Properties
+			if _, ok := shardIndex(file); ok && p != nil && p.LastModified != nil && p.ETag != nil && *p.ETag != "" && !date.IsZero() {
+				if shardData[g] == nil {
+					shardData[g] = map[string]listed{}
+				}
+				shardData[g][*b.Name] = listed{age: date.Add(a.seams.serviceAhead).Sub(*p.LastModified), etag: *p.ETag}
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for g, l := range data {
+		if manifests[g] || l.age < olderThan {
+			continue
+		}
+		name := DataBlobName(table, g)
+		if !dryRun {
+			deleted, err := a.sweepOne(ctx, cont, table, g, l.etag)
+			if err != nil {
+				return swept, err
+			}
+			if !deleted {
 				continue
 			}
-			name := dataBlobIn(f, g)
+		}
+		swept = append(swept, name)
+	}
+	// The data blobs of sharded exports: those of a generation without a manifest,
+	// and those no shard manifest names (an attempt killed before its shard manifest,
+	// then run again under another name).
+	for g, blobs := range shardData {
+		if youngest[g] < olderThan {
+			// A sharded export still going on (a shard or the combine wrote within
+			// olderThan): its finished shards' data waits for the last shard.
+			continue
+		}
+		orphans, err := a.shardOrphans(ctx, cont, table, g, maps.Keys(blobs))
+		if err != nil {
+			return swept, err
+		}
+		for name, l := range blobs { // each at least as old as youngest[g] (>= olderThan)
+			if !orphans[name] {
+				continue
+			}
 			if !dryRun {
-				deleted, err := a.sweepOne(ctx, cont, f, table, g, l.etag)
+				// If-Match the listing's ETag: a shard job or a combine touches its
+				// data before it writes a manifest that names it, so a sweep that
+				// listed the blob earlier meets 412 and keeps it.
+				deleted, err := a.deleteUnchanged(ctx, cont, name, l.etag)
 				if err != nil {
 					return swept, err
 				}
@@ -409,39 +346,8 @@ func (a *Archiver) SweepAbortedExports(ctx context.Context, cont, table string, 
 			}
 			swept = append(swept, name)
 		}
-		// The data blobs of sharded exports: those of a generation without a manifest,
-		// and those no shard manifest names (an attempt killed before its shard manifest,
-		// then run again under another name).
-		for g, blobs := range shardData {
-			if youngest[g] < olderThan || f != tableFolder(table) {
-				// A sharded export still going on (a shard or the combine wrote within
-				// olderThan): its finished shards' data waits for the last shard.
-				continue
-			}
-			orphans, err := a.shardOrphans(ctx, cont, table, g, maps.Keys(blobs))
-			if err != nil {
-				return swept, err
-			}
-			for name, l := range blobs { // each at least as old as youngest[g] (>= olderThan)
-				if !orphans[name] {
-					continue
-				}
-				if !dryRun {
-					// If-Match the listing's ETag: a shard job or a combine touches its
-					// data before it writes a manifest that names it, so a sweep that
-					// listed the blob earlier meets 412 and keeps it.
-					deleted, err := a.deleteUnchanged(ctx, cont, name, l.etag)
-					if err != nil {
-						return swept, err
-					}
-					if !deleted {
-						continue
-					}
-				}
-				swept = append(swept, name)
-			}
-		}
 	}
+
 	slices.Sort(swept)
 	return swept, nil
 }
@@ -514,20 +420,20 @@ func (a *Archiver) shardOrphans(ctx context.Context, cont, table, gen string, na
 // sweepOne deletes one aborted export's data blob if its manifest is still absent (a
 // 404: any other failure is returned, nothing deleted) and the blob still has the ETag
 // the listing saw. It reports whether the blob is gone.
-func (a *Archiver) sweepOne(ctx context.Context, cont, folder, table, gen string, etag azcore.ETag) (bool, error) {
-	_, err := a.readManifestIn(ctx, cont, folder, table, gen)
+func (a *Archiver) sweepOne(ctx context.Context, cont, table, gen string, etag azcore.ETag) (bool, error) {
+	_, err := a.readManifest(ctx, cont, table, gen)
 	switch {
 	case err == nil:
 		return false, nil // the export finished since the listing: keep it
 	case errors.Is(err, ErrArchiveCorrupt):
 		// Something is there, if not a manifest this package reads: not an absence.
 		a.opts.Logger.Warn("sweep: keeping a data blob whose manifest is unreadable", zap.String("container", cont),
-			zap.String("blob", dataBlobIn(folder, gen)), errs.LogField(err))
+			zap.String("blob", DataBlobName(table, gen)), errs.LogField(err))
 		return false, nil
 	case !errors.Is(err, errs.ErrNotFound):
 		return false, err
 	}
-	return a.deleteUnchanged(ctx, cont, dataBlobIn(folder, gen), etag)
+	return a.deleteUnchanged(ctx, cont, DataBlobName(table, gen), etag)
 }
 
 // deleteUnchanged deletes an aborted export's blob If-Match etag (the listing's) and

@@ -121,8 +121,8 @@ type Manifest struct {
 	// last check before this manifest began, the rescan of keys and ETags that proved
 	// the table held exactly this export, by the archiver's clock, raised above the
 	// CheckedAt of every generation of the table listed just before that check (so a
-	// slower clock still orders after what it saw). Manifests without it (earlier
-	// versions) order by their generation name's time. A generation ordered after the
+	// slower clock still orders after what it saw). A manifest without it is not one this
+	// package wrote (ErrArchiveCorrupt). A generation ordered after the
 	// reader's clock + ClockSkew is ignored by every listing (forged, or a clock far
 	// ahead), and no CheckedAt is written beyond that bound.
 	CheckedAt  string `json:"checkedAt,omitempty"`
@@ -149,38 +149,19 @@ type TableReport struct {
 
 // DataBlobName is the blob that holds one generation of a table's export: gzip JSON
 // lines, one entity each. Table names are case-insensitive, so the folder is the table
-// name in lower case: every spelling of one table names one folder. (Exports written
-// before that used the job's spelling; Generations and RestoreTable still find them.)
-// The empty generation is the layout of earlier versions.
+// name in lower case: every spelling of one table names one folder.
 func DataBlobName(table, generation string) string {
-	return dataBlobIn(tableFolder(table), generation)
+	return tableFolder(table) + "/" + generation + "/entities.jsonl.gz"
 }
 
 // ManifestBlobName is the blob that holds the Manifest of one generation (lower-case
 // folder, as DataBlobName).
 func ManifestBlobName(table, generation string) string {
-	return manifestBlobIn(tableFolder(table), generation)
-}
-
-// dataBlobIn and manifestBlobIn name a generation's blobs in a given folder (the
-// canonical one, or the spelling an earlier version used).
-func dataBlobIn(folder, generation string) string {
-	if generation == "" {
-		return folder + "/entities.jsonl.gz"
-	}
-	return folder + "/" + generation + "/entities.jsonl.gz"
-}
-
-func manifestBlobIn(folder, generation string) string {
-	if generation == "" {
-		return folder + "/manifest.json"
-	}
-	return folder + "/" + generation + "/manifest.json"
+	return tableFolder(table) + "/" + generation + "/manifest.json"
 }
 
 // generationLayout is the time part of a generation name: when its export began, by the
-// exporter's clock. It does not order generations (Manifest.CheckedAt does), except
-// those written by earlier versions, which have no CheckedAt.
+// exporter's clock. It does not order generations (Manifest.CheckedAt does).
 const generationLayout = "20060102T150405.0000000Z"
 
 // newGeneration names a new export that begins at t: unique (a random suffix).

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -363,69 +362,6 @@ func TestForgedManifestIsRefused(t *testing.T) {
 	}
 	if got, err := b.archive.Collect(b.ctx, repo.Query{Top: 1}); err != nil || len(got) != 0 {
 		t.Fatalf("the restore wrote %d entities (%v)", len(got), err)
-	}
-}
-
-// Exports written before the folder became lower case sit under the job's spelling of
-// the table. Generations, restore of all generations and the already-archived check find
-// them beside the new ones, under any spelling.
-func TestOldSpellingGenerationsStayReadable(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "")
-	cont := testenv.ContainerName(t)
-	name := b.current.Name() // mixed case
-	fillTable(t, b, name, 40, "a")
-	rep1, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: name, Container: cont, Sealed: true, KeepTable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Move the first export to the old layout: folder as spelled, no CheckedAt.
-	resp, err := b.clients.Blobs.DownloadStream(b.ctx, cont, rep1.Manifest.DataBlob, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := new(strings.Builder)
-	if _, err := io.Copy(buf, resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	data := []byte(buf.String())
-	old := rep1.Manifest
-	old.CheckedAt = ""
-	old.DataBlob = dataBlobIn(name, old.Generation)
-	if _, err := b.clients.Blobs.UploadBuffer(b.ctx, cont, old.DataBlob, data, nil); err != nil {
-		t.Fatal(err)
-	}
-	mb, _ := json.Marshal(old)
-	if _, err := b.clients.Blobs.UploadBuffer(b.ctx, cont, manifestBlobIn(name, old.Generation), mb, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, blob := range []string{rep1.Manifest.DataBlob, ManifestBlobName(name, old.Generation)} {
-		if _, err := b.clients.Blobs.DeleteBlob(b.ctx, cont, blob, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The table changes; the new export lands in the lower-case folder.
-	fillTable(t, b, name, 2, "late")
-	rep2, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: name, Container: cont, Sealed: true})
-	if err != nil || rep2.Outcome != OutcomeMoved || !strings.HasPrefix(rep2.Manifest.DataBlob, strings.ToLower(name)+"/") {
-		t.Fatalf("second export: %+v %v", rep2, err)
-	}
-	for _, spelling := range []string{name, strings.ToUpper(name)} {
-		gens, err := b.a.Generations(b.ctx, cont, spelling)
-		if err != nil || len(gens) != 2 || gens[0] != old.Generation || gens[1] != rep2.Manifest.Generation {
-			t.Fatalf("generations as %s: %v %v, want [%s %s]", spelling, gens, err, old.Generation, rep2.Manifest.Generation)
-		}
-	}
-	target := b.archive
-	if _, err := b.a.RestoreTable(b.ctx, RestoreTableJob{Table: strings.ToUpper(name), Container: cont, Target: target.Name(), Generation: GenerationAll}); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := target.Collect(b.ctx, repo.Query{}); err != nil || len(got) != 42 {
-		t.Fatalf("restore all: %d entities (%v), want 42", len(got), err)
-	}
-	if rep, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: name, Container: cont, Sealed: true}); err != nil || rep.Outcome != OutcomeAlreadyArchived {
-		t.Fatalf("rerun: %+v %v", rep, err)
 	}
 }
 
