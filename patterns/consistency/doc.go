@@ -5,6 +5,8 @@
 // per-period table exported and dropped) are package tablearchive; one worker runs the
 // jobs of both (the archiver binary registers both).
 //
+// The algorithm: move.go
+//
 // # The problem
 //
 // An entity group transaction covers one partition of one table. Moving an employee from a
