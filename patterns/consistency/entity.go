@@ -353,21 +353,25 @@ func (a *Archiver) downloadEntity(ctx context.Context, container, name, pk, rk s
 	return body, err
 }
 
-// checkSourceRead checks the source read of moveOnce's step 2 (e, err): a missing table
-// is not a missing entity (the table as addressed, Options.Companions' spelling, does
-// not exist), and an entity without an ETag cannot be deleted conditionally. A 404 and
-// other errors come back as they are.
-func (a *Archiver) checkSourceRead(src *repo.Table[codec.Entity], job ArchiveEntityJob, e *codec.Entity, err error) error {
+// checkSourceRead checks the source read of moveOnce's step 2 (e, err) and reports
+// whether the entity is gone (a 404 for the entity). A missing table is not a missing
+// entity (the table as addressed, Options.Companions' spelling, does not exist), and an
+// entity without an ETag cannot be deleted conditionally. Other errors come back as
+// they are.
+func (a *Archiver) checkSourceRead(src *repo.Table[codec.Entity], job ArchiveEntityJob, e *codec.Entity, err error) (gone bool, _ error) {
 	if archive.IsTableNotFound(err) {
-		return fmt.Errorf("consistency: the source table %s (addressed as %s) does not exist: %w", job.Source, src.Name(), err)
+		return false, fmt.Errorf("consistency: the source table %s (addressed as %s) does not exist: %w", job.Source, src.Name(), err)
+	}
+	if errors.Is(err, errs.ErrNotFound) {
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if e.ETag == "" {
-		return fmt.Errorf("consistency: the source entity came back without an ETag")
+		return false, fmt.Errorf("consistency: the source entity came back without an ETag")
 	}
-	return a.after("archive-entity", "read")
+	return false, a.after("archive-entity", "read")
 }
 
 // sourceGone is the outcome of a move whose source entity is not there (step 2): already

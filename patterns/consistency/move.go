@@ -79,7 +79,8 @@ func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], 
 	// 2. Read the source. Read after the target, a version other than the one the copy
 	// records is a newer one.
 	e, err := src.Get(ctx, job.PartitionKey, job.RowKey)
-	if err = a.checkSourceRead(src, job, &e, err); errors.Is(err, errs.ErrNotFound) {
+	gone, err := a.checkSourceRead(src, job, &e, err)
+	if gone {
 		return a.sourceGone(ctx, job, tgt)
 	}
 	if err != nil {
