@@ -302,7 +302,7 @@ func TestShardBoundsBalanceWholePartitions(t *testing.T) {
 
 // Killed between its shard manifest and the enqueue of the combine: the table stays,
 // and the rerun of that shard job enqueues the combine, which deletes it.
-func TestAttackShardKilledBetweenManifestAndCombine(t *testing.T) {
+func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 1500)
 	job, gen := sb.planned(t, 3)
@@ -341,7 +341,7 @@ func TestAttackShardKilledBetweenManifestAndCombine(t *testing.T) {
 
 // Two combines at once, both held after their checks until both got there: both
 // succeed, one manifest is written, the table is deleted once, and the archive is whole.
-func TestAttackTwoCombinesAtOnce(t *testing.T) {
+func TestTwoCombinesAtOnce(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 1500)
 	cj, _ := sb.exportShards(t, sb.container, 4)
@@ -365,7 +365,7 @@ func TestAttackTwoCombinesAtOnce(t *testing.T) {
 // A writer updates an entity of a shard's range while that shard exports (after its
 // data is uploaded, before its manifest): the combine finds the table changed and
 // deletes nothing, as an unsharded export does; the handler does not retry it.
-func TestAttackWriterDuringShardExport(t *testing.T) {
+func TestWriterDuringShardExport(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 1500)
 	job, gen := sb.planned(t, 3)
@@ -409,7 +409,7 @@ func TestAttackWriterDuringShardExport(t *testing.T) {
 // Someone with write access to the sb.container replaces a shard's manifest and data
 // with forged content whose manifest copies the genuine Versions (keys and ETags), or
 // removes a shard manifest, or forges the plan: no delete.
-func TestAttackForgedOrMissingShardKeepsTable(t *testing.T) {
+func TestForgedOrMissingShardKeepsTable(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 1200)
 	container, want := sb.container, sb.want

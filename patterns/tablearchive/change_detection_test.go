@@ -1,17 +1,73 @@
 package tablearchive
 
 import (
-	"context"
 	"errors"
-	"fmt"
+	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+
+	"context"
+	"fmt"
+	"sync"
+
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
+
+// A writer acting just before the last check (the Timestamp query before DeleteTable),
+// held exactly at the proxy: an insert, an update of an exported entity, and a delete
+// paired with an insert. Each must make the job ErrTableChanged with the table kept.
+func TestArchiveTableWriterJustBeforeLastCheck(t *testing.T) {
+	t.Parallel()
+	ps := testenv.Proxies(t)
+	b := setup(t, ps.ConnectionString)
+	for _, tc := range []string{"insert", "update", "delete+insert"} {
+		t.Run(tc, func(t *testing.T) {
+			tb := b.newTable(t, "W"+strings.ReplaceAll(tc, "+", ""))
+			fillTable(t, b, tb.Name(), 50, "a")
+			container := testenv.ContainerName(t)
+			isCheck := func(r *http.Request) bool {
+				return faultproxy.IsListEntities(r) && strings.Contains(r.URL.Path, "/"+tb.Name()+"(") &&
+					strings.Contains(r.URL.RawQuery, "Timestamp")
+			}
+			p := ps.Table.PauseAt("timestamp check "+tc, isCheck, 1)
+			t.Cleanup(p.Release)
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true})
+				done <- err
+			}()
+			if err := p.Wait(b.ctx); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			switch tc {
+			case "insert":
+				err = tb.Insert(b.ctx, &codec.Entity{PartitionKey: "user00", RowKey: "zz", Properties: map[string]any{"Tag": "new"}})
+			case "update":
+				err = tb.Update(b.ctx, &codec.Entity{PartitionKey: "user00", RowKey: "a00000", Properties: map[string]any{"Tag": "upd"}}, &repo.UpdateOptions{Unconditional: true})
+			default:
+				if err = tb.Delete(b.ctx, "user01", "a00001", nil); err == nil {
+					err = tb.Insert(b.ctx, &codec.Entity{PartitionKey: "user01", RowKey: "a00001x", Properties: map[string]any{"Tag": "new"}})
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Release()
+			if err := <-done; !errors.Is(err, ErrTableChanged) {
+				t.Fatalf("archive: %v, want ErrTableChanged", err)
+			}
+			if ok, err := tb.Exists(b.ctx); !ok || err != nil {
+				t.Fatalf("table deleted (%v)", err)
+			}
+		})
+	}
+}
 
 // changeAndBack updates one entity of [low, high) to other content and then back to its
 // own: the table holds the same content, with a new ETag and Timestamp.
@@ -32,7 +88,7 @@ func changeAndBack(ctx context.Context, tb *repo.Table[codec.Entity], low, high 
 
 // A writer changes an entity of shard 1's range after shard 1 exported it, and changes
 // it back before the combine: same content, new ETag. The combine must not delete.
-func TestAttackChangeBackAfterShardExport(t *testing.T) {
+func TestChangeBackAfterShardExport(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 900)
 	cj, plan := sb.exportShards(t, sb.container, 3)
@@ -51,7 +107,7 @@ func TestAttackChangeBackAfterShardExport(t *testing.T) {
 
 // The same write after the combine's scan, before its manifest (the step "checked"): the
 // check before the delete must find it.
-func TestAttackChangeBackAfterCombineScan(t *testing.T) {
+func TestChangeBackAfterCombineScan(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 900)
 	cj, plan := sb.exportShards(t, sb.container, 3)
@@ -73,7 +129,7 @@ func TestAttackChangeBackAfterCombineScan(t *testing.T) {
 
 // An entity inserted (in a new partition between two shards' bounds, and in shard 0's
 // own range) after every shard exported: the combine must not delete.
-func TestAttackInsertBetweenShardBounds(t *testing.T) {
+func TestInsertBetweenShardBounds(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 900)
 	cj, plan := sb.exportShards(t, sb.container, 3)
@@ -98,7 +154,7 @@ func TestAttackInsertBetweenShardBounds(t *testing.T) {
 
 // A shard manifest that claims another shard's index, or copies a shard manifest of
 // another generation of the same table (with its data): the combine refuses both.
-func TestAttackShardManifestOfAnotherShardOrGeneration(t *testing.T) {
+func TestShardManifestOfAnotherShardOrGeneration(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 900)
 	table, container := sb.current.Name(), sb.container
@@ -145,7 +201,7 @@ func TestAttackShardManifestOfAnotherShardOrGeneration(t *testing.T) {
 // A restore of a sharded generation whose shard data was replaced after its manifest
 // writes nothing; one replaced after the restore's snapshots were verified writes the
 // verified content.
-func TestAttackRestoreShardDataReplaced(t *testing.T) {
+func TestRestoreShardDataReplaced(t *testing.T) {
 	t.Parallel()
 	sb := setupShards(t, 900)
 	table, container := sb.current.Name(), sb.container

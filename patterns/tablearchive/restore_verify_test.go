@@ -18,7 +18,7 @@ import (
 // verifies snapshots and writes from them: what it writes is exactly what it verified
 // (every entity of both generations, none of the replacement), and it leaves no snapshot
 // behind.
-func TestAttackRestoreAllWritesBeforeLaterGenerationFails(t *testing.T) {
+func TestRestoreAllWritesBeforeLaterGenerationFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	cont := testenv.ContainerName(t)
