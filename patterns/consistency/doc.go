@@ -37,7 +37,7 @@
 //   - a 404 on the source delete counts as moved only when one Get finds the source
 //     really gone and the copy records the version read in step 1; otherwise the move
 //     restarts and finds what happened (a store can answer 404 for an entity that is
-//     there: TestArchiveEntity404WhileThereStartsOver, TestAttackAmovesEntity404NotGone);
+//     there: TestArchiveEntity404WhileThereStartsOver, TestEntity404NotGone);
 //     a second such 404 for the same version, the entity still there unchanged, is a
 //     store that cannot address it (Azurite's $batch, for a key with U+2028): the move
 //     fails once with ErrInvalidInput, permanent, rather than restarting until its
@@ -83,22 +83,22 @@
 // Copy and delete transactions are cut by their action count and by their payload as
 // repo.TransactionSize measures it (the measure repo.Submit refuses by: bodies, and
 // request lines that carry both path-escaped keys), so no transaction is refused for
-// its size (TestAttackRangeReplaceCopiesOverWireBudget,
-// TestAttackRangeCompanionUpdatesOver4MiB). One entity whose delete and companion actions
+// its size (TestRangeReplaceCopiesOverWireBudget,
+// TestRangeCompanionUpdatesOver4MiB). One entity whose delete and companion actions
 // alone exceed a transaction is refused (ErrInvalidInput; the job is cancelled).
 //
 // An entity the target cannot take (its table copy would have more than 252 custom
 // properties with the copy's own (three), or exceed 1 MiB; its blob name would be too long) is
 // left in the source unchanged and the rest of the range moves: RangeReport.Skipped
 // lists its keys and a warning logs them, keys only, never its values
-// (TestRangeSkipsEntitiesTheTargetCannotTake, TestAttackRangeOnePoisonEntityStopsTheJob).
+// (TestRangeSkipsEntitiesTheTargetCannotTake, TestRangeOnePoisonEntityStopsTheJob).
 // So is a key the scan returns that the job cannot address: an empty PartitionKey
 // (another client can store one; aztables refuses it on every point operation) or a
 // character the service forbids in keys (a store that does not enforce the rule). The
 // keys a scan returns are still checked against the range and the order, and a
 // checkpoint is a position, not an address: a continuation after such a key resumes
 // after it (TestRangeUnaddressableKeysSkippedAndResumedAfter,
-// TestAttackAmovesRangeEmptyPartitionKey).
+// TestRangeEmptyPartitionKey).
 //
 // Where conditions are re-checked on the entities read, by the scan and by each batch's
 // source read: a property must be stored with the condition's EDM type and compare as it
@@ -111,7 +111,7 @@
 // Edm.Int64 conditions are never sent (rather than refusing such jobs, which cannot know
 // the stored types in advance): the job checks them itself on every entity that its key
 // range and its other conditions select (RangeReport.Scanned counts the matching ones),
-// which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
+// which costs a scan of those, not of the matches only (TestRangeConditionTypeMismatch,
 // TestRangeConditionsOfTheirOwnType, TestRangeInt64ConditionBesideOtherNumberTypes). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
 //
@@ -138,8 +138,8 @@
 // took its entities out of the source, so an attempt moves only what is left. An entity
 // is therefore deleted only at the version its copy holds, a copy never replaces a newer
 // one, and duplicates, concurrent deliveries and replays of a job end with each entity
-// archived once (TestRangeArchiveKilledTenTimes, TestAttackRangeTwoDeliveriesAtOnce,
-// TestAttackRangeWriterBetweenCopyAndDelete, TestAttackRangeResponseLostAfterCommit).
+// archived once (TestRangeArchiveKilledTenTimes, TestRangeTwoDeliveriesAtOnce,
+// TestRangeWriterBetweenCopyAndDelete, TestRangeResponseLostAfterCommit).
 // An entity whose own delete fails because it was written (or deleted) since the batch
 // read it leaves its transaction and the rest of the batch is sent again: the next pass
 // reads and moves it alone. One written again before every pass's delete (a hot entity)
@@ -156,7 +156,7 @@
 // sent again, or, when companions need the transaction, left with its copy and reported
 // in RangeReport.Skipped (TestArchiveRangeLineSeparatorKeyBesideEmptyRowKey,
 // TestArchiveRangeLineSeparatorKeyWithCompanionSkipped,
-// TestAttackAmovesRangeLineSeparatorKeys). A companion's copy whose delete answers 404
+// TestRangeLineSeparatorKeys). A companion's copy whose delete answers 404
 // in two attempts in a row, at the same version of its entity, while the companion
 // finds it there each time, is one the store cannot address: that entity is left and
 // reported in RangeReport.Skipped, and the rest of the batch moves
@@ -172,7 +172,7 @@
 // the keys a scan returns must be inside the range and ascending, so a job never moves
 // backwards or outside its selection. Keys compare as the service orders them, by UTF-16
 // code units (keys.Compare): a key with a character above U+FFFF sorts before one with a
-// character in U+E000–U+FFFF (TestAttackRangeKeysUTF16Order). A stop between the continuation's enqueue and the
+// character in U+E000–U+FFFF (TestRangeKeysUTF16Order). A stop between the continuation's enqueue and the
 // message's delete leaves two messages over the rest of the range: both are safe, and
 // the cost is their contention. Without Options.Queue a delivery runs the whole range.
 //
@@ -192,7 +192,7 @@
 // transaction committed (or when its outcome is unknown), the After hooks of its
 // entities run, their errors logged when the Removal has a Before
 // (TestArchiveRangeFailingAfterIsLogged) and failing the job when it has none
-// (TestFixMovesRangeFailedAfterWithoutBeforeFailsTheJob; Moved still counts the
+// (TestRangeFailedAfterWithoutBeforeFailsTheJob; Moved still counts the
 // committed deletes). Entities of a batch can share a
 // companion row (the index entity of a value many of them hold): an entity's actions
 // were computed from the row as it was, so a transaction never takes two groups that
@@ -254,7 +254,7 @@
 //     becomes that transaction: the entity and its copies go together or not at all. A
 //     copy that changed or went since it was read (412, 404; 409) fails the whole
 //     transaction, and the move starts over from fresh reads, never half applied
-//     (TestAttackArchiveEntityCompanionCopyChangesBeforeTheTransaction,
+//     (TestArchiveEntityCompanionCopyChangesBeforeTheTransaction,
 //     TestAttackArchiveIntraWriterBetweenRemovalAndTransaction,
 //     TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction);
 //   - copies elsewhere (Inter's index partitions, Eventual's lists): Before, the durable
@@ -272,8 +272,8 @@
 //     implement Sweeper (Inter: one enqueue), so that the copies never outlive the
 //     entity for want of a message (TestAttackArchiveInterNoSafetyLostDeleteResponseLeavesCopies,
 //     TestAttackArchiveInterNoSafetyFailedNotifyIsOnlyLogged,
-//     TestFixMovesFailedAfterWithoutBeforeFailsTheMove,
-//     TestFixMovesGoneBeforeTheDeleteStillRunsAfter).
+//     TestFailedAfterWithoutBeforeFailsTheMove,
+//     TestGoneBeforeTheDeleteStillRunsAfter).
 //
 // A stop between Before and the delete leaves entity and copies in place and a message
 // that finds the entity and keeps them; the rerun moves both
@@ -293,7 +293,7 @@
 // Options.Companions keyed in another spelling than the companions' own table, are
 // refused (ErrInvalidInput, permanent) with nothing written
 // (TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction,
-// TestFixMovesSpellingMismatchRefusedBeforeWriting). A source table that does not exist
+// TestSpellingMismatchRefusedBeforeWriting). A source table that does not exist
 // as addressed (entity requests are case-sensitive on Azurite) is an error, not a
 // missing entity (TestAttackArchiveIntraCompanionsKeyedInAnotherCase).
 //
@@ -332,8 +332,8 @@
 // (TestTieredArchiveKeepsEveryHopsProvenance). A range batch therefore reads whole
 // copies from a target table (a $select cannot name the hops in advance). Two source tables may share a target table only if their keys
 // never collide: a move never replaces a copy that records another source table (it
-// refuses, ErrInvalidInput with the keys: TestAttackRangeTwoSourcesOneTargetTable,
-// TestFixMovesEntityRefusesAnotherTablesCopy), nor a row of the target table that records
+// refuses, ErrInvalidInput with the keys: TestRangeTwoSourcesOneTargetTable,
+// TestEntityRefusesAnotherTablesCopy), nor a row of the target table that records
 // no source table (TestMoveRefusesTargetRowThatRecordsNoSourceTable).
 //
 // # Errors

@@ -19,7 +19,7 @@ import (
 // gone" (errRestart), never creates the table, and every batch gives up after its
 // retries (the worker redelivers until the message is poisoned). Expected: the first
 // copy creates the table and every entity ends archived once.
-func TestAttackRangeCreatesMissingTarget(t *testing.T) {
+func TestRangeCreatesMissingTarget(t *testing.T) {
 	t.Parallel()
 	for _, runs := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d runs", runs), func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestAttackRangeCreatesMissingTarget(t *testing.T) {
 // single-entity job archives it (its copy, newer than the batch's view, lands in the
 // target and the source entity is deleted). The batch's insert of version 1 must not
 // replace it: version 2 stays archived and the rest moves. Table and blob targets.
-func TestAttackRangeSingleJobWritesNewerCopyMidBatch(t *testing.T) {
+func TestRangeSingleJobWritesNewerCopyMidBatch(t *testing.T) {
 	t.Parallel()
 	for _, target := range []string{"table", "blob"} {
 		t.Run(target, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestAttackRangeSingleJobWritesNewerCopyMidBatch(t *testing.T) {
 
 // Entities near 1 MiB (15 binary properties of 64 KiB: about 1.3 MB of JSON each) in one
 // partition: the copies are cut into transactions under 4 MiB by payload, and all move.
-func TestAttackRangeNearMaxEntitiesOnePartition(t *testing.T) {
+func TestRangeNearMaxEntitiesOnePartition(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	blob := bytes.Repeat([]byte{0xfb}, 64<<10-64)

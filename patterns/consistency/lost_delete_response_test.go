@@ -22,7 +22,7 @@ import (
 // only step is After (Inter with SafetyDelay off) must be told about every entity the
 // transaction deleted. The rerun of the batch finds them gone and calls no Sweeper, so
 // if the lost response skips After, nothing ever removes their copies.
-func TestAttackAmovesRangeLostDeleteResponseRunsAfter(t *testing.T) {
+func TestRangeLostDeleteResponseRunsAfter(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
@@ -60,7 +60,7 @@ func TestAttackAmovesRangeLostDeleteResponseRunsAfter(t *testing.T) {
 
 // The same for the single-entity move: its delete transaction (a companion with an
 // action forces a transaction) or plain delete loses its response after it landed.
-func TestAttackAmovesEntityLostDeleteResponseRunsAfter(t *testing.T) {
+func TestEntityLostDeleteResponseRunsAfter(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
@@ -92,7 +92,7 @@ func TestAttackAmovesEntityLostDeleteResponseRunsAfter(t *testing.T) {
 // written for a year" job): Condition allows any property but PartitionKey and RowKey,
 // Timestamp is a queryable property, and the query selects every entity. The re-check
 // must not drop them all.
-func TestAttackAmovesRangeTimestampCondition(t *testing.T) {
+func TestRangeTimestampCondition(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	want := b.loadRange(t, []string{"Sales"}, 5)

@@ -13,7 +13,7 @@ import (
 // one with a character in U+E000–U+FFFF ("！", FF01) there, after it in Go. A partition
 // holding both (any writer can store such keys) makes every scan "out of order" or
 // "outside the range": the job never completes. Expected: the partition is archived.
-func TestAttackRangeKeysUTF16Order(t *testing.T) {
+func TestRangeKeysUTF16Order(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	for _, rk := range []string{"a", "x\uFF01", "x\U0001F600", "z"} {

@@ -14,7 +14,7 @@ import (
 // MaxBlobNameBytes is archived (the service takes it), one byte more is skipped and
 // reported, and the keys around them move. Checks that the limit the move enforces is the
 // one the blob service enforces, on both sides of it.
-func TestAttackAmovesBlobNameAtTheLimit(t *testing.T) {
+func TestBlobNameAtTheLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	container := testenv.ContainerName(t)

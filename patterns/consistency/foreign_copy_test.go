@@ -60,7 +60,7 @@ func (c *afterOnly) setFail(v bool) {
 
 // The single move into a target table that holds another source table's copy under the
 // same keys refuses (permanent, keys in the error) before writing: both entities stay.
-func TestFixMovesEntityRefusesAnotherTablesCopy(t *testing.T) {
+func TestEntityRefusesAnotherTablesCopy(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	other := b.newTable(t, "Other")
@@ -119,7 +119,7 @@ func TestMoveRefusesTargetRowThatRecordsNoSourceTable(t *testing.T) {
 // After is the only step of a Removal and fails once the delete landed: the move fails
 // (the job runs again); the rerun finds the entity gone and archived, and tells the
 // Sweeper (Gone), whose error fails it too until it succeeds.
-func TestFixMovesFailedAfterWithoutBeforeFailsTheMove(t *testing.T) {
+func TestFailedAfterWithoutBeforeFailsTheMove(t *testing.T) {
 	t.Parallel()
 	b, a, c := setupAfterOnly(t)
 	if err := b.current.Insert(b.ctx, employee("Sales", "000001", 30)); err != nil {
@@ -148,7 +148,7 @@ func TestFixMovesFailedAfterWithoutBeforeFailsTheMove(t *testing.T) {
 
 // The same in a range move: the batch committed, After fails: the job fails, and the
 // report counts what was deleted.
-func TestFixMovesRangeFailedAfterWithoutBeforeFailsTheJob(t *testing.T) {
+func TestRangeFailedAfterWithoutBeforeFailsTheJob(t *testing.T) {
 	t.Parallel()
 	b, a, _ := setupAfterOnly(t)
 	b.loadRange(t, []string{"Sales"}, 5)
@@ -163,7 +163,7 @@ func TestFixMovesRangeFailedAfterWithoutBeforeFailsTheJob(t *testing.T) {
 
 // Companions whose actions address the table in another spelling than the move's delete
 // are refused before the archive copy is written (repo.CheckTransaction), permanently.
-func TestFixMovesSpellingMismatchRefusedBeforeWriting(t *testing.T) {
+func TestSpellingMismatchRefusedBeforeWriting(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	if err := b.current.Insert(b.ctx, employee("Sales", "000001", 30)); err != nil {
@@ -206,7 +206,7 @@ func (f companionFunc) Removal(ctx context.Context, e *codec.Entity) (Removal, e
 // The application deletes the entity between the move's copy and its delete: the delete
 // meets 404 and the move finds its copy in the target (moved). After, the only step of a
 // Removal without Before, runs all the same, and its failure fails the move.
-func TestFixMovesGoneBeforeTheDeleteStillRunsAfter(t *testing.T) {
+func TestGoneBeforeTheDeleteStillRunsAfter(t *testing.T) {
 	t.Parallel()
 	b, a, c := setupAfterOnly(t)
 	if err := b.current.Insert(b.ctx, employee("Sales", "000001", 30)); err != nil {
@@ -229,5 +229,38 @@ func TestFixMovesGoneBeforeTheDeleteStillRunsAfter(t *testing.T) {
 	defer c.mu.Unlock()
 	if fmt.Sprint(c.afters) != "[000001]" || fmt.Sprint(c.gones) != "[000001]" {
 		t.Fatalf("afters %v, gones %v", c.afters, c.gones)
+	}
+}
+
+// Two source tables archived into one target table, as one archive table per dataset of
+// daily tables (periodtable) would be: the same keys in both (an order number that
+// restarts each day). A copy records the source's ETag but not the source table, so the
+// second table's range move takes the first table's copy for a stale copy of its own
+// entity and replaces it (If-Match its ETag): the first table's entity, already deleted
+// from its source, is then in no table at all. Nothing refuses the job. (Blob targets
+// name the source table in the blob name, so they do not collide.) Expected: the second
+// move leaves the other table's copy alone (refuses, or fails the batch), never replaces it.
+func TestRangeTwoSourcesOneTargetTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	other := b.newTable(t, "Other")
+	b.loadRange(t, []string{"Sales"}, 10) // Version 1 in Current
+	if err := other.Insert(b.ctx, rangeEntity("Sales", 3, 99)); err != nil {
+		t.Fatal(err)
+	}
+	first := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}
+	if rep, err := b.a.ArchiveRange(b.ctx, first); err != nil || rep.Moved != 10 {
+		t.Fatalf("first: %+v %v", rep, err)
+	}
+	second := ArchiveRangeJob{Source: other.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}
+	rep, err := b.a.ArchiveRange(b.ctx, second)
+	t.Logf("second: %+v %v", rep, err)
+	cp, err := b.archive.Get(b.ctx, "Sales", "000003")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Properties["Version"] != int32(1) {
+		t.Fatalf("the copy of (Sales, 000003) of %s was replaced by the entity of %s (Version %v): the first entity is in no table now",
+			b.current.Name(), other.Name(), cp.Properties["Version"])
 	}
 }

@@ -59,7 +59,7 @@ func directTable(t *testing.T, name string) *repo.Table[codec.Entity] {
 // transaction goes on. Its If-Match on the copied ETag fails, nothing of it is deleted,
 // and the batch starts over: version 2 ends archived and the source empty. Table and blob
 // targets.
-func TestAttackRangeWriterBetweenCopyAndDelete(t *testing.T) {
+func TestRangeWriterBetweenCopyAndDelete(t *testing.T) {
 	t.Parallel()
 	for _, target := range []string{"table", "blob"} {
 		t.Run(target, func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestAttackRangeWriterBetweenCopyAndDelete(t *testing.T) {
 // meets 404). Neither is taken for success or for failure: the batch re-reads, finds the
 // copies recording the source versions, or the source gone, and ends with every entity
 // archived once and the source empty.
-func TestAttackRangeResponseLostAfterCommit(t *testing.T) {
+func TestRangeResponseLostAfterCommit(t *testing.T) {
 	t.Parallel()
 	for _, which := range []string{"copy", "delete"} {
 		t.Run(which, func(t *testing.T) {
@@ -148,7 +148,7 @@ func TestAttackRangeResponseLostAfterCommit(t *testing.T) {
 // Two deliveries of one job at once: the job is enqueued twice and both deliveries are
 // held at their first scan until both have scanned, so they move the same batches
 // concurrently; and, from code, two runs at once. Every entity ends archived once.
-func TestAttackRangeTwoDeliveriesAtOnce(t *testing.T) {
+func TestRangeTwoDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	want := b.loadRange(t, []string{"a1", "a2", "a3"}, 400)
@@ -314,7 +314,7 @@ func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
 // moved, so that a continuation never moves backwards or outside the selection. A key
 // inside the range that the job cannot address (here a '#') is reported, not moved, and
 // does not stop the page (it used to: decided differently with the fix of
-// TestAttackAmovesRangeEmptyPartitionKey, since such a key is a position the
+// TestRangeEmptyPartitionKey, since such a key is a position the
 // continuation can resume after). Valid keys are split into batches of at most 100 keys
 // of one partition.
 func TestRangeScanKeysUntrusted(t *testing.T) {

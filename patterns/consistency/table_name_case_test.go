@@ -16,7 +16,7 @@ import (
 // of them could keep a stale version beside the newest. (The race itself cannot run on
 // Azurite, which treats table names case-sensitively; the names decide it.) The archive
 // names of one entity and of one table's exports must not depend on the spelling.
-func TestAttackArchiveNamesIgnoreTableNameCase(t *testing.T) {
+func TestArchiveNamesIgnoreTableNameCase(t *testing.T) {
 	if a, b := EntityBlobName("SignIns", "p", "r"), EntityBlobName("SIGNINS", "p", "r"); a != b {
 		t.Errorf("one entity, two archive blobs: %q and %q (duplicate jobs spelling the source differently keep two copies, one stale)", a, b)
 	}
