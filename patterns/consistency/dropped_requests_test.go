@@ -15,9 +15,9 @@ import (
 	"errors"
 )
 
-// amovesDropSteps is how many requests the sweeps below lose in turn (every request of
+// dropSteps is how many requests the sweeps below lose in turn (every request of
 // a clean run of their job, and a few more for the restarts).
-const amovesDropSteps = 24
+const dropSteps = 24
 
 // The response of the k-th table request of a range move is lost after the service
 // applied it, for every k of the run: the scan, the target read, the source read, the
@@ -26,7 +26,7 @@ const amovesDropSteps = 24
 // no entity and no companion copy row left in the source.
 func TestRangeDropEveryTableStep(t *testing.T) {
 	t.Parallel()
-	for k := 1; k <= amovesDropSteps; k++ {
+	for k := 1; k <= dropSteps; k++ {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			t.Parallel()
 			ps := testenv.Proxies(t)

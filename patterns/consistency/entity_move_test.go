@@ -48,7 +48,7 @@ func (b *bed) archivedAge(t *testing.T, job ArchiveEntityJob) int32 {
 	return age
 }
 
-// Issue 11 defect 3, exactly as reported: delivery 1 reads v1 and pauses; the
+// A stale delivery: delivery 1 reads v1 and pauses; the
 // application updates to v2; delivery 2 moves v2; delivery 1 resumes. The archive must
 // hold v2, and delivery 1 must not report a move of v1.
 func TestArchiveEntityStaleDuplicateNeverReplacesNewer(t *testing.T) {
@@ -191,8 +191,8 @@ func TestArchiveEntityRecordsSourceVersion(t *testing.T) {
 	}
 }
 
-// Issue 12 defect 2: keys that are path segments of their own (the table folder in lower
-// case: issue 11, one folder per table whatever its spelling).
+// Keys that are path segments of their own (".", "..") stay one escaped segment each,
+// under the table's lower-case folder (one folder per table whatever its spelling).
 func TestEntityBlobNameEscapesDotSegments(t *testing.T) {
 	for _, c := range []struct{ pk, rk, want string }{
 		{"..", "victim", "t/%2E%2E/victim.json"},
@@ -296,7 +296,7 @@ func TestAllowlistsRefuseWithoutRequest(t *testing.T) {
 	}
 }
 
-// Issue 12 defect 2 against the server: an entity whose keys are dot segments is
+// Against the server: an entity whose keys are dot segments is
 // archived under its escaped name, inside its table's folder, and read back.
 func TestArchiveEntityDotKeysStayInTheirFolder(t *testing.T) {
 	t.Parallel()

@@ -271,8 +271,8 @@ func sweeper(t *testing.T, ps *testenv.ProxySet, ahead time.Duration) *Archiver 
 		t.Fatal(err)
 	}
 	a.seams.clock = func() time.Time { return time.Now().Add(ahead) }
-	// The sweep ages blobs by the service's clock, not by this host's (the review's
-	// finding): time passing is modelled at the service too.
+	// The sweep ages blobs by the service's clock, not by this host's: time passing is
+	// modelled at the service too.
 	a.seams.serviceAhead = ahead
 	return a
 }

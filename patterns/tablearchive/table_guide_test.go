@@ -21,7 +21,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Issue 11 defect 1: a table that is neither a sealed period nor declared sealed is
+// A table that is neither a sealed period nor declared sealed is
 // refused before any request, even with a writer busy on it.
 func TestArchiveTableRefusesUnsealedTables(t *testing.T) {
 	t.Parallel()
@@ -172,7 +172,7 @@ func fillTable(t *testing.T, b *bed, name string, n int, tag string) {
 	}
 }
 
-// Issue 11 defect 2: a table re-created after its archive is archived as a second
+// A table re-created after its archive is archived as a second
 // generation beside the first, never over it; restoring all generations gives every
 // entity back.
 func TestArchiveTableGenerations(t *testing.T) {
@@ -293,7 +293,7 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// Issue 11 defect 5: a restore whose export does not match its manifest writes nothing
+// A restore whose export does not match its manifest writes nothing
 // and is a permanent failure.
 func TestRestoreVerifiesBeforeWriting(t *testing.T) {
 	t.Parallel()
