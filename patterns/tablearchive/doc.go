@@ -6,6 +6,8 @@
 // generation back. Single entities and ranges are moved by package consistency; one
 // worker runs the jobs of both (the archiver binary registers both).
 //
+// The algorithm: export.go
+//
 // # Whole tables: sealed only, immutable generations
 //
 // ArchiveTable exports a whole table, then deletes it. It only takes a sealed table, one

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"go.uber.org/zap"
 
@@ -446,6 +444,9 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 		if m, recent, etag, err = a.exportGeneration(ctx, t, job, seal); err != nil {
 			return TableReport{}, true, err
 		}
+		if err := a.after("archive-table", "manifest"); err != nil {
+			return TableReport{}, true, err
+		}
 		refs = []dataRef{{name: m.DataBlob, etag: etag}}
 		checkFrom, _ = time.Parse(time.RFC3339Nano, m.ExportStarted)
 		fresh = true
@@ -460,117 +461,14 @@ func (a *Archiver) archiveRound(ctx context.Context, t *repo.Table[codec.Entity]
 	if err := a.after("archive-table", "before-delete"); err != nil {
 		return TableReport{}, true, err
 	}
-	return a.deleteAfter(ctx, t, job, m, refs, checkFrom, recent)
-}
-
-// deleteAfter is step 6 of ArchiveTable: the table is deleted after m, whose data blobs
-// refs were checked against it (with the ETags of that content), if nothing was written
-// since checkFrom - ClockSkew but the versions in recent, m is the latest generation,
-// and its data is unchanged. done is false when another generation became the latest,
-// or the data changed, before the delete.
-func (a *Archiver) deleteAfter(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, m Manifest, refs []dataRef, checkFrom time.Time, recent recentSet) (TableReport, bool, error) {
-	ctx, del := a.startPhase(ctx, KindArchiveTable, PhaseDelete, job.Table, m.Generation, int64(len(recent)))
-	if err := a.checkNoNewWrites(ctx, t, checkFrom, recent); err != nil {
-		return TableReport{}, true, err
+	dctx, del := a.startPhase(ctx, KindArchiveTable, PhaseDelete, job.Table, m.Generation, int64(len(recent)))
+	rep, done, err := a.deleteAfter(dctx, t, job, m, refs, checkFrom, recent)
+	if err == nil && done {
+		del.finish()
+		a.opts.Logger.Info("table archived", zap.String("table", job.Table), zap.String("container", job.Container),
+			zap.String("generation", m.Generation), zap.Int64("entities", m.Entities), zap.Int64("bytes", m.Bytes), zap.Bool("tableDeleted", true))
 	}
-	// The table is deleted after the latest generation only: restore (latest, or all
-	// merged in order) must end with what the table held.
-	gens, err := a.listGenerations(ctx, job.Container, job.Table)
-	if err != nil {
-		return TableReport{}, true, err
-	}
-	if len(gens) == 0 || gens[len(gens)-1].m != m {
-		return TableReport{}, false, nil
-	}
-	// The data must still be there, unchanged since it was checked: touching it (If-Match)
-	// also defeats a sweep that listed it earlier (its delete is If-Match what it listed).
-	for _, r := range refs {
-		if _, err := a.touchData(ctx, job.Container, r.name, r.etag); errors.Is(err, errs.ErrNotFound) {
-			return TableReport{}, true, fmt.Errorf("consistency: table %s: a data blob of generation %s is gone after its check: table not deleted (a rerun exports it again): %w",
-				job.Table, m.Generation, err)
-		} else if errors.Is(err, errs.ErrPreconditionFailed) {
-			a.opts.Logger.Warn("the data blob changed after its check: checking again", zap.String("table", job.Table), zap.String("generation", m.Generation))
-			return TableReport{}, false, nil
-		} else if err != nil {
-			return TableReport{}, true, err
-		}
-	}
-	if err := t.DeleteTable(ctx); err != nil && !errors.Is(err, errs.ErrNotFound) {
-		return TableReport{}, true, err
-	}
-	del.finish()
-	a.opts.Logger.Info("table archived", zap.String("table", job.Table), zap.String("container", job.Container),
-		zap.String("generation", m.Generation), zap.Int64("entities", m.Entities), zap.Int64("bytes", m.Bytes), zap.Bool("tableDeleted", true))
-	return TableReport{Outcome: OutcomeMoved, Manifest: m}, true, nil
-}
-
-// exportGeneration runs steps 4 and 5 of ArchiveTable. It returns the manifest, the
-// versions of the entities written since the export's start minus ClockSkew, and the
-// data blob's ETag after its last touch. A data blob left by an export that fails after
-// its upload is deleted (best effort; see SweepAbortedExports for the ones a crash
-// leaves).
-func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, seal sealState) (Manifest, recentSet, azcore.ETag, error) {
-	started := a.now().UTC()
-	gen := newGeneration(started)
-	x := exportState{since: started.Add(-a.opts.ClockSkew), recent: recentSet{}, seal: seal}
-	m, uploaded, err := a.export(ctx, t, job, gen, &x)
-	if err != nil {
-		return Manifest{}, nil, "", err
-	}
-	m.ExportStarted = started.Format(time.RFC3339Nano)
-	m.Sealed = seal.why
-	written := false
-	defer func() {
-		if !written {
-			a.dropAbortedData(job.Container, m.DataBlob)
-		}
-	}()
-	if err := a.after("archive-table", "exported"); err != nil {
-		return Manifest{}, nil, "", err
-	}
-	vctx, verify := a.startPhase(ctx, KindArchiveTable, PhaseVerify, job.Table, gen, 2*m.Entities)
-	etag, err := a.verifyDataETag(vctx, job.Container, m)
-	if err != nil {
-		return Manifest{}, nil, "", err
-	}
-	if uploaded != "" && etag != uploaded {
-		return Manifest{}, nil, "", fmt.Errorf("%w: %s/%s changed between its upload and its check", ErrArchiveCorrupt, job.Container, m.DataBlob)
-	}
-	// Order after every generation that exists before the check begins (one a
-	// concurrent duplicate wrote while this export ran, or one made by a clock that runs
-	// ahead): their checks came first. A manifest written later may hold newer data.
-	gens, err := a.listGenerations(ctx, job.Container, job.Table)
-	if err != nil {
-		return Manifest{}, nil, "", err
-	}
-	checked := a.now().UTC()
-	if err := a.checkVersions(vctx, t, m, seal, time.Time{}, nil); err != nil {
-		return Manifest{}, nil, "", err
-	}
-	verify.finish()
-	if err := a.after("archive-table", "checked"); err != nil {
-		return Manifest{}, nil, "", err
-	}
-	key := nextKey(checked, gens)
-	if key.After(a.keyLimit()) {
-		return Manifest{}, nil, "", fmt.Errorf("consistency: table %s: CheckedAt %s would be later than the clock allows: not written", job.Table, key.Format(time.RFC3339Nano))
-	}
-	m.CheckedAt = key.Format(time.RFC3339Nano)
-	// A new ETag and Last-Modified just before the manifest: a sweep that listed the
-	// blob earlier cannot delete it any more (its delete is If-Match what it listed),
-	// and one whose delete came first makes this fail: no manifest without data.
-	if etag, err = a.touchData(ctx, job.Container, m.DataBlob, etag); err != nil {
-		return Manifest{}, nil, "", err
-	}
-	written = true // from the first attempt on the manifest may exist: its data stays
-	if err := a.writeManifest(ctx, job.Container, m); err != nil {
-		return Manifest{}, nil, "", err
-	}
-	if err := a.after("archive-table", "manifest"); err != nil {
-		return Manifest{}, nil, "", err
-	}
-	a.opts.Logger.Info("table exported", zap.String("table", job.Table), zap.String("generation", gen), zap.Int64("entities", m.Entities))
-	return m, x.recent, etag, nil
+	return rep, done, err
 }
 
 // MaxRecentWrites bounds how many entities written within ClockSkew of a table export's
@@ -790,50 +688,6 @@ func (a *Archiver) checkNoNewWrites(ctx context.Context, t *repo.Table[codec.Ent
 	return nil
 }
 
-// export streams every entity of t into the data blob of generation gen and returns the
-// manifest. The blob is created with If-None-Match: *, so nothing is ever overwritten.
-func (a *Archiver) export(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, gen string, x *exportState) (Manifest, azcore.ETag, error) {
-	m := Manifest{Format: ManifestFormat, Table: job.Table, Generation: gen, DataBlob: DataBlobName(job.Table, gen)}
-	etag, err := a.upload(ctx, t, repo.Query{FullMetadata: true}, job.Container, &m, x)
-	if err != nil {
-		return Manifest{}, "", err
-	}
-	return m, etag, nil
-}
-
-// upload streams the entities q selects from t into the data blob m.DataBlob (created
-// with If-None-Match: *), filling m's counts, checksums, Versions and ExportedAt, and
-// returns the blob's ETag.
-func (a *Archiver) upload(ctx context.Context, t *repo.Table[codec.Entity], q repo.Query, container string, m *Manifest, x *exportState) (azcore.ETag, error) {
-	x.versions = sha256.New()
-	pr, pw := io.Pipe()
-	written := make(chan error, 1)
-	go func() {
-		err := a.writeLines(ctx, t, q, pw, m, x)
-		pw.CloseWithError(err)
-		written <- err
-	}()
-	resp, err := a.blobs().UploadStream(ctx, container, m.DataBlob, pr, &azblob.UploadStreamOptions{
-		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptrTo(azcore.ETagAny)}},
-	})
-	if err != nil {
-		pr.CloseWithError(err) // unblocks the writer if the upload stopped early
-	}
-	if werr := <-written; werr != nil {
-		return "", werr
-	}
-	if err != nil {
-		return "", errs.Wrap(err, "upload table export", container, "", "")
-	}
-	m.ExportedAt = a.now().UTC().Format("2006-01-02T15:04:05.0000000Z")
-	m.Versions = hex.EncodeToString(x.versions.Sum(nil))
-	var etag azcore.ETag
-	if resp.ETag != nil {
-		etag = *resp.ETag
-	}
-	return etag, nil
-}
-
 // writeLines writes the entities q selects from t as gzip JSON lines to w, filling m's
 // counts and checksum.
 // The upload reads from the other end of the pipe, so m is complete when the upload ends.
@@ -882,27 +736,34 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 	return nil
 }
 
-// writeManifest creates the manifest of m's generation with If-None-Match: *. A 409 on a
-// retry after a lost response is success when the stored manifest is ours.
-func (a *Archiver) writeManifest(ctx context.Context, container string, m Manifest) error {
-	body, err := json.MarshalIndent(m, "", "  ")
+// verifyExport is step 2 of exportGeneration, the checks between the data blob and its
+// manifest: the blob read back against m (its ETag the upload's, uploaded), the
+// generations listed, and the table's keys and ETags scanned again (the same hash as
+// the export's, or ErrTableChanged). It returns the blob's ETag, the generations listed
+// and when that scan began (the new manifest orders after both).
+func (a *Archiver) verifyExport(ctx context.Context, t *repo.Table[codec.Entity], job ArchiveTableJob, m Manifest, uploaded azcore.ETag, seal sealState) (azcore.ETag, []generation, time.Time, error) {
+	if err := a.after("archive-table", "exported"); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	vctx, verify := a.startPhase(ctx, KindArchiveTable, PhaseVerify, job.Table, m.Generation, 2*m.Entities)
+	etag, err := a.verifyDataETag(vctx, job.Container, m)
 	if err != nil {
-		return err
+		return "", nil, time.Time{}, err
 	}
-	name := ManifestBlobName(m.Table, m.Generation)
-	opts := &azblob.UploadBufferOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptrTo(azcore.ETagAny)}}}
-	err = retry.Do(ctx, a.opts.Retry, retry.Op{Name: "upload manifest", Resource: container}, func(ctx context.Context, _ int) error {
-		_, err := a.blobs().UploadBuffer(ctx, container, name, body, opts)
-		return errs.Wrap(err, "upload manifest", container, "", "")
-	})
-	if errors.Is(err, errs.ErrAlreadyExists) {
-		// Generation names are unique to one export: only our own earlier attempt can
-		// have created it. Check that it holds what we wrote.
-		stored, rerr := a.readManifest(ctx, container, m.Table, m.Generation)
-		if rerr == nil && stored == m {
-			return nil
-		}
-		return fmt.Errorf("consistency: manifest %s/%s exists and differs: %w", container, name, err)
+	if uploaded != "" && etag != uploaded {
+		return "", nil, time.Time{}, fmt.Errorf("%w: %s/%s changed between its upload and its check", ErrArchiveCorrupt, job.Container, m.DataBlob)
 	}
-	return err
+	// Order after every generation that exists before the check begins (one a
+	// concurrent duplicate wrote while this export ran, or one made by a clock that runs
+	// ahead): their checks came first. A manifest written later may hold newer data.
+	gens, err := a.listGenerations(ctx, job.Container, job.Table)
+	if err != nil {
+		return "", nil, time.Time{}, err
+	}
+	checked := a.now().UTC()
+	if err := a.checkVersions(vctx, t, m, seal, time.Time{}, nil); err != nil {
+		return "", nil, time.Time{}, err
+	}
+	verify.finish()
+	return etag, gens, checked, a.after("archive-table", "checked")
 }
