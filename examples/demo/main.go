@@ -19,6 +19,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -138,7 +139,7 @@ func run(ctx context.Context, out io.Writer, connStr string, n names) error {
 	if err := archiver("enqueue", consistency.KindArchiveEntity, "-source", n.current, "-pk", "Marketing", "-rk", "000224", "-target-container", n.container); err != nil {
 		return err
 	}
-	if err := archiver("enqueue", consistency.KindArchiveTable, "-table", n.day, "-container", n.container, "-sealed"); err != nil {
+	if err := archiver("enqueue", tablearchive.KindArchiveTable, "-table", n.day, "-container", n.container, "-sealed"); err != nil {
 		return err
 	}
 
@@ -177,7 +178,11 @@ func run(ctx context.Context, out io.Writer, connStr string, n names) error {
 	}
 	fmt.Fprintf(out, "blob %s/%s holds %s %s\n", n.container, consistency.EntityBlobName(n.current, "Marketing", "000224"),
 		blob.Properties["FirstName"], blob.Properties["LastName"])
-	m, err := arch.ReadManifest(ctx, n.container, n.day)
+	tables, err := tablearchive.New(clients, nil)
+	if err != nil {
+		return err
+	}
+	m, err := tables.ReadManifest(ctx, n.container, n.day)
 	if err != nil {
 		return err
 	}

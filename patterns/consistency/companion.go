@@ -316,3 +316,19 @@ func indexCompanions(in map[string][]Companion) (map[string]tableCompanions, err
 	}
 	return out, nil
 }
+
+// removalActions asks the source table's companions for their Removals of e and returns
+// them with the actions of the delete transaction (checkRemoval: the delete If-Match
+// e's version first). A refusal is permanent and nothing is written.
+func (a *Archiver) removalActions(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, e *codec.Entity) ([]Removal, []repo.Action, error) {
+	removals, err := a.removals(ctx, job.Source, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	del := src.DeleteAction(job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: e.ETag})
+	acts, err := checkRemoval(job.Source, del, job.PartitionKey, job.RowKey, removals)
+	if err != nil {
+		return nil, nil, err
+	}
+	return removals, acts, nil
+}

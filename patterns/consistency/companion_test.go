@@ -172,7 +172,7 @@ func (b *companionBed) mustMoveWithCopy(t *testing.T, befores int32) []string {
 
 // A copy that changes (412) or goes (404) between Removal and the transaction fails it
 // as a whole: the move starts over from fresh reads and ends with entity and copy gone.
-func TestAttackArchiveEntityCompanionCopyChangesBeforeTheTransaction(t *testing.T) {
+func TestArchiveEntityCompanionCopyChangesBeforeTheTransaction(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name   string

@@ -275,9 +275,6 @@ func TestInvalidJobsRefusedWithoutRequest(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidInput", name, err)
 		}
 	}
-	if _, err := b.a.ArchiveTable(b.ctx, ArchiveTableJob{Table: "t", Container: "c"}); !errors.Is(err, repo.ErrInvalidInput) {
-		t.Errorf("archive-table with a bad name: %v", err)
-	}
 	for name, args := range map[string][4]string{
 		"empty table": {"archive", "", "p", "r"}, "bad table": {"archive", "1x", "p", "r"},
 		"bad container": {"Bad_Name", "Current", "p", "r"}, "bad key": {"archive", "Current", "p#", "r"},
@@ -285,12 +282,6 @@ func TestInvalidJobsRefusedWithoutRequest(t *testing.T) {
 		if _, err := b.a.ReadArchivedEntity(b.ctx, args[0], args[1], args[2], args[3]); !errors.Is(err, repo.ErrInvalidInput) {
 			t.Errorf("read archived entity, %s: %v, want ErrInvalidInput", name, err)
 		}
-	}
-	if _, err := b.a.Generations(b.ctx, "archive", ""); !errors.Is(err, repo.ErrInvalidInput) {
-		t.Errorf("generations of an empty table name: %v", err)
-	}
-	if _, err := b.a.ReadManifest(b.ctx, "Bad_Name", "Current"); !errors.Is(err, repo.ErrInvalidInput) {
-		t.Errorf("manifest in a bad container: %v", err)
 	}
 	if n := ps.Table.Count() + ps.Blob.Count() - mark; n != 0 {
 		t.Fatalf("%d requests sent for invalid jobs", n)

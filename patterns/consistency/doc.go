@@ -1,7 +1,11 @@
 // Package consistency implements the Azure Table storage design guide's "Eventually
 // consistent transactions pattern" for the archive jobs every Table storage application
-// ends up needing, and Tablestore's hot/cold separation ("separate cold and hot data":
-// old data moved out of the hot tables whole).
+// ends up needing: an entity, or a range of entities, moved from one table to another
+// table or to a blob container. Whole tables (Tablestore's hot/cold separation: a
+// per-period table exported and dropped) are package tablearchive; one worker runs the
+// jobs of both (the archiver binary registers both).
+//
+// The algorithm: move.go
 //
 // # The problem
 //
@@ -33,7 +37,7 @@
 //   - a 404 on the source delete counts as moved only when one Get finds the source
 //     really gone and the copy records the version read in step 1; otherwise the move
 //     restarts and finds what happened (a store can answer 404 for an entity that is
-//     there: TestArchiveEntity404WhileThereStartsOver, TestAttackAmovesEntity404NotGone);
+//     there: TestArchiveEntity404WhileThereStartsOver, TestEntity404NotGone);
 //     a second such 404 for the same version, the entity still there unchanged, is a
 //     store that cannot address it (Azurite's $batch, for a key with U+2028): the move
 //     fails once with ErrInvalidInput, permanent, rather than restarting until its
@@ -79,22 +83,22 @@
 // Copy and delete transactions are cut by their action count and by their payload as
 // repo.TransactionSize measures it (the measure repo.Submit refuses by: bodies, and
 // request lines that carry both path-escaped keys), so no transaction is refused for
-// its size (TestAttackRangeReplaceCopiesOverWireBudget,
-// TestAttackRangeCompanionUpdatesOver4MiB). One entity whose delete and companion actions
+// its size (TestRangeReplaceCopiesOverWireBudget,
+// TestRangeCompanionUpdatesOver4MiB). One entity whose delete and companion actions
 // alone exceed a transaction is refused (ErrInvalidInput; the job is cancelled).
 //
 // An entity the target cannot take (its table copy would have more than 252 custom
 // properties with the copy's own (three), or exceed 1 MiB; its blob name would be too long) is
 // left in the source unchanged and the rest of the range moves: RangeReport.Skipped
 // lists its keys and a warning logs them, keys only, never its values
-// (TestRangeSkipsEntitiesTheTargetCannotTake, TestAttackRangeOnePoisonEntityStopsTheJob).
+// (TestRangeSkipsEntitiesTheTargetCannotTake, TestRangeOnePoisonEntityStopsTheJob).
 // So is a key the scan returns that the job cannot address: an empty PartitionKey
 // (another client can store one; aztables refuses it on every point operation) or a
 // character the service forbids in keys (a store that does not enforce the rule). The
 // keys a scan returns are still checked against the range and the order, and a
 // checkpoint is a position, not an address: a continuation after such a key resumes
 // after it (TestRangeUnaddressableKeysSkippedAndResumedAfter,
-// TestAttackAmovesRangeEmptyPartitionKey).
+// TestRangeEmptyPartitionKey).
 //
 // Where conditions are re-checked on the entities read, by the scan and by each batch's
 // source read: a property must be stored with the condition's EDM type and compare as it
@@ -107,7 +111,7 @@
 // Edm.Int64 conditions are never sent (rather than refusing such jobs, which cannot know
 // the stored types in advance): the job checks them itself on every entity that its key
 // range and its other conditions select (RangeReport.Scanned counts the matching ones),
-// which costs a scan of those, not of the matches only (TestAttackRangeConditionTypeMismatch,
+// which costs a scan of those, not of the matches only (TestRangeConditionTypeMismatch,
 // TestRangeConditionsOfTheirOwnType, TestRangeInt64ConditionBesideOtherNumberTypes). On Azurite a whole Edm.Double reads back as Int32,
 // so an Edm.Double condition does not select it there.
 //
@@ -134,8 +138,8 @@
 // took its entities out of the source, so an attempt moves only what is left. An entity
 // is therefore deleted only at the version its copy holds, a copy never replaces a newer
 // one, and duplicates, concurrent deliveries and replays of a job end with each entity
-// archived once (TestRangeArchiveKilledTenTimes, TestAttackRangeTwoDeliveriesAtOnce,
-// TestAttackRangeWriterBetweenCopyAndDelete, TestAttackRangeResponseLostAfterCommit).
+// archived once (TestRangeArchiveKilledTenTimes, TestRangeTwoDeliveriesAtOnce,
+// TestRangeWriterBetweenCopyAndDelete, TestRangeResponseLostAfterCommit).
 // An entity whose own delete fails because it was written (or deleted) since the batch
 // read it leaves its transaction and the rest of the batch is sent again: the next pass
 // reads and moves it alone. One written again before every pass's delete (a hot entity)
@@ -152,7 +156,7 @@
 // sent again, or, when companions need the transaction, left with its copy and reported
 // in RangeReport.Skipped (TestArchiveRangeLineSeparatorKeyBesideEmptyRowKey,
 // TestArchiveRangeLineSeparatorKeyWithCompanionSkipped,
-// TestAttackAmovesRangeLineSeparatorKeys). A companion's copy whose delete answers 404
+// TestRangeLineSeparatorKeys). A companion's copy whose delete answers 404
 // in two attempts in a row, at the same version of its entity, while the companion
 // finds it there each time, is one the store cannot address: that entity is left and
 // reported in RangeReport.Skipped, and the rest of the batch moves
@@ -168,7 +172,7 @@
 // the keys a scan returns must be inside the range and ascending, so a job never moves
 // backwards or outside its selection. Keys compare as the service orders them, by UTF-16
 // code units (keys.Compare): a key with a character above U+FFFF sorts before one with a
-// character in U+E000–U+FFFF (TestAttackRangeKeysUTF16Order). A stop between the continuation's enqueue and the
+// character in U+E000–U+FFFF (TestRangeKeysUTF16Order). A stop between the continuation's enqueue and the
 // message's delete leaves two messages over the rest of the range: both are safe, and
 // the cost is their contention. Without Options.Queue a delivery runs the whole range.
 //
@@ -188,7 +192,7 @@
 // transaction committed (or when its outcome is unknown), the After hooks of its
 // entities run, their errors logged when the Removal has a Before
 // (TestArchiveRangeFailingAfterIsLogged) and failing the job when it has none
-// (TestFixMovesRangeFailedAfterWithoutBeforeFailsTheJob; Moved still counts the
+// (TestRangeFailedAfterWithoutBeforeFailsTheJob; Moved still counts the
 // committed deletes). Entities of a batch can share a
 // companion row (the index entity of a value many of them hold): an entity's actions
 // were computed from the row as it was, so a transaction never takes two groups that
@@ -198,7 +202,7 @@
 // (TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions); two deliveries
 // at once make each other's transactions fail If-Match on the shared rows and restart,
 // and end with every entity moved once
-// (TestAttackArchiveRangeSamePartitionTwoDeliveriesAtOnce). Range archives
+// (TestArchiveRangeSamePartitionTwoDeliveriesAtOnce). Range archives
 // over Intra, Inter and SamePartition indexes leave no copy a lookup finds
 // (TestArchiveRangeIntraRemovesCopiesInTheDeleteTransactions,
 // TestArchiveRangeInterRemovesCopiesThroughTheWorker, once the worker settled).
@@ -250,9 +254,9 @@
 //     becomes that transaction: the entity and its copies go together or not at all. A
 //     copy that changed or went since it was read (412, 404; 409) fails the whole
 //     transaction, and the move starts over from fresh reads, never half applied
-//     (TestAttackArchiveEntityCompanionCopyChangesBeforeTheTransaction,
+//     (TestArchiveEntityCompanionCopyChangesBeforeTheTransaction,
 //     TestArchiveIntraWriterBetweenRemovalAndTransaction,
-//     TestAttackArchiveSamePartitionWriterBetweenRemovalAndTransaction);
+//     TestArchiveSamePartitionWriterBetweenRemovalAndTransaction);
 //   - copies elsewhere (Inter's index partitions, Eventual's lists): Before, the durable
 //     first step of the pattern's own eventually consistent protocol, run before the
 //     delete (an enqueue of the reconciliation that removes the copies once the entity
@@ -268,17 +272,17 @@
 //     implement Sweeper (Inter: one enqueue), so that the copies never outlive the
 //     entity for want of a message (TestArchiveInterNoSafetyLostDeleteResponseStillRemovesCopies,
 //     TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged,
-//     TestFixMovesFailedAfterWithoutBeforeFailsTheMove,
-//     TestFixMovesGoneBeforeTheDeleteStillRunsAfter).
+//     TestFailedAfterWithoutBeforeFailsTheMove,
+//     TestGoneBeforeTheDeleteStillRunsAfter).
 //
 // A stop between Before and the delete leaves entity and copies in place and a message
 // that finds the entity and keeps them; the rerun moves both
 // (TestArchiveEntityStopBetweenBeforeAndDelete, TestArchiveInterCrashBetweenBeforeAndDelete,
-// TestAttackArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries). A lost response
+// TestArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries). A lost response
 // after the transaction landed, and duplicate deliveries, end as for any move: the rerun
 // finds the source gone and the copy written, and the copies went with the entity
 // (TestArchiveIntraLostTransactionResponse, TestArchiveIntraTwoDeliveriesAtOnce,
-// TestAttackArchiveSamePartitionLostResponseAndTwoDeliveries). The entity is read back
+// TestArchiveSamePartitionLostResponseAndTwoDeliveries). The entity is read back
 // from storage: a companion refuses one it cannot find the copies of (it does not decode,
 // its values are forged, or it is itself a copy) with errs.ErrInvalidInput, before
 // anything is written, and the worker moves the job to the poison queue
@@ -288,8 +292,8 @@
 // archive copy is written: forged index pages that list the entity a hundred times, or
 // Options.Companions keyed in another spelling than the companions' own table, are
 // refused (ErrInvalidInput, permanent) with nothing written
-// (TestAttackArchiveSamePartitionForgedPagesOverflowTheTransaction,
-// TestFixMovesSpellingMismatchRefusedBeforeWriting). A source table that does not exist
+// (TestArchiveSamePartitionForgedPagesOverflowTheTransaction,
+// TestSpellingMismatchRefusedBeforeWriting). A source table that does not exist
 // as addressed (entity requests are case-sensitive on Azurite) is an error, not a
 // missing entity (TestArchiveIntraCompanionsKeyedInAnotherCase).
 //
@@ -307,170 +311,6 @@
 // binary knows no application types: a team's own archiver passes its indexes as
 // Extensions.Companions of package queueworker/cmd/archiver/app, or an application runs
 // the archive jobs in its own worker (New with Options.Companions, then Register).
-//
-// # Whole tables: sealed only, immutable generations
-//
-// ArchiveTable exports a whole table, then deletes it. It only takes a sealed table, one
-// that can no longer be written: a periodtable period that ended more than
-// Options.SealGrace + Options.ClockSkew ago (its writers, through periodtable with
-// SealAfter set, refuse to write it or re-create it), or a table the job declares Sealed
-// (the operator guarantees that no writer is left). Anything else is ErrNotSealed before
-// any request. The period a job claims is checked against the data too: Daily and Weekly
-// stamps look alike, so an entity whose Timestamp is after the claimed end + SealGrace +
-// ClockSkew proves that writers still write the table (ErrNotSealed, nothing deleted;
-// a table filled later on purpose, a backfill, is archived with Sealed). Change is
-// detected exactly, not by counts: the export hashes the (PartitionKey, RowKey, ETag) of
-// every entity; before the manifest the table is scanned again and must hash the same
-// (any insert, update or delete changes it); immediately before DeleteTable the
-// entities with a Timestamp at or after the export's start minus ClockSkew are queried,
-// and each must be one the export holds (at most MaxRecentWrites such entities, 32 bytes
-// each; more is ErrNotSealed: the table is not quiet). A changed table is
-// ErrTableChanged: nothing is deleted, the job is not retried. The remaining window is
-// from the start of that last query, through one listing of the generations, to the
-// delete (milliseconds on a quiet table), and writes whose Timestamp is more than
-// ClockSkew behind the archiver's clock.
-//
-// Each export is an immutable generation: its data blob and manifest have a unique name
-// (<table in lower case>/<generation>/...) and are created with If-None-Match, so a
-// table re-created after its archive (a late write) is archived beside the earlier
-// generation, never over it. Generations are ordered by Manifest.CheckedAt, the start of
-// the last rescan that proved the table held exactly that export, raised above the
-// CheckedAt of every generation the exporter listed just before that rescan (whose
-// checks came first); the table is deleted only after the latest generation (if another
-// became the latest meanwhile, the job checks the table against that one, or exports
-// again). Clock skew between workers: a generation always orders after every generation
-// that existed when its check began, so a re-created table's export orders after the
-// earlier table's whatever the clocks, and exports on one clock order as their checks
-// began. The remaining case: two exports of one table running at once, neither seeing
-// the other's manifest, on clocks that differ by more than the time between their
-// checks, with a write between those checks: the older export can sort as latest. The
-// job holding it fails its own check (the write is newer than its export) and deletes
-// nothing, and if its manifest appears before the other job's last listing that one
-// does not delete either; if it appears after, the table is deleted and "latest" gives
-// the older version of the written entity (all generations still hold the write).
-// Sealed tables have no writers, so this takes a writer, a duplicate job and skew at
-// once. RestoreTable restores the
-// latest generation, a chosen one, or all of them merged in that order; it snapshots and
-// verifies every chosen export whole against its manifest before it writes anything
-// (ErrArchiveCorrupt is permanent), and writes from the snapshots it verified; its
-// snapshots carry a per-restore id in their metadata, and every snapshot with that id
-// is deleted at the end (one taken by a retry after a lost response too). Exports
-// written by earlier versions (the job's spelling of the table as folder, entity blobs
-// with path-escaped keys) are still found. An export that fails before its manifest
-// deletes its data blob; SweepAbortedExports removes what a killed process leaves.
-//
-// The data a manifest refers to is never deleted by the sweep, and no table is deleted
-// after a generation whose data is gone: SweepAbortedExports counts only a 404 on the
-// manifest as "no manifest", deletes If-Match the ETag its listing saw, and ages blobs by
-// the service's clock; the exporter sets its data blob's metadata (a new ETag) If-Match
-// the ETag it verified just before it creates the manifest and again just before
-// DeleteTable, and deletes the table only when that succeeded. A sweep that listed the
-// blob earlier then meets 412; one whose delete came first makes the export stop
-// before its manifest, or keep the table (the rerun exports a new generation).
-//
-// Manifests, recorded versions, generation names and messages are read back as untrusted
-// input: a manifest must name the data blob this package gives its generation, and the
-// jobs are checked against the archiver's allowlists (Options.AllowedTablePrefixes,
-// Options.AllowedContainers): whoever can write to the jobs queue can otherwise make the
-// worker move or delete any table its key reaches.
-//
-// What write access to the archive container allows (without access to the table): it
-// can delete or replace archives, and add generations, which a restore of all
-// generations (or of the latest, when it orders last) then writes. It cannot make
-// ArchiveTable delete a table on the strength of a generation it forged: before a rerun
-// deletes a table after an existing generation, the table itself is scanned with every
-// property and must hash to that manifest's Versions and to its SHA256, size and count
-// (so the data blob, checked against the manifest, holds exactly the table's content);
-// a generation ordered after the archiver's clock + ClockSkew is ignored by every
-// listing (logged), so a far-future forged CheckedAt neither becomes the latest nor
-// pushes a real one out of range. A manifest that is not one this package writes still
-// makes the listing fail (ErrArchiveCorrupt) until it is removed.
-//
-// # Sharded exports
-//
-// A large table is exported by several worker processes at once when its
-// ArchiveTableJob sets Shards (2 to MaxShards), as the guide's "Designing a scalable
-// partitioning strategy" suggests: the unit of parallel work is a range of partitions.
-// It takes three job kinds on one queue (Options.Queue, the queue the workers read; any
-// number of worker processes):
-//
-//  1. archive-table plans: a keys-only scan ($select=PartitionKey) counts the entities
-//     of each partition, and Shards-1 bounds cut the key space into PartitionKey ranges
-//     of about equal counts (a partition is never split: fewer partitions, fewer
-//     shards). The plan (ShardPlan, <table>/<generation>/plan.json) is created with
-//     If-None-Match; the generation's name derives from the queue message, so every
-//     delivery of one message plans the same generation and keeps the first plan. It
-//     enqueues one archive-table-shard job per shard.
-//  2. archive-table-shard exports its range (PartitionKey ge low and lt high) to a data
-//     blob of its own (shard-NNNN-xxxxxxxx.jsonl.gz, a new name per attempt), reads it
-//     back, touches it If-Match, creates its ShardManifest (shard-NNNN.json) with
-//     If-None-Match, and then enqueues the combine. A delivery that finds its shard
-//     manifest and its data only enqueues the combine again (a kill between the two
-//     loses nothing); of two deliveries at once, one manifest stands and the other's
-//     data is removed.
-//  3. archive-table-combine waits for every shard (a missing shard manifest is
-//     OutcomePending: nothing written, nothing deleted; the last shard's job enqueues
-//     the combine again). It then scans the whole table with every property, in key
-//     order, and requires each shard's range to hash to its shard manifest: the
-//     versions (else ErrTableChanged: the table was written since that shard read it)
-//     and the content (else ErrArchiveCorrupt: the shard manifest, read from the
-//     container, is forged). Before that scan it reads every shard's data back against
-//     its manifest and touches each blob (data gone fails before the scan, and the new
-//     Last-Modified keeps a sweep off the generation while the scan runs); after it, it
-//     touches each blob again (If-Match), writes the generation's manifest
-//     (Manifest.Shards, Manifest.ShardsSHA256 binding the shard manifests; the
-//     table-wide counts and checksums are those an unsharded export of the same table
-//     has), and deletes the table as ArchiveTable does (the Timestamp check, the latest
-//     generation, the data touched again). Two combines at once write one manifest (the
-//     second takes the one it finds when it describes the same content) and delete the
-//     table once; if another generation became the latest, the combine finishes as a
-//     rerun of the unsharded job would.
-//
-// Nothing a shard or combine job reads back is trusted: plans (bounds strictly
-// increasing and valid keys), shard manifests (their range, their data blob's name in
-// the generation's folder, their checksums) and the counts are validated, and a forged
-// or missing shard never gets the table deleted: the table's own content must hash to
-// every shard. Shard manifests are bound to the generation's manifest only by
-// ShardsSHA256 and sums, which anyone with write access to the container can recompute
-// over forged shards; so every later reader of a sharded generation (a rerun of the
-// unsharded job, a combine that falls back to it, a restore) also reads the shards'
-// data in shard order through one SHA-256 and requires it to equal the manifest's own
-// SHA256, the table-wide checksum a rerun compares with the table itself: the data, not
-// only the manifests, is tied to the table, as an unsharded generation's data is by its
-// SHA256 (else ErrArchiveCorrupt: the rerun exports the table again, a restore writes
-// nothing). RestoreTable restores a sharded generation in one job: it reads the shard
-// manifests (contiguous ranges, bound by ShardsSHA256, adding up to the manifest's
-// counts), snapshots every shard and verifies the snapshots, one after another through
-// that one hash, before it writes anything, then writes four shards at once. One job
-// rather than one per shard, because "nothing is written unless every byte verified"
-// needs every shard verified before the first write, and restores are bounded by the
-// table's write rate rather than by one reader. Generations, ReadManifest, restore
-// -generation all and a rerun of an unsharded job read sharded generations like the
-// others; SweepAbortedExports also removes the shard data of a generation without a
-// manifest, and shard data that no shard manifest names (an attempt killed before its
-// manifest), once no blob of that generation (plan, shard data, shard manifest) was
-// written within olderThan: a generation in progress is kept whole while its last
-// shards run. Its olderThan must then exceed the longest pause of a sharded export (one
-// shard's export, or the combine's read of the shards' data, or its scan). A generation
-// swept anyway can never complete: its shard jobs (a shard manifest without its data)
-// and its combine are ErrArchiveCorrupt, permanent, nothing deleted; a new
-// archive-table job archives the table.
-//
-// The bounds are compared as Go strings (UTF-8 byte order) and must come back from the
-// service in that order: a table whose partition keys mix characters beyond U+FFFF with
-// U+E000 to U+FFFF, where UTF-8 and UTF-16 orders differ, may fail its plan or its
-// combine (nothing deleted); archive such a table unsharded.
-//
-// Consistency: the same as an unsharded export (the combine's check is the rerun path's
-// full-content check, per shard), with shards read at different times: a write between
-// a shard's read and the combine's scan is ErrTableChanged, one after is found by the
-// Timestamp check. Cost: the plan's keys-only scan (one count per partition kept in
-// memory), each entity read once by its shard and once by the combine's scan, every
-// shard's data uploaded, read back twice (shard, combine) and touched four times, one
-// message per shard, one combine message per shard (all but the last find work
-// pending, for a few reads each), and the plan and shard manifests (small blobs). A
-// rerun and a restore read a sharded generation's shards one after another (one
-// SHA-256 over them all); a restore still writes them four at once.
 //
 // # Consistency and cost
 //
@@ -492,25 +332,9 @@
 // (TestTieredArchiveKeepsEveryHopsProvenance). A range batch therefore reads whole
 // copies from a target table (a $select cannot name the hops in advance). Two source tables may share a target table only if their keys
 // never collide: a move never replaces a copy that records another source table (it
-// refuses, ErrInvalidInput with the keys: TestAttackRangeTwoSourcesOneTargetTable,
-// TestFixMovesEntityRefusesAnotherTablesCopy); a copy written before the source table
-// was recorded carries none and is replaced as before
-// (TestFixMovesEntityReplacesCopyWithoutTable). A table export reads the table
-// once to export it and twice more (a keys-only scan, and a Timestamp query), writes two
-// blobs, reads the data blob back to verify it, sets its metadata twice, lists the
-// table's generations three times (two top-level listings, one listing per folder and
-// one read per manifest each), and deletes the table with one request. A rerun that
-// finds the table already exported reads the whole table (every property) and the whole
-// data blob instead of exporting again. A restore adds one snapshot per generation, one
-// listing of its snapshots and their deletion.
-//
-// # Data fidelity
-//
-// Table exports store each entity as codec writes it, with the EDM type of every
-// property, and read the table with full metadata. Against Azurite a whole-valued
-// Edm.Double (3.0) cannot be told from an Edm.Int32 (Azurite annotates no doubles, and
-// aztables rewrites 3.0 as 3), so it is restored as Edm.Int32; the real service annotates
-// doubles under full metadata and keeps them.
+// refuses, ErrInvalidInput with the keys: TestRangeTwoSourcesOneTargetTable,
+// TestEntityRefusesAnotherTablesCopy), nor a row of the target table that records
+// no source table (TestMoveRefusesTargetRowThatRecordsNoSourceTable).
 //
 // # Errors
 //

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -82,49 +81,9 @@ func checkBlobName(table, pk, rk string) error {
 // segment of its own choosing ("." or "..", an empty segment, a '/', a trailing dot): a
 // name has exactly three segments, and the escaping is reversible (two key pairs never
 // share a name). Every valid key is accepted; Validate refuses only names over
-// MaxBlobNameBytes. Copies written by earlier versions (the table as the job spelled it,
-// keys path-escaped) are still found by ReadArchivedEntity and by a move that finds its
-// source gone.
+// MaxBlobNameBytes.
 func EntityBlobName(table, pk, rk string) string {
-	return tableFolder(table) + "/" + escapeSegment(pk) + "/" + escapeSegment(rk) + ".json"
-}
-
-// legacyEntityBlobNames are the names earlier versions gave the copy of (pk, rk) of
-// table in the folders that spell the table's name (folders, from tableFolders): the
-// folder as spelled, with the keys path-escaped or escaped as EntityBlobName does. A
-// PartitionKey that path-escapes to "." or ".." is left out (such a segment is not
-// addressed as written).
-func legacyEntityBlobNames(table string, folders []string, pk, rk string) []string {
-	canonical := EntityBlobName(table, pk, rk)
-	var out []string
-	for _, f := range folders {
-		for _, esc := range []func(string) string{escapeSegment, url.PathEscape} {
-			p := esc(pk)
-			if p == "." || p == ".." {
-				continue
-			}
-			name := f + "/" + p + "/" + esc(rk) + ".json"
-			if name != canonical && !slices.Contains(out, name) {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
-}
-
-// escapeSegment percent-escapes every byte of s outside [A-Za-z0-9_~-].
-func escapeSegment(s string) string {
-	const hexDigits = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '~' {
-			b = append(b, c)
-			continue
-		}
-		b = append(b, '%', hexDigits[c>>4], hexDigits[c&15])
-	}
-	return string(b)
+	return tableFolder(table) + "/" + archive.EscapeSegment(pk) + "/" + archive.EscapeSegment(rk) + ".json"
 }
 
 // The properties (table target) and metadata names (blob target) that record which
@@ -138,8 +97,8 @@ const (
 	SourceTimestampProperty = "ArchivedSourceTimestamp"
 	// SourceTableProperty holds the name of the table the source entity was archived from
 	// (as the job spells it). A move refuses to replace a copy that records another table
-	// (two source tables archived into one target table, with the same keys in both);
-	// a copy without it (written before it was recorded) is taken for the move's own.
+	// (two source tables archived into one target table, with the same keys in both),
+	// or a row that records none (not an archive copy).
 	//
 	// These three names record the first hop. An entity archived again from its archive
 	// (a tiered archive: Hot -> Warm -> Cold) keeps them as its own properties, and the
@@ -156,60 +115,6 @@ const (
 // application changed the target or the source between two steps).
 var errRestart = errors.New("consistency: the source or the target changed during the move: starting over")
 
-// ArchiveEntity runs one archive-entity job. It moves the entity so that concurrent
-// duplicates, replays and reorders of the job all end with the newest version of the
-// entity archived once and the source gone:
-//
-//  1. read the target's copy (its ETag and the source version it records), THEN the
-//     source entity (its ETag). Because the target is read first, a source that still
-//     holds a version different from the one the target records holds a newer one;
-//  2. unless the target already records that source version, write the copy
-//     conditionally: insert when the target had none, replace If-Match the target's ETag
-//     otherwise (a concurrent run that wrote in between makes it start over);
-//  3. delete the source If-Match the ETag read in 1 (412: it changed, start over). A 404
-//     counts as moved only when the source is really gone (one Get looks: a store can
-//     answer 404 for an entity that is there) and the target holds the version read in
-//     1; otherwise the move starts over and finds what happened.
-//
-// When the source table has companions (Options.Companions), each is asked for its
-// Removal after step 1, before anything is written (a refusal stops the move there), and
-// step 3 becomes: their Before hooks, then one entity group transaction of the delete
-// and their actions, within the shortest Within; a companion action that fails (its copy
-// changed or went) starts the move over. Their After hooks run once it landed. See the
-// package documentation ("Index-aware moves").
-//
-// A write whose outcome is unknown (repo.ErrOutcomeUnknown) starts the move over too.
-// Restarts use the jittered backoff of Options.Retry. A delete the store refuses (404)
-// while the entity is there at the version read starts the move over once; refused
-// again at that version, the move fails with ErrInvalidInput (permanent), the copy in
-// the target and the entity in the source. So does a companion's copy whose delete in
-// the transaction answers 404 twice at one version while the companion finds it there,
-// and a delete the store misaddresses twice (repo.ErrDeleteMisaddressed, whatever its
-// status: Azurite answers 412 when the row it reaches instead exists).
-//
-// Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
-// ErrTransient, *repo.Error. OutcomeMissing is not an error.
-func (a *Archiver) ArchiveEntity(ctx context.Context, job ArchiveEntityJob) (Outcome, error) {
-	if err := job.Validate(); err != nil {
-		return "", err
-	}
-	if err := a.allowed(job.Source, job.TargetTable, job.TargetContainer); err != nil {
-		return "", err
-	}
-	// The companions' transaction actions name the table as Options.Companions spells it
-	// (checked before anything is written: checkRemoval).
-	src, err := a.table(a.companionSpelling(job.Source))
-	if err != nil {
-		return "", err
-	}
-	op := retry.Op{Name: "archive entity", Resource: job.Source, PartitionKey: job.PartitionKey, RowKey: job.RowKey, Retryable: restartable}
-	var refused refusals
-	return retry.DoValue(ctx, a.opts.Retry, op, func(ctx context.Context, _ int) (Outcome, error) {
-		out, err := a.moveOnce(ctx, src, job)
-		return out, refused.check(err)
-	})
-}
-
 // restartable reports the failures of a move's attempt that make it start over from
 // fresh reads: errRestart, a conflict (412, 409), a write whose outcome is unknown.
 func restartable(err error) bool {
@@ -218,17 +123,20 @@ func restartable(err error) bool {
 }
 
 // copyState is what the target holds: whether a copy exists, its own ETag, and the
-// source ETag and source table it records ("" when unknown).
+// source ETag and source table it records ("" when unknown). inTable marks a copy read
+// from a target table, which must record its source table (a blob's name holds it).
 type copyState struct {
 	exists      bool
+	inTable     bool
 	etag        string
 	sourceETag  string
 	sourceTable string
 }
 
 // tableCopyState is the state of the archive copy e, read from target, a table. What it
-// reads is untrusted: a recorded version or table that is not a string counts as unknown,
-// which only means the copy is rewritten from the source (or taken for the move's own).
+// reads is untrusted: a recorded version that is not a string counts as unknown, which
+// only means the copy is rewritten from the source; a recorded table that is not a
+// string makes the row foreign.
 // A copy without an ETag is refused: the replace of it would be unconditional
 // (If-Match: *) and could overwrite a newer copy written since the read.
 func tableCopyState(target string, e *codec.Entity) (copyState, error) {
@@ -236,18 +144,25 @@ func tableCopyState(target string, e *codec.Entity) (copyState, error) {
 		return copyState{}, fmt.Errorf("consistency: an archive copy in %s came back without an ETag", target)
 	}
 	s, t := copyProvenance(e.Properties)
-	return copyState{exists: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
+	return copyState{exists: true, inTable: true, etag: e.ETag, sourceETag: s, sourceTable: t}, nil
 }
 
-// foreign reports a copy that records another source table than table: the copy of
-// another table's entity with the same keys, which a move of table must not replace.
+// foreign reports a copy that records another source table than table (the copy of
+// another table's entity with the same keys), or a row of a target table that records
+// none (not an archive copy): a move of table must not replace either.
 func (c copyState) foreign(table string) bool {
-	return c.exists && c.sourceTable != "" && !strings.EqualFold(c.sourceTable, table)
+	if !c.exists || !c.inTable && c.sourceTable == "" {
+		return false
+	}
+	return !strings.EqualFold(c.sourceTable, table)
 }
 
 // foreignCopy is the refusal of a move whose target holds another table's copy under the
 // same keys: permanent (ErrInvalidInput), nothing written.
 func foreignCopy(target, source, pk, rk, other string) error {
+	if other == "" {
+		return errs.Invalid("targetTable", "the row (%s, %s) in %s records no source table: it is not an archive copy of %s, and a move does not replace it", pk, rk, target, source)
+	}
 	return errs.Invalid("targetTable", "the copy of (%s, %s) in %s was archived from table %s, not from %s: archive each source table to its own target table", pk, rk, target, other, source)
 }
 
@@ -271,133 +186,6 @@ func checkRemoval(table string, del repo.Action, pk, rk string, rs []Removal) ([
 	return acts, nil
 }
 
-func (a *Archiver) moveOnce(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob) (Outcome, error) {
-	tgt, err := a.readTarget(ctx, job)
-	if err != nil {
-		return "", err
-	}
-	if tgt.foreign(job.Source) {
-		return "", foreignCopy(job.TargetTable, job.Source, job.PartitionKey, job.RowKey, tgt.sourceTable)
-	}
-	e, err := src.Get(ctx, job.PartitionKey, job.RowKey)
-	if isTableNotFound(err) {
-		// Not a missing entity: the table as addressed (Options.Companions' spelling, and
-		// entity requests are case-sensitive on some servers) does not exist.
-		return "", fmt.Errorf("consistency: the source table %s (addressed as %s) does not exist: %w", job.Source, src.Name(), err)
-	}
-	if errors.Is(err, errs.ErrNotFound) {
-		if tgt.exists {
-			return a.alreadyArchived(ctx, job)
-		}
-		// The target may have been written after our read of it: look again.
-		if tgt, err = a.readTarget(ctx, job); err != nil {
-			return "", err
-		}
-		if tgt.foreign(job.Source) {
-			return "", foreignCopy(job.TargetTable, job.Source, job.PartitionKey, job.RowKey, tgt.sourceTable)
-		}
-		if tgt.exists {
-			return a.alreadyArchived(ctx, job)
-		}
-		if job.TargetContainer != "" {
-			// A copy an earlier version wrote under another name (EntityBlobName).
-			old, err := a.legacyCopyExists(ctx, job)
-			if err != nil {
-				return "", err
-			}
-			if old {
-				return a.alreadyArchived(ctx, job)
-			}
-		}
-		return OutcomeMissing, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if e.ETag == "" {
-		return "", fmt.Errorf("consistency: the source entity came back without an ETag")
-	}
-	if err := a.after("archive-entity", "read"); err != nil {
-		return "", err
-	}
-	version := e.ETag
-	// Ask the companions before writing anything: a refusal (an entity whose copies
-	// cannot be found) leaves the move undone rather than half done.
-	removals, err := a.removals(ctx, job.Source, &e)
-	if err != nil {
-		return "", err
-	}
-	acts, err := checkRemoval(job.Source, src.DeleteAction(job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version}), job.PartitionKey, job.RowKey, removals)
-	if err != nil {
-		return "", err
-	}
-	if tgt.sourceETag != version {
-		// The source holds a newer version than the target's copy (see ArchiveEntity).
-		if err := a.writeTarget(ctx, job, &e, tgt); err != nil {
-			return "", err
-		}
-	}
-	if err := a.after("archive-entity", "copied"); err != nil {
-		return "", err
-	}
-	err = a.deleteSource(ctx, src, job, version, acts, removals)
-	if errors.Is(err, errMoveStepFailed) {
-		return "", err // gone, but the only step that removes its copies failed: run again
-	}
-	if errors.Is(err, errs.ErrNotFound) {
-		// Gone: a concurrent run moved it, or the application deleted it. Moved only if
-		// the target holds the very version that was there.
-		now, err := a.readTarget(ctx, job)
-		if err != nil {
-			return "", err
-		}
-		if now.sourceETag != version {
-			return "", errRestart
-		}
-		return OutcomeMoved, nil
-	}
-	if err != nil {
-		return "", err // ErrPreconditionFailed, ErrOutcomeUnknown, errRestart: start over
-	}
-	return OutcomeMoved, a.after("archive-entity", "deleted")
-}
-
-// deleteSource deletes the source entity If-Match version. Without removals it is one
-// delete, as it always was. With them it is one entity group transaction of acts (the
-// delete and their actions, checked by checkRemoval), sent under their protocol (withCompanions: Before hooks and the
-// transaction within the shortest Within, then After hooks). The delete's own failure
-// comes back as it is (404: gone; 412: changed); a companion action that fails because
-// its copy changed or went (412, 404, 409), and a deadline that passed, make the move
-// start over from fresh reads (errRestart): the transaction is atomic, so nothing of it
-// landed.
-func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, acts []repo.Action, rs []Removal) error {
-	send := func(ctx context.Context) error {
-		if len(acts) == 1 {
-			// The plain delete (no companion action): one request, not a transaction.
-			err := src.Delete(ctx, job.PartitionKey, job.RowKey, &repo.DeleteOptions{ETag: version})
-			return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
-		}
-		_, err := repo.Submit(ctx, acts...)
-		if errors.Is(err, errs.ErrDeleteMisaddressed) {
-			return misaddressedRefusal(err, version)
-		}
-		var ae *repo.ActionError
-		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
-			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
-			return &companionRefused{action: ae.Index, status: ae.StatusCode, code: ae.Code, row: ae.RowKey, version: version}
-		}
-		if errors.Is(err, errs.ErrOutcomeUnknown) {
-			return err
-		}
-		return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
-	}
-	if len(rs) == 0 {
-		return send(ctx) // acts is the delete alone (checkRemoval)
-	}
-	es := []removing{{pk: job.PartitionKey, rk: job.RowKey, rs: rs}}
-	return a.withCompanions(ctx, "archive-entity", job.Source, es, send)
-}
-
 // confirmGone looks at the source when the delete of (pk, rk) answered 404 (err), before
 // the move takes the 404 for "gone" (a move reports moved, companions run their After
 // hooks): a store can answer 404 for an entity that is there (Azurite, for a delete in a
@@ -407,7 +195,7 @@ func (a *Archiver) deleteSource(ctx context.Context, src *repo.Table[codec.Entit
 // nothing of the transaction landed); gone, err comes back as it is. Other errors pass
 // unchanged.
 func confirmGone(ctx context.Context, src *repo.Table[codec.Entity], pk, rk, version string, err error) error {
-	if !errors.Is(err, errs.ErrNotFound) || isTableNotFound(err) {
+	if !errors.Is(err, errs.ErrNotFound) || archive.IsTableNotFound(err) {
 		return err
 	}
 	switch etag, there, gerr := stillThere(ctx, src, pk, rk); {
@@ -450,40 +238,6 @@ func archiveCopy(e *codec.Entity, source string, inTable bool) *codec.Entity {
 	return cp
 }
 
-// writeTarget writes the archive copy of e conditionally on the target state read before
-// the source: insert if there was none, replace If-Match otherwise. A conflict
-// (ErrAlreadyExists, ErrPreconditionFailed) makes the move start over.
-func (a *Archiver) writeTarget(ctx context.Context, job ArchiveEntityJob, e *codec.Entity, tgt copyState) error {
-	cp := archiveCopy(e, job.Source, job.TargetTable != "")
-	if job.TargetTable != "" {
-		dst, err := a.table(job.TargetTable)
-		if err != nil {
-			return err
-		}
-		write := func() error {
-			if !tgt.exists {
-				return dst.Insert(ctx, cp)
-			}
-			cp.ETag = tgt.etag
-			return dst.Update(ctx, cp, nil) // If-Match the target's ETag
-		}
-		err = write()
-		if errors.Is(err, errs.ErrNotFound) && !tgt.exists && isTableNotFound(err) {
-			if err = dst.CreateIfNotExists(ctx); err == nil {
-				err = write()
-			}
-		} else if errors.Is(err, errs.ErrNotFound) {
-			return errRestart // the copy we meant to replace is gone
-		}
-		return err
-	}
-	body, err := codec.EncodeEntity(cp)
-	if err != nil {
-		return err
-	}
-	return a.uploadCopy(ctx, job, e, body, tgt)
-}
-
 // uploadCopy uploads body, the encoded archive copy of e, to the blob EntityBlobName
 // names, conditionally on the target state read before the source: If-None-Match * if
 // there was none, If-Match its ETag otherwise (a conflict makes the move start over). It
@@ -514,33 +268,12 @@ func (a *Archiver) uploadCopy(ctx context.Context, job ArchiveEntityJob, e *code
 		})
 	}
 	err := upload()
-	if isContainerNotFound(err) {
+	if archive.IsContainerNotFound(err) {
 		if err = a.createContainer(ctx, job.TargetContainer); err == nil {
 			err = upload()
 		}
 	}
 	return err
-}
-
-// readTarget reads the archive copy's state. What it reads is untrusted: a recorded
-// version that is not a string (table) or not hex (blob) counts as unknown, which only
-// means the copy is rewritten from the source.
-func (a *Archiver) readTarget(ctx context.Context, job ArchiveEntityJob) (copyState, error) {
-	if job.TargetTable != "" {
-		dst, err := a.table(job.TargetTable)
-		if err != nil {
-			return copyState{}, err
-		}
-		e, err := dst.Get(ctx, job.PartitionKey, job.RowKey)
-		if errors.Is(err, errs.ErrNotFound) {
-			return copyState{}, nil
-		}
-		if err != nil {
-			return copyState{}, err
-		}
-		return tableCopyState(job.TargetTable, &e)
-	}
-	return a.blobState(ctx, job, EntityBlobName(job.Source, job.PartitionKey, job.RowKey))
 }
 
 // blobState reads the state of the blob copy name.
@@ -576,24 +309,10 @@ func blobErr(err error, op, container, pk, rk string) error {
 	return errs.Wrap(err, op, container, pk, rk)
 }
 
-// isContainerNotFound reports a 404 ContainerNotFound.
-func isContainerNotFound(err error) bool {
-	var se *errs.ServiceError
-	return errors.As(err, &se) && se.Code == "ContainerNotFound"
-}
-
-// isTableNotFound reports a 404 TableNotFound (not an entity's 404), from a single
-// request (*errs.ServiceError) or from an action of a transaction (*repo.ActionError).
-func isTableNotFound(err error) bool {
-	var se *errs.ServiceError
-	var ae *repo.ActionError
-	return errors.As(err, &se) && se.Code == "TableNotFound" || errors.As(err, &ae) && ae.Code == "TableNotFound"
-}
-
 func ptrTo[T any](v T) *T { return &v }
 
 // ReadArchivedEntity reads an entity archived to a blob container: the blob
-// EntityBlobName names, or else a copy an earlier version wrote (see EntityBlobName).
+// EntityBlobName names.
 //
 // Errors: ErrInvalidInput (nothing sent), ErrNotFound, ErrTransient, *repo.Error, and
 // codec's decode errors.
@@ -612,16 +331,7 @@ func (a *Archiver) ReadArchivedEntity(ctx context.Context, container, table, pk,
 	}
 	body, err := a.downloadEntity(ctx, container, EntityBlobName(table, pk, rk), pk, rk)
 	if errors.Is(err, errs.ErrNotFound) {
-		var names []string
-		if names, err = a.legacyEntityCopies(ctx, container, table, pk, rk); err != nil {
-			return nil, err
-		}
 		err = fmt.Errorf("consistency: no archived copy of (%s, %s) of %s in %s: %w", pk, rk, table, container, errs.ErrNotFound)
-		for _, name := range names {
-			if body, err = a.downloadEntity(ctx, container, name, pk, rk); !errors.Is(err, errs.ErrNotFound) {
-				break
-			}
-		}
 	}
 	if err != nil {
 		return nil, err
@@ -643,30 +353,95 @@ func (a *Archiver) downloadEntity(ctx context.Context, container, name, pk, rk s
 	return body, err
 }
 
-// legacyEntityCopies lists the names an earlier version may have given the entity's copy
-// (legacyEntityBlobNames over the table's folders); none when the container is missing.
-func (a *Archiver) legacyEntityCopies(ctx context.Context, container, table, pk, rk string) ([]string, error) {
-	folders, err := a.tableFolders(ctx, container, table)
+// checkSourceRead checks the source read of moveOnce's step 2 (e, err) and reports
+// whether the entity is gone (a 404 for the entity). A missing table is not a missing
+// entity (the table as addressed, Options.Companions' spelling, does not exist), and an
+// entity without an ETag cannot be deleted conditionally. Other errors come back as
+// they are.
+func (a *Archiver) checkSourceRead(src *repo.Table[codec.Entity], job ArchiveEntityJob, e *codec.Entity, err error) (gone bool, _ error) {
+	if archive.IsTableNotFound(err) {
+		return false, fmt.Errorf("consistency: the source table %s (addressed as %s) does not exist: %w", job.Source, src.Name(), err)
+	}
 	if errors.Is(err, errs.ErrNotFound) {
-		return nil, nil
+		return true, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return legacyEntityBlobNames(table, folders, pk, rk), nil
-}
-
-// legacyCopyExists reports whether a copy written by an earlier version exists.
-func (a *Archiver) legacyCopyExists(ctx context.Context, job ArchiveEntityJob) (bool, error) {
-	names, err := a.legacyEntityCopies(ctx, job.TargetContainer, job.Source, job.PartitionKey, job.RowKey)
 	if err != nil {
 		return false, err
 	}
-	for _, name := range names {
-		st, err := a.blobState(ctx, job, name)
-		if err != nil || st.exists {
-			return st.exists, err
-		}
+	if e.ETag == "" {
+		return false, fmt.Errorf("consistency: the source entity came back without an ETag")
 	}
-	return false, nil
+	return false, a.after("archive-entity", "read")
+}
+
+// sourceGone is the outcome of a move whose source entity is not there (step 2): already
+// archived when the copy read in step 1, or one written since (the target is read
+// again), exists; else missing.
+func (a *Archiver) sourceGone(ctx context.Context, job ArchiveEntityJob, tgt copyState) (Outcome, error) {
+	if tgt.exists {
+		return a.alreadyArchived(ctx, job)
+	}
+	tgt, err := a.readTarget(ctx, job)
+	if err != nil {
+		return "", err
+	}
+	if tgt.foreign(job.Source) {
+		return "", foreignCopy(job.TargetTable, job.Source, job.PartitionKey, job.RowKey, tgt.sourceTable)
+	}
+	if tgt.exists {
+		return a.alreadyArchived(ctx, job)
+	}
+	return OutcomeMissing, nil
+}
+
+// deletedMeanwhile is the outcome of a delete (step 4) that found the source gone (a
+// concurrent run moved it, or the application deleted it): moved only if the target
+// holds the very version that was there, else the move starts over.
+func (a *Archiver) deletedMeanwhile(ctx context.Context, job ArchiveEntityJob, version string) (Outcome, error) {
+	now, err := a.readTarget(ctx, job)
+	if err != nil {
+		return "", err
+	}
+	if now.sourceETag != version {
+		return "", errRestart
+	}
+	return OutcomeMoved, nil
+}
+
+// sendDelete sends del, the delete of step 4, as one delete step of the companion
+// protocol when there are removals (withCompanions: Before hooks and the transaction
+// within the shortest Within, then After hooks). The delete's own failure comes back as
+// it is (404: gone, once confirmGone found it so; 412: changed); a companion action that
+// fails because its copy changed or went (412, 404, 409) is a *companionRefused, and a
+// deadline that passed starts the move over: the transaction is atomic, so nothing of
+// it landed.
+func (a *Archiver) sendDelete(ctx context.Context, src *repo.Table[codec.Entity], job ArchiveEntityJob, version string, rs []Removal, del func(context.Context) error) error {
+	if err := a.after("archive-entity", "copied"); err != nil {
+		return err
+	}
+	send := func(ctx context.Context) error {
+		err := del(ctx)
+		if errors.Is(err, errs.ErrDeleteMisaddressed) {
+			return misaddressedRefusal(err, version)
+		}
+		var ae *repo.ActionError
+		if err != nil && !errors.Is(err, errs.ErrOutcomeUnknown) && errors.As(err, &ae) && ae.Index > 0 &&
+			(errors.Is(err, errs.ErrPreconditionFailed) || errors.Is(err, errs.ErrNotFound) || errors.Is(err, errs.ErrAlreadyExists)) {
+			return &companionRefused{action: ae.Index, status: ae.StatusCode, code: ae.Code, row: ae.RowKey, version: version}
+		}
+		if errors.Is(err, errs.ErrOutcomeUnknown) {
+			return err
+		}
+		return confirmGone(ctx, src, job.PartitionKey, job.RowKey, version, err)
+	}
+	var err error
+	if len(rs) == 0 {
+		err = send(ctx)
+	} else {
+		err = a.withCompanions(ctx, "archive-entity", job.Source, []removing{{pk: job.PartitionKey, rk: job.RowKey, rs: rs}}, send)
+	}
+	if err != nil {
+		return err
+	}
+	return a.after("archive-entity", "deleted")
 }

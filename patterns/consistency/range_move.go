@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -129,7 +130,7 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 		return RangeReport{}, err
 	}
 	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: job.scanSelect(), Top: RangeJobSize})
-	if isTableNotFound(err) {
+	if archive.IsTableNotFound(err) {
 		return RangeReport{}, fmt.Errorf("table %s: %w", job.Source, ErrNothingToArchive)
 	}
 	if err != nil {
@@ -362,7 +363,7 @@ func (a *Archiver) rangeTargets(ctx context.Context, job ArchiveRangeJob, dst *r
 	out := make(map[string]copyState, len(b.rks))
 	if dst != nil {
 		got, err := a.readCopies(ctx, dst, b)
-		if isTableNotFound(err) {
+		if archive.IsTableNotFound(err) {
 			return out, nil // created by the first copy
 		}
 		if err != nil {
@@ -462,7 +463,7 @@ func (a *Archiver) writeCopies(ctx context.Context, job ArchiveRangeJob, dst *re
 	created := false
 	for _, tx := range txs {
 		_, err := repo.Submit(ctx, tx...)
-		if isTableNotFound(err) && !created {
+		if archive.IsTableNotFound(err) && !created {
 			if err = dst.CreateIfNotExists(ctx); err == nil {
 				created = true
 				_, err = repo.Submit(ctx, tx...)
@@ -737,7 +738,7 @@ func (a *Archiver) removeAlone(ctx context.Context, src *repo.Table[codec.Entity
 	switch {
 	case err == nil:
 		return 1, nil
-	case errors.Is(err, errs.ErrNotFound) && !isTableNotFound(err):
+	case errors.Is(err, errs.ErrNotFound) && !archive.IsTableNotFound(err):
 		// Gone after all (a concurrent run): start over, fresh reads find what is left.
 		return 0, fmt.Errorf("%w: (%q, %q) went while deleted on its own", errRestart, k.PartitionKey, k.RowKey)
 	default:

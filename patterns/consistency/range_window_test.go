@@ -18,7 +18,7 @@ import (
 // application may re-create the entity (v3). Then the held query goes on. The held run
 // read the target before the source, so it never writes its stale view over the newer
 // copy: the end is v2 archived (or v3, re-created and moved), every other entity once.
-func TestAttackRangeSourceChangedBetweenTargetAndSourceRead(t *testing.T) {
+func TestRangeSourceChangedBetweenTargetAndSourceRead(t *testing.T) {
 	t.Parallel()
 	for _, recreate := range []bool{false, true} {
 		name := "update"

@@ -14,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -67,7 +68,7 @@ func drainQueue(t *testing.T, bin, queue string) string {
 type killBed struct {
 	ctx     context.Context
 	clients *account.Clients
-	a       *consistency.Archiver
+	a       *tablearchive.Archiver
 	client  *queueworker.Client
 	queue   string
 }
@@ -78,7 +79,7 @@ func newKillBed(t *testing.T) *killBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := consistency.New(clients, nil)
+	a, err := tablearchive.New(clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +171,8 @@ func TestKillNineDuringArchiveTable(t *testing.T) {
 	const n = 5000
 	tb := kb.table(t, "Day", n)
 	container := testenv.ContainerName(t)
-	job := consistency.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}
-	if err := consistency.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
+	job := tablearchive.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}
+	if err := tablearchive.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
 		t.Fatal(err)
 	}
 	bin := binary(t)
@@ -189,8 +190,8 @@ func TestKillNineDuringArchiveTable(t *testing.T) {
 		t.Fatalf("latest manifest %+v (%v)", m, err)
 	}
 	target := kb.table(t, "Back", 0)
-	rep, err := kb.a.RestoreTable(kb.ctx, consistency.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name(), Generation: consistency.GenerationAll})
-	if err != nil || rep.Outcome != consistency.OutcomeRestored {
+	rep, err := kb.a.RestoreTable(kb.ctx, tablearchive.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name(), Generation: tablearchive.GenerationAll})
+	if err != nil || rep.Outcome != tablearchive.OutcomeRestored {
 		t.Fatalf("restore of every generation: %+v %v", rep, err)
 	}
 	t.Logf("%d generation(s) after 20 kills", len(gens))
@@ -203,11 +204,11 @@ func TestKillNineDuringRestoreTable(t *testing.T) {
 	const n = 5000
 	tb := kb.table(t, "Old", n)
 	container := testenv.ContainerName(t)
-	if _, err := kb.a.ArchiveTable(kb.ctx, consistency.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}); err != nil {
+	if _, err := kb.a.ArchiveTable(kb.ctx, tablearchive.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}); err != nil {
 		t.Fatal(err)
 	}
 	target := kb.table(t, "Restored", 0)
-	if err := consistency.EnqueueRestoreTable(kb.ctx, kb.client, consistency.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name()}); err != nil {
+	if err := tablearchive.EnqueueRestoreTable(kb.ctx, kb.client, tablearchive.RestoreTableJob{Table: tb.Name(), Container: container, Target: target.Name()}); err != nil {
 		t.Fatal(err)
 	}
 	bin := binary(t)
@@ -225,8 +226,8 @@ func TestDrainStopsOnSIGTERMWithExitZero(t *testing.T) {
 	t.Parallel()
 	kb := newKillBed(t)
 	// A message invisible for an hour keeps Drain waiting.
-	job := consistency.ArchiveTableJob{Table: "Waiting", Container: "cold", Sealed: true}
-	if _, err := queueworker.Enqueue(kb.ctx, kb.client, consistency.KindArchiveTable, "later", job, &queueworker.EnqueueOptions{VisibilityDelay: time.Hour}); err != nil {
+	job := tablearchive.ArchiveTableJob{Table: "Waiting", Container: "cold", Sealed: true}
+	if _, err := queueworker.Enqueue(kb.ctx, kb.client, tablearchive.KindArchiveTable, "later", job, &queueworker.EnqueueOptions{VisibilityDelay: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, err := runUntilTerm(t, binary(t), "worker started", "run", "-drain", "-allow-any", "-queue", kb.queue, "-log-level", "info")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/errs"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -88,8 +88,8 @@ func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 			w.stop(t, syscall.SIGTERM)
 		}
 	}()
-	job := consistency.ArchiveTableJob{Table: tb.Name(), Container: cont, Sealed: true, Shards: shards}
-	if err := consistency.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
+	job := tablearchive.ArchiveTableJob{Table: tb.Name(), Container: cont, Sealed: true, Shards: shards}
+	if err := tablearchive.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
 		t.Fatal(err)
 	}
 	// Generous: under -race beside the other packages' tests, on 2 shared cores, the
@@ -124,7 +124,7 @@ func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 	workers[0].stop(t, syscall.SIGKILL)
 	workers[0] = startWorker(t, bin, kb.queue)
 	// The table goes only at the end: whenever it is seen gone, the manifest is there.
-	var m consistency.Manifest
+	var m tablearchive.Manifest
 	poll("table archived", func() (bool, error) {
 		exists, err := tb.Exists(ctx)
 		if err != nil || exists {
@@ -146,8 +146,8 @@ func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 	ctx, cancel = context.WithTimeout(kb.ctx, 5*time.Minute)
 	defer cancel()
 	back := kb.table(t, "Back", 0)
-	rep, err := kb.a.RestoreTable(ctx, consistency.RestoreTableJob{Table: tb.Name(), Container: cont, Target: back.Name()})
-	if err != nil || rep.Outcome != consistency.OutcomeRestored || rep.Manifest.Generation != m.Generation {
+	rep, err := kb.a.RestoreTable(ctx, tablearchive.RestoreTableJob{Table: tb.Name(), Container: cont, Target: back.Name()})
+	if err != nil || rep.Outcome != tablearchive.OutcomeRestored || rep.Manifest.Generation != m.Generation {
 		t.Fatalf("restore: %+v %v", rep, err)
 	}
 	seen := make([]bool, n)

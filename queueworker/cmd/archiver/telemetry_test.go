@@ -28,6 +28,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 )
 
 // process is a running archiver.
@@ -229,7 +230,7 @@ func TestBinaryExportsOTLPAndFlushesOnSIGTERM(t *testing.T) {
 	kb := newKillBed(t)
 	tb := kb.table(t, "Day", 20)
 	container := testenv.ContainerName(t)
-	if err := consistency.EnqueueArchiveTable(kb.ctx, kb.client, consistency.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}); err != nil {
+	if err := tablearchive.EnqueueArchiveTable(kb.ctx, kb.client, tablearchive.ArchiveTableJob{Table: tb.Name(), Container: container, Sealed: true}); err != nil {
 		t.Fatal(err)
 	}
 	recv := newReceiver(t)

@@ -32,6 +32,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 )
@@ -152,7 +153,7 @@ func (e *poisonedError) Error() string {
 
 // enqueueJobs lists the jobs enqueue takes, for its usage errors.
 func enqueueJobs(ext *Extensions) string {
-	jobs := []string{consistency.KindArchiveEntity, consistency.KindArchiveTable, consistency.KindRestoreTable, consistency.KindArchiveRange, "archive-periods"}
+	jobs := []string{consistency.KindArchiveEntity, tablearchive.KindArchiveTable, tablearchive.KindRestoreTable, consistency.KindArchiveRange, "archive-periods"}
 	if ext != nil && len(ext.Indexes) > 0 {
 		jobs = append(jobs, indexJobs...)
 	}
@@ -255,7 +256,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		if args[1] == "archive-periods" {
 			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)
 		}
-		if !slices.Contains([]string{consistency.KindArchiveEntity, consistency.KindArchiveTable, consistency.KindRestoreTable, consistency.KindArchiveRange}, args[1]) {
+		if !slices.Contains([]string{consistency.KindArchiveEntity, tablearchive.KindArchiveTable, tablearchive.KindRestoreTable, consistency.KindArchiveRange}, args[1]) {
 			return usagef("enqueue: unknown job %q: %s", args[1], enqueueJobs(ext))
 		}
 		return enqueue(ctx, args[1], args[2:], stdout, stderr, getenv)
@@ -317,7 +318,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fs := newFlagSet("run")
 	c.register(fs)
 	obs.register(fs)
-	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
+	fs.DurationVar(&grace, "seal-grace", tablearchive.DefaultSealGrace, "")
 	fs.StringVar(&allowTables, "allow-tables", "", "")
 	fs.StringVar(&allowContainers, "allow-containers", "", "")
 	fs.BoolVar(&allowAny, "allow-any", false, "")
@@ -366,9 +367,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	var ranges rangeSummary
-	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger, SealGrace: grace,
-		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger),
+	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger,
+		AllowedTablePrefixes: tables, AllowedContainers: containers,
 		Companions: companions, Queue: jobs, RangeDone: ranges.add})
+	if err != nil {
+		return err
+	}
+	ta, err := tablearchive.New(e.clients, &tablearchive.Options{Logger: e.logger, SealGrace: grace,
+		AllowedTablePrefixes: tables, AllowedContainers: containers, Progress: obs.progress.reporter(stderr, e.logger),
+		Queue: jobs})
 	if err != nil {
 		return err
 	}
@@ -377,6 +384,9 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	}
 	reg := queueworker.NewRegistry()
 	if err := a.Register(reg); err != nil {
+		return err
+	}
+	if err := ta.Register(reg); err != nil {
 		return err
 	}
 	if err := registerIndexes(reg); err != nil {
@@ -444,8 +454,8 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 	fs := newFlagSet("enqueue " + kind)
 	c.register(fs)
 	var entity consistency.ArchiveEntityJob
-	var table consistency.ArchiveTableJob
-	var restore consistency.RestoreTableJob
+	var table tablearchive.ArchiveTableJob
+	var restore tablearchive.RestoreTableJob
 	var rng consistency.ArchiveRangeJob
 	var grace time.Duration
 	switch kind {
@@ -455,7 +465,7 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		fs.StringVar(&entity.RowKey, "rk", "", "")
 		fs.StringVar(&entity.TargetTable, "target-table", "", "")
 		fs.StringVar(&entity.TargetContainer, "target-container", "", "")
-	case consistency.KindArchiveTable:
+	case tablearchive.KindArchiveTable:
 		fs.StringVar(&table.Table, "table", "", "")
 		fs.StringVar(&table.Container, "container", "", "")
 		fs.BoolVar(&table.KeepTable, "keep-table", false, "")
@@ -463,8 +473,8 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		fs.StringVar(&table.PeriodPrefix, "period-prefix", "", "")
 		fs.StringVar(&table.Period, "period", "", "")
 		fs.IntVar(&table.Shards, "shards", 0, "")
-		fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
-	case consistency.KindRestoreTable:
+		fs.DurationVar(&grace, "seal-grace", tablearchive.DefaultSealGrace, "")
+	case tablearchive.KindRestoreTable:
 		fs.StringVar(&restore.Table, "table", "", "")
 		fs.StringVar(&restore.Container, "container", "", "")
 		fs.StringVar(&restore.Target, "target", "", "")
@@ -497,13 +507,13 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		// entity nobody meant.
 		return usagef("enqueue archive-entity: -rk is required (the empty RowKey is -rk '')")
 	}
-	if kind == consistency.KindArchiveTable && table.Shards < 2 && flagGiven(fs, "shards") {
+	if kind == tablearchive.KindArchiveTable && table.Shards < 2 && flagGiven(fs, "shards") {
 		// The library takes 0 or 1 as "unsharded"; on the command line a -shards that
 		// splits nothing is a mistake (omit it for an unsharded export).
-		return usagef("enqueue archive-table: -shards %d: want 2 to %d (omit -shards for an unsharded export)", table.Shards, consistency.MaxShards)
+		return usagef("enqueue archive-table: -shards %d: want 2 to %d (omit -shards for an unsharded export)", table.Shards, tablearchive.MaxShards)
 	}
 	if restore.Generation == "latest" {
-		restore.Generation = consistency.GenerationLatest
+		restore.Generation = tablearchive.GenerationLatest
 	}
 	e, err := setup(c, stderr, getenv)
 	if err != nil {
@@ -516,9 +526,9 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		err = entity.Validate()
 	case consistency.KindArchiveRange:
 		err = rng.Validate()
-	case consistency.KindArchiveTable:
-		var a *consistency.Archiver
-		if a, err = consistency.New(e.clients, &consistency.Options{SealGrace: grace}); err == nil {
+	case tablearchive.KindArchiveTable:
+		var a *tablearchive.Archiver
+		if a, err = tablearchive.New(e.clients, &tablearchive.Options{SealGrace: grace}); err == nil {
 			err = a.CheckSealed(table)
 		}
 	default:
@@ -540,10 +550,10 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 		err = consistency.EnqueueArchiveEntity(ctx, client, entity)
 	case consistency.KindArchiveRange:
 		err = consistency.EnqueueArchiveRange(ctx, client, rng)
-	case consistency.KindArchiveTable:
-		err = consistency.EnqueueArchiveTable(ctx, client, table)
+	case tablearchive.KindArchiveTable:
+		err = tablearchive.EnqueueArchiveTable(ctx, client, table)
 	default:
-		err = consistency.EnqueueRestoreTable(ctx, client, restore)
+		err = tablearchive.EnqueueRestoreTable(ctx, client, restore)
 	}
 	if err != nil {
 		return err
@@ -567,7 +577,7 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 	var dryRun bool
 	fs := newFlagSet("enqueue archive-periods")
 	c.register(fs)
-	fs.DurationVar(&grace, "seal-grace", consistency.DefaultSealGrace, "")
+	fs.DurationVar(&grace, "seal-grace", tablearchive.DefaultSealGrace, "")
 	fs.DurationVar(&retention, "retention", 0, "")
 	fs.BoolVar(&dryRun, "dry-run", false, "")
 	fs.StringVar(&prefix, "prefix", "", "")
@@ -607,9 +617,9 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usagef("enqueue archive-periods: -before %s is inside the retention (-retention %v): periods that ended after %s are still hot",
 			cutoff.UTC().Format(time.RFC3339), retention, hot.UTC().Format(time.RFC3339))
 	}
-	if latest := time.Now().Add(-grace - consistency.DefaultClockSkew); cutoff.After(latest) {
+	if latest := time.Now().Add(-grace - tablearchive.DefaultClockSkew); cutoff.After(latest) {
 		return usagef("enqueue archive-periods: -before %s is too recent: periods that ended after %s may still be written (-seal-grace %v plus a clock skew of %v)",
-			cutoff.UTC().Format(time.RFC3339), latest.UTC().Format(time.RFC3339), grace, consistency.DefaultClockSkew)
+			cutoff.UTC().Format(time.RFC3339), latest.UTC().Format(time.RFC3339), grace, tablearchive.DefaultClockSkew)
 	}
 	e, err := setup(c, stderr, getenv)
 	if err != nil {
@@ -639,8 +649,8 @@ func enqueuePeriods(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	for _, t := range old {
-		job := consistency.ArchiveTableJob{Table: t.Name, Container: container, PeriodPrefix: prefix, Period: p.String()}
-		if err := consistency.EnqueueArchiveTable(ctx, client, job); err != nil {
+		job := tablearchive.ArchiveTableJob{Table: t.Name, Container: container, PeriodPrefix: prefix, Period: p.String()}
+		if err := tablearchive.EnqueueArchiveTable(ctx, client, job); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "enqueued archive-table %s (%s to %s) on %s\n", t.Name,

@@ -13,9 +13,9 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 	"github.com/tablepatterns/tablepatterns/patterns/periodtable"
 	"github.com/tablepatterns/tablepatterns/queueworker"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -226,7 +226,7 @@ func TestArchivePeriods(t *testing.T) {
 	if len(left) != 3 {
 		t.Fatalf("tables left: %+v, want all 3", left)
 	}
-	arch, err := consistency.New(clients, nil)
+	arch, err := tablearchive.New(clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,8 +385,8 @@ func TestPoisonListPrintsNoRawControlCharacterFromAJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := consistency.ArchiveTableJob{Table: "ghost", Container: "cold"} // invalid: neither period nor sealed
-	if _, err := queueworker.Enqueue(t.Context(), c, consistency.KindArchiveTable, "job\x1b]0;pwned\x07\x1b[2J\x1b[1A", job, nil); err != nil {
+	job := tablearchive.ArchiveTableJob{Table: "ghost", Container: "cold"} // invalid: neither period nor sealed
+	if _, err := queueworker.Enqueue(t.Context(), c, tablearchive.KindArchiveTable, "job\x1b]0;pwned\x07\x1b[2J\x1b[1A", job, nil); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, stderr := archiver(t, "run", "-drain", "-allow-any", "-queue", queue); code != app.ExitPoisoned || !strings.Contains(out, "poisoned 1") {

@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -156,7 +157,11 @@ func TestArchiverAndPatternWithTokenAuth(t *testing.T) {
 	if err != nil || len(left) != 1 || left[0].RowKey != "000003" {
 		t.Fatalf("current holds %v (%v)", left, err)
 	}
-	m, err := arch.ReadManifest(ctx, container, day.Name())
+	tables, err := tablearchive.New(clients, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tables.ReadManifest(ctx, container, day.Name())
 	if err != nil || m.Entities != 50 {
 		t.Fatalf("manifest of the archived table: %+v %v", m, err)
 	}

@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"go.uber.org/zap"
 	"golang.org/x/term"
-
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 )
 
 // Default intervals of -progress auto.
@@ -56,7 +55,7 @@ func (f *progressFlag) Set(v string) error {
 
 // reporter returns the consistency.Options.Progress of the flag: human lines on stderr
 // when it is a terminal, zap Info entries "progress" otherwise; nil when off.
-func (f *progressFlag) reporter(stderr io.Writer, logger *zap.Logger) func(consistency.Progress) {
+func (f *progressFlag) reporter(stderr io.Writer, logger *zap.Logger) func(tablearchive.Progress) {
 	if f.off {
 		return nil
 	}
@@ -79,7 +78,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // progressPrinter prints the progress of the table jobs that run long, phase by phase
-// (consistency.Progress), in one shape: a phase's first report starts its clock, and
+// (tablearchive.Progress), in one shape: a phase's first report starts its clock, and
 // the phase is reported every interval from then on, with a last report when it is done
 // if it printed anything or lasted an interval. Once a job has printed, each of its
 // next phases is announced as it starts, so that a long job never goes quiet between
@@ -103,7 +102,7 @@ type jobProgress struct {
 }
 
 // report is consistency.Options.Progress.
-func (p *progressPrinter) report(r consistency.Progress) {
+func (p *progressPrinter) report(r tablearchive.Progress) {
 	key := r.Job + "\x00" + r.Table
 	phase := r.Phase + "\x00" + r.Generation
 	now := p.now()
@@ -139,15 +138,15 @@ func (p *progressPrinter) report(r consistency.Progress) {
 }
 
 // end forgets a job after the Done of its last phase.
-func (p *progressPrinter) end(key string, r consistency.Progress) {
-	if r.Done && (r.Phase == consistency.PhaseDelete || r.Phase == consistency.PhaseRestore) {
+func (p *progressPrinter) end(key string, r tablearchive.Progress) {
+	if r.Done && (r.Phase == tablearchive.PhaseDelete || r.Phase == tablearchive.PhaseRestore) {
 		delete(p.jobs, key)
 	}
 }
 
 // print writes one report: a line for a person, or an Info entry "progress" whose
 // fields are the same for every job and phase.
-func (p *progressPrinter) print(r consistency.Progress, now time.Time) {
+func (p *progressPrinter) print(r tablearchive.Progress, now time.Time) {
 	elapsed := max(now.Sub(r.Started), 0)
 	rate := 0.0
 	if elapsed > 0 {
@@ -178,7 +177,7 @@ func (p *progressPrinter) forgetStale(now time.Time) {
 //
 //	restore-table SignIns20240601: restore 50,000 of 120,000 entities (41%), 3,100/s, 16s elapsed, about 23s left
 //	restore-table SignIns20240601: restore done: 120,000 entities in 40s (3,000/s)
-func humanProgress(r consistency.Progress, rate float64, elapsed time.Duration) string {
+func humanProgress(r tablearchive.Progress, rate float64, elapsed time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: %s ", r.Job, r.Table, r.Phase)
 	if r.Done {

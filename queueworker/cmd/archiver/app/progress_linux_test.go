@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 )
 
 // openPTY opens a pseudo-terminal and returns its controlling side and the terminal.
@@ -69,7 +68,7 @@ func TestProgressChoosesTheTerminal(t *testing.T) {
 	f := progressFlag{every: time.Nanosecond}
 	report := f.reporter(tty, zap.NewNop())
 	started := time.Now().Add(-10 * time.Second)
-	p := consistency.Progress{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "OnTheTerminal", Generation: "g", Started: started}
+	p := tablearchive.Progress{Job: tablearchive.KindArchiveTable, Phase: tablearchive.PhaseExport, Table: "OnTheTerminal", Generation: "g", Started: started}
 	report(p)
 	p.Entities = 1000
 	report(p)

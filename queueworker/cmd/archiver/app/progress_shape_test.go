@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 )
 
 // Every progress entry in a log has the same fields, whichever job and phase it reports:
@@ -14,10 +14,10 @@ func TestProgressLogEntriesHaveOneShape(t *testing.T) {
 	t.Parallel()
 	p, clock, logs := printerAt(nil, time.Second)
 	started := *clock
-	for _, r := range []consistency.Progress{
-		{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "Day", Generation: "g1", Started: started},
-		{Job: consistency.KindArchiveTable, Phase: consistency.PhaseVerify, Table: "Day", Generation: "g1", Total: 200, Started: started},
-		{Job: consistency.KindRestoreTable, Phase: consistency.PhaseRestore, Table: "Day", Generation: "g1", Total: 100, Started: started},
+	for _, r := range []tablearchive.Progress{
+		{Job: tablearchive.KindArchiveTable, Phase: tablearchive.PhaseExport, Table: "Day", Generation: "g1", Started: started},
+		{Job: tablearchive.KindArchiveTable, Phase: tablearchive.PhaseVerify, Table: "Day", Generation: "g1", Total: 200, Started: started},
+		{Job: tablearchive.KindRestoreTable, Phase: tablearchive.PhaseRestore, Table: "Day", Generation: "g1", Total: 100, Started: started},
 	} {
 		*clock = started
 		p.report(r)

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
 )
 
 // lockedBuilder is a strings.Builder safe for the printer and the test.
@@ -53,9 +52,9 @@ func TestProgressHumanLines(t *testing.T) {
 	var out lockedBuilder
 	p, clock, logs := printerAt(&out, 2*time.Second)
 	started := *clock
-	r := consistency.Progress{Job: consistency.KindRestoreTable, Phase: consistency.PhaseRestore, Table: "SignIns20240601", Generation: "g1", Total: 120000, Started: started}
+	r := tablearchive.Progress{Job: tablearchive.KindRestoreTable, Phase: tablearchive.PhaseRestore, Table: "SignIns20240601", Generation: "g1", Total: 120000, Started: started}
 
-	short := consistency.Progress{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "Short", Generation: "g2", Started: started}
+	short := tablearchive.Progress{Job: tablearchive.KindArchiveTable, Phase: tablearchive.PhaseExport, Table: "Short", Generation: "g2", Started: started}
 	p.report(short)
 	short.Entities, short.Done = 10, true
 	p.report(short)
@@ -80,7 +79,7 @@ func TestProgressHumanLines(t *testing.T) {
 		t.Fatalf("a terminal got log entries too: %v", logs.All())
 	}
 	// The restore is over; the export's job goes on with its verify phase.
-	if _, ok := p.jobs[consistency.KindRestoreTable+"\x00SignIns20240601"]; ok || len(p.jobs) != 1 {
+	if _, ok := p.jobs[tablearchive.KindRestoreTable+"\x00SignIns20240601"]; ok || len(p.jobs) != 1 {
 		t.Fatalf("finished jobs are remembered: %v", p.jobs)
 	}
 }
@@ -90,7 +89,7 @@ func TestProgressLogEntries(t *testing.T) {
 	t.Parallel()
 	p, clock, logs := printerAt(nil, 30*time.Second)
 	started := *clock
-	r := consistency.Progress{Job: consistency.KindArchiveTable, Phase: consistency.PhaseExport, Table: "SignIns20240601", Generation: "g1", Started: started}
+	r := tablearchive.Progress{Job: tablearchive.KindArchiveTable, Phase: tablearchive.PhaseExport, Table: "SignIns20240601", Generation: "g1", Started: started}
 	p.report(r)
 	*clock = started.Add(30 * time.Second)
 	r.Entities = 90000
@@ -120,10 +119,10 @@ func TestProgressForgetsFailedJobs(t *testing.T) {
 	t.Parallel()
 	p, clock, _ := printerAt(nil, time.Second)
 	started := *clock
-	p.report(consistency.Progress{Job: consistency.KindArchiveTable, Table: "Failed", Generation: "g1", Started: started})
+	p.report(tablearchive.Progress{Job: tablearchive.KindArchiveTable, Table: "Failed", Generation: "g1", Started: started})
 	*clock = started.Add(11 * time.Minute)
-	p.report(consistency.Progress{Job: consistency.KindArchiveTable, Table: "Next", Generation: "g2", Started: *clock})
-	if _, ok := p.jobs[consistency.KindArchiveTable+"\x00Failed"]; ok || len(p.jobs) != 1 {
+	p.report(tablearchive.Progress{Job: tablearchive.KindArchiveTable, Table: "Next", Generation: "g2", Started: *clock})
+	if _, ok := p.jobs[tablearchive.KindArchiveTable+"\x00Failed"]; ok || len(p.jobs) != 1 {
 		t.Fatalf("jobs remembered: %v", p.jobs)
 	}
 }
@@ -167,7 +166,7 @@ func TestProgressConcurrentJobs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := consistency.Progress{Job: consistency.KindRestoreTable, Phase: consistency.PhaseRestore, Table: fmt.Sprintf("Job%02d", j), Generation: "g", Total: 200, Started: time.Now()}
+			r := tablearchive.Progress{Job: tablearchive.KindRestoreTable, Phase: tablearchive.PhaseRestore, Table: fmt.Sprintf("Job%02d", j), Generation: "g", Total: 200, Started: time.Now()}
 			for i := range 200 {
 				r.Entities, r.Done = int64(i+1), i == 199
 				p.report(r)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -34,7 +34,7 @@ func TestShardedArchiveFromTheCommandLine(t *testing.T) {
 	if ok, _ := day.Exists(ctx); ok {
 		t.Fatal("the sharded table still exists")
 	}
-	a, err := consistency.New(clients, nil)
+	a, err := tablearchive.New(clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 )
 
 // sweep deletes the data blobs of a table's exports that have no manifest (left by an
@@ -40,7 +40,7 @@ func sweep(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		return err
 	}
 	defer e.logger.Sync()
-	a, err := consistency.New(e.clients, &consistency.Options{Logger: e.logger})
+	a, err := tablearchive.New(e.clients, &tablearchive.Options{Logger: e.logger})
 	if err != nil {
 		return err
 	}

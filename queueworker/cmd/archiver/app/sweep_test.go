@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
@@ -22,7 +22,7 @@ func TestSweepKeepsYoungOrphans(t *testing.T) {
 	if _, err := clients.Blobs.CreateContainer(ctx, container, nil); err != nil {
 		t.Fatal(err)
 	}
-	orphan := consistency.DataBlobName("SignIns20240101", "20240102T000000.0000000Z-0a0b0c0d")
+	orphan := tablearchive.DataBlobName("SignIns20240101", "20240102T000000.0000000Z-0a0b0c0d")
 	if _, err := clients.Blobs.UploadBuffer(ctx, container, orphan, []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
