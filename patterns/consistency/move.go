@@ -40,7 +40,7 @@ import (
 // the target and the entity in the source. So does a companion's copy whose delete in
 // the transaction answers 404 twice at one version while the companion finds it there,
 // and a delete the store misaddresses twice (repo.ErrDeleteMisaddressed, whatever its
-// status: Azurite answers 412 when the row it reaches instead exists).
+// status; see entity_misaddressed.go).
 //
 // Errors: ErrInvalidInput (nothing sent, or a delete the store keeps refusing),
 // ErrTransient, *repo.Error. OutcomeMissing is not an error.

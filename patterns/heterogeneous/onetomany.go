@@ -100,8 +100,7 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 // and turns a lost race into a retry: the parent (or the child being removed) changed
 // since it was read, or the parent was deleted and maybe recreated. A transaction whose
 // outcome repo could not prove is decided in outcome.go. A child's delete goes apart only
-// on a store that cannot delete its key in a transaction (Azurite, for U+2028 or U+2029;
-// see the package documentation).
+// on a store that cannot delete its key in a transaction (see the package documentation).
 func (r *OneToMany[P, C, N]) submit(ctx context.Context, child, parent Action) error {
 	err := r.t.submit(ctx, repo.SubmitOrSplit, []Action{child, parent})
 	if err, decided := r.decideUnknown(ctx, err, child, parent); decided {

@@ -16,7 +16,7 @@ import (
 
 // Get reads a logical entity with one range query over its chunks and reassembles it. When
 // the chunks come from different writes (a write committed between the reads of two
-// chunks: a query that spans pages, or a service that does not read a partition as a
+// chunks: a query that runs over pages, or a service that does not read a partition as a
 // snapshot), it reads again, with the backoff of Options.TornRetry.
 //
 // Errors: errs.ErrNotFound (no chunk), errs.ErrInvalidInput (keys; nothing sent), an error wrapping

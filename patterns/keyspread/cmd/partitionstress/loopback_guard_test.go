@@ -11,10 +11,10 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/azurite"
 )
 
-// Attack: host spellings that a resolver or another parser may take for loopback, or that
-// reach a remote host while looking local. Each must be refused by the guard (the tool
+// Host spellings that a resolver or another parser may take for loopback, or that reach a
+// remote host while looking local. Each must be refused by the guard (the tool
 // never talks to a host it did not judge loopback), with and without the throughput model.
-func TestAttackGuardHostTricks(t *testing.T) {
+func TestGuardRefusesHostsThatOnlyLookLoopback(t *testing.T) {
 	t.Parallel()
 	key := azurite.DevAccountKey
 	hosts := []string{
@@ -47,9 +47,9 @@ func TestAttackGuardHostTricks(t *testing.T) {
 	}
 }
 
-// Attack: a loopback endpoint that redirects to a remote host. The guard sits in the
+// A loopback endpoint that redirects to a remote host. The guard sits in the
 // transport, so the redirected request is judged too; nothing reaches the remote host.
-func TestAttackGuardRedirect(t *testing.T) {
+func TestGuardJudgesEveryRedirect(t *testing.T) {
 	t.Parallel()
 	var remoteHits int
 	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { remoteHits++ }))
