@@ -59,7 +59,7 @@ func (a *Archiver) exportGeneration(ctx context.Context, t *repo.Table[codec.Ent
 	// before that check.
 	key := nextKey(checked, gens)
 	if key.After(a.keyLimit()) {
-		return Manifest{}, nil, "", fmt.Errorf("consistency: table %s: CheckedAt %s would be later than the clock allows: not written", job.Table, key.Format(time.RFC3339Nano))
+		return Manifest{}, nil, "", fmt.Errorf("tablearchive: table %s: CheckedAt %s would be later than the clock allows: not written", job.Table, key.Format(time.RFC3339Nano))
 	}
 	m.CheckedAt = key.Format(time.RFC3339Nano)
 	// A new ETag and Last-Modified just before the manifest: a sweep that listed the
@@ -98,7 +98,7 @@ func (a *Archiver) deleteAfter(ctx context.Context, t *repo.Table[codec.Entity],
 	// also defeats a sweep that listed it earlier (its delete is If-Match what it listed).
 	for _, r := range refs {
 		if _, err := a.touchData(ctx, job.Container, r.name, r.etag); errors.Is(err, errs.ErrNotFound) {
-			return TableReport{}, true, fmt.Errorf("consistency: table %s: a data blob of generation %s is gone after its check: table not deleted (a rerun exports it again): %w",
+			return TableReport{}, true, fmt.Errorf("tablearchive: table %s: a data blob of generation %s is gone after its check: table not deleted (a rerun exports it again): %w",
 				job.Table, m.Generation, err)
 		} else if errors.Is(err, errs.ErrPreconditionFailed) {
 			a.opts.Logger.Warn("the data blob changed after its check: checking again", zap.String("table", job.Table), zap.String("generation", m.Generation))
@@ -178,7 +178,7 @@ func (a *Archiver) writeManifest(ctx context.Context, container string, m Manife
 		if rerr == nil && stored == m {
 			return nil
 		}
-		return fmt.Errorf("consistency: manifest %s/%s exists and differs: %w", container, name, err)
+		return fmt.Errorf("tablearchive: manifest %s/%s exists and differs: %w", container, name, err)
 	}
 	return err
 }

@@ -74,7 +74,7 @@ func (a *Archiver) ReadManifest(ctx context.Context, container, table string) (M
 		return Manifest{}, err
 	}
 	if len(gens) == 0 {
-		return Manifest{}, fmt.Errorf("consistency: no export of %s in %s: %w", table, container, errs.ErrNotFound)
+		return Manifest{}, fmt.Errorf("tablearchive: no export of %s in %s: %w", table, container, errs.ErrNotFound)
 	}
 	return gens[len(gens)-1].m, nil
 }

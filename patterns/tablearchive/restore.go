@@ -222,7 +222,7 @@ func (a *Archiver) snapshot(ctx context.Context, container, name, restoreID stri
 			return errs.Wrap(err, "snapshot blob", container, "", "")
 		}
 		if resp.Snapshot == nil || *resp.Snapshot == "" {
-			return fmt.Errorf("consistency: snapshot of %s/%s: no snapshot id in the response", container, name)
+			return fmt.Errorf("tablearchive: snapshot of %s/%s: no snapshot id in the response", container, name)
 		}
 		id = *resp.Snapshot
 		return nil

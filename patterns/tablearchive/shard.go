@@ -304,7 +304,7 @@ func (a *Archiver) shardBounds(ctx context.Context, t *repo.Table[codec.Entity],
 		}
 		if len(parts) == 0 || parts[len(parts)-1].pk != e.PartitionKey {
 			if len(parts) > 0 && e.PartitionKey < parts[len(parts)-1].pk {
-				return nil, fmt.Errorf("consistency: table %s: the service returned partition keys out of order", t.Name())
+				return nil, fmt.Errorf("tablearchive: table %s: the service returned partition keys out of order", t.Name())
 			}
 			parts = append(parts, partition{pk: e.PartitionKey})
 		}
@@ -611,7 +611,7 @@ func (a *Archiver) combine(ctx context.Context, t *repo.Table[codec.Entity], job
 	}
 	key := nextKey(checkFrom, gens)
 	if key.After(a.keyLimit()) {
-		return Manifest{}, nil, time.Time{}, nil, fmt.Errorf("consistency: table %s: CheckedAt %s would be later than the clock allows: not written", job.Table, key.Format(time.RFC3339Nano))
+		return Manifest{}, nil, time.Time{}, nil, fmt.Errorf("tablearchive: table %s: CheckedAt %s would be later than the clock allows: not written", job.Table, key.Format(time.RFC3339Nano))
 	}
 	m := Manifest{Format: ManifestFormat, Table: job.Table, Generation: job.Generation, Entities: whole.entities, Partitions: whole.partitions,
 		Bytes: whole.bytes, SHA256: whole.sha256, Versions: whole.versions, ExportStarted: plan.Planned, CheckedAt: key.Format(time.RFC3339Nano),
@@ -676,7 +676,7 @@ func (a *Archiver) scanShards(ctx context.Context, t *repo.Table[codec.Entity], 
 			cur++
 		}
 		if whole.entities > 0 && e.PartitionKey < lastPK {
-			return shardDigest{}, nil, fmt.Errorf("consistency: table %s: the service returned partition keys out of order", t.Name())
+			return shardDigest{}, nil, fmt.Errorf("tablearchive: table %s: the service returned partition keys out of order", t.Name())
 		}
 		addVersion(wv, e.PartitionKey, e.RowKey, e.ETag)
 		addVersion(sv, e.PartitionKey, e.RowKey, e.ETag)

@@ -37,14 +37,14 @@ var (
 	// it holds an entity written after the claimed period ended (+ grace and clock
 	// skew), or more than MaxRecentWrites entities written within ClockSkew of the
 	// export (nothing deleted).
-	ErrNotSealed = errors.New("consistency: the table is not sealed (it may still be written)")
+	ErrNotSealed = errors.New("tablearchive: the table is not sealed (it may still be written)")
 	// ErrTableChanged: the table was written during its export (an entity with a
 	// Timestamp at or after the export began, or a different count): a writer exists
 	// although the table was declared sealed. The table is not deleted.
-	ErrTableChanged = errors.New("consistency: the table changed during its export")
+	ErrTableChanged = errors.New("tablearchive: the table changed during its export")
 	// ErrArchiveCorrupt: an export does not match its manifest, or a manifest is not one
 	// this package writes. Nothing is written by a restore that meets it.
-	ErrArchiveCorrupt = errors.New("consistency: archive does not match its manifest")
+	ErrArchiveCorrupt = errors.New("tablearchive: archive does not match its manifest")
 )
 
 // ArchiveTableJob is the payload of an archive-table message: export Table to Container
@@ -377,7 +377,7 @@ func (a *Archiver) archiveTable(ctx context.Context, job ArchiveTableJob, gen st
 	// Concurrent duplicates kept adding generations (or deleting the table under this
 	// run): not a proof of a writer. A redelivery finds the table deleted by one of
 	// them, or checks it again.
-	return TableReport{}, fmt.Errorf("consistency: table %s: other generations kept appearing before the delete (concurrent exports): not deleted yet", job.Table)
+	return TableReport{}, fmt.Errorf("tablearchive: table %s: other generations kept appearing before the delete (concurrent exports): not deleted yet", job.Table)
 }
 
 // archiveRound runs steps 2 to 6 of ArchiveTable once; done is false when another
@@ -658,7 +658,7 @@ func (a *Archiver) touchData(ctx context.Context, cont, name string, etag azcore
 			return errs.Wrap(err, "touch table export", cont, "", "")
 		}
 		if resp.ETag == nil || *resp.ETag == "" {
-			return fmt.Errorf("consistency: touch of %s/%s: no ETag in the response", cont, name)
+			return fmt.Errorf("tablearchive: touch of %s/%s: no ETag in the response", cont, name)
 		}
 		out = *resp.ETag
 		return nil
@@ -702,7 +702,7 @@ func (a *Archiver) writeLines(ctx context.Context, t *repo.Table[codec.Entity], 
 			return err
 		}
 		if e.ETag == "" {
-			return fmt.Errorf("consistency: table %s returned an entity without an ETag", t.Name())
+			return fmt.Errorf("tablearchive: table %s returned an entity without an ETag", t.Name())
 		}
 		if err := x.seal.checkClaim(t.Name(), &e); err != nil {
 			return err
