@@ -167,7 +167,13 @@
 //     reconciliation that read "no copy yet, the primary has the value" and commits after
 //     the entity was deleted (or lost the value) and that was reconciled meets the
 //     tombstone and starts over, instead of leaving a copy of a deleted entity
-//     (TestInterWindowDeleteDuringSlowReconcile, TestInterWindowValueRemovedDuringSlowReconcile);
+//     (TestInterWindowDeleteDuringSlowReconcile, TestInterWindowValueRemovedDuringSlowReconcile).
+//     A tombstone of a gone primary records the one state that can come back ("gone" has
+//     no version): a reconciliation that writes copies over one (the keys were used
+//     before) reads the primary again after its transaction, and starts over if it went
+//     or changed meanwhile, since a reconciliation of that delete finds the tombstone up
+//     to date and writes nothing
+//     (TestInterSlowReconcileOfAReinsertedEntityDeletedAgainLeavesNoCopy);
 //   - a reconciliation stopped between two indexes is finished by any later one
 //     (TestInterReconcileStoppedBetweenSteps).
 //
@@ -219,7 +225,8 @@
 // reconciliation reads 1 ref per index and the primary, plus 1 transaction per index whose
 // ref does not record the primary's current version (the second message of a write finds
 // nothing to do; the first reconciliation of an entity without a value in an index writes
-// its tombstone); Lookup is 1 range query and 1 point query per hit; Find, Range and
+// its tombstone; one that writes over the tombstone of a gone primary reads the primary
+// once more); Lookup is 1 range query and 1 point query per hit; Find, Range and
 // Prefix 1 range query per 1,000 copies, plus 1 point query per hit with Verify;
 // CollectTombstones 1 range query per index and 1 delete per tombstone removed.
 //
