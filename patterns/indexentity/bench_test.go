@@ -34,7 +34,7 @@ func benchBed(b *testing.B) (*benchcmp.Counter, *repo.Table[Employee], *SamePart
 // with 500 last names (20 employees each), finding the employees with one last name,
 // the sides alternated operation by operation in one run (benchcmp):
 //
-//   - index-entity: SamePartition.Lookup, the guide's option 2: one range query for the
+//   - index-entity: SamePartition.Find, the guide's option 2: one range query for the
 //     index entity, then 20 point queries, 8 at a time;
 //   - scan (ratio): the naive way, a partition scan with a property filter (PartitionKey
 //     eq 'Sales' and LastName eq '...'), which reads all 10,000 rows on the server;
