@@ -146,7 +146,7 @@ func TestIntraRepairOrphanDeleteHeldWhileLiveUpdateClaimsDuplicateKey(t *testing
 		done <- result{r, err}
 	}()
 	testbed.WaitHeld(t, ps)
-	e, err = live.Get(b.Ctx, "Sales", "000001")
+	e, err = live.Get(b.Ctx, "Sales", "empid_000001")
 	if err != nil {
 		t.Fatal(err)
 	}
