@@ -36,7 +36,7 @@ func TestInterSlowReconcileOfAReinsertedEntityDeletedAgainLeavesNoCopy(t *testin
 	if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
 		t.Fatal(err)
 	}
-	if err := fast.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey}); err != nil {
+	if err := fast.Delete(b.Ctx, "Sales", e.RowKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
@@ -54,7 +54,7 @@ func TestInterSlowReconcileOfAReinsertedEntityDeletedAgainLeavesNoCopy(t *testin
 	go func() { done <- slow.Reconcile(b.Ctx, "Sales", again.RowKey) }()
 	testbed.WaitHeld(t, ps) // it read the tombstone and the re-inserted primary
 
-	if err := fast.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: again.RowKey}); err != nil {
+	if err := fast.Delete(b.Ctx, "Sales", again.RowKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := fast.Reconcile(b.Ctx, "Sales", again.RowKey); err != nil {
