@@ -26,8 +26,17 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// restoreChunk is how many entities RestoreTable writes per BulkWrite.
-const restoreChunk = 2000
+// A restore writes a generation in windows of its entities, each one BulkWrite (one
+// retry.Schedule over the window's partitions). The data is in key order, partition
+// after partition, so a window of a fixed size can hold one partition only, and one
+// partition serves a tenth of the account's rate: a window is written once it holds
+// restoreChunk entities in at least restoreSpread partitions (the account's target over
+// a partition's), or restoreWindow entities in fewer.
+const (
+	restoreChunk  = 2000
+	restoreSpread = 10
+	restoreWindow = 10 * restoreChunk
+)
 
 // RestoreTable writes archived generations of a table back: the latest one by default,
 // a chosen one, or all of them in their order (see Generations; a later copy of an
@@ -163,7 +172,8 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	return TableReport{Outcome: OutcomeRestored, Manifest: gens[len(gens)-1].m, Generations: names}, nil
 }
 
-// restoreGeneration writes one verified generation into t from its snapshot.
+// restoreGeneration writes one verified generation into t from its snapshot, window by
+// window (restoreChunk, restoreSpread, restoreWindow).
 func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, snapshot string) error {
 	var batch []*codec.Entity
 	var written int64
@@ -183,9 +193,14 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 		pr.report(written, false)
 		return nil
 	}
+	spread := 0 // the partitions of batch
 	err := a.readLines(ctx, container, m, snapshot, func(e *codec.Entity) error {
+		if n := len(batch); n == 0 || batch[n-1].PartitionKey != e.PartitionKey {
+			spread++
+		}
 		batch = append(batch, e)
-		if len(batch) == restoreChunk {
+		if len(batch) >= restoreWindow || (len(batch) >= restoreChunk && spread >= restoreSpread) {
+			spread = 0
 			return flush()
 		}
 		return nil
