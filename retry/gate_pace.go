@@ -3,16 +3,19 @@ package retry
 import "time"
 
 // A Schedule's tasks are alike (the chunks of one bulk path: transactions of up to 100
-// entities), and the service's partitions share one target, so the rate one partition of
-// a Schedule was cut to is the best first guess of every other partition's: without it,
+// entities), and the service's partitions share one target, so the rate at which one
+// partition of a Schedule met its limit is the best first guess of every other
+// partition's: without it,
 // each partition meets its limit once (a refused request) before its own rate is known.
 // The Gate takes the guess only for the requests of the Schedule that learnt it (through
 // the task's context), so that a busy partition never slows another client's requests.
 
-// learnt records the rate partition limiter l was just cut to, as the Schedule's guess.
+// learnt records, as the Schedule's guess, the rate partition limiter l was just cut
+// from: the cut leaves the refused partition room to drain what it sent over its limit,
+// which a partition that was not refused has no need of.
 func (h *readyHints) learnt(l *limiter) {
 	l.mu.Lock()
-	rate, at := l.rate, l.lastCut
+	rate, at := l.rate/l.cut, l.lastCut
 	l.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
