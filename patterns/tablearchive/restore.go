@@ -26,17 +26,13 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// A restore writes a generation in windows of its entities, each one BulkWrite (one
-// retry.Schedule over the window's partitions). The data is in key order, partition
-// after partition, so a window of a fixed size can hold one partition only, and one
-// partition serves a tenth of the account's rate: a window is written once it holds
-// restoreChunk entities in at least restoreSpread partitions (the account's target over
-// a partition's), or restoreWindow entities in fewer.
-const (
-	restoreChunk  = 2000
-	restoreSpread = 10
-	restoreWindow = 10 * restoreChunk
-)
+// restoreWindow is how many entities of a generation a restore writes with one BulkWrite
+// (one retry.Schedule over the window's partitions). The data is in key order, partition
+// after partition, and one partition serves a tenth of the account's rate: a window
+// must span many partitions for the account's rate, and every partition in it to be
+// written beside the others (a hot partition beside the cold ones), so it is large. It
+// holds its entities in memory (about 20 MB at 1 KiB each).
+const restoreWindow = 20000
 
 // RestoreTable writes archived generations of a table back: the latest one by default,
 // a chosen one, or all of them in their order (see Generations; a later copy of an
@@ -173,7 +169,7 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 }
 
 // restoreGeneration writes one verified generation into t from its snapshot, window by
-// window (restoreChunk, restoreSpread, restoreWindow).
+// window (restoreWindow).
 func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, snapshot string) error {
 	var batch []*codec.Entity
 	var written int64
@@ -193,14 +189,9 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 		pr.report(written, false)
 		return nil
 	}
-	spread := 0 // the partitions of batch
 	err := a.readLines(ctx, container, m, snapshot, func(e *codec.Entity) error {
-		if n := len(batch); n == 0 || batch[n-1].PartitionKey != e.PartitionKey {
-			spread++
-		}
 		batch = append(batch, e)
-		if len(batch) >= restoreWindow || (len(batch) >= restoreChunk && spread >= restoreSpread) {
-			spread = 0
+		if len(batch) == restoreWindow {
 			return flush()
 		}
 		return nil
