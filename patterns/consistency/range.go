@@ -88,16 +88,16 @@ func (j ArchiveRangeJob) plan() (*rangePlan, error) {
 		return nil, err
 	}
 	sel := j.selection()
+	p, err := sel.Plan()
+	if err != nil {
+		return nil, err
+	}
 	if sel.IsWholeTable() {
 		return nil, errs.Invalid("pk", "the job selects the whole table: name a partition (pk), a range (pkFrom, pkTo) or conditions (where); archive-table archives whole tables")
 	}
 	// The target follows the rules of a single move's (exactly one, not the source).
 	target := ArchiveEntityJob{Source: j.Source, PartitionKey: "-", TargetTable: j.TargetTable, TargetContainer: j.TargetContainer}
 	if err := target.Validate(); err != nil {
-		return nil, err
-	}
-	p, err := sel.Plan()
-	if err != nil {
 		return nil, err
 	}
 	return &rangePlan{Plan: p, job: j}, nil
