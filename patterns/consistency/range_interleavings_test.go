@@ -316,9 +316,8 @@ func TestRangeBadInputRefusedWithoutRequest(t *testing.T) {
 // checkpoint, repeated, out of order or not text stops the page before anything is
 // moved, so that a continuation never moves backwards or outside the selection. A key
 // inside the range that the job cannot address (here a '#') is reported, not moved, and
-// does not stop the page (it used to: decided differently with the fix of
-// TestRangeEmptyPartitionKey, since such a key is a position the
-// continuation can resume after). Valid keys are split into batches of at most 100 keys
+// does not stop the page: such a key is still a position the continuation can resume
+// after (TestRangeEmptyPartitionKey). Valid keys are split into batches of at most 100 keys
 // of one partition.
 func TestRangeScanKeysUntrusted(t *testing.T) {
 	t.Parallel()
