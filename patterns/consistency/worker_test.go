@@ -156,13 +156,17 @@ func TestWorkerStoppedBetweenSteps(t *testing.T) {
 }
 
 // With 20 % of table, blob and queue requests failing transiently (including responses
-// lost after the request was served), 1,000 archive jobs all complete exactly once.
+// lost after the request was served), 200 archive jobs (1,000 under make soak) all
+// complete exactly once.
 func TestArchiveJobsUnderFaults(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
 	w, c := newWorker(t, b, testenv.QueueName(t), b.a)
-	const n = 1000
+	// 200 jobs send about 1,200 table and queue requests, so each kind of fault fires in
+	// every step of a move dozens of times (the check below wants n/5 table faults), and
+	// 20 jobs per partition run concurrently in each of the 10 partitions.
+	n := testenv.Scale(200, 1000)
 	all := make([]string, n)
 	batch := make([]*codec.Entity, n)
 	for i := range all {
