@@ -65,7 +65,7 @@ func TestLoadSpreadVersusAppendOnly(t *testing.T) {
 		{"append-only", func(string) string { return hour }},
 		{"spread", func(rk string) string { return buckets.KeyBy(hour, rk) }},
 	}
-	rates := map[string]float64{}
+	rates := map[string]layoutRate{}
 	for _, l := range layouts {
 		items := make([]*Access, n)
 		for i, rk := range rks {
@@ -93,7 +93,7 @@ func TestLoadHashPrefixVersusSequentialIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rangeOf := func(pk string) string { return pk[:min(len(pk), 4)] }
-	rates := map[string]float64{}
+	rates := map[string]layoutRate{}
 	for _, l := range []struct {
 		name string
 		pk   func(order string) string
@@ -113,12 +113,25 @@ func TestLoadHashPrefixVersusSequentialIDs(t *testing.T) {
 	checkLayouts(t, rates["append-only"], rates["spread"], writers)
 }
 
+// layoutRate is what the model admitted of one layout, in entities per second.
+type layoutRate struct {
+	// mean is over every whole second after the first: what the layout sustained,
+	// the seconds its writers sat in backoff included. It is the rate a layout held to
+	// one partition is judged by: it can only fall below the limit, never above.
+	mean float64
+	// atLimit is the median of the seconds in which the model also refused requests:
+	// what the layout reached when more was offered than admitted. It is the rate a
+	// layout that can use the account is judged by: a second in which a busy machine
+	// starved the writers of the CPU does not move it.
+	atLimit float64
+}
+
 // runLayout writes items through a fresh throughput model until the model has refused
-// requests in loadSteadySeconds whole seconds after the first, and returns the median of
-// the entities it admitted in those seconds. It waits on the model's progress, not on a
-// window: a machine too busy to reach the limit only makes the run longer, and running
-// out of items before that fails the test.
-func runLayout(t *testing.T, name string, items []*Access, partitionOf func(string) string, writers int) float64 {
+// requests in loadSteadySeconds whole seconds after the first, and returns what it
+// admitted. It waits on the model's progress, not on a window: a machine too busy to
+// reach the limit only makes the run longer, and running out of items before that fails
+// the test.
+func runLayout(t *testing.T, name string, items []*Access, partitionOf func(string) string, writers int) layoutRate {
 	t.Helper()
 	tb, proxy := throttledTable(t)
 	model, err := proxy.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: loadPartitionRate, AccountRate: loadAccountRate, PartitionOf: partitionOf})
@@ -154,9 +167,13 @@ func runLayout(t *testing.T, name string, items []*Access, partitionOf func(stri
 		t.Fatalf("%s: the model refused requests in %d whole seconds, want %d: the %d entities ran out before the load held the limit",
 			name, len(secs), loadSteadySeconds, written)
 	}
-	rate := median(secs)
-	t.Logf("%s: %d entities written in %d s, %.0f entities/s in the %d seconds at the limit; model: %d admitted, %d refused in %d requests, %d partitions",
-		name, written, len(st.Seconds), rate, len(secs), st.Total.AdmittedEntities, st.Total.RefusedEntities, st.Total.RefusedRequests, len(st.Partitions))
+	var sum int64
+	for _, c := range st.Seconds[1 : len(st.Seconds)-1] {
+		sum += c.AdmittedEntities
+	}
+	rate := layoutRate{mean: float64(sum) / float64(len(st.Seconds)-2), atLimit: median(secs)}
+	t.Logf("%s: %d entities written in %d s, %.0f entities/s sustained, %.0f in the %d seconds at the limit; model: %d admitted, %d refused in %d requests, %d partitions",
+		name, written, len(st.Seconds), rate.mean, rate.atLimit, len(secs), st.Total.AdmittedEntities, st.Total.RefusedEntities, st.Total.RefusedRequests, len(st.Partitions))
 	return rate
 }
 
@@ -183,19 +200,22 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// checkLayouts checks the steady rates of the two layouts against the model's limits.
-func checkLayouts(t *testing.T, appendOnly, spread float64, writers int) {
+// checkLayouts checks the rates of the two layouts against the model's limits: the
+// append-only layout by what it sustained, the spread one by what it reached at the limit.
+func checkLayouts(t *testing.T, appendOnlyRate, spreadRate layoutRate, writers int) {
 	t.Helper()
-	// In a second a bucket admits its rate plus what it saved before (a quarter more
-	// bounds the median of seconds at the limit: it saves only while it is idle). The
-	// lower bound is loose: writers whose backoffs grew to seconds leave the one partition
-	// idle at times.
+	appendOnly, spread := appendOnlyRate.mean, spreadRate.atLimit
+	// Over s seconds a bucket admits at most rate*s plus its burst (one second's worth):
+	// a quarter more over the four seconds or more measured; in one second at the limit it
+	// admits its rate plus what it saved while idle, and the median of such seconds stays
+	// under the same bound. The lower bound is loose: writers whose backoffs grew to
+	// seconds leave the one partition idle at times.
 	const saved = 1.25
 	if appendOnly > loadPartitionRate*saved || appendOnly < 0.5*loadPartitionRate {
 		t.Errorf("append-only sustained %.0f entities/s, want one partition's %d", appendOnly, loadPartitionRate)
 	}
 	if spread < 0.7*loadAccountRate || spread > loadAccountRate*saved {
-		t.Errorf("spread sustained %.0f entities/s, want close to the account's %d", spread, loadAccountRate)
+		t.Errorf("spread reached %.0f entities/s at the limit, want close to the account's %d", spread, loadAccountRate)
 	}
 	ratio := spread / appendOnly
 	t.Logf("spread / append-only = %.1f (model: partition %d/s, account %d/s, burst 1 s each; %d writers, transactions of %d)", ratio, loadPartitionRate, loadAccountRate, writers, loadTxSize)
