@@ -206,15 +206,13 @@ func checkLayouts(t *testing.T, appendOnlyRate, spreadRate layoutRate, writers i
 	t.Helper()
 	appendOnly, spread := appendOnlyRate.mean, spreadRate.atLimit
 	// Over s seconds a bucket admits at most rate*s plus its burst (one second's worth):
-	// a quarter more over the four seconds or more measured; in one second at the limit it
-	// admits its rate plus what it saved while idle, and the median of such seconds stays
-	// under the same bound. The lower bound is loose: writers whose backoffs grew to
-	// seconds leave the one partition idle at times.
-	const saved = 1.25
-	if appendOnly > loadPartitionRate*saved || appendOnly < 0.5*loadPartitionRate {
+	// a quarter more over the four seconds or more measured, and in any one second twice
+	// its rate. The lower bound is loose: writers whose backoffs grew to seconds leave the
+	// one partition idle at times.
+	if appendOnly > loadPartitionRate*1.25 || appendOnly < 0.5*loadPartitionRate {
 		t.Errorf("append-only sustained %.0f entities/s, want one partition's %d", appendOnly, loadPartitionRate)
 	}
-	if spread < 0.7*loadAccountRate || spread > loadAccountRate*saved {
+	if spread < 0.7*loadAccountRate || spread > loadAccountRate*2 {
 		t.Errorf("spread reached %.0f entities/s at the limit, want close to the account's %d", spread, loadAccountRate)
 	}
 	ratio := spread / appendOnly
