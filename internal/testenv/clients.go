@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -50,7 +51,7 @@ func Table(t testing.TB, name string) *aztables.Client {
 	t.Cleanup(func() {
 		ctx, cancel := cleanupContext()
 		defer cancel()
-		if _, err := svc.DeleteTable(ctx, name, nil); err != nil && !isNotFound(err) {
+		if err := deleteTable(ctx, svc, name); err != nil && !isNotFound(err) {
 			t.Errorf("testenv: delete table %s: %v", name, err)
 		}
 	})
@@ -153,6 +154,21 @@ func createTable(t testing.TB, svc *aztables.ServiceClient, name string) error {
 			}
 			return err
 		case t.Context().Err() != nil:
+			return err
+		}
+	}
+	return err
+}
+
+// deleteTable deletes the table name, sending the request again when the connection
+// failed without an answer, as createTable does; NotFound after such a failure is the
+// earlier request's delete.
+func deleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
+	var err error
+	for range 5 {
+		_, err = svc.DeleteTable(ctx, name, nil)
+		var re *azcore.ResponseError
+		if err == nil || errors.As(err, &re) || ctx.Err() != nil {
 			return err
 		}
 	}
