@@ -1,0 +1,199 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+)
+
+// The kinds of range jobs, also the queueworker kinds Register handles.
+const (
+	KindBackfill = "migrate-backfill"
+	KindVerify   = "migrate-verify"
+	KindCleanUp  = "migrate-cleanup"
+	KindAbort    = "migrate-abort"
+)
+
+// The phases of a range job: the old layout's entities, then the new layout's copies.
+const (
+	phaseSource = 0
+	phaseTarget = 1
+)
+
+var jobStage = map[string]Stage{KindBackfill: Backfill, KindVerify: Verify, KindCleanUp: CleanUp, KindAbort: Aborting}
+
+var jobOf = map[Stage]string{Backfill: KindBackfill, Verify: KindVerify, CleanUp: KindCleanUp, Aborting: KindAbort}
+
+// phases lists each kind's phases: backfill reads the old layout; verify and clean-up
+// both (the copies, for orphans); abort the copies.
+var phases = map[string][2]int{
+	KindBackfill: {phaseSource, phaseSource}, KindVerify: {phaseSource, phaseTarget},
+	KindCleanUp: {phaseSource, phaseTarget}, KindAbort: {phaseTarget, phaseTarget},
+}
+
+// Job is one range job: the partitions From <= PartitionKey < To (empty: open) of the
+// table its Phase scans, resumed after the checkpoint Token. It is what a queue message
+// carries, and is validated before anything is read.
+type Job struct {
+	Migration string `json:"migration"`
+	Kind      string `json:"kind"`
+	From      string `json:"from,omitempty"`
+	To        string `json:"to,omitempty"`
+	Phase     int    `json:"phase,omitempty"`
+	Token     string `json:"token,omitempty"`
+}
+
+// Validate checks a job (one read from a queue is untrusted).
+//
+// Errors: ErrInvalidInput.
+func (j Job) Validate() error {
+	p, ok := phases[j.Kind]
+	switch {
+	case !ok:
+		return errs.Invalid("Job.Kind", "not a migration job kind")
+	case !nameRE.MatchString(j.Migration):
+		return errs.Invalid("Job.Migration", "not a migration name")
+	case j.Phase != p[0] && j.Phase != p[1]:
+		return errs.Invalid("Job.Phase", "not a phase of %s", j.Kind)
+	case len(j.From) > 1024 || len(j.To) > 1024 || !utf8.ValidString(j.From) || !utf8.ValidString(j.To):
+		return errs.Invalid("Job.From/To", "not partition keys")
+	case j.To != "" && j.From >= j.To:
+		return errs.Invalid("Job.From/To", "an empty range")
+	case len(j.Token) > 4096:
+		return errs.TooLarge("Job.Token", "checkpoint too long", len(j.Token), 4096)
+	}
+	return nil
+}
+
+// scanner reads one page of a range job's rows: keys and the copies' own properties.
+type scanner struct {
+	table  *repo.Table[codec.Entity]
+	filter filter.Expr
+	skip   func(*codec.Entity) bool
+}
+
+func (m *Migration[O, N]) scanner(j Job) scanner {
+	keys := filter.PartitionRange(j.From, j.To)
+	if j.Phase == phaseTarget {
+		return scanner{table: m.tgt, filter: filter.And(keys, filter.Eq(PropMigration, m.spec.Name))}
+	}
+	return scanner{table: m.src, filter: keys, skip: func(e *codec.Entity) bool {
+		return m.sameTable && e.Properties[PropMigration] != nil
+	}}
+}
+
+func (s scanner) page(ctx context.Context, token string) ([]codec.Entity, string, error) {
+	p := s.table.Pages(repo.Query{Filter: s.filter, Select: scanProps, Token: token})
+	page, err := p.Next(ctx)
+	if err != nil {
+		return nil, "", tableGone(err)
+	}
+	rows := page.Items[:0:0]
+	for _, e := range page.Items {
+		if s.skip == nil || !s.skip(&e) {
+			rows = append(rows, e)
+		}
+	}
+	return rows, page.Token, nil
+}
+
+// RunJob runs one page of job and returns the job that continues it (nil when the range
+// is done) and what it saw. Each entity is handled under the stage rules of enter: a job
+// whose stage is not the migration's settled stage stops with ErrWrongStage.
+//
+// Errors: ErrInvalidInput (job), ErrWrongStage, ErrTransient, *repo.Error.
+func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, error) {
+	rep := Report{}
+	if err := job.Validate(); err != nil {
+		return nil, rep, err
+	}
+	if job.Migration != m.spec.Name {
+		return nil, rep, errs.Invalid("Job.Migration", "another migration's job")
+	}
+	rows, token, err := m.scanner(job).page(ctx, job.Token)
+	if err != nil {
+		return nil, rep, err
+	}
+	if err := m.each(ctx, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
+		return m.act(ctx, job, row, r)
+	}, &rep); err != nil {
+		return nil, rep, err
+	}
+	switch p := phases[job.Kind]; {
+	case token != "":
+		job.Token = token
+	case job.Phase != p[1]:
+		job.Phase, job.Token = p[1], ""
+	default:
+		return nil, rep, nil
+	}
+	return &job, rep, nil
+}
+
+// each runs fn on rows, Options.Concurrency at once, and returns the first error.
+func (m *Migration[O, N]) each(ctx context.Context, rows []codec.Entity, fn func(context.Context, *codec.Entity, *Report) error, rep *Report) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, m.opts.Concurrency)
+	)
+	for i := range rows {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var r Report
+			r.Scanned = 1
+			err := fn(ctx, &rows[i], &r)
+			mu.Lock()
+			defer mu.Unlock()
+			rep.add(r)
+			if err != nil && first == nil {
+				first = err
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// RunAll runs every page of one kind's job over the whole table, in this process.
+//
+// Errors: as RunJob.
+func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, error) {
+	p, ok := phases[kind]
+	if !ok {
+		return Report{}, errs.Invalid("kind", "not a migration job kind")
+	}
+	total := Report{}
+	for job := (&Job{Migration: m.spec.Name, Kind: kind, Phase: p[0]}); job != nil; {
+		next, rep, err := m.RunJob(ctx, *job)
+		total.add(rep)
+		if err != nil {
+			return total, err
+		}
+		job = next
+	}
+	m.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), total.fields()...)
+	return total, nil
+}
+
+// sourceOf returns the old keys a copy records, when it is this migration's copy of them
+// at the new keys they map to.
+func (m *Migration[O, N]) sourceOf(row *codec.Entity) (string, string, bool) {
+	pk, _ := row.Properties[PropSourcePK].(string)
+	rk, _ := row.Properties[PropSourceRK].(string)
+	if name, _ := row.Properties[PropMigration].(string); name != m.spec.Name || checkKeys(pk, rk) != nil {
+		return "", "", false
+	}
+	npk, nrk, err := m.newKeys(pk, rk)
+	return pk, rk, err == nil && npk == row.PartitionKey && nrk == row.RowKey
+}
+
+var scanProps = append([]string{"PartitionKey", "RowKey"}, metaProps...)
