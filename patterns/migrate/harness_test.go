@@ -380,3 +380,57 @@ func scale(t *testing.T) int {
 	}
 	return 2000
 }
+
+// settled waits until the current stage's rules apply in every process.
+func (f *fix) settled(t *testing.T) State {
+	t.Helper()
+	st, err := f.m.load(f.b.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.waitSettled(f.b.Ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// mustBeCurrent checks that the copy of (pk, rk) records the old entity's current version
+// and holds its Seq, or that neither exists.
+func (f *fix) mustBeCurrent(t *testing.T, pk, rk string) {
+	t.Helper()
+	ctx := f.b.Ctx
+	s, err := f.m.readSource(ctx, pk, rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.m.readCopy(ctx, pk, rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case !s.found && c.found:
+		t.Errorf("(%s, %s): deleted, yet its copy is there", pk, rk)
+	case s.found && !c.found:
+		t.Errorf("(%s, %s): no copy", pk, rk)
+	case s.found && (c.srcETag != s.etag || seqOf(*c.e) != seqOf(*s.e)):
+		t.Errorf("(%s, %s): copy Seq %d of %s, old entity Seq %d at %s", pk, rk, seqOf(*c.e), c.srcETag, seqOf(*s.e), s.etag)
+	}
+}
+
+// planned seeds n entities over parts partitions, plans, and returns their keys and the
+// model.
+func (f *fix) planned(t *testing.T, n, parts int) ([][2]string, *model) {
+	t.Helper()
+	f.seed(t, n, parts)
+	md := newModel()
+	var keys [][2]string
+	for i := range n {
+		pk, rk := key(i%parts, i)
+		keys = append(keys, [2]string{pk, rk})
+		md.set(pk, rk, 1)
+	}
+	if err := f.m.Plan(f.b.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	return keys, md
+}
