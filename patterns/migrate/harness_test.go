@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/patterns/migrate/internal/employees"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -21,34 +22,15 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// Employee is the old layout: one partition per department (a hot partition).
-type Employee struct {
-	Department string `table:",pk"`
-	EmployeeID string `table:",rk"`
-	ETag       string `table:",etag"`
-	Name       string
-	Seq        int64
-}
+type (
+	Employee   = employees.Employee
+	EmployeeV2 = employees.EmployeeV2
+)
 
-// EmployeeV2 is the new layout: the department behind a hash prefix of the employee.
-type EmployeeV2 struct {
-	Partition  string `table:",pk"`
-	EmployeeID string `table:",rk"`
-	ETag       string `table:",etag"`
-	Department string
-	Name       string
-	Seq        int64
-}
-
-func hashKeys(pk, rk string) (string, string, error) {
-	h := fnv.New32a()
-	h.Write([]byte(rk))
-	return fmt.Sprintf("%02d|%s", h.Sum32()%4, pk), rk, nil
-}
-
-func upgrade(e Employee) (EmployeeV2, error) {
-	return EmployeeV2{Department: e.Department, EmployeeID: e.EmployeeID, Name: e.Name, Seq: e.Seq}, nil
-}
+var (
+	hashKeys = employees.HashKeys
+	upgrade  = employees.Upgrade
+)
 
 // fix is one test's migration: old table, new table (or the same), control table.
 type fix struct {
