@@ -9,11 +9,12 @@ import (
 // layout ends with exactly the latest version of each live entity, no copy is left, and
 // the reader saw no step back.
 func TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent(t *testing.T) {
+	t.Parallel()
 	for _, stage := range []Stage{Planned, DualWrite, Backfill, Verify, CutOver} {
 		t.Run(string(stage), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, stage == Verify, false)
-			keys, md := f.planned(t, 80, 4)
+			keys, md := f.planned(t, 40, 4)
 			stop := make(chan struct{})
 			w := &writer{f: f, md: md, keys: keys[10:], deletes: true}
 			ww := w.run(f.b.Ctx, t, 2, stop)
@@ -44,6 +45,7 @@ func TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent(t *testing.T) {
 // TestAbortRefusedOnceCleanUpBegan: the old layout is being removed at CleanUp, so an
 // abort is refused (ErrInvalidInput) and the migration goes on.
 func TestAbortRefusedOnceCleanUpBegan(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
 	f.planned(t, 10, 2)
 	f.advanceTo(t, CleanUp)

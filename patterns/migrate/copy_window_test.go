@@ -38,6 +38,7 @@ func windowTest(t *testing.T, act func(f *fix, pk, rk string)) (*fix, [2]string)
 // write; the backfill's write fails If-Match or is found stale by its confirming read,
 // and the copy ends at the writer's version.
 func TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy(t *testing.T) {
+	t.Parallel()
 	f, k := windowTest(t, func(f *fix, pk, rk string) {
 		if err := f.m.Upsert(f.b.Ctx, &Employee{Department: pk, EmployeeID: rk, Seq: 99}); err != nil {
 			t.Error(err)
@@ -53,6 +54,7 @@ func TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy(t *testing.
 // updated the old layout and stopped before its copy step (a crash) does so in the
 // window; the backfill's confirming read finds the old entity changed and copies again.
 func TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied(t *testing.T) {
+	t.Parallel()
 	windowTest(t, func(f *fix, pk, rk string) {
 		if err := f.src.Upsert(f.b.Ctx, &Employee{Department: pk, EmployeeID: rk, Seq: 99}, nil); err != nil {
 			t.Error(err)
@@ -65,6 +67,7 @@ func TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied(t *testin
 // wrote is found orphaned by its confirming read and deleted, so the entity never comes
 // back in the new layout.
 func TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack(t *testing.T) {
+	t.Parallel()
 	f, k := windowTest(t, func(f *fix, pk, rk string) {
 		if err := f.m.Delete(f.b.Ctx, pk, rk, ""); err != nil {
 			t.Error(err)
@@ -82,6 +85,7 @@ func TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack(t *testing.T) {
 // TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack: the old
 // entity is deleted by a writer that stopped before its copy step, in the window.
 func TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack(t *testing.T) {
+	t.Parallel()
 	windowTest(t, func(f *fix, pk, rk string) {
 		if err := f.src.Delete(f.b.Ctx, pk, rk, nil); err != nil {
 			t.Error(err)

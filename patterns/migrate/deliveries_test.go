@@ -9,8 +9,9 @@ import (
 // by page, while a writer updates and deletes: the two make each other's copy writes
 // fail If-Match and re-read, and every copy ends current (or gone with its entity).
 func TestTwoDeliveriesOfOneBackfillJobAtOnce(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
-	keys, md := f.planned(t, 300, 3)
+	keys, md := f.planned(t, 150, 3)
 	f.advanceTo(t, Backfill)
 	f.settled(t)
 	stop := make(chan struct{})

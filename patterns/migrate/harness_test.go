@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/patterns/migrate/internal/employees"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
+	"github.com/tablepatterns/tablepatterns/patterns/migrate/internal/employees"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -42,7 +42,7 @@ type fix struct {
 
 // testOptions keep transitions short: every process of a test shares one clock.
 func testOptions() *Options {
-	return &Options{Refresh: 50 * time.Millisecond, WriteTimeout: 3 * time.Second, ClockSkew: 20 * time.Millisecond, Retry: testbed.FastRetry()}
+	return &Options{Refresh: 50 * time.Millisecond, WriteTimeout: 2 * time.Second, ClockSkew: 20 * time.Millisecond, Retry: testbed.FastRetry()}
 }
 
 func setup(t *testing.T, sameTable bool, proxied bool) *fix {

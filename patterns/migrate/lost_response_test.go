@@ -23,8 +23,9 @@ func onTable(name string) func(*http.Request) bool {
 // step re-reads and decides, and the end is exactly the latest version of each live
 // entity in the new layout, none of the deleted, and an empty old layout.
 func TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, true)
-	keys, md := f.planned(t, 120, 4)
+	keys, md := f.planned(t, 80, 4)
 	p := f.b.Proxy()
 	p.SetSeed(3)
 	lost := faultproxy.DropAfterForward()

@@ -16,6 +16,7 @@ func isInvalid(err error) bool { return errors.Is(err, errs.ErrInvalidInput) }
 // TestPlanRefusesTwoOldKeysOnOneNewKey: a Keys that drops the RowKey maps two employees
 // of one department to one new key; Plan refuses before writing any state.
 func TestPlanRefusesTwoOldKeysOnOneNewKey(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
 	f.seed(t, 10, 2)
 	m, err := New(Spec[Employee, EmployeeV2]{Name: "lossy", Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
@@ -35,6 +36,7 @@ func TestPlanRefusesTwoOldKeysOnOneNewKey(t *testing.T) {
 // TestPlanRefusesNewKeysOnOldKeysInOneTable: in a same-table migration, a Keys whose new
 // key is the old key of another entity is refused.
 func TestPlanRefusesNewKeysOnOldKeysInOneTable(t *testing.T) {
+	t.Parallel()
 	f := setup(t, true, false)
 	f.seed(t, 10, 2)
 	m, err := New(Spec[Employee, EmployeeV2]{Name: "shift", Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
@@ -55,6 +57,7 @@ func TestPlanRefusesNewKeysOnOldKeysInOneTable(t *testing.T) {
 // TestSecondMigrationOfOneTableRefused: while one migration of a source table runs,
 // planning another (of another name) meets ErrInProgress; once it ended, it may start.
 func TestSecondMigrationOfOneTableRefused(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
 	f.planned(t, 10, 2)
 	other := f.newMigration(t, "another", f.m.control.Name())
@@ -77,6 +80,7 @@ func TestSecondMigrationOfOneTableRefused(t *testing.T) {
 // reached from a stage it cannot follow, is refused by every operation (ErrInvalidInput)
 // rather than read as some stage.
 func TestForgedStateRecordRefused(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
 	f.planned(t, 4, 2)
 	for _, forged := range [][2]string{{"done", "dualwrite"}, {"warp", "planned"}, {"cleanup", ""}} {
@@ -103,6 +107,7 @@ func TestForgedStateRecordRefused(t *testing.T) {
 // TestForeignRowAtCopyKeysRefusedNotReplaced: a row at the new keys of an entity that is
 // not this migration's copy of it (another writer's row) is refused, never replaced.
 func TestForeignRowAtCopyKeysRefusedNotReplaced(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
 	f.planned(t, 4, 2)
 	f.advanceTo(t, DualWrite)
@@ -127,6 +132,7 @@ func TestForeignRowAtCopyKeysRefusedNotReplaced(t *testing.T) {
 
 // TestForgedJobsRefusedBeforeAnyRequest: jobs read from a queue are validated first.
 func TestForgedJobsRefusedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, true)
 	before := f.b.Proxy().Count()
 	for _, j := range []Job{
@@ -148,6 +154,7 @@ func TestForgedJobsRefusedBeforeAnyRequest(t *testing.T) {
 
 // TestInvalidSpecRefused: New refuses a spec it cannot run, with the field named.
 func TestInvalidSpecRefused(t *testing.T) {
+	t.Parallel()
 	f := setup(t, false, false)
 	good := Spec[Employee, EmployeeV2]{Name: "ok", Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt, Keys: hashKeys, Transform: upgrade}
 	for name, mut := range map[string]func(*Spec[Employee, EmployeeV2]){

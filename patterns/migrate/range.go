@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"unicode/utf8"
@@ -163,7 +164,8 @@ func (m *Migration[O, N]) each(ctx context.Context, rows []codec.Entity, fn func
 	return first
 }
 
-// RunAll runs every page of one kind's job over the whole table, in this process.
+// RunAll runs every page of one kind's job over the whole table, in this process; a
+// page that fails for a reason that can pass runs again (up to 5 attempts).
 //
 // Errors: as RunJob.
 func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, error) {
@@ -172,16 +174,30 @@ func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, erro
 		return Report{}, errs.Invalid("kind", "not a migration job kind")
 	}
 	total := Report{}
+	failed := 0
 	for job := (&Job{Migration: m.spec.Name, Kind: kind, Phase: p[0]}); job != nil; {
 		next, rep, err := m.RunJob(ctx, *job)
 		total.add(rep)
 		if err != nil {
-			return total, err
+			// A page is idempotent: one that failed (an entity's deadline, a conflict
+			// lost maxRounds times) runs again, a few times, unless the failure is final.
+			if failed++; failed >= pageAttempts || final(err) || ctx.Err() != nil {
+				return total, err
+			}
+			continue
 		}
-		job = next
+		failed, job = 0, next
 	}
 	m.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), total.fields()...)
 	return total, nil
+}
+
+// pageAttempts bounds RunAll's attempts at one page.
+const pageAttempts = 5
+
+// final reports the errors a page's next attempt would meet again.
+func final(err error) bool {
+	return errors.Is(err, errs.ErrInvalidInput) || errors.Is(err, ErrWrongStage)
 }
 
 // sourceOf returns the old keys a copy records, when it is this migration's copy of them

@@ -10,10 +10,12 @@ import (
 // and the migration ends with exactly the latest version of each entity in the new
 // layout and the old layout empty.
 func TestReaderThroughEveryTransitionSeesNoGapAndNoStepBack(t *testing.T) {
+	t.Parallel()
 	for _, same := range []bool{false, true} {
 		t.Run(map[bool]string{false: "another table", true: "same table"}[same], func(t *testing.T) {
+			t.Parallel()
 			f := setup(t, same, false)
-			const n, parts = 200, 5
+			const n, parts = 100, 5
 			f.seed(t, n, parts)
 			md := newModel()
 			var keys [][2]string
