@@ -79,8 +79,34 @@
 // Reads never step back and never miss (TestReaderThroughEveryTransitionSeesNoGapAndNoStepBack):
 // at CutOver the copy is served only when it records the old entity's current version
 // (a write between its two steps, or one that failed between them, is read from the old
-// layout); once CleanUp began, a detached copy is newer than anything left in the old
-// layout, since no process writes the old layout any more.
+// layout: TestOldWriteWithoutItsCopyIsStillReadAtCutOver); once CleanUp began, a
+// detached copy is newer than anything left in the old layout, since no process writes
+// the old layout any more.
+//
+// # Promises and the tests that prove them (against the server)
+//
+//   - no acknowledged write lost or duplicated, a deleted entity never back, the new
+//     layout ending with exactly the latest version of each live entity and the old
+//     layout empty, under a writer updating, inserting and deleting, a reader, and
+//     worker processes killed with SIGKILL at random points
+//     (TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest, 2,000 entities
+//     over 20 partitions; TABLEPATTERNS_MIGRATE_ENTITIES=20000 for a soak run);
+//   - a writer in the window between the backfill's reads and its copy write
+//     (TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy,
+//     TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied,
+//     TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack,
+//     TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack);
+//   - lost responses on copy writes and deletes, the old layout's deletes and the state
+//     transitions (TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing);
+//   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
+//   - abort at each stage before CleanUp leaves the old layout complete and current and
+//     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent;
+//     TestAbortRefusedOnceCleanUpBegan);
+//   - planning refuses colliding keys, a second migration of one table is refused, and
+//     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
+//     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
+//     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
+//     TestForeignRowAtCopyKeysRefusedNotReplaced).
 //
 // # Planning
 //
