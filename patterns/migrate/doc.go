@@ -117,6 +117,24 @@
 // migration its image must stay out of the old key space for keys written later too (a
 // prefix the old keys never have): a write at an old key where a copy sits is refused.
 //
+// # Schema evolution without a key change (schema.go)
+//
+// Schema covers the other half of a migration: the keys stay, the shape changes. Every
+// entity carries its version in a property (SchemaSpec.VersionProperty, absent =
+// version 1) and SchemaSpec.Upgrades holds one upgrade per version (v1 -> v2 -> v3) on
+// the dynamic entity. Get reads any version and returns the latest shape (lazy upgrade;
+// with SchemaOptions.WriteBack the upgrade is written back If-Match the ETag read),
+// Upsert and Update write the latest version, and Rewrite (one page, resumable by its
+// checkpoint) and RewriteAll replace every older entity by its upgrade If-Match the
+// ETag read: a conflict re-reads, so a writer's newer write is never replaced by the
+// upgrade of an older version, and a lost response is decided by the re-read
+// (TestLazyUpgradeReadsEveryVersionAsTheLatest,
+// TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite). A version it does
+// not know (newer code wrote it, or forged) is refused on read and left by the rewrite
+// (TestUnknownSchemaVersionRefusedNotRead). It does not go through the state record's
+// stages and cannot be aborted: the application reads every version from the start
+// and writes only the latest, and returning to an older shape would need downgrades.
+//
 // # Cost
 //
 // Per application write during DualWrite..CutOver: the old write, two reads of the copy

@@ -121,7 +121,7 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	if err != nil {
 		return nil, rep, err
 	}
-	if err := m.each(ctx, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
+	if err := each(ctx, m.opts.Concurrency, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
 		return m.act(ctx, job, row, r)
 	}, &rep); err != nil {
 		return nil, rep, err
@@ -137,13 +137,13 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	return &job, rep, nil
 }
 
-// each runs fn on rows, Options.Concurrency at once, and returns the first error.
-func (m *Migration[O, N]) each(ctx context.Context, rows []codec.Entity, fn func(context.Context, *codec.Entity, *Report) error, rep *Report) error {
+// each runs fn on rows, conc at once, and returns the first error.
+func each(ctx context.Context, conc int, rows []codec.Entity, fn func(context.Context, *codec.Entity, *Report) error, rep *Report) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
-		sem   = make(chan struct{}, m.opts.Concurrency)
+		sem   = make(chan struct{}, conc)
 	)
 	for i := range rows {
 		sem <- struct{}{}
