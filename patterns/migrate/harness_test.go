@@ -45,7 +45,7 @@ func testOptions() *Options {
 	return &Options{Refresh: 50 * time.Millisecond, WriteTimeout: 2 * time.Second, ClockSkew: 20 * time.Millisecond, Retry: testbed.FastRetry()}
 }
 
-func setup(t *testing.T, sameTable bool, proxied bool) *fix {
+func setup(t testing.TB, sameTable bool, proxied bool) *fix {
 	t.Helper()
 	b := testbed.New(t, &testbed.Options{Proxied: proxied})
 	f := &fix{b: b}
@@ -62,7 +62,7 @@ func setup(t *testing.T, sameTable bool, proxied bool) *fix {
 	return f
 }
 
-func (f *fix) newMigration(t *testing.T, name, control string) *Migration[Employee, EmployeeV2] {
+func (f *fix) newMigration(t testing.TB, name, control string) *Migration[Employee, EmployeeV2] {
 	t.Helper()
 	m, err := New(Spec[Employee, EmployeeV2]{Name: name, Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
 		Keys: hashKeys, Transform: upgrade, Control: control}, testOptions())
@@ -75,7 +75,7 @@ func (f *fix) newMigration(t *testing.T, name, control string) *Migration[Employ
 func key(p, i int) (string, string) { return fmt.Sprintf("dept%02d", p), fmt.Sprintf("emp%06d", i) }
 
 // seed writes n employees over parts departments directly to the old layout.
-func (f *fix) seed(t *testing.T, n, parts int) {
+func (f *fix) seed(t testing.TB, n, parts int) {
 	t.Helper()
 	items := make([]*Employee, n)
 	for i := range items {
@@ -88,7 +88,7 @@ func (f *fix) seed(t *testing.T, n, parts int) {
 }
 
 // advanceTo advances the migration until it is at stage.
-func (f *fix) advanceTo(t *testing.T, stage Stage) {
+func (f *fix) advanceTo(t testing.TB, stage Stage) {
 	t.Helper()
 	for {
 		st, err := f.m.load(f.b.Ctx)
@@ -106,7 +106,7 @@ func (f *fix) advanceTo(t *testing.T, stage Stage) {
 
 // rows reads every row of a table directly: the old layout's entities (no migration
 // property) and the copies.
-func (f *fix) rows(t *testing.T, table string) (old, copies []codec.Entity) {
+func (f *fix) rows(t testing.TB, table string) (old, copies []codec.Entity) {
 	t.Helper()
 	raw, err := repo.New[codec.Entity](f.b.Direct.Tables, table, nil)
 	if err != nil {
@@ -161,7 +161,7 @@ type writer struct {
 	failures atomic.Int64
 }
 
-func (w *writer) run(ctx context.Context, t *testing.T, goroutines int, stop <-chan struct{}) *sync.WaitGroup {
+func (w *writer) run(ctx context.Context, t testing.TB, goroutines int, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
@@ -202,7 +202,7 @@ func (w *writer) run(ctx context.Context, t *testing.T, goroutines int, stop <-c
 	return &wg
 }
 
-func (w *writer) retry(ctx context.Context, t *testing.T, do func() error) {
+func (w *writer) retry(ctx context.Context, t testing.TB, do func() error) {
 	for {
 		err := do()
 		if err == nil || ctx.Err() != nil {
@@ -265,7 +265,7 @@ func (rd *reader) run(ctx context.Context, stop <-chan struct{}) *sync.WaitGroup
 	return &wg
 }
 
-func (rd *reader) check(t *testing.T) {
+func (rd *reader) check(t testing.TB) {
 	t.Helper()
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
@@ -276,7 +276,7 @@ func (rd *reader) check(t *testing.T) {
 
 // mustHoldExactly checks the end of a migration: the old layout empty, the new layout
 // exactly the model's live entities at their last Seq, each detached.
-func (f *fix) mustHoldExactly(t *testing.T, md *model) {
+func (f *fix) mustHoldExactly(t testing.TB, md *model) {
 	t.Helper()
 	old, _ := f.rows(t, f.src.Name())
 	_, copies := f.rows(t, f.tgt.Name())
@@ -314,7 +314,7 @@ func (f *fix) mustHoldExactly(t *testing.T, md *model) {
 }
 
 // mustHoldOldOnly checks the end of an abort: the old layout exactly the model, no copy.
-func (f *fix) mustHoldOldOnly(t *testing.T, md *model) {
+func (f *fix) mustHoldOldOnly(t testing.TB, md *model) {
 	t.Helper()
 	old, _ := f.rows(t, f.src.Name())
 	_, copies := f.rows(t, f.tgt.Name())
@@ -352,7 +352,7 @@ func seqOf(e codec.Entity) int64 {
 
 // scale is the acceptance test's entity count: TABLEPATTERNS_MIGRATE_ENTITIES, 2,000 by
 // default (20,000 for a soak run).
-func scale(t *testing.T) int {
+func scale(t testing.TB) int {
 	if s := os.Getenv("TABLEPATTERNS_MIGRATE_ENTITIES"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 20 {
@@ -364,7 +364,7 @@ func scale(t *testing.T) int {
 }
 
 // settled waits until the current stage's rules apply in every process.
-func (f *fix) settled(t *testing.T) State {
+func (f *fix) settled(t testing.TB) State {
 	t.Helper()
 	st, err := f.m.load(f.b.Ctx)
 	if err != nil {
@@ -378,7 +378,7 @@ func (f *fix) settled(t *testing.T) State {
 
 // mustBeCurrent checks that the copy of (pk, rk) records the old entity's current version
 // and holds its Seq, or that neither exists.
-func (f *fix) mustBeCurrent(t *testing.T, pk, rk string) {
+func (f *fix) mustBeCurrent(t testing.TB, pk, rk string) {
 	t.Helper()
 	ctx := f.b.Ctx
 	s, err := f.m.readSource(ctx, pk, rk)
@@ -401,7 +401,7 @@ func (f *fix) mustBeCurrent(t *testing.T, pk, rk string) {
 
 // planned seeds n entities over parts partitions, plans, and returns their keys and the
 // model.
-func (f *fix) planned(t *testing.T, n, parts int) ([][2]string, *model) {
+func (f *fix) planned(t testing.TB, n, parts int) ([][2]string, *model) {
 	t.Helper()
 	f.seed(t, n, parts)
 	md := newModel()
@@ -415,4 +415,14 @@ func (f *fix) planned(t *testing.T, n, parts int) ([][2]string, *model) {
 		t.Fatal(err)
 	}
 	return keys, md
+}
+
+// mustTable is a repo table of T named name on the bed's Clients (as they are now).
+func mustTable[T any](t testing.TB, f *fix, name string) *repo.Table[T] {
+	t.Helper()
+	tb, err := repo.New[T](f.b.Clients.Tables, name, f.b.RepoOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
 }

@@ -20,6 +20,9 @@ func (m *Migration[O, N]) state(ctx context.Context) (State, error) {
 	}
 	start := time.Now()
 	st, err := m.load(ctx)
+	if m.seams.stateRead != nil {
+		m.seams.stateRead()
+	}
 	if err != nil {
 		return State{}, err
 	}
