@@ -119,7 +119,7 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 		}
 	}
 
-	if err := depts.Remove(ctx, "Sales", "000152"); err != nil {
+	if err := depts.Delete(ctx, "Sales", "000152", nil); err != nil {
 		return err
 	}
 	d, emps, err := depts.Load(ctx, "Sales")

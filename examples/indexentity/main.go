@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -118,7 +119,7 @@ func option2(ctx context.Context, out io.Writer, emps *repo.Table[Employee]) err
 		ids, _ := p.Properties["IDs"].(string)
 		fmt.Fprintf(out, "index entity Sales/%s lists %s\n", p.RowKey, strings.ReplaceAll(ids, "\n", ", "))
 	}
-	if err := printLookup(ctx, out, "Sales", "Jones", ix.Lookup); err != nil {
+	if err := printFind(out, "Sales", "Jones", ix.Find(ctx, "Sales", "Jones", nil)); err != nil {
 		return err
 	}
 
@@ -253,9 +254,7 @@ func options1and3(ctx context.Context, out io.Writer, clients *account.Clients, 
 		if err := printKeys(ctx, out, "  after renaming Marketing/000223 to Smith, Jones", opt.store, "Jones"); err != nil {
 			return err
 		}
-		if err := printLookup(ctx, out, "across departments,", "Smith", func(ctx context.Context, _, value string) ([]Employee, error) {
-			return ix.Lookup(ctx, value)
-		}); err != nil {
+		if err := printFind(out, "across departments,", "Smith", ix.Find(ctx, "Smith", nil)); err != nil {
 			return err
 		}
 	}
@@ -275,10 +274,14 @@ func printKeys(ctx context.Context, out io.Writer, label string, s indexentity.S
 	return nil
 }
 
-func printLookup(ctx context.Context, out io.Writer, pk, value string, lookup func(ctx context.Context, pk, value string) ([]Employee, error)) error {
-	found, err := lookup(ctx, pk, value)
-	if err != nil {
-		return err
+// printFind prints the entities a Find yields, collected first to print their count.
+func printFind(out io.Writer, pk, value string, find iter.Seq2[Employee, error]) error {
+	var found []Employee
+	for e, err := range find {
+		if err != nil {
+			return err
+		}
+		found = append(found, e)
 	}
 	fmt.Fprintf(out, "lookup %s %s: %d employees\n", pk, value, len(found))
 	for _, e := range found {

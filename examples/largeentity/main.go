@@ -133,10 +133,10 @@ func run(ctx context.Context, out io.Writer, connStr string) error {
 	fmt.Fprintf(out, "eager read Sales/000152 %s %s: photo %d KiB in memory\n", jun.FirstName, jun.LastName, len(jun.Photo.Bytes())>>10)
 
 	// Delete: the entity first, then its blobs.
-	if err := photos.Delete(ctx, "Marketing", "000223", ""); err != nil {
+	if err := photos.Delete(ctx, "Marketing", "000223", nil); err != nil {
 		return err
 	}
-	if err := photos.Delete(ctx, "Sales", "000152", ""); err != nil {
+	if err := photos.Delete(ctx, "Sales", "000152", nil); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "deleted Marketing/000223 and Sales/000152 with their photos")

@@ -135,7 +135,7 @@ func intra(ctx context.Context, out io.Writer, clients *account.Clients, table s
 	fmt.Fprintln(out)
 
 	// A new email: the old copy is deleted and the new one inserted in one transaction.
-	jones, err := x.Get(ctx, "Sales", "000223")
+	jones, err := x.Get(ctx, "Sales", "empid_000223") // the primary copy's keys
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func intra(ctx context.Context, out io.Writer, clients *account.Clients, table s
 	fmt.Fprintf(out, "after the email change: old address found: %t, new address found: %t\n", errOld == nil, errNew == nil)
 
 	// Another employee cannot take an address in use: the whole write is refused.
-	ken, err := x.Get(ctx, "Sales", "000155")
+	ken, err := x.Get(ctx, "Sales", "empid_000155")
 	if err != nil {
 		return err
 	}

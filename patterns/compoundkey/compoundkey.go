@@ -94,21 +94,26 @@ func (t *Table[T]) Update(ctx context.Context, v *T, opts *repo.UpdateOptions) e
 	return t.rows.Update(ctx, v, opts)
 }
 
-// Delete deletes the entity of partition pk with the given parts.
+// Delete deletes the entity of partition pk whose RowKey the layout builds from parts,
+// conditional on opts.ETag when set (nil: unconditional, as repo.Table.Delete).
 //
-// Errors: errs.ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Delete.
-func (t *Table[T]) Delete(ctx context.Context, pk string, parts ...string) error {
+// Errors: errs.ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Delete
+// (errs.ErrNotFound, errs.ErrPreconditionFailed, ...).
+func (t *Table[T]) Delete(ctx context.Context, pk string, parts []string, opts *repo.DeleteOptions) error {
 	rk, err := t.layout.Key(parts...)
 	if err != nil {
 		return err
 	}
-	return t.rows.Delete(ctx, pk, rk, nil)
+	return t.rows.Delete(ctx, pk, rk, opts)
 }
 
-// Get reads the entity of partition pk with the given parts, with one point query.
+// Get reads the entity of partition pk whose RowKey the layout builds from parts, with
+// one point query. The parts are the entity's RowKey, so they stand where every other
+// pattern takes rk.
 //
-// Errors: errs.ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Get.
-func (t *Table[T]) Get(ctx context.Context, pk string, parts ...string) (T, error) {
+// Errors: errs.ErrInvalidInput (the parts; nothing sent), and those of repo.Table.Get
+// (errs.ErrNotFound, ...).
+func (t *Table[T]) Get(ctx context.Context, pk string, parts []string) (T, error) {
 	rk, err := t.layout.Key(parts...)
 	if err != nil {
 		var zero T
@@ -175,13 +180,13 @@ func (t *Table[T]) UpsertAction(v *T, opts *repo.UpsertOptions) (repo.Action, er
 }
 
 // DeleteAction returns a delete of the entity of partition pk with the given parts for
-// repo.Submit.
+// repo.Submit, conditional on opts.ETag when set.
 //
 // Errors: errs.ErrInvalidInput (the parts).
-func (t *Table[T]) DeleteAction(pk string, parts ...string) (repo.Action, error) {
+func (t *Table[T]) DeleteAction(pk string, parts []string, opts *repo.DeleteOptions) (repo.Action, error) {
 	rk, err := t.layout.Key(parts...)
 	if err != nil {
 		return repo.Action{}, err
 	}
-	return t.rows.DeleteAction(pk, rk, nil), nil
+	return t.rows.DeleteAction(pk, rk, opts), nil
 }

@@ -112,7 +112,7 @@ func TestListReviewsOfOneEmployee(t *testing.T) {
 	if n != 9 {
 		t.Fatalf("%d reviews in the partition, want 9", n)
 	}
-	one, err := b.reviews.Get(ctx, "Sales", "000124", "2012")
+	one, err := b.reviews.Get(ctx, "Sales", []string{"000124", "2012"})
 	if err != nil || one.Comments != "year 2012" {
 		t.Fatalf("get: %+v %v", one, err)
 	}
@@ -143,12 +143,25 @@ func TestReviewAndEmployeeInOneTransaction(t *testing.T) {
 	if _, err := repo.Submit(ctx, ins2, b.emps.UpdateAction(&stale, nil)); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale transaction: %v", err)
 	}
-	if _, err := b.reviews.Get(ctx, "Sales", "000155", "2015"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := b.reviews.Get(ctx, "Sales", []string{"000155", "2015"}); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("the review of a failed transaction was stored: %v", err)
 	}
-	del, _ := b.reviews.DeleteAction("Sales", "000155", "2014")
+	del, _ := b.reviews.DeleteAction("Sales", []string{"000155", "2014"}, nil)
 	if _, err := repo.Submit(ctx, del); err != nil {
 		t.Fatal(err)
+	}
+	// Delete is conditional on opts.ETag, as repo.Table.Delete is.
+	if err := b.reviews.Insert(ctx, b.review(t, "000155", "2016", 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.reviews.Delete(ctx, "Sales", []string{"000155", "2016"}, &repo.DeleteOptions{ETag: stale.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("delete with a stale ETag: %v, want ErrPreconditionFailed", err)
+	}
+	if err := b.reviews.Delete(ctx, "Sales", []string{"000155", "2016"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.reviews.Get(ctx, "Sales", []string{"000155", "2016"}); !errors.Is(err, repo.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
 	}
 }
 
@@ -164,9 +177,9 @@ func TestWrongKeysSendNothing(t *testing.T) {
 		"upsert": b.reviews.Upsert(ctx, bad, nil),
 		"update": b.reviews.Update(ctx, &Review{Department: "Sales", RowKey: "empid_000123"}, nil),
 		"nil":    b.reviews.Insert(ctx, nil),
-		"delete": b.reviews.Delete(ctx, "Sales", "000123"),
+		"delete": b.reviews.Delete(ctx, "Sales", []string{"000123"}, nil),
 	}
-	_, checks["get"] = b.reviews.Get(ctx, "Sales", "000123", "2012", "x")
+	_, checks["get"] = b.reviews.Get(ctx, "Sales", []string{"000123", "2012", "x"})
 	_, checks["action"] = b.reviews.InsertAction(bad)
 	for _, err := range b.reviews.List(ctx, "Sales", "000123", "2012") {
 		checks["list of a whole key"] = err

@@ -50,7 +50,13 @@
 // issues and considerations; TestReviewAndEmployeeInOneTransaction). A RowKey that does
 // not follow the layout is refused before anything is sent (TestWrongKeysSendNothing).
 //
-// DeleteAction is unconditional. repo.Submit reads the ETag of an entity whose key holds
+// Get, Delete and DeleteAction take the entity's keys as every pattern of this module
+// does, the partition and then the row, with the parts standing for the RowKey they make:
+// Get(ctx, "Sales", []string{"000123", "2012"}) and Delete(ctx, pk, parts, opts). The parts
+// are one argument, a slice, so that the options come last as everywhere else; List,
+// which takes a prefix of any length rather than a key, keeps its variadic leading parts.
+//
+// DeleteAction without opts.ETag is unconditional. repo.Submit reads the ETag of an entity whose key holds
 // U+2028 or U+2029 before deleting it, since Azurite would delete another row in its
 // place; on Azurite such a transaction then fails with repo.ErrDeleteMisaddressed, and
 // repo.SubmitOrSplit deletes the review apart instead

@@ -23,7 +23,7 @@ func TestDeleteActionNeverDeletesAnotherRowWhenPartHasLineSeparator(t *testing.T
 			if err := b.reviews.Insert(ctx, b.review(t, "000155", year, 5)); err != nil {
 				t.Fatal(err)
 			}
-			del, err := b.reviews.DeleteAction("Sales", "000155", year)
+			del, err := b.reviews.DeleteAction("Sales", []string{"000155", year}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +35,7 @@ func TestDeleteActionNeverDeletesAnotherRowWhenPartHasLineSeparator(t *testing.T
 			if _, err := repo.SubmitOrSplit(ctx, del); err != nil && !errors.Is(err, repo.ErrNotFound) {
 				t.Fatalf("SubmitOrSplit: %v", err)
 			}
-			if _, err := b.reviews.Get(ctx, "Sales", "000155", year); !errors.Is(err, repo.ErrNotFound) {
+			if _, err := b.reviews.Get(ctx, "Sales", []string{"000155", year}); !errors.Is(err, repo.ErrNotFound) {
 				t.Fatalf("the review is still there: %v", err)
 			}
 			b.MustHaveBystander("", "Sales")

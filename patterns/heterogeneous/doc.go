@@ -62,7 +62,7 @@
 //	depts, _ := heterogeneous.NewOneToMany[Department, Employee](t,
 //		func(pk string) string { return "DEPARTMENT" }, func(d *Department) *int32 { return &d.EmployeeCount })
 //	err := depts.Add(ctx, &Employee{Department: "Sales", EmployeeID: "000123", ...})
-//	err = depts.Remove(ctx, "Sales", "000123")
+//	err = depts.Delete(ctx, "Sales", "000123", nil)
 //	dept, staff, err := depts.Load(ctx, "Sales") // one query
 //
 // # Consistency
@@ -71,37 +71,37 @@
 // at its narrowest window (a request held at a fault proxy while the competing
 // operation runs to completion, so the interleaving is exact).
 //
-// Add and Remove write the child and the parent's count in one entity group transaction,
-// conditional on the parent's ETag (and, for Remove, the child's): the count always
+// Add and Delete write the child and the parent's count in one entity group transaction,
+// conditional on the parent's ETag (and, for Delete, the child's): the count always
 // equals the number of children written through them, whatever the concurrency, and a
 // failure or a crash at any point leaves both unchanged or both changed
-// (TestAddUnderFaults, TestEmployeeCountFollowsAddsAndRemoves). A writer that loses the
+// (TestAddUnderFaults, TestEmployeeCountFollowsAddsAndDeletes). A writer that loses the
 // race on the parent's ETag re-reads it and retries with the jittered backoff, so
 // concurrent adds lose no increment (TestOneToManyWindowConcurrentAdd holds an Add's
-// transaction while another Add and a Remove commit; TestConcurrentAddsLoseNoIncrement).
+// transaction while another Add and a Delete commit; TestConcurrentAddsLoseNoIncrement).
 // Children written around OneToMany (imports) make the count wrong; Recount repairs it,
 // counting and updating conditional on the parent's ETag so that a concurrent Add makes
 // it count again (TestRecountWindowConcurrentAdd).
 //
 // When repo cannot prove the outcome of a transaction (errs.ErrOutcomeUnknown: a lost
-// response, then a retry that met a conflict), Add and Remove read again the entities the
+// response, then a retry that met a conflict), Add and Delete read again the entities the
 // atomic transaction would have changed and decide with repo.DecideOutcome: one still at
 // the version read proves nothing landed, and the call starts over; anything else returns the
 // errs.ErrOutcomeUnknown error (never errs.ErrAlreadyExists or errs.ErrNotFound, "nothing
 // written", and never success), since a child found or not found may be another writer's
 // doing since (TestOneToManyOutcomeUnknownIsRedecided,
 // TestOneToManyAddNeverReinsertsAChildRemovedByAnotherWriter,
-// TestOneToManyRemoveNeverDeletesAChildReaddedByAnotherWriter,
+// TestOneToManyDeleteNeverDeletesAChildReaddedByAnotherWriter,
 // TestOneToManyAddStartsOverWhenTheParentIsUnchanged). Recount simply counts
 // again: its count is derived from the children it reads. Turn on repo.Options.TrackWrites
 // to have repo recognise its own write exactly.
 //
 // On a store that cannot delete a key holding U+2028 or U+2029 inside a transaction
-// (Azurite; see package tabletest) Remove's delete of a child whose key holds one goes in
+// (Azurite; see package tabletest) Delete's delete of a child whose key holds one goes in
 // a request of its own right after the transaction (repo.SubmitOrSplit): there, and only
 // there, readers may see the transaction's writes before that delete, and a process that
 // stops between the two leaves the count one below the children. The service never takes
-// that path (TestRemoveDeletesChildWhenKeyHasLineSeparator); Recount repairs the count.
+// that path (TestDeleteRemovesChildWhenKeyHasLineSeparator); Recount repairs the count.
 // Table.Submit stays atomic: on such a store it returns the
 // *repo.MisaddressedDeleteError.
 //
@@ -113,7 +113,7 @@
 // # Cost in requests
 //
 // Query and Load: one request per 1,000 entities. Get: one point query. Add: one read
-// and one transaction; Remove: two reads and one transaction; each more when another
+// and one transaction; Delete: two reads and one transaction; each more when another
 // writer wins the race. Recount: one read, one query of the children's keys, and one
 // update if the count was wrong.
 //

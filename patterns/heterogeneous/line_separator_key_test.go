@@ -9,9 +9,9 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// Remove deletes the child and counts it out of its parent in one transaction: a child
+// Delete deletes the child and counts it out of its parent in one transaction: a child
 // key holding U+2028 or U+2029 must not stay, nor make the store delete another row.
-func TestRemoveDeletesChildWhenKeyHasLineSeparator(t *testing.T) {
+func TestDeleteRemovesChildWhenKeyHasLineSeparator(t *testing.T) {
 	t.Parallel()
 	for _, sep := range testbed.LineSeparators {
 		t.Run(sep.Name, func(t *testing.T) {
@@ -24,7 +24,7 @@ func TestRemoveDeletesChildWhenKeyHasLineSeparator(t *testing.T) {
 			if err := b.depts.Add(b.ctx, e); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.depts.Remove(b.ctx, "Sales", e.RowKey); err != nil {
+			if err := b.depts.Delete(b.ctx, "Sales", e.RowKey, nil); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := heterogeneous.Get[Employee](b.ctx, b.t, "Sales", e.RowKey); !errors.Is(err, repo.ErrNotFound) {

@@ -13,7 +13,7 @@ import (
 
 // This file is the guide's one-to-many relationship in one partition as code: a child and
 // its parent's count written together in one entity group transaction, conditional on
-// what was read, read again and retried when another writer won the race (Add, Remove);
+// what was read, read again and retried when another writer won the race (Add, Delete);
 // both read back with one query (Load); the count repaired from the children (Recount).
 // Every entity is written with its type (write.go) and read into its type (table.go).
 
@@ -28,7 +28,7 @@ import (
 // version it read, nothing landed and Add starts over; otherwise Add returns the error
 // wrapping errs.ErrOutcomeUnknown (never errs.ErrAlreadyExists), whether the child is
 // there or not: another writer may have removed this call's child since, and inserting it
-// again would undo that Remove. Turn on repo.Options.TrackWrites to have repo tell
+// again would undo that Delete. Turn on repo.Options.TrackWrites to have repo tell
 // exactly.
 //
 // Errors: errs.ErrNotFound (no parent in the child's partition), errs.ErrAlreadyExists
@@ -59,18 +59,20 @@ func (r *OneToMany[P, C, N]) Add(ctx context.Context, child *C) error {
 	})
 }
 
-// Remove deletes the child (pk, rk) and decrements its parent's count in one entity group
+// Delete deletes the child (pk, rk) and decrements its parent's count in one entity group
 // transaction, conditional on the ETags of both as read just before; it starts over when
-// either changed in between. When repo cannot prove the outcome of the transaction
-// (errs.ErrOutcomeUnknown), Remove reads the child and the parent again: either still at
-// the version it read, nothing landed and Remove starts over; otherwise it returns the
+// either changed in between. With opts.ETag set the delete is also conditional on the
+// child's ETag: errs.ErrPreconditionFailed once the child changed since it was read. When repo cannot prove the outcome of the transaction
+// (errs.ErrOutcomeUnknown), Delete reads the child and the parent again: either still at
+// the version it read, nothing landed and Delete starts over; otherwise it returns the
 // error wrapping errs.ErrOutcomeUnknown, whether the child is there or not: a child found
 // may have been added again by another writer since, and deleting it would undo that Add.
 //
-// Errors: errs.ErrNotFound (no such child, or no parent), errs.ErrOutcomeUnknown (see
+// Errors: errs.ErrNotFound (no such child, or no parent), errs.ErrPreconditionFailed
+// (opts.ETag given and the child changed), errs.ErrOutcomeUnknown (see
 // above), *TypeMismatchError (the entity is not a C), errs.ErrInvalidInput (nothing sent),
 // errs.ErrTransient, *errs.ServiceError.
-func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
+func (r *OneToMany[P, C, N]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	prk, err := r.parentKey(pk)
 	if err != nil {
 		return err
@@ -86,6 +88,9 @@ func (r *OneToMany[P, C, N]) Remove(ctx context.Context, pk, rk string) error {
 		child, err := Get[C](ctx, r.t, pk, rk) // makes sure it is a child, and gives its ETag
 		if err != nil {
 			return err
+		}
+		if opts != nil && opts.ETag != "" && opts.ETag != cc.ETag(&child) {
+			return errs.Precondition("remove child", r.t.Name(), pk, rk, "the child changed since it was read (opts.ETag)")
 		}
 		p, err := Get[P](ctx, r.t, pk, prk)
 		if err != nil {

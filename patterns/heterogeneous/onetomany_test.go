@@ -15,7 +15,7 @@ import (
 
 // The guide's EmployeeCount stays equal to the number of employees through adds and
 // removes, including refused ones.
-func TestEmployeeCountFollowsAddsAndRemoves(t *testing.T) {
+func TestEmployeeCountFollowsAddsAndDeletes(t *testing.T) {
 	t.Parallel()
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
@@ -27,23 +27,41 @@ func TestEmployeeCountFollowsAddsAndRemoves(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := b.depts.Remove(b.ctx, "Sales", b.l.empKey("000002")); err != nil {
+			if err := b.depts.Delete(b.ctx, "Sales", b.l.empKey("000002"), nil); err != nil {
 				t.Fatal(err)
 			}
 			b.checkCount(t, "Sales", 3)
 			if err := b.depts.Add(b.ctx, b.emp("Sales", 1)); !errors.Is(err, repo.ErrAlreadyExists) {
 				t.Fatalf("add of an existing employee: %v", err)
 			}
-			if err := b.depts.Remove(b.ctx, "Sales", b.l.empKey("000002")); !errors.Is(err, repo.ErrNotFound) {
+			if err := b.depts.Delete(b.ctx, "Sales", b.l.empKey("000002"), nil); !errors.Is(err, repo.ErrNotFound) {
 				t.Fatalf("remove of a removed employee: %v", err)
 			}
 			if err := b.depts.Add(b.ctx, b.emp("Marketing", 9)); !errors.Is(err, repo.ErrNotFound) {
 				t.Fatalf("add to a department that does not exist: %v", err)
 			}
-			if err := b.depts.Remove(b.ctx, "Sales", b.l.deptKey); !errors.Is(err, repo.ErrInvalidInput) {
+			if err := b.depts.Delete(b.ctx, "Sales", b.l.deptKey, nil); !errors.Is(err, repo.ErrInvalidInput) {
 				t.Fatalf("remove of the department itself: %v", err)
 			}
 			b.checkCount(t, "Sales", 3)
+			// With the ETag read, a child changed since is not deleted; the current one is.
+			read, err := heterogeneous.Get[Employee](b.ctx, b.t, "Sales", b.l.empKey("000003"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := read
+			changed.Age++
+			if err := heterogeneous.Update(b.ctx, b.t, &changed, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.depts.Delete(b.ctx, "Sales", read.RowKey, &repo.DeleteOptions{ETag: read.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
+				t.Fatalf("delete with a stale ETag: %v, want ErrPreconditionFailed", err)
+			}
+			b.checkCount(t, "Sales", 3)
+			if err := b.depts.Delete(b.ctx, "Sales", read.RowKey, &repo.DeleteOptions{ETag: changed.ETag}); err != nil {
+				t.Fatal(err)
+			}
+			b.checkCount(t, "Sales", 2)
 		})
 	}
 }
@@ -68,7 +86,7 @@ func TestConcurrentAddsLoseNoIncrement(t *testing.T) {
 					return
 				}
 				if i == 0 && w%4 == 0 {
-					if err := b.depts.Remove(b.ctx, "Sales", b.l.empKey(fmt.Sprintf("%06d", id))); err != nil {
+					if err := b.depts.Delete(b.ctx, "Sales", b.l.empKey(fmt.Sprintf("%06d", id)), nil); err != nil {
 						errs <- err
 						return
 					}
@@ -151,7 +169,7 @@ func (b *bed) competitor(t *testing.T) *heterogeneous.OneToMany[Department, Empl
 
 // Holds "a writer that loses the race on the parent's ETag re-reads it and retries ...
 // so concurrent adds lose no increment" at its window: an Add that read the parent is
-// held before its transaction while another Add (and a Remove) commits; released, its
+// held before its transaction while another Add (and a Delete) commits; released, its
 // transaction fails on the parent's ETag, nothing of it is written, and it starts over.
 func TestOneToManyWindowConcurrentAdd(t *testing.T) {
 	t.Parallel()
@@ -171,7 +189,7 @@ func TestOneToManyWindowConcurrentAdd(t *testing.T) {
 	if err := other.Add(b.ctx, b.emp("Sales", 3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Remove(b.ctx, "Sales", b.emp("Sales", 1).RowKey); err != nil {
+	if err := other.Delete(b.ctx, "Sales", b.emp("Sales", 1).RowKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	ps.Release()

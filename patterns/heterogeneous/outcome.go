@@ -7,7 +7,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
-// decideUnknown decides a transaction of Add or Remove whose outcome repo could not prove
+// decideUnknown decides a transaction of Add or Delete whose outcome repo could not prove
 // (errs.ErrOutcomeUnknown), with repo.DecideOutcome: it starts over only when the parent
 // (or the child being removed) is still at the version read, which proves that none of
 // the atomic transaction landed. A child found or not found proves nothing: another

@@ -33,7 +33,7 @@ func (b *bed) loseNextTransaction(t *testing.T, other func() error) {
 	})
 }
 
-// An Add whose transaction landed with its response lost, then another writer's Remove of
+// An Add whose transaction landed with its response lost, then another writer's Delete of
 // that child: a re-read that finds no child proves nothing (the other writer removed it),
 // so Add must not insert it again; the answer is ErrOutcomeUnknown.
 func TestOneToManyAddNeverReinsertsAChildRemovedByAnotherWriter(t *testing.T) {
@@ -42,18 +42,18 @@ func TestOneToManyAddNeverReinsertsAChildRemovedByAnotherWriter(t *testing.T) {
 	b.dept(t, "Sales")
 	other := b.competitor(t)
 	e := b.emp("Sales", 1)
-	b.loseNextTransaction(t, func() error { return other.Remove(b.ctx, "Sales", e.RowKey) })
+	b.loseNextTransaction(t, func() error { return other.Delete(b.ctx, "Sales", e.RowKey, nil) })
 	err := b.depts.Add(b.ctx, b.emp("Sales", 1))
 	if !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Errorf("add: %v, want ErrOutcomeUnknown", err)
 	}
-	b.checkCount(t, "Sales", 0) // the other writer's acknowledged Remove stands
+	b.checkCount(t, "Sales", 0) // the other writer's acknowledged Delete stands
 }
 
-// A Remove whose transaction landed with its response lost, then another writer's Add of
+// A Delete whose transaction landed with its response lost, then another writer's Add of
 // the same child: a re-read that finds the child proves nothing (it is the other writer's),
-// so Remove must not delete it; the answer is ErrOutcomeUnknown.
-func TestOneToManyRemoveNeverDeletesAChildReaddedByAnotherWriter(t *testing.T) {
+// so Delete must not delete it; the answer is ErrOutcomeUnknown.
+func TestOneToManyDeleteNeverDeletesAChildReaddedByAnotherWriter(t *testing.T) {
 	t.Parallel()
 	b := setup(t, layouts[0])
 	b.dept(t, "Sales")
@@ -62,7 +62,7 @@ func TestOneToManyRemoveNeverDeletesAChildReaddedByAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.loseNextTransaction(t, func() error { return other.Add(b.ctx, b.emp("Sales", 1)) })
-	err := b.depts.Remove(b.ctx, "Sales", b.emp("Sales", 1).RowKey)
+	err := b.depts.Delete(b.ctx, "Sales", b.emp("Sales", 1).RowKey, nil)
 	if !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Errorf("remove: %v, want ErrOutcomeUnknown", err)
 	}
@@ -95,7 +95,7 @@ func TestOneToManyAddStartsOverWhenTheParentIsUnchanged(t *testing.T) {
 // a retry that met a conflict) is re-decided from a fresh read, since the transaction is
 // atomic: what did not land (the parent still at the version read) starts over; what did
 // is reported as unknown (never ErrAlreadyExists or ErrNotFound, "nothing written", and
-// never success: a gone child may be another writer's Remove). The count stays exact in
+// never success: a gone child may be another writer's Delete). The count stays exact in
 // every case.
 func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 	t.Parallel()
@@ -133,7 +133,7 @@ func TestOneToManyOutcomeUnknownIsRedecided(t *testing.T) {
 			if c.op == "add" {
 				err = b.depts.Add(b.ctx, e)
 			} else {
-				err = b.depts.Remove(b.ctx, "Sales", e.RowKey)
+				err = b.depts.Delete(b.ctx, "Sales", e.RowKey, nil)
 				want = 0
 			}
 			if c.landed {

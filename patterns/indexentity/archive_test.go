@@ -52,7 +52,7 @@ func (b *bed) samePartitionGone(ix *SamePartition[Employee], entities int, want 
 	if !slices.Equal(ids, want) {
 		b.t.Fatalf("Jones lists %v, want %v", ids, want)
 	}
-	got, err := ix.Lookup(b.Ctx, "Sales", "Jones")
+	got, err := collect(ix.Find(b.Ctx, "Sales", "Jones", nil))
 	if err != nil || len(got) != len(want) {
 		b.t.Fatalf("lookup of Jones: %d entities, want %d (%v)", len(got), len(want), err)
 	}
@@ -164,7 +164,7 @@ func eventualJoneses(t *testing.T, proxied bool, store func(*bed) Store) (*bed, 
 // key is listed nowhere, and that Verify finds no drift.
 func (b *bed) eventualGone(ix *Eventual[Employee], s Store) {
 	b.t.Helper()
-	got, err := ix.Lookup(b.Ctx, "Jones")
+	got, err := collect(ix.Find(b.Ctx, "Jones", nil))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestArchiveEventualCrashBetweenBeforeAndDeleteThenTwoDeliveries(t *testing.
 	}
 	b.drain(q, ix.Register) // the crashed run's Change settles: the entity is still there
 	b.checkKeys(s, "Jones", k("Sales", "000001"), k("Sales", "000002"), k("Sales", "000004"))
-	if got, err := ix.Lookup(b.Ctx, "Jones"); err != nil || len(got) != 3 {
+	if got, err := collect(ix.Find(b.Ctx, "Jones", nil)); err != nil || len(got) != 3 {
 		t.Fatalf("after the crash: %d Joneses (%v), want 3", len(got), err)
 	}
 	a, _ := b.Archiver(ix)

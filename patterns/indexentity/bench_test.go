@@ -34,7 +34,7 @@ func benchBed(b *testing.B) (*benchcmp.Counter, *repo.Table[Employee], *SamePart
 // with 500 last names (20 employees each), finding the employees with one last name,
 // the sides alternated operation by operation in one run (benchcmp):
 //
-//   - index-entity: SamePartition.Lookup, the guide's option 2: one range query for the
+//   - index-entity: SamePartition.Find, the guide's option 2: one range query for the
 //     index entity, then 20 point queries, 8 at a time;
 //   - scan (ratio): the naive way, a partition scan with a property filter (PartitionKey
 //     eq 'Sales' and LastName eq '...'), which reads all 10,000 rows on the server;
@@ -90,7 +90,7 @@ func BenchmarkLookupByLastName(b *testing.B) {
 	}
 	benchcmp.Run(b, &benchcmp.Options{GC: true, Requests: ctr.Count},
 		benchcmp.Side{Name: "index-entity", Op: func(i int) error {
-			got, err := ix.Lookup(ctx, "Sales", value(i))
+			got, err := collect(ix.Find(ctx, "Sales", value(i), nil))
 			return found(len(got), err)
 		}},
 		benchcmp.Side{Name: "scan", Op: func(i int) error {

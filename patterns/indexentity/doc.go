@@ -60,15 +60,19 @@
 // TestSamePartitionJobKindsNameTheTable); Register takes those kinds only
 // (TestEventualRegisterTakesOnlyKindsThatNameTheTable).
 //
-// The two kinds of index share their method names; Lookup differs by one argument, on
-// purpose: SamePartition.Lookup(ctx, pk, value) answers within one partition (option 2
-// keeps one list per partition and value), Eventual.Lookup(ctx, value) across the table
-// (options 1 and 3 keep one list per value).
+// The two kinds of index share their method names and shapes, those of every index of this
+// module: Get(ctx, pk, rk) and Delete(ctx, pk, rk, opts) by the entity's keys, and Find,
+// an iterator (iter.Seq2[T, error]) over the entities with a value, since an index entity
+// lists many (a non-unique index). Find differs by one argument, on purpose:
+// SamePartition.Find(ctx, pk, value, opts) answers within one partition (option 2 keeps
+// one list per partition and value), Eventual.Find(ctx, value, opts) across the table
+// (options 1 and 3 keep one list per value). Collect it with a range loop when a slice
+// is wanted; breaking out of it early leaves the remaining entities unread.
 //
 // An index may normalize its values (SamePartitionOptions.Normalize,
 // EventualOptions.Normalize): with strings.ToLower, "Jones" and "JONES" share one list, and
-// a lookup of "jOnes" finds them both (TestSamePartitionNormalizeAppliesOnWriteAndLookup,
-// TestEventualNormalizeAppliesOnWriteAndLookup). Lists are keyed by normalized values:
+// a Find of "jOnes" finds them both (TestSamePartitionNormalizeAppliesOnWriteAndFind,
+// TestEventualNormalizeAppliesOnWriteAndFind). Lists are keyed by normalized values:
 // changing Normalize needs a rebuild of the index.
 //
 // Keys are built with the escaped, order-preserving encoding of codec/keys, so a value may
@@ -157,9 +161,9 @@
 // snoozes it to look again: a stop between steps 1 and 2 therefore ends with the message
 // settling and changing nothing (TestEventualCrashBetweenSteps, TestEventualHandleSettles).
 // The stores' Add and Remove have set semantics, so a write of theirs that repo reports
-// as errs.ErrOutcomeUnknown is simply decided again from a fresh read. Lookups check every
-// entity they fetch against the value, so a reader never gets a wrong entity; it may miss
-// one written in the last moments (TestEventualLookupVerifiesHits).
+// as errs.ErrOutcomeUnknown is simply decided again from a fresh read. Find checks every
+// entity it fetches against the value, so a reader never gets a wrong entity; it may miss
+// one written in the last moments (TestEventualFindVerifiesHits).
 //
 // The guide's trade-off holds: option 2 serialises all writers of one value in one
 // partition through one index entity (contention shows up as conflict retries; see the
@@ -171,13 +175,13 @@
 //
 // Option 2: Insert 2 (a range query of the value's pages, a transaction), plus 2 per
 // conflict; Update 2 when the value is unchanged (a read, a transaction), 4 for a rename
-// (a read, two range queries, a transaction); Delete 3; Lookup 1 + n point queries for n
-// entities, run in parallel; IDs 1.
+// (a read, two range queries, a transaction); Delete 3; Find 1 + n point queries for n
+// entities, run in parallel; IDs 1; Get 1.
 //
 // Options 1 and 3: Insert 2 (an enqueue, a write); Update 2 (read, write) or 3 when the
 // value changes (read, enqueue, write); Delete 3. The handler: 2 reads of the entity plus,
 // per value touched, a read of the list and a write when it changes (a blob or one page),
-// plus the queue's own dequeue and delete. Lookup 1 + n point queries.
+// plus the queue's own dequeue and delete. Find 1 + n point queries; Get 1.
 //
 // # Maintenance: backfill, verify, repair
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -230,7 +231,7 @@ func (ix *Eventual[T]) reconcile(ctx context.Context, k Key, old []string) (obse
 }
 
 // Keys returns the keys value's list holds, as the store has them: possibly stale
-// (eventual consistency). Lookup verifies them.
+// (eventual consistency). Find verifies them.
 //
 // Errors: those of the Store.
 func (ix *Eventual[T]) Keys(ctx context.Context, value string) ([]Key, error) {
@@ -245,24 +246,30 @@ func (ix *Eventual[T]) keys(ctx context.Context, value string) ([]Key, error) {
 	return ix.store.Keys(ctx, value)
 }
 
-// Lookup returns the entities whose value is value, in PartitionKey, RowKey order: the list
-// (one request), then the entities with point queries, at most Concurrency at once. Every
-// entity is checked against the value, so a stale entry of the list (an entity renamed or
-// deleted whose message the worker has not handled yet) is left out; an entity written
-// moments ago may be missing until the worker catches up. An entry that names no possible
-// entity (stored data: possibly forged) is skipped.
+// Find returns the entities whose value is value, in PartitionKey, RowKey order: the list
+// (one request), then the entities with point queries, at most Concurrency at once, 100
+// keys ahead of the caller (an early break reads no further). Every entity is checked
+// against the value, so a stale entry of the list (an entity renamed or deleted whose
+// message the worker has not handled yet) is left out; an entity written moments ago may
+// be missing until the worker catches up. An entry that names no possible entity (stored
+// data: possibly forged) is skipped. Nothing is sent until the iteration starts.
 //
-// Errors: errs.ErrInvalidInput (nothing sent); those of the Store and of repo.Table.Get.
-func (ix *Eventual[T]) Lookup(ctx context.Context, value string) ([]T, error) {
+// Errors (yielded, then the iteration ends): errs.ErrInvalidInput (nothing sent); those
+// of the Store and of repo.Table.Get.
+func (ix *Eventual[T]) Find(ctx context.Context, value string, opts *FindOptions) iter.Seq2[T, error] {
 	value = ix.norm(value)
-	ks, err := ix.keys(ctx, value)
-	if err != nil {
-		return nil, err
+	return func(yield func(T, error) bool) {
+		conc, err := opts.concurrency(ix.conc)
+		var ks []Key
+		if err == nil {
+			ks, err = ix.keys(ctx, value)
+		}
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		slices.SortFunc(ks, compareKeys)
+		found(ctx, ix.primary, ks, conc, func(v *T) bool { return ix.value(v) == value }, yield)
 	}
-	slices.SortFunc(ks, compareKeys)
-	got, err := fetch(ctx, ix.primary, ks, ix.conc)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(got, func(v T) bool { return ix.value(&v) != value }), nil
 }

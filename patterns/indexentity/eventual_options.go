@@ -35,7 +35,7 @@ const DefaultSettle = time.Minute
 // field is its documented default.
 type EventualOptions struct {
 	// Normalize, if set, maps every value before it is used: the value of an entity on
-	// every write and reconciliation, and the value asked for by Keys and Lookup
+	// every write and reconciliation, and the value asked for by Keys and Find
 	// (strings.ToLower finds "ann@example.com" when asked for "Ann@Example.com"). It must
 	// be a pure function. Lists are keyed by normalized values: changing Normalize needs a
 	// rebuild of the index (Reconcile every entity with its old values). nil keeps values
@@ -50,7 +50,7 @@ type EventualOptions struct {
 	// (1 minute); at least 2 seconds. It must exceed the clock skew between writers and
 	// workers.
 	Settle time.Duration
-	// Concurrency bounds the point queries of Lookup. Defaults to DefaultConcurrency.
+	// Concurrency bounds the point queries of Find. Defaults to DefaultConcurrency.
 	Concurrency int
 	// Conflict is the backoff of a write retried after the entity changed between its read
 	// and its write (only when the caller did not supply an ETag). Zero fields take
@@ -63,7 +63,7 @@ type EventualOptions struct {
 // entities in another partition or table (TableStore). The lists are eventually
 // consistent with the entities: each write enqueues a Change message first, then writes
 // the entity; a queueworker handler (Register, or Handle and Reconcile directly) re-reads
-// the entity and makes the lists agree with it. Lookups verify every hit against the
+// the entity and makes the lists agree with it. Find verifies every hit against the
 // entity, so a reader never gets an entity that does not have the value, only possibly
 // misses one written in the last moments. It is safe for concurrent use.
 //

@@ -112,7 +112,7 @@ func TestEventualWorkerConverges(t *testing.T) {
 			w := b.drain(q, ix.Register)
 			b.checkKeys(s, "Jones", k("Marketing", "000223"), k("Sales", "000152"), k("Sales", "000155"))
 			b.checkKeys(s, "Smith", k("Sales", "000160"))
-			jones, err := ix.Lookup(b.Ctx, "Jones")
+			jones, err := collect(ix.Find(b.Ctx, "Jones", nil))
 			if err != nil || len(jones) != 3 || jones[0].Department != "Marketing" {
 				t.Fatalf("Lookup(Jones) = %+v, %v", jones, err)
 			}
@@ -409,7 +409,7 @@ func TestEventualConcurrentReconcilesLoseNoKey(t *testing.T) {
 			}
 			wg.Wait()
 			b.checkKeys(s, "Jones", want...)
-			got, err := ix.Lookup(b.Ctx, "Jones")
+			got, err := collect(ix.Find(b.Ctx, "Jones", nil))
 			if err != nil || len(got) != len(want) {
 				t.Fatalf("Lookup = %d, %v", len(got), err)
 			}
@@ -418,7 +418,7 @@ func TestEventualConcurrentReconcilesLoseNoKey(t *testing.T) {
 }
 
 // A stale entry (the worker has not caught up) is never returned by Lookup.
-func TestEventualLookupVerifiesHits(t *testing.T) {
+func TestEventualFindVerifiesHits(t *testing.T) {
 	t.Parallel()
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
@@ -441,7 +441,7 @@ func TestEventualLookupVerifiesHits(t *testing.T) {
 			if len(keys) != 2 {
 				t.Fatalf("Keys = %v", keys)
 			}
-			got, err := ix.Lookup(b.Ctx, "Jones")
+			got, err := collect(ix.Find(b.Ctx, "Jones", nil))
 			if err != nil || len(got) != 0 {
 				t.Fatalf("Lookup returned stale hits: %+v, %v", got, err)
 			}
@@ -472,7 +472,7 @@ func TestEventualRefusesBadInputWithoutRequest(t *testing.T) {
 		"nil entity":           func() error { return tableIx.Insert(b.Ctx, nil) },
 		"bad key":              func() error { return tableIx.Update(b.Ctx, emp("Sales", "a?b", "Jones")) },
 		"bad delete key":       func() error { return blobIx.Delete(b.Ctx, "", "1", nil) },
-		"empty lookup":         func() error { _, err := blobIx.Lookup(b.Ctx, ""); return err },
+		"empty find":           func() error { _, err := collect(blobIx.Find(b.Ctx, "", nil)); return err },
 		"reconcile bad key":    func() error { return tableIx.Reconcile(b.Ctx, k("Sales", "a\nb")) },
 		"store add bad key":    func() error { return tableIx.Store().Add(b.Ctx, "Jones", k("Sales", "a#b")) },
 	}

@@ -6,12 +6,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// DefaultConcurrency bounds the point queries a lookup runs at once.
+// DefaultConcurrency bounds the point queries a Find runs at once.
 const DefaultConcurrency = 8
 
 // conflictPolicy fills the zero fields of p from retry.Conflict(), with logger as the
@@ -61,6 +62,48 @@ func fetch[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int) ([
 		}
 	}
 	return out, nil
+}
+
+// findBatch is how many keys a Find reads ahead of its caller: a caller that stops
+// early leaves the rest unread.
+const findBatch = 100
+
+// found yields, in the order of ks, the entities of ks that keep accepts, read findBatch
+// keys at a time with at most limit point queries at once. An error is yielded once and
+// ends the iteration.
+func found[T any](ctx context.Context, t *repo.Table[T], ks []Key, limit int, keep func(*T) bool, yield func(T, error) bool) {
+	for lo := 0; lo < len(ks); lo += findBatch {
+		got, err := fetch(ctx, t, ks[lo:min(lo+findBatch, len(ks))], limit)
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		for i := range got {
+			if keep(&got[i]) && !yield(got[i], nil) {
+				return
+			}
+		}
+	}
+}
+
+// FindOptions configures one Find. nil means the zero value, whose every field is its
+// documented default.
+type FindOptions struct {
+	// Concurrency bounds the point queries of this Find. Defaults to the index's
+	// Concurrency option; negative values are refused (errs.ErrInvalidInput).
+	Concurrency int
+}
+
+// concurrency returns the bound of a Find: o's, or def.
+func (o *FindOptions) concurrency(def int) (int, error) {
+	if o == nil || o.Concurrency == 0 {
+		return def, nil
+	}
+	if o.Concurrency < 0 {
+		return 0, errs.Invalid("FindOptions.Concurrency", "must be positive or 0 (the index's Concurrency), got %d", o.Concurrency)
+	}
+	return o.Concurrency, nil
 }
 
 // normOf returns f, or the identity for nil: the Normalize of an index's options.

@@ -2,6 +2,7 @@ package indexentity
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"testing"
 
@@ -182,4 +183,16 @@ func clip(s []string) []string {
 		return append(slices.Clone(s[:8]), fmt.Sprintf("... (%d more)", len(s)-8))
 	}
 	return s
+}
+
+// collect runs a Find to its end: the entities it yields, or its first error.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -67,7 +67,7 @@ func TestSamePartitionNormalizeCaseVariantsRaceLoseNoID(t *testing.T) {
 	if pages := b.indexPages(ix, "Sales"); len(pages) != 1 {
 		t.Fatalf("%d index entities, want one for \"jones\"", len(pages))
 	}
-	got, err := ix.Lookup(b.Ctx, "Sales", "jOnEs")
+	got, err := collect(ix.Find(b.Ctx, "Sales", "jOnEs", nil))
 	if err != nil || len(got) != 4 {
 		t.Fatalf("Lookup = %d, %v", len(got), err)
 	}
@@ -124,7 +124,7 @@ func TestEventualRedeliveredAndForgedMessagesUnderNormalizeEndExact(t *testing.T
 	for _, v := range []string{"Jones", "JONES", "smith", "Smith"} {
 		b.checkKeys(store, v)
 	}
-	got, err := ix.Lookup(b.Ctx, "Jones")
+	got, err := collect(ix.Find(b.Ctx, "Jones", nil))
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Lookup = %+v, %v", got, err)
 	}
@@ -132,7 +132,7 @@ func TestEventualRedeliveredAndForgedMessagesUnderNormalizeEndExact(t *testing.T
 
 // An index that normalizes (here: lower-cases last names) applies Normalize on every
 // write and on every read, so asking with another case finds the entity.
-func TestSamePartitionNormalizeAppliesOnWriteAndLookup(t *testing.T) {
+func TestSamePartitionNormalizeAppliesOnWriteAndFind(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	ix := b.samePartition(&SamePartitionOptions{Normalize: strings.ToLower})
@@ -147,7 +147,7 @@ func TestSamePartitionNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 		if err != nil || strings.Join(ids, ",") != "000001,000002" {
 			t.Errorf("IDs(%q) = %v, %v", asked, ids, err)
 		}
-		got, err := ix.Lookup(b.Ctx, "Sales", asked)
+		got, err := collect(ix.Find(b.Ctx, "Sales", asked, nil))
 		if err != nil || len(got) != 2 {
 			t.Errorf("Lookup(%q) = %d entities, %v; the check against the value must compare normalized values", asked, len(got), err)
 		}
@@ -161,7 +161,7 @@ func TestSamePartitionNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 
 // The same for options 1 and 3: the lists are keyed by the normalized value, and a lookup
 // in any case finds the entity.
-func TestEventualNormalizeAppliesOnWriteAndLookup(t *testing.T) {
+func TestEventualNormalizeAppliesOnWriteAndFind(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	q := b.queue()
@@ -175,7 +175,7 @@ func TestEventualNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 	b.drain(q, ix.Register)
 	b.checkKeys(ix.Store(), "jones", k("Sales", "000001"))
 	for _, asked := range []string{"Jones", "JONES"} {
-		got, err := ix.Lookup(b.Ctx, asked)
+		got, err := collect(ix.Find(b.Ctx, asked, nil))
 		if err != nil || len(got) != 1 || got[0].EmployeeID != "000001" {
 			t.Errorf("Lookup(%q) = %+v, %v", asked, got, err)
 		}

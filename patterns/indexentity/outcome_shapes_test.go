@@ -80,7 +80,7 @@ func TestEventualUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
 // A forged row must not hide an entity from a lookup in option 2: the index entity of a value is stored data that anyone with write access can edit.
 // Entries that name no possible entity (a RowKey with a forbidden character, an empty one)
 // must be skipped by Lookup, not fail it for the real entity listed next to them.
-func TestSamePartitionLookupSkipsForgedEntries(t *testing.T) {
+func TestSamePartitionFindSkipsForgedEntries(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	ix := b.samePartition(nil)
@@ -97,7 +97,7 @@ func TestSamePartitionLookupSkipsForgedEntries(t *testing.T) {
 	if err := ix.pages.tbl.Upsert(b.Ctx, &p, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ix.Lookup(b.Ctx, "Sales", "Jones")
+	got, err := collect(ix.Find(b.Ctx, "Sales", "Jones", nil))
 	if err != nil || len(got) != 1 || got[0].EmployeeID != "000156" {
 		t.Fatalf("Lookup with forged entries = %+v, %v; want the real entity", got, err)
 	}

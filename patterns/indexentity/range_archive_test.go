@@ -54,7 +54,7 @@ func TestArchiveRangeSamePartitionRemovesEntriesInTheDeleteTransactions(t *testi
 		if err != nil || len(ids) != 0 {
 			t.Fatalf("%s lists %v (%v) after the archive", last, ids, err)
 		}
-		if got, err := ix.Lookup(b.Ctx, "Sales", last); err != nil || len(got) != 0 {
+		if got, err := collect(ix.Find(b.Ctx, "Sales", last, nil)); err != nil || len(got) != 0 {
 			t.Fatalf("lookup of %s: %d employees (%v)", last, len(got), err)
 		}
 	}

@@ -3,7 +3,7 @@ package indexentity
 import (
 	"context"
 	"errors"
-	"slices"
+	"iter"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -234,27 +234,34 @@ func (ix *SamePartition[T]) ids(ctx context.Context, pk, value string) ([]string
 	return entriesOf(pages), nil
 }
 
-// Lookup returns the entities of partition pk whose value is value, in RowKey order
-// (the design guide's option 2, "find all employees named Jones in Sales"): the index entities with
-// one range query, then the entities with point queries, at most Concurrency at once.
+// Find returns the entities of partition pk whose value is value, in RowKey order
+// (the design guide's option 2, "find all employees named Jones in Sales"): the index
+// entities with one range query, then the entities with point queries, at most
+// Concurrency at once, 100 keys ahead of the caller (an early break reads no further).
 // An entity deleted or renamed between the two steps is left out, so every entity
 // returned has the value; so is an entry that names no possible entity (the index
-// entities are stored data: a forged entry cannot make the lookup fail).
+// entities are stored data: a forged entry cannot make the lookup fail). Nothing is sent
+// until the iteration starts.
 //
-// Errors: as IDs, and those of repo.Table.Get.
-func (ix *SamePartition[T]) Lookup(ctx context.Context, pk, value string) ([]T, error) {
+// Errors (yielded, then the iteration ends): errs.ErrInvalidInput (nothing sent), those of
+// IDs, and those of repo.Table.Get.
+func (ix *SamePartition[T]) Find(ctx context.Context, pk, value string, opts *FindOptions) iter.Seq2[T, error] {
 	value = ix.norm(value)
-	ids, err := ix.ids(ctx, pk, value)
-	if err != nil {
-		return nil, err
+	return func(yield func(T, error) bool) {
+		conc, err := opts.concurrency(ix.conc)
+		var ids []string
+		if err == nil {
+			ids, err = ix.ids(ctx, pk, value)
+		}
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		ks := make([]Key, len(ids))
+		for i, id := range ids {
+			ks[i] = Key{pk, id}
+		}
+		found(ctx, ix.primary, ks, conc, func(v *T) bool { return ix.value(v) == value }, yield)
 	}
-	ks := make([]Key, len(ids))
-	for i, id := range ids {
-		ks[i] = Key{pk, id}
-	}
-	got, err := fetch(ctx, ix.primary, ks, ix.conc)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(got, func(v T) bool { return ix.value(&v) != value }), nil
 }

@@ -16,7 +16,7 @@ import (
 // every field is its documented default.
 type SamePartitionOptions struct {
 	// Normalize, if set, maps every value before it is used: the value of an entity on
-	// every write, and the value asked for by IDs and Lookup. strings.ToLower makes an
+	// every write, and the value asked for by IDs and Find. strings.ToLower makes an
 	// index of emails find "ann@example.com" when asked for "Ann@Example.com". It must be a
 	// pure function. Index entities are keyed by normalized values: changing Normalize
 	// needs a rebuild of the index. nil keeps values as they are.
@@ -25,7 +25,7 @@ type SamePartitionOptions struct {
 	// spills into the next entity. Defaults to DefaultPageBytes (64 KiB, the limit of a
 	// string property); at least 64.
 	PageBytes int
-	// Concurrency bounds the point queries of Lookup. Defaults to DefaultConcurrency.
+	// Concurrency bounds the point queries of Find. Defaults to DefaultConcurrency.
 	Concurrency int
 	// Conflict is the backoff of the read-modify-write loop when another writer changed an
 	// index entity first. Zero fields take retry.Conflict()'s values; its Logger defaults

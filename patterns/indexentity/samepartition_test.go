@@ -38,14 +38,14 @@ func TestSamePartitionGuideFlow(t *testing.T) {
 	if err != nil || !slices.Equal(ids, []string{"000152", "000155"}) {
 		t.Fatalf("IDs(Sales, Jones) = %v, %v", ids, err)
 	}
-	jones, err := ix.Lookup(ctx, "Sales", "Jones")
+	jones, err := collect(ix.Find(ctx, "Sales", "Jones", nil))
 	if err != nil || len(jones) != 2 || jones[0].EmployeeID != "000152" || jones[1].Email != "000155@contoso.com" {
 		t.Fatalf("Lookup(Sales, Jones) = %+v, %v", jones, err)
 	}
-	if other, _ := ix.Lookup(ctx, "Marketing", "Jones"); len(other) != 1 {
+	if other, _ := collect(ix.Find(ctx, "Marketing", "Jones", nil)); len(other) != 1 {
 		t.Fatalf("the index is per partition: Marketing has %d Joneses", len(other))
 	}
-	if none, err := ix.Lookup(ctx, "Sales", "Nobody"); err != nil || len(none) != 0 {
+	if none, err := collect(ix.Find(ctx, "Sales", "Nobody", nil)); err != nil || len(none) != 0 {
 		t.Fatalf("unknown value: %v, %v", none, err)
 	}
 
@@ -267,7 +267,7 @@ func TestSamePartitionSpillsAcrossEntities(t *testing.T) {
 	if n := len(b.indexPages(ix, "Sales")); n < 7 {
 		t.Fatalf("30 ids in pages of 4 took %d index entities", n)
 	}
-	got, err := ix.Lookup(b.Ctx, "Sales", "Jones")
+	got, err := collect(ix.Find(b.Ctx, "Sales", "Jones", nil))
 	if err != nil || len(got) != 30 {
 		t.Fatalf("Lookup = %d entities, %v", len(got), err)
 	}
@@ -344,8 +344,14 @@ func TestSamePartitionRefusesBadInputWithoutRequest(t *testing.T) {
 		"empty department":      func() error { return ix.Insert(b.Ctx, emp("", "1", "Jones")) },
 		"update too long":       func() error { return ix.Update(b.Ctx, emp("Sales", "1", strings.Repeat("J", 600))) },
 		"delete bad key":        func() error { return ix.Delete(b.Ctx, "Sales", "a#b", nil) },
-		"lookup empty value":    func() error { _, err := ix.Lookup(b.Ctx, "Sales", ""); return err },
+		"find empty value":      func() error { _, err := collect(ix.Find(b.Ctx, "Sales", "", nil)); return err },
 		"lookup long value":     func() error { _, err := ix.IDs(b.Ctx, "Sales", strings.Repeat("J", 600)); return err },
+		"find negative concurrency": func() error {
+			_, err := collect(ix.Find(b.Ctx, "Sales", "Jones", &FindOptions{Concurrency: -1}))
+			return err
+		},
+		"get RowKey in index range": func() error { _, err := ix.Get(b.Ctx, "Sales", lo+"x"); return err },
+		"get bad key":               func() error { _, err := ix.Get(b.Ctx, "Sales", "a#b"); return err },
 	}
 	for name, f := range cases {
 		err := f()
@@ -509,5 +515,40 @@ func TestSamePartitionWindowIndexEntityChangesUnderInsert(t *testing.T) {
 			}
 			b.checkIndex(ix, "Sales")
 		})
+	}
+}
+
+// Find reads ahead of its caller by a bounded batch: a caller that stops at the first
+// entity leaves the rest of a long list unread.
+func TestSamePartitionFindStoppedEarlyReadsNoFurther(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	ix := b.samePartition(nil)
+	const n = 250
+	for i := range n {
+		if err := ix.Insert(b.Ctx, emp("Sales", fmt.Sprintf("%04d", i), "Jones")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.tableProxy()
+	mark := p.Count()
+	var first Employee
+	for e, err := range ix.Find(b.Ctx, "Sales", "Jones", &FindOptions{Concurrency: 4}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = e
+		break
+	}
+	if first.EmployeeID != "0000" {
+		t.Fatalf("first entity %+v, want employee 0000", first)
+	}
+	// The index entities' range query, then one batch of point queries at most.
+	if sent := p.Count() - mark; sent > 1+100 || sent < 2 {
+		t.Fatalf("%d requests for one entity of %d, want at most 101", sent, n)
+	}
+	got, err := collect(ix.Find(b.Ctx, "Sales", "Jones", nil))
+	if err != nil || len(got) != n {
+		t.Fatalf("Find to the end = %d entities, %v; want %d", len(got), err, n)
 	}
 }

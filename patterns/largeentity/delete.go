@@ -11,8 +11,8 @@ import (
 )
 
 // Delete removes the entity and then its blobs. It reads the entity first to learn its
-// blobs and deletes it conditionally on what it read; when etag is not "", the delete is
-// also conditional on it. A crash between the two steps leaves orphan blobs for the
+// blobs and deletes it conditionally on what it read; with opts.ETag set, the delete is
+// also conditional on it. nil opts deletes whatever version is stored. A crash between the two steps leaves orphan blobs for the
 // sweeper (and, with Options.Sweeps, for the sweep message enqueued before the delete),
 // never an entity without its blobs.
 //
@@ -25,11 +25,15 @@ import (
 // another version (another writer may have re-created it after this call's delete landed)
 // is left alone with its blobs, and the error is returned.
 //
-// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed (etag given and changed),
+// Errors: errs.ErrNotFound, errs.ErrPreconditionFailed (opts.ETag given and changed),
 // errs.ErrOutcomeUnknown (see above), errs.ErrInvalidInput (keys; nothing sent),
 // ErrTampered (the entity holds a forged reference: nothing is deleted;
 // Store.Table().Delete removes the entity alone), errs.ErrTransient, *errs.ServiceError.
-func (s *Store[T]) Delete(ctx context.Context, pk, rk, etag string) error {
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+	var etag string
+	if opts != nil {
+		etag = opts.ETag
+	}
 	var old []Blob
 	// unknown is the errs.ErrOutcomeUnknown error of a delete whose re-read found the
 	// version it read gone, by this call or another writer: the answer, once that

@@ -84,7 +84,7 @@ func TestForgedReferencePathsAreRefused(t *testing.T) {
 					v.Photo = largeentity.NewBlob(photo(52, 40<<10), "image/jpeg")
 					return b.store.Update(b.ctx, &v)
 				},
-				"delete": func() error { return b.store.Delete(b.ctx, "Sales", "000123", "") },
+				"delete": func() error { return b.store.Delete(b.ctx, "Sales", "000123", nil) },
 			}
 			for op, f := range ops {
 				err := f()
@@ -223,7 +223,7 @@ func TestForgedReferenceIsRefusedWithoutTouchingTheBlob(t *testing.T) {
 					return b.store.Update(b.ctx, &v)
 				},
 				"upsert": func() error { return b.store.Upsert(b.ctx, employee("000123", nil)) },
-				"delete": func() error { return b.store.Delete(b.ctx, "Sales", "000123", "") },
+				"delete": func() error { return b.store.Delete(b.ctx, "Sales", "000123", nil) },
 			}
 			for op, f := range ops {
 				if err := f(); !errors.Is(err, largeentity.ErrTampered) {

@@ -40,7 +40,7 @@ func TestDeleteNeverDeletesAnEntityReinsertedByAnotherWriter(t *testing.T) {
 	retried := b.tproxy.PauseAt("held retry", isEntityDelete, 1)
 	t.Cleanup(retried.Release)
 	done := make(chan error, 1)
-	go func() { done <- b.store.Delete(b.ctx, "Sales", "000123", "") }()
+	go func() { done <- b.store.Delete(b.ctx, "Sales", "000123", nil) }()
 	if err := retried.Wait(b.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestDeleteLostResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.tproxy.AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.MethodIs("DELETE"), Times: 1, Action: faultproxy.DropAfterForward()})
-	if err := b.store.Delete(b.ctx, "Sales", "000123", ""); !errors.Is(err, repo.ErrOutcomeUnknown) {
+	if err := b.store.Delete(b.ctx, "Sales", "000123", nil); !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Fatalf("delete: %v, want ErrOutcomeUnknown", err)
 	}
 	if b.tproxy.Fired("lost") != 1 {

@@ -85,7 +85,7 @@ func TestSweepMessageAfterCrash(t *testing.T) {
 		t.Fatalf("message with invalid keys: %v", err)
 	}
 	// Delete enqueues before it deletes.
-	if err := b.store.Delete(b.ctx, "Sales", "000123", ""); err != nil {
+	if err := b.store.Delete(b.ctx, "Sales", "000123", nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := approxMessages(t, q); n != 3 {

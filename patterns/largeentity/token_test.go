@@ -54,7 +54,7 @@ func TestLargeEntitiesWithTokenAuth(t *testing.T) {
 	if err := store.Update(ctx, &got); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Delete(ctx, got.Department, got.EmployeeID, ""); err != nil {
+	if err := store.Delete(ctx, got.Department, got.EmployeeID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if cred.Issued() == 0 {

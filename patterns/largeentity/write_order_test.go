@@ -266,7 +266,7 @@ func TestCrashBetweenSteps(t *testing.T) {
 	}
 	upsert := func(b *bed) error { return b.store.Upsert(b.ctx, employee("000123", newPic)) }
 	del := func(b *bed) error {
-		err := b.store.Delete(b.ctx, "Sales", "000123", "")
+		err := b.store.Delete(b.ctx, "Sales", "000123", nil)
 		if errors.Is(err, repo.ErrNotFound) {
 			return nil // the rerun of a delete that got through
 		}
@@ -349,16 +349,16 @@ func TestDelete(t *testing.T) {
 	if err := b.store.Insert(b.ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.Delete(b.ctx, "Sales", "000123", `W/"datetime'2000-01-01T00%3A00%3A00Z'"`); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := b.store.Delete(b.ctx, "Sales", "000123", &repo.DeleteOptions{ETag: `W/"datetime'2000-01-01T00%3A00%3A00Z'"`}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("delete with a stale ETag: %v", err)
 	}
-	if err := b.store.Delete(b.ctx, "Sales", "000123", e.ETag); err != nil {
+	if err := b.store.Delete(b.ctx, "Sales", "000123", &repo.DeleteOptions{ETag: e.ETag}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(b.blobs()); n != 0 {
 		t.Fatalf("%d blobs left after the delete", n)
 	}
-	if err := b.store.Delete(b.ctx, "Sales", "000123", ""); !errors.Is(err, repo.ErrNotFound) {
+	if err := b.store.Delete(b.ctx, "Sales", "000123", nil); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func TestArchiveIntraWriterBetweenRemovalAndTransaction(t *testing.T) {
 	}
 	a, target := b.Archiver(x)
 	n := b.MustMoveHeld(a, target, "Sales", "empid_000001", func() {
-		cur, err := live.Get(b.Ctx, "Sales", "000001")
+		cur, err := live.Get(b.Ctx, "Sales", "empid_000001")
 		if err != nil {
 			t.Fatal(err)
 		}

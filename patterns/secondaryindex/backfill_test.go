@@ -503,7 +503,7 @@ func TestIntraWindowBackfillCannotOverwriteALiveUpdate(t *testing.T) {
 		done <- result{cp, err}
 	}()
 	testbed.WaitHeld(t, ps)
-	e, err := live.Get(b.Ctx, "Sales", "000001")
+	e, err := live.Get(b.Ctx, "Sales", "empid_000001")
 	if err != nil {
 		t.Fatal(err)
 	}

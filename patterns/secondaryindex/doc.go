@@ -57,9 +57,15 @@
 // one reads the same against the other. The reads take a *ReadOptions: for Inter, Verify
 // checks each hit against the primary; for Intra, whose copies are written in the
 // primary's transaction, it is already kept and costs nothing, and it is refused on an
-// index with Properties, whose copies cannot be checked (TestIntraReadOptions). Update and
-// Delete take the value read (its ETag makes them conditional); Get takes the entity's
-// identity (Intra: the primary value; Inter: the RowKey).
+// index with Properties, whose copies cannot be checked (TestIntraReadOptions). Update
+// takes the value read (its ETag makes it conditional). Get and Delete take the entity's
+// keys, as every pattern of this module does: Get(ctx, pk, rk) and Delete(ctx, pk, rk,
+// opts), with opts.ETag for a conditional delete. Intra stores its entity under the
+// primary copy's RowKey, the primary index's name, "_" and the primary value (the guide's
+// "empid_000223"); reading by a value, the primary's included, is Lookup (unique) or Find.
+// Intra's Delete also takes the keys of any copy of the entity (the RowKey of a value read
+// through Lookup or Find), which it reads once to find the entity; Inter's takes the
+// primary's keys, which every value it returns carries.
 //
 // Inter keeps the copies in other partitions — "email_Sales" holds the email index of
 // the Sales department — or other tables, when one partition could not take the load:
@@ -167,7 +173,13 @@
 //     reconciliation that read "no copy yet, the primary has the value" and commits after
 //     the entity was deleted (or lost the value) and that was reconciled meets the
 //     tombstone and starts over, instead of leaving a copy of a deleted entity
-//     (TestInterWindowDeleteDuringSlowReconcile, TestInterWindowValueRemovedDuringSlowReconcile);
+//     (TestInterWindowDeleteDuringSlowReconcile, TestInterWindowValueRemovedDuringSlowReconcile).
+//     A tombstone of a gone primary records the one state that can come back ("gone" has
+//     no version): a reconciliation that writes copies over one (the keys were used
+//     before) reads the primary again after its transaction, and starts over if it went
+//     or changed meanwhile, since a reconciliation of that delete finds the tombstone up
+//     to date and writes nothing
+//     (TestInterSlowReconcileOfAReinsertedEntityDeletedAgainLeavesNoCopy);
 //   - a reconciliation stopped between two indexes is finished by any later one
 //     (TestInterReconcileStoppedBetweenSteps).
 //
@@ -208,7 +220,8 @@
 // # Cost in requests
 //
 // Intra: Insert 1 transaction; Update, Upsert and Delete 1 read and 1 transaction (more
-// only when a concurrent writer wins); Get and Lookup 1 point query; Find, Range and
+// only when a concurrent writer wins; a Delete by a copy's key reads that copy first); Get
+// and Lookup 1 point query; Find, Range and
 // Prefix 1 range query per 1,000 entities. A partition holds 1 + (number of indexes)
 // entities per logical entity, and an update changes them all, so the partition's
 // throughput target is shared by every copy (the design guide's "Issues and
@@ -219,7 +232,8 @@
 // reconciliation reads 1 ref per index and the primary, plus 1 transaction per index whose
 // ref does not record the primary's current version (the second message of a write finds
 // nothing to do; the first reconciliation of an entity without a value in an index writes
-// its tombstone); Lookup is 1 range query and 1 point query per hit; Find, Range and
+// its tombstone; one that writes over the tombstone of a gone primary reads the primary
+// once more); Lookup is 1 range query and 1 point query per hit; Find, Range and
 // Prefix 1 range query per 1,000 copies, plus 1 point query per hit with Verify;
 // CollectTombstones 1 range query per index and 1 delete per tombstone removed.
 //

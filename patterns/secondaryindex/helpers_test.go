@@ -51,7 +51,7 @@ func intraGone(t *testing.T, b *bed, x *secondaryindex.Intra[Employee], email st
 	if _, err := x.Lookup(b.Ctx, "Sales", "email", email); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("lookup of the archived employee's email: %v", err)
 	}
-	if _, err := x.Get(b.Ctx, "Sales", "000001"); !errors.Is(err, repo.ErrNotFound) {
+	if _, err := x.Get(b.Ctx, "Sales", "empid_000001"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("get of the archived employee: %v", err)
 	}
 	if got := ids(collect(t, x.Find(b.Ctx, "Sales", "last", "Jones", nil))); got != "" {
@@ -397,7 +397,7 @@ var byEmailLower = secondaryindex.Index[Employee]{Name: "email", Value: func(e *
 // index is the method set Intra and Inter share, with the same signatures: the package
 // documentation promises it, and this fails to compile when either variant drifts.
 type index[T any] interface {
-	Get(ctx context.Context, pk, id string) (T, error)
+	Get(ctx context.Context, pk, rk string) (T, error)
 	Lookup(ctx context.Context, pk, index, value string) (T, error)
 	Find(ctx context.Context, pk, index, value string, opts *secondaryindex.ReadOptions) iter.Seq2[T, error]
 	Range(ctx context.Context, pk, index, from, to string, opts *secondaryindex.ReadOptions) iter.Seq2[T, error]
@@ -405,7 +405,7 @@ type index[T any] interface {
 	Insert(ctx context.Context, v *T) error
 	Update(ctx context.Context, v *T) error
 	Upsert(ctx context.Context, v *T) error
-	Delete(ctx context.Context, v *T) error
+	Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error
 	CreateIfNotExists(ctx context.Context) error
 	DeleteTable(ctx context.Context) error
 	Table() *repo.Table[T]

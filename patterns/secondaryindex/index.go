@@ -28,8 +28,9 @@ type Index[T any] struct {
 	// RowKey anyway; see the package documentation.
 	AllowDuplicates bool
 	// Normalize, if set, maps every value of the index before it is used: the value of an
-	// entity on every write, and the value asked for on every read (Get, Lookup, Find, and
-	// the bounds of Range and Prefix). strings.ToLower makes an email index that stores
+	// entity on every write, and the value asked for on every read by value (Lookup, Find,
+	// and the bounds of Range and Prefix; Get takes a stored key, made of the normalized
+	// value). strings.ToLower makes an email index that stores
 	// "ann@example.com" find the entity when asked for "Ann@Example.com". It must be a pure
 	// function. Keys are made of normalized values, so changing Normalize changes every
 	// key: rebuild the index after changing it (Repair each partition: it writes the

@@ -160,6 +160,9 @@ func (x *Inter[T]) reconcile(ctx context.Context, pk, rk string) error {
 				return err
 			}
 		}
+		if overGoneTombstone(refs, cur != nil) {
+			return x.stillPresent(ctx, pk, rk, x.c.ETag(cur)) // see tombstone.go
+		}
 		return nil
 	})
 	if err != nil {

@@ -132,7 +132,7 @@ func TestInterPartialCopyRefusedBeforeAnyRequest(t *testing.T) {
 	if len(o) != 1 {
 		t.Fatalf("Find found %d", len(o))
 	}
-	if err := x.Delete(b.Ctx, &o[0]); err != nil {
+	if err := x.Delete(b.Ctx, o[0].Department, o[0].RowKey, &repo.DeleteOptions{ETag: o[0].ETag}); err != nil {
 		t.Fatalf("Delete of an unverified partial hit: %v", err)
 	}
 	if _, err := x.Get(b.Ctx, "Sales", o[0].RowKey); !errors.Is(err, repo.ErrNotFound) {

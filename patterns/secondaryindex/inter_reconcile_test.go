@@ -181,7 +181,7 @@ func TestInterReconcileDuplicatedReorderedReplayed(t *testing.T) {
 		t.Fatalf("copy not refreshed: %v", r.Properties)
 	}
 	// The insert's message replayed after the delete: nothing comes back.
-	if err := x.Delete(ctx, &Employee{Department: "Sales", RowKey: "000301"}); err != nil {
+	if err := x.Delete(ctx, "Sales", "000301", nil); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("000301")
@@ -384,7 +384,7 @@ func TestInterWindowDeleteDuringSlowReconcile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := fast.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey}); err != nil {
+			if err := fast.Delete(b.Ctx, "Sales", e.RowKey, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := fast.Reconcile(b.Ctx, "Sales", e.RowKey); err != nil {
@@ -464,7 +464,7 @@ func TestInterCollectTombstones(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := fast.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: gone.RowKey}); err != nil {
+	if err := fast.Delete(b.Ctx, "Sales", gone.RowKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := fast.Reconcile(b.Ctx, "Sales", gone.RowKey); err != nil {

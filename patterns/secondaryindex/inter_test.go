@@ -38,11 +38,11 @@ func TestInterDeleteLostResponseWithoutSafetyStillRemovesTheCopy(t *testing.T) {
 
 	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "lost delete response", Times: 1, Action: faultproxy.DropAfterForward(),
 		Match: faultproxy.All(faultproxy.IsEntityWrite, faultproxy.MethodIs(http.MethodDelete))})
-	err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
+	err := x.Delete(b.Ctx, "Sales", e.RowKey, nil)
 	t.Logf("Delete after a lost response: %v", err)
 	if err != nil {
 		// The caller retries, as any caller of a failed delete would.
-		err2 := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: e.RowKey})
+		err2 := x.Delete(b.Ctx, "Sales", e.RowKey, nil)
 		t.Logf("retried Delete: %v", err2)
 	}
 	testbed.Drain(t, w)
@@ -75,7 +75,7 @@ func TestInterWorkerMaintainsIndexes(t *testing.T) {
 	if err := x.Update(b.Ctx, &e); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: "000225"}); err != nil {
+	if err := x.Delete(b.Ctx, "Sales", "000225", nil); err != nil {
 		t.Fatal(err)
 	}
 	testbed.Drain(t, w)
@@ -136,7 +136,7 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 	}
 	testbed.Drain(t, w)
 	b.expect(t, "email_Sales", [2]string{"jeff@contoso.com", "000501"})
-	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: "000501"}); !errors.Is(err, errCrash) {
+	if err := x.Delete(b.Ctx, "Sales", "000501", nil); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
 	testbed.Drain(t, w)
@@ -245,7 +245,7 @@ func TestInterInvalidInputSendsNothing(t *testing.T) {
 		"unindexable value": func() error { return x.Insert(b.Ctx, iemp(1, "A", "B", "a/b@contoso.com")) },
 		"nil":               func() error { return x.Update(b.Ctx, nil) },
 		"empty partition":   func() error { return x.Upsert(b.Ctx, &Employee{RowKey: "1"}) },
-		"bad key":           func() error { return x.Delete(b.Ctx, &Employee{Department: "Sales", RowKey: "a?b"}) },
+		"bad key":           func() error { return x.Delete(b.Ctx, "Sales", "a?b", nil) },
 		"notify bad key":    func() error { return x.Notify(b.Ctx, "", "1") },
 		"reconcile bad key": func() error { return x.Reconcile(b.Ctx, "Sales", "a#b") },
 		"unknown index": func() error {

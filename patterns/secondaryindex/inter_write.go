@@ -56,25 +56,24 @@ func (x *Inter[T]) Upsert(ctx context.Context, v *T) error {
 	return x.tracedWrite(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Upsert(ctx, v, nil) })
 }
 
-// Delete deletes the primary entity with v's keys and has its copies removed by the
-// worker. Only the keys of v are needed; if v also carries an ETag of the primary (not the
-// mark of a partial copy, see ReadOptions), the delete is conditional on it.
+// Delete deletes the primary entity with keys pk and rk and has its copies removed by the
+// worker. With opts.ETag set (the primary's ETag, as Get and a verified read return it)
+// the delete is conditional on it: errs.ErrPreconditionFailed if the entity changed
+// since. nil opts, or the mark that a value read without Verify through a partial copy
+// carries instead of an ETag (see ReadOptions), deletes unconditionally, as for any
+// unverified hit.
 //
-// Errors: errs.ErrInvalidInput (a nil v, bad keys, or a PartitionKey inside an index's key
-// space, see the package documentation; nothing sent), and those of repo.Table.Delete and
+// Errors: errs.ErrInvalidInput (bad keys, or a PartitionKey inside an index's key space,
+// see the package documentation; nothing sent), and those of repo.Table.Delete and
 // queueworker.Enqueue.
-func (x *Inter[T]) Delete(ctx context.Context, v *T) error {
-	if v == nil {
-		return errs.Invalid("entity", "is nil")
-	}
-	pk, rk := x.c.Keys(v)
+func (x *Inter[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	if err := x.checkRef(pk, rk); err != nil {
 		return err
 	}
-	etag := x.c.ETag(v)
-	if strings.HasPrefix(etag, partialMark) {
-		etag = "" // an unverified copy carries no ETag of the primary: unconditional, as for any unverified hit
+	var etag string
+	if opts != nil && !strings.HasPrefix(opts.ETag, partialMark) {
+		etag = opts.ETag
 	}
-	opts := &repo.DeleteOptions{ETag: etag}
-	return x.tracedWrite(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, opts) })
+	del := &repo.DeleteOptions{ETag: etag}
+	return x.tracedWrite(ctx, pk, rk, func(ctx context.Context) error { return x.primary.Delete(ctx, pk, rk, del) })
 }

@@ -110,7 +110,7 @@ func (x *Intra[T]) insertPlan(v *T, pk string, ks []string) (*plan, error) {
 // may have landed: see the package documentation), errs.ErrTransient (also when concurrent
 // writers kept winning until the retry policy gave up), *repo.Error.
 func (x *Intra[T]) Update(ctx context.Context, v *T) error {
-	return x.change(ctx, v, opUpdate)
+	return x.change(ctx, v, opUpdate, nil)
 }
 
 // Upsert inserts v, or replaces the stored entity with its primary value
@@ -121,18 +121,26 @@ func (x *Intra[T]) Update(ctx context.Context, v *T) error {
 // errs.ErrOutcomeUnknown (a transaction that may have landed: see the package
 // documentation), errs.ErrTransient, *repo.Error.
 func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
-	return x.change(ctx, v, opUpsert)
+	return x.change(ctx, v, opUpsert, nil)
 }
 
-// Delete removes the entity with v's PartitionKey and primary value, and every copy of
-// it, in one transaction. Only those two fields of v are needed; if v also carries an
-// ETag (see Update), the delete is conditional on it.
+// Delete removes the entity with keys pk and rk, and every copy of it, in one
+// transaction. rk is the RowKey of the primary copy ("empid_000223"), or of any copy of
+// the entity (the RowKey of a value read through Lookup or Find), which is read first to
+// find the entity it belongs to. With opts.ETag (the ETag that the value read carries),
+// the delete is conditional: errs.ErrPreconditionFailed if any copy changed since (also
+// when the copy it names is gone).
 //
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput (nothing sent),
 // errs.ErrOutcomeUnknown (a transaction that may have landed: see the package
 // documentation), errs.ErrTransient, *repo.Error.
-func (x *Intra[T]) Delete(ctx context.Context, v *T) error {
-	return x.change(ctx, v, opDelete)
+func (x *Intra[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+	t, err := x.deleteTarget(ctx, pk, rk, opts)
+	if err != nil {
+		return err
+	}
+	var v T
+	return x.change(ctx, &v, opDelete, t)
 }
 
 type changeOp int
@@ -149,30 +157,16 @@ func (o changeOp) String() string {
 
 // change runs Update, Upsert and Delete: read the primary copy, plan the transaction from
 // the stored and the new keys, submit it, and start over when a concurrent writer won a
-// race this call did not promise to detect.
-func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp) error {
-	var pk, rk string
-	var ks []string
-	var err error
-	if o == opDelete {
-		pk, _, rk, err = x.primaryOf(v) // the other values are read from the stored entity
-		ks = []string{rk}
-	} else {
-		pk, ks, err = x.keysOf(v)
-	}
-	if err != nil {
-		return err
-	}
-	_, guardRK := x.c.Keys(v)
-	guardETag := x.c.ETag(v)
-	if o == opUpsert {
-		guardETag = ""
-	}
-	if o == opUpdate && guardETag != "" {
-		if err := x.refusePartial(guardRK); err != nil {
+// race this call did not promise to detect. t names the entity and the caller's ETag;
+// nil takes them from v.
+func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp, t *target) error {
+	if t == nil {
+		var err error
+		if t, err = x.writeTarget(v, o); err != nil {
 			return err
 		}
 	}
+	pk, ks, guardRK, guardETag := t.pk, t.ks, t.guardRK, t.guardETag
 	missing := map[string]bool{}                                                                               // copies found already gone: not deleted again
 	op := retry.Op{Name: o.String(), Resource: x.Name(), PartitionKey: pk, RowKey: ks[0], SensitiveKeys: true} // a round's error may name a copy
 	return retry.Optimistic(ctx, x.retry, op, func(ctx context.Context, _ int) error {

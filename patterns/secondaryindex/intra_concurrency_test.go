@@ -31,7 +31,7 @@ func TestIntraStaleETagViaUnmovedCopyNamesTheEntity(t *testing.T) {
 	if len(viaLast) != 1 {
 		t.Fatalf("Find found %d", len(viaLast))
 	}
-	other, err := x.Get(b.Ctx, "Sales", "000007")
+	other, err := x.Get(b.Ctx, "Sales", "empid_000007")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,9 @@ func TestIntraStaleETagViaUnmovedCopyNamesTheEntity(t *testing.T) {
 	}
 	for name, write := range map[string]func(v *Employee) error{
 		"update": func(v *Employee) error { v.Age = 50; return x.Update(b.Ctx, v) },
-		"delete": func(v *Employee) error { return x.Delete(b.Ctx, v) },
+		"delete": func(v *Employee) error {
+			return x.Delete(b.Ctx, v.Department, v.RowKey, &repo.DeleteOptions{ETag: v.ETag})
+		},
 	} {
 		v := viaLast[0]
 		err := write(&v)
@@ -69,7 +71,7 @@ func TestIntraOptimisticConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	viaLast := collect(t, x.Find(b.Ctx, "Sales", "last", "Kwok", nil))
-	viaID, err := x.Get(b.Ctx, "Sales", "000007")
+	viaID, err := x.Get(b.Ctx, "Sales", "empid_000007")
 	if err != nil || len(viaLast) != 1 {
 		t.Fatal(len(viaLast), err)
 	}
@@ -93,7 +95,7 @@ func TestIntraOptimisticConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stale delete is refused too.
-	if err := x.Delete(b.Ctx, &viaLast[0]); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := x.Delete(b.Ctx, "Sales", viaLast[0].RowKey, &repo.DeleteOptions{ETag: viaLast[0].ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("stale delete: %v", err)
 	}
 	// Without an ETag: last writer wins.
@@ -145,7 +147,7 @@ func TestIntraConcurrentWritersKeepCopiesConsistent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	cur, err := x.Get(b.Ctx, "Sales", "000009")
+	cur, err := x.Get(b.Ctx, "Sales", "empid_000009")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestIntraStaleETagErrorNamesTheEntity(t *testing.T) {
 	if err := x.Insert(b.Ctx, emp(7, "Ken", "Kwok", "kenk@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	viaID, err := x.Get(b.Ctx, "Sales", "000007")
+	viaID, err := x.Get(b.Ctx, "Sales", "empid_000007")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +283,7 @@ func TestIntraWindowConcurrentUpdate(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			got, err := x.Get(b.Ctx, "Sales", "000822")
+			got, err := x.Get(b.Ctx, "Sales", "empid_000822")
 			if err != nil || got.Email != want {
 				t.Fatalf("primary %+v %v, want email %s", got, err, want)
 			}

@@ -55,7 +55,7 @@ func TestIntraUnconditionalUpdateUnknownThenDeleted(t *testing.T) {
 		if err != nil {
 			t.Errorf("the update transaction did not land: %v", err)
 		}
-		if err := x.Delete(b.Ctx, emp(851, "", "", "")); err != nil {
+		if err := x.Delete(b.Ctx, "Sales", "empid_000851", nil); err != nil {
 			t.Errorf("concurrent delete: %v", err)
 		}
 		return fmt.Errorf("test: retried transaction: %w (%w)", repo.ErrOutcomeUnknown,
@@ -93,7 +93,7 @@ func TestIntraNeverUndoesAnotherWriterAfterAnUnknownOutcome(t *testing.T) {
 			func(b *bed, x *ix) error { return x.Upsert(b.Ctx, emp(861, "Ida", "Out", "ida3@contoso.com")) },
 			[]string{"email_ida3@contoso.com", "empid_000861"}},
 		{"delete",
-			func(b *bed, x *ix) error { return x.Delete(b.Ctx, emp(861, "", "", "")) },
+			func(b *bed, x *ix) error { return x.Delete(b.Ctx, "Sales", "empid_000861", nil) },
 			func(b *bed, x *ix) error { return x.Insert(b.Ctx, emp(861, "Ida", "Out", "ida3@contoso.com")) },
 			[]string{"email_ida3@contoso.com", "empid_000861"}},
 	} {
@@ -157,7 +157,7 @@ func TestIntraOutcomeUnknownAfterTheWriteLanded(t *testing.T) {
 	if err := x.Insert(b.Ctx, e); !errors.Is(err, repo.ErrOutcomeUnknown) || errors.As(err, &uv) {
 		t.Fatalf("insert: %v, want ErrOutcomeUnknown and no unique violation", err)
 	}
-	cur, err := x.Get(b.Ctx, "Sales", "000841")
+	cur, err := x.Get(b.Ctx, "Sales", "empid_000841")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestIntraOutcomeUnknownAfterTheWriteLanded(t *testing.T) {
 		t.Fatalf("rows %q", rows)
 	}
 	unknownOnce()
-	if err := x.Delete(b.Ctx, emp(841, "", "", "")); !errors.Is(err, repo.ErrOutcomeUnknown) {
+	if err := x.Delete(b.Ctx, "Sales", "empid_000841", nil); !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Fatalf("delete: %v, want ErrOutcomeUnknown", err)
 	}
 	if rows := b.rows(t, "Sales"); len(rows) != 0 {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
+	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -13,11 +15,34 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// Get reads the entity of partition pk whose primary value is value, with one point query.
+// Get reads the entity with keys pk and rk, with one point query on its primary copy: rk
+// is the primary copy's RowKey, the primary index's name, "_" and the primary value (the
+// guide's "(PartitionKey eq 'Sales') and (RowKey eq 'empid_000223')"). Lookup reads by a
+// value; Lookup(ctx, pk, primary.Name, "000223") is the same read.
 //
-// Errors: errs.ErrNotFound, errs.ErrInvalidInput (nothing sent), errs.ErrTransient, *repo.Error.
-func (x *Intra[T]) Get(ctx context.Context, pk, value string) (T, error) {
-	return x.Lookup(ctx, pk, x.all[0].Name, value)
+// Errors: errs.ErrNotFound, errs.ErrInvalidInput (a key that is not a primary copy's;
+// nothing sent), errs.ErrTransient, *repo.Error. A failed read names the primary index and
+// the partition, never the key (it holds the primary value).
+func (x *Intra[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	var zero T
+	primary := x.all[0]
+	if pk == "" {
+		return zero, errs.Invalid("PartitionKey", "is empty: the copies of an entity need a partition")
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return zero, err
+	}
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return zero, err
+	}
+	if !strings.HasPrefix(rk, primary.Name+sep) {
+		return zero, errs.Invalid("RowKey", "is not the key of a primary copy (%s%s followed by the primary value): read by an indexed value with Lookup or Find", primary.Name, sep)
+	}
+	v, err := x.rows.Get(retry.WithSensitiveKeys(ctx), pk, rk)
+	if err != nil {
+		return zero, &lookupError{index: primary.Name, pk: pk, err: err}
+	}
+	return v, nil
 }
 
 // Lookup reads the entity of partition pk whose value in the unique index named index is

@@ -2,6 +2,7 @@ package secondaryindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -210,4 +211,78 @@ func fail[T any](err error) iter.Seq2[T, error] {
 		var zero T
 		yield(zero, err)
 	}
+}
+
+// target is what a change works on: the entity's partition, the RowKey of each of its
+// copies as the change leaves them (ks[0] the primary copy's), and the caller's ETag with
+// the RowKey of the copy it was read from.
+type target struct {
+	pk                 string
+	ks                 []string
+	guardRK, guardETag string
+}
+
+// writeTarget is the target of an Update or Upsert of v, checked before anything is sent.
+func (x *Intra[T]) writeTarget(v *T, o changeOp) (*target, error) {
+	pk, ks, err := x.keysOf(v)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{pk: pk, ks: ks}
+	_, t.guardRK = x.c.Keys(v)
+	if o == opUpdate {
+		t.guardETag = x.c.ETag(v)
+	}
+	if t.guardETag != "" {
+		if err := x.refusePartial(t.guardRK); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// deleteTarget is the target of a Delete by keys. A primary copy's key names the entity;
+// any other copy's key is read (one point query) for the primary value it carries. The
+// errors name the partition and the index, never the copy's key (it holds the value).
+func (x *Intra[T]) deleteTarget(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) (*target, error) {
+	if pk == "" {
+		return nil, errs.Invalid("PartitionKey", "is empty: the copies of an entity need a partition")
+	}
+	if err := codec.ValidateKey("PartitionKey", pk); err != nil {
+		return nil, err
+	}
+	if err := codec.ValidateKey("RowKey", rk); err != nil {
+		return nil, err
+	}
+	t := &target{pk: pk, ks: []string{rk}, guardRK: rk}
+	if opts != nil {
+		t.guardETag = opts.ETag
+	}
+	name, _, _ := strings.Cut(rk, sep)
+	ix := x.named[name]
+	switch {
+	case ix == nil:
+		return nil, errs.Invalid("RowKey", "is not the key of a copy of this table's indexes")
+	case ix == x.all[0]:
+		return t, nil
+	}
+	v, err := x.rows.Get(retry.WithSensitiveKeys(ctx), pk, rk)
+	if errors.Is(err, repo.ErrNotFound) && t.guardETag != "" {
+		// The copy the value was read through is gone: its entity changed or went since.
+		return nil, errs.Precondition(opDelete.String(), x.Name(), pk, "", fmt.Sprintf("the copy of index %q that the value was read through is gone: the entity changed since it was read (read it again)", ix.Name))
+	}
+	if err != nil {
+		return nil, &lookupError{index: ix.Name, pk: pk, err: err}
+	}
+	value, err := x.all[0].value(&v)
+	if err != nil {
+		return nil, err
+	}
+	if value == "" {
+		return nil, errs.Invalid(fmt.Sprintf("index %q", ix.Name), "the copy does not carry the primary value: delete by the primary copy's key")
+	}
+	if t.ks[0], err = x.all[0].intraKey(value, ""); err != nil {
+		return nil, err
+	}
+	return t, nil
 }

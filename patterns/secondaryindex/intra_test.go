@@ -43,7 +43,7 @@ func TestIntraLayoutAndPointLookups(t *testing.T) {
 	if err != nil || got.EmployeeID != "000223" || got.RowKey != "email_jonesj@contoso.com" || got.Age != 0 {
 		t.Fatalf("lookup by email: %+v, %v", got, err)
 	}
-	got, err = x.Get(b.Ctx, "Sales", "000223")
+	got, err = x.Get(b.Ctx, "Sales", "empid_000223")
 	if err != nil || got.Email != "jonesj@contoso.com" || got.Age != 43 || got.ETag != jones.ETag {
 		t.Fatalf("get by id: %+v, %v", got, err)
 	}
@@ -93,7 +93,7 @@ func TestIntraUniqueViolationIsAtomic(t *testing.T) {
 	if got := b.rows(t, "Sales"); !slices.Equal(got, before) {
 		t.Fatalf("a failed update changed rows: %q, before %q", got, before)
 	}
-	got, err := x.Get(b.Ctx, "Sales", "000003")
+	got, err := x.Get(b.Ctx, "Sales", "empid_000003")
 	if err != nil || got.LastName != "Kwok" || got.Email != "kenk@contoso.com" {
 		t.Fatalf("after the failed update: %+v %v", got, err)
 	}
@@ -145,13 +145,13 @@ func TestIntraUpdateMovesCopies(t *testing.T) {
 		t.Fatal("upsert did not add the email copy")
 	}
 	// Delete removes every copy.
-	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", EmployeeID: "000005"}); err != nil {
+	if err := x.Delete(b.Ctx, "Sales", "empid_000005", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.rows(t, "Sales"); len(got) != 0 {
 		t.Fatalf("rows after delete: %q", got)
 	}
-	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", EmployeeID: "000005"}); !errors.Is(err, repo.ErrNotFound) {
+	if err := x.Delete(b.Ctx, "Sales", "empid_000005", nil); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("delete of a deleted entity: %v", err)
 	}
 	// Upsert of a new entity inserts it.
@@ -199,6 +199,43 @@ func TestIntraRangeAndPrefixInIndexOrder(t *testing.T) {
 	check("find unique absent", collect(t, x.Find(b.Ctx, "Sales", "email", "x@contoso.com", nil)), "")
 }
 
+// Delete takes the keys of any copy of an entity, as the value read through that copy
+// carries them, and removes the entity and every copy; with the copy's ETag it is
+// conditional on it.
+func TestIntraDeleteByACopysKeyRemovesTheEntity(t *testing.T) {
+	t.Parallel()
+	for _, via := range []string{"email", "last"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			b, x := intraStaff(t)
+			var read Employee
+			var err error
+			if via == "email" {
+				read, err = x.Lookup(b.Ctx, "Sales", "email", "jun@contoso.com")
+			} else {
+				hits := collect(t, x.Find(b.Ctx, "Sales", "last", "Jones", nil))
+				if len(hits) != 1 {
+					t.Fatalf("Find found %d", len(hits))
+				}
+				read = hits[0]
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(read.RowKey, via+"_") {
+				t.Fatalf("the value read carries the RowKey %q, not its copy's", read.RowKey)
+			}
+			if err := x.Delete(b.Ctx, "Sales", read.RowKey, &repo.DeleteOptions{ETag: read.ETag}); err != nil {
+				t.Fatal(err)
+			}
+			intraGone(t, b, x, "jun@contoso.com")
+			if err := x.Delete(b.Ctx, "Sales", read.RowKey, nil); !errors.Is(err, repo.ErrNotFound) {
+				t.Fatalf("delete through a removed copy: %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
 // Input that no index can hold is refused before any request.
 func TestIntraInvalidInputSendsNothing(t *testing.T) {
 	t.Parallel()
@@ -206,13 +243,22 @@ func TestIntraInvalidInputSendsNothing(t *testing.T) {
 	x := b.intra(t, byEmail, byLast)
 	mark := b.Proxies.Table.Count()
 	cases := map[string]func() error{
-		"slash in a unique value":   func() error { return x.Insert(b.Ctx, emp(1, "A", "B", "a/b@contoso.com")) },
-		"hash in a duplicate value": func() error { return x.Insert(b.Ctx, emp(1, "A", "B#2", "a@contoso.com")) },
-		"empty primary":             func() error { return x.Insert(b.Ctx, &Employee{Department: "Sales", Email: "a@contoso.com"}) },
-		"empty partition":           func() error { return x.Insert(b.Ctx, &Employee{EmployeeID: "1"}) },
-		"nil":                       func() error { return x.Update(b.Ctx, nil) },
-		"value too long":            func() error { return x.Upsert(b.Ctx, emp(1, "A", "B", string(make([]byte, 600))+"@x")) },
-		"delete without id":         func() error { return x.Delete(b.Ctx, &Employee{Department: "Sales"}) },
+		"slash in a unique value":     func() error { return x.Insert(b.Ctx, emp(1, "A", "B", "a/b@contoso.com")) },
+		"hash in a duplicate value":   func() error { return x.Insert(b.Ctx, emp(1, "A", "B#2", "a@contoso.com")) },
+		"empty primary":               func() error { return x.Insert(b.Ctx, &Employee{Department: "Sales", Email: "a@contoso.com"}) },
+		"empty partition":             func() error { return x.Insert(b.Ctx, &Employee{EmployeeID: "1"}) },
+		"nil":                         func() error { return x.Update(b.Ctx, nil) },
+		"value too long":              func() error { return x.Upsert(b.Ctx, emp(1, "A", "B", string(make([]byte, 600))+"@x")) },
+		"delete without id":           func() error { return x.Delete(b.Ctx, "Sales", "", nil) },
+		"delete by a key of no index": func() error { return x.Delete(b.Ctx, "Sales", "phone_1", nil) },
+		"get by the primary value, not the key": func() error {
+			_, err := x.Get(b.Ctx, "Sales", "000001")
+			return err
+		},
+		"get by a copy's key": func() error {
+			_, err := x.Get(b.Ctx, "Sales", "email_a@contoso.com")
+			return err
+		},
 		"lookup unknown index": func() error {
 			_, err := x.Lookup(b.Ctx, "Sales", "phone", "1")
 			return err
@@ -297,7 +343,7 @@ func TestIntraFaultsDuringWrites(t *testing.T) {
 	}
 	// A write known only through its retry leaves an ETag that matches no version (its own
 	// was in the lost response): re-read before the next conditional write.
-	fresh, err := x.Get(b.Ctx, "Sales", "000011")
+	fresh, err := x.Get(b.Ctx, "Sales", "empid_000011")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,3 +254,44 @@ func TestInterLookupNotFoundNeverCarriesTheValue(t *testing.T) {
 		t.Errorf("the error carries the value looked up: %s", s)
 	}
 }
+
+// Delete by a copy's key reads that copy first: a 503 on the read is retried without
+// logging the key, and the errors of a delete through a gone copy (with or without the
+// ETag read) do not name it either.
+func TestIntraDeleteByACopysKeyNeverLogsOrReturnsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	core, logs := observer.New(zap.WarnLevel)
+	x := b.intraLogged(t, zap.New(core), nil, byEmail)
+	if err := x.Insert(b.Ctx, emp(1, "Ann", "Lee", "delete.mailbox@contoso.com")); err != nil {
+		t.Fatal(err)
+	}
+	read, err := x.Lookup(b.Ctx, "Sales", "email", "delete.mailbox@contoso.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Proxy().AddRule(faultproxy.Rule{Name: "busy copy read", Times: 1, Action: faultproxy.Respond(503, "ServerBusy"),
+		Match: faultproxy.All(faultproxy.IsGetEntity, faultproxy.PathContains("email_"))})
+	if err := x.Delete(b.Ctx, "Sales", read.RowKey, &repo.DeleteOptions{ETag: read.ETag}); err != nil {
+		t.Fatal(err)
+	}
+	if len(retried(logs)) == 0 || b.Proxy().Fired("busy copy read") != 1 {
+		t.Fatal("the refused copy read was not retried: the test proves nothing")
+	}
+	if where := logMentions(retried(logs), "delete.mailbox"); where != "" {
+		t.Fatalf("a retry log entry carries the e-mail: %s", where)
+	}
+	for name, opts := range map[string]*repo.DeleteOptions{"unconditional": nil, "with the ETag read": {ETag: read.ETag}} {
+		err := x.Delete(b.Ctx, "Sales", read.RowKey, opts)
+		want := repo.ErrNotFound
+		if opts != nil {
+			want = repo.ErrPreconditionFailed
+		}
+		if !errors.Is(err, want) {
+			t.Fatalf("%s delete through a gone copy: %v, want %v", name, err, want)
+		}
+		if strings.Contains(err.Error(), "delete.mailbox") {
+			t.Fatalf("%s delete through a gone copy: the error names the copy's key: %v", name, err)
+		}
+	}
+}

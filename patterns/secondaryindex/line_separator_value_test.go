@@ -55,7 +55,7 @@ func TestIntraDeleteRemovesEveryCopyWhenValuesHaveLineSeparator(t *testing.T) {
 			if err := x.Insert(b.Ctx, e); err != nil {
 				t.Fatal(err)
 			}
-			if err := x.Delete(b.Ctx, e); err != nil {
+			if err := x.Delete(b.Ctx, "Sales", "empid_"+e.EmployeeID, &repo.DeleteOptions{ETag: e.ETag}); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.rows(t, "Sales"); len(got) != 1 || got[0] != "" {
@@ -127,7 +127,7 @@ func TestIntraArchiveNeverDeletesAnotherRowWhenValueHasLineSeparator(t *testing.
 			_, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "empid_000001"))
 			t.Logf("ArchiveEntity: %v", err)
 			b.MustHaveBystander("", "Sales")
-			_, gerr := x.Get(b.Ctx, "Sales", "000001")
+			_, gerr := x.Get(b.Ctx, "Sales", "empid_000001")
 			_, lerr := x.Lookup(b.Ctx, "Sales", "email", email)
 			switch {
 			case err == nil && errors.Is(gerr, repo.ErrNotFound) && errors.Is(lerr, repo.ErrNotFound):

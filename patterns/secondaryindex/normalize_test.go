@@ -137,7 +137,7 @@ func TestNormalizeNotIdempotentIsAppliedOncePerPath(t *testing.T) {
 			t.Errorf("stale or doubly normalized copy %q left", rk)
 		}
 	}
-	if err := x.Delete(b.Ctx, &Employee{Department: "Sales", EmployeeID: "000001"}); err != nil {
+	if err := x.Delete(b.Ctx, "Sales", "empid_000001", nil); err != nil {
 		t.Fatal(err)
 	}
 	if rows := b.rows(t, "Sales"); len(rows) != 0 {
@@ -251,7 +251,7 @@ func TestIntraNormalizeAppliesOnWriteAndLookup(t *testing.T) {
 		t.Errorf("Range(AM, AO) found %d", n)
 	}
 	// A change of case only keeps the copy's key: the entity does not collide with itself.
-	ann, err := x.Get(b.Ctx, "Sales", "000001")
+	ann, err := x.Get(b.Ctx, "Sales", "empid_000001")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestInterPrimaryPartitionInIndexKeySpaceIsRefused(t *testing.T) {
 		"Insert":    x.Insert(b.Ctx, e),
 		"Upsert":    x.Upsert(b.Ctx, e),
 		"Update":    x.Update(b.Ctx, e),
-		"Delete":    x.Delete(b.Ctx, &Employee{Department: "last_Sales", RowKey: "000803"}),
+		"Delete":    x.Delete(b.Ctx, "last_Sales", "000803", nil),
 		"Notify":    x.Notify(b.Ctx, "email_", "000803"),
 		"Reconcile": x.Reconcile(b.Ctx, "email_Sales", "000803"),
 	}

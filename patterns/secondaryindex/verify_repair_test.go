@@ -81,7 +81,7 @@ func TestIntraRepairOrphanDeleteHeldWhileLiveUpdateClaimsIt(t *testing.T) {
 		done <- result{r, err}
 	}()
 	testbed.WaitHeld(t, ps)
-	e, err := live.Get(b.Ctx, "Sales", "000001")
+	e, err := live.Get(b.Ctx, "Sales", "empid_000001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestIntraRepairOrphanDeleteHeldWhileLiveUpdateClaimsDuplicateKey(t *testing
 		}
 	}
 	old := b.row(t, "Sales", key)
-	e, err := live.Get(b.Ctx, "Sales", "000001")
+	e, err := live.Get(b.Ctx, "Sales", "empid_000001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestIntraRepairOrphanDeleteHeldWhileLiveUpdateClaimsDuplicateKey(t *testing
 		done <- result{r, err}
 	}()
 	testbed.WaitHeld(t, ps)
-	e, err = live.Get(b.Ctx, "Sales", "000001")
+	e, err = live.Get(b.Ctx, "Sales", "empid_000001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestInterRepairHeldWhileLiveDeleteCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := live.Delete(b.Ctx, &cur); err != nil {
+	if err := live.Delete(b.Ctx, cur.Department, cur.RowKey, &repo.DeleteOptions{ETag: cur.ETag}); err != nil {
 		t.Fatal(err)
 	}
 	if err := live.Reconcile(b.Ctx, "Sales", "000001"); err != nil {

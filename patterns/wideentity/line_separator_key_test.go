@@ -22,7 +22,7 @@ func TestDeleteRemovesEveryChunkWhenKeyHasLineSeparator(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkWhole(t, b, "counts", rk, 2)
-			if err := s.Delete(b.Ctx, "counts", rk); err != nil {
+			if err := s.Delete(b.Ctx, "counts", rk, nil); err != nil {
 				t.Fatal(err)
 			}
 			if got := chunksOf(t, b, "counts", rk); len(got) != 0 {

@@ -122,7 +122,7 @@ func TestDamagedChunksAreReportedTorn(t *testing.T) {
 		if name != "other revision" { // a damaged read cannot be the base of a write...
 			continue
 		}
-		if err := s.Delete(b.Ctx, "P", rk); err != nil { // ...but Delete clears any chunks
+		if err := s.Delete(b.Ctx, "P", rk, nil); err != nil { // ...but Delete clears any chunks
 			t.Fatal(err)
 		}
 		if got := chunksOf(t, b, "P", rk); len(got) != 0 {

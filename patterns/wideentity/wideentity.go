@@ -243,18 +243,24 @@ func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any)
 
 // Delete removes a logical entity: it reads the keys of its chunks, then deletes them all
 // in one transaction, so that readers see the whole entity or nothing. A missing entity is
-// success, so Delete can be run again after a crash. Two requests.
+// success, so Delete can be run again after a crash. Two requests. With opts.ETag set to
+// the revision a read returned (Entity.Rev) the delete is conditional on it; nil opts
+// deletes whatever is stored.
 //
-// Errors: errs.ErrInvalidInput (keys; nothing sent), errs.ErrTransient, *repo.ActionError,
+// Errors: errs.ErrInvalidInput (keys; nothing sent), errs.ErrPreconditionFailed (opts.ETag
+// given and the entity written since), errs.ErrTransient, *repo.ActionError,
 // *errs.ServiceError.
-func (s *Store) Delete(ctx context.Context, pk, rk string) error {
+func (s *Store) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
 	return retry.Optimistic(ctx, s.conflict, s.conflictOp("wide delete", pk, rk), func(ctx context.Context, _ int) error {
-		q := repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, "")), Select: []string{"PartitionKey", "RowKey"}}
+		q := repo.Query{Filter: filter.RowKeyPrefix(pk, keys.Join(rk, "")), Select: []string{"PartitionKey", "RowKey", RevProperty}}
 		found, err := s.table.Collect(ctx, q)
 		if err != nil {
+			return err
+		}
+		if err := s.checkRev(pk, rk, found, opts); err != nil {
 			return err
 		}
 		var actions []repo.Action

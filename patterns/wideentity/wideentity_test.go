@@ -331,6 +331,38 @@ func TestLayoutChange(t *testing.T) {
 	}
 }
 
+// A Delete given the revision a read returned (opts.ETag = Entity.Rev) is refused once the
+// entity was written since, and removes it while that revision is current.
+func TestDeleteConditionalOnTheRevisionRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: year(1)}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Get(b.Ctx, "P", "E")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := s.Update(b.Ctx, "P", "E", func(e *wideentity.Entity) error { e.Properties["Extra"] = "x"; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Rev == old.Rev {
+		t.Fatal("the update kept the revision")
+	}
+	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.Rev}); !errors.Is(err, repo.ErrPreconditionFailed) {
+		t.Fatalf("delete of a stale revision: %v, want ErrPreconditionFailed", err)
+	}
+	checkWhole(t, b, "P", "E", 2)
+	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: cur.Rev}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(chunksOf(t, b, "P", "E")); n != 0 {
+		t.Fatalf("%d chunks left", n)
+	}
+}
+
 // Delete removes every chunk in one transaction and is idempotent; a crash before the
 // transaction leaves the entity whole, and the rerun deletes it.
 func TestDelete(t *testing.T) {
@@ -342,12 +374,12 @@ func TestDelete(t *testing.T) {
 	}
 	crashing := storeWith(t, b, &repo.Options{Retry: retry.NoRetry()}, nil)
 	b.Proxy().AddRule(faultproxy.Rule{Name: "crash", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropBeforeForward()})
-	if err := crashing.Delete(b.Ctx, "P", "E"); err == nil {
+	if err := crashing.Delete(b.Ctx, "P", "E", nil); err == nil {
 		t.Fatal("the crashed delete reported success")
 	}
 	checkWhole(t, b, "P", "E", 2)
 	for range 2 {
-		if err := s.Delete(b.Ctx, "P", "E"); err != nil {
+		if err := s.Delete(b.Ctx, "P", "E", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -392,7 +424,7 @@ func TestLimitsRefusedWithoutRequest(t *testing.T) {
 		"set bad value":         s.SetProperty(b.Ctx, "P", "E", "X", []int{1}),
 		"chunkOf out of range":  broken.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: "E", Properties: map[string]any{"X": "y"}}),
 		"nil entity":            s.Put(b.Ctx, nil),
-		"delete bad key":        s.Delete(b.Ctx, "P", "E#"),
+		"delete bad key":        s.Delete(b.Ctx, "P", "E#", nil),
 	}
 	_, calls["get bad key"] = s.Get(b.Ctx, "P?", "E")
 	_, calls["update nil fn"] = s.Update(b.Ctx, "P", "E", nil)
