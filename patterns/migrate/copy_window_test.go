@@ -69,7 +69,7 @@ func TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied(t *testin
 func TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack(t *testing.T) {
 	t.Parallel()
 	f, k := windowTest(t, func(f *fix, pk, rk string) {
-		if err := f.m.Delete(f.b.Ctx, pk, rk, ""); err != nil {
+		if err := f.m.Delete(f.b.Ctx, pk, rk, nil); err != nil {
 			t.Error(err)
 		}
 	})

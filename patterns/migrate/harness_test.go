@@ -183,7 +183,7 @@ func (w *writer) run(ctx context.Context, t testing.TB, goroutines int, stop <-c
 				seqs[k] = max(seqs[k], 1) + 1
 				if w.deletes && r.IntN(4) == 0 {
 					w.retry(ctx, t, func() error {
-						err := w.f.m.Delete(ctx, k[0], k[1], "")
+						err := w.f.m.Delete(ctx, k[0], k[1], nil)
 						if errors.Is(err, repo.ErrNotFound) {
 							return nil
 						}

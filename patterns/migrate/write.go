@@ -41,11 +41,16 @@ func (m *Migration[O, N]) Update(ctx context.Context, v *O) error {
 	return m.writeValue(ctx, opUpdate, v)
 }
 
-// Delete removes the entity with the old keys (pk, rk), If-Match etag when it is not
-// empty. Errors: as Update.
-func (m *Migration[O, N]) Delete(ctx context.Context, pk, rk, etag string) error {
+// Delete removes the entity with the old keys (pk, rk) from every layout the stage
+// writes; opts.ETag (the ETag Get returned) makes it conditional, nil deletes whatever
+// is stored. Errors: as Update.
+func (m *Migration[O, N]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
 	if err := checkKeys(pk, rk); err != nil {
 		return err
+	}
+	var etag string
+	if opts != nil {
+		etag = opts.ETag
 	}
 	return m.write(ctx, opDelete, nil, pk, rk, etag)
 }
