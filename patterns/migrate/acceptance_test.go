@@ -49,7 +49,7 @@ func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*
 				t.Error(err)
 				return
 			}
-			timer := time.NewTimer(200*time.Millisecond + rand.N(1500*time.Millisecond))
+			timer := time.NewTimer(500*time.Millisecond + rand.N(2500*time.Millisecond))
 			stopped := false
 			select {
 			case <-timer.C:
