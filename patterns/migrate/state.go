@@ -165,6 +165,7 @@ func (m *Migration[O, N]) transition(ctx context.Context, st State, stage Stage)
 	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
 		return State{}, err
 	}
+	read := time.Now() // a view's age counts from the start of its read
 	now, lerr := m.load(ctx)
 	if lerr != nil {
 		return State{}, lerr
@@ -172,6 +173,6 @@ func (m *Migration[O, N]) transition(ctx context.Context, st State, stage Stage)
 	if now.Stage != stage || now.Previous != st.Stage {
 		return now, fmt.Errorf("migrate: transition %s -> %s: %w", st.Stage, stage, errs.ErrPreconditionFailed)
 	}
-	m.remember(now, time.Now())
+	m.remember(now, read)
 	return now, nil
 }
