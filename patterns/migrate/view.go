@@ -90,3 +90,21 @@ func earliest(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// Status reads the state record (fresh, not the cached view).
+//
+// Errors: ErrInvalidInput (a record that does not validate), ErrInProgress (another
+// migration's), ErrTransient, *repo.Error.
+func (m *Migration[O, N]) Status(ctx context.Context) (State, error) { return m.load(ctx) }
+
+// WaitSettled waits until the current stage has settled: every process follows it, and
+// its range jobs act.
+//
+// Errors: as Status; ctx's error.
+func (m *Migration[O, N]) WaitSettled(ctx context.Context) (State, error) {
+	st, err := m.load(ctx)
+	if err != nil {
+		return st, err
+	}
+	return st, m.waitSettled(ctx, st)
+}

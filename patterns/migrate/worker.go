@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"go.uber.org/zap"
+
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -48,7 +50,7 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 		case err != nil:
 			return err
 		}
-		m.opts.Logger.Debug("migrate: page done", rep.fields()...)
+		m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("from", job.From), zap.String("to", job.To), zap.Bool("more", next != nil))...)
 		if next == nil {
 			return nil
 		}
