@@ -100,8 +100,9 @@
 //     transitions (TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing);
 //   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
 //   - abort at each stage before CleanUp leaves the old layout complete and current and
-//     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent;
-//     TestAbortRefusedOnceCleanUpBegan);
+//     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent, in process;
+//     TestAbortDuringBackfillUnderLoadWithKilledWorkersLeavesTheOldLayout, while
+//     SIGKILLed worker processes copy; TestAbortRefusedOnceCleanUpBegan);
 //   - planning refuses colliding keys, a second migration of one table is refused, and
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
