@@ -14,9 +14,10 @@ import (
 const defaultPartitionConcurrency = 2
 
 // TestBulkWriteSpreadsTransactionsOverPartitions writes one hot partition (1,200
-// entities) and eight cold ones (200 each) with BulkWrite, 8 transactions at once and the
-// default retry policy, through a model where each partition serves 100 entities/s and the
-// account has no limit. From the model's per-partition counts: no partition ever has more
+// entities) and eight cold ones (100 each, within a partition's burst: only the hot one
+// can be refused, so that its rate is what the Gate learns) with BulkWrite, 8
+// transactions at once and the default retry policy, through a model where each
+// partition serves 100 entities/s and the account has no limit. From the model's per-partition counts: no partition ever has more
 // than the bound of transactions in flight, so the hot one never holds every worker; the
 // hot partition is refused, and the cold ones are all written before it ends (they do not
 // wait behind it, and its throttling does not slow them to its pace); the requests stay
@@ -32,7 +33,7 @@ func TestBulkWriteSpreadsTransactionsOverPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const hot, cold, hotN, coldN = "D000", 8, 1200, 200
+	const hot, cold, hotN, coldN = "D000", 8, 1200, 100
 	var items []*Employee
 	for i := range hotN {
 		items = append(items, employee(hot, fmt.Sprintf("%05d", i)))

@@ -77,9 +77,11 @@
 // partition, and marks each task's context with its partition (WithPartition). The Gate
 // in the client's pipeline then keeps a rate per marked partition besides the client's:
 // "The server is busy." slows that partition's tasks, and tells Schedule to start other
-// partitions' tasks meanwhile; an account-limit answer slows the client. To put a path on
-// it, give Schedule one task per transaction (or per request) with the partition it
-// addresses:
+// partitions' tasks meanwhile; an account-limit answer slows the client. Within one
+// Schedule, the rate at which one partition met its limit paces the other partitions
+// that have none yet, so that each does not meet its limit once to learn it. To put a
+// path on it, give Schedule one task per transaction (or per request) with the partition
+// it addresses:
 //
 //	err := retry.Schedule(ctx, partitionOfEachChunk, &retry.ScheduleOptions{Concurrency: 8},
 //		func(ctx context.Context, i int) error { return sendChunk(ctx, i) })

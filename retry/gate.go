@@ -32,8 +32,11 @@ import (
 // partition accepted per second so far in the episode (over at least a second), then
 // PartitionCut times the limit that met the refusal; each cut holds the partition's next
 // request a whole interval (its bucket is empty); it rises by PartitionRaise per accepted
-// answer and is lifted after Quiet. A request waits for its partition's turn, then for
-// the client's; a busy partition therefore slows its own requests only, and cold
+// answer and is lifted after Quiet. Within one Schedule, the rate a partition was cut to
+// also paces the Schedule's other partitions that have no rate yet (their tasks are
+// alike and partitions share one target), so that each does not meet its limit once
+// before its rate is known. A request waits for its partition's turn, then for the
+// client's; a busy partition therefore slows its own requests only, and cold
 // partitions keep their pace while a hot one is throttled.
 //
 // A request's partition is its context's mark (WithPartition; Schedule marks its tasks,
@@ -47,7 +50,8 @@ import (
 // 4,096 partitions at once (beyond, and until idle ones are dropped, a new partition is
 // judged at the client's scope); a partition's rate counts requests, not entities, so a
 // mix of single-entity requests and transactions in one partition is paced by the mix it
-// saw.
+// saw; a partition paced at another's rate keeps it (rising per accepted answer) until
+// Quiet after it was learnt, for every request of the client to that partition.
 //
 // Install it as a policy of the Azure SDK client (account.NewClients and
 // repo.TableClientOptions do, one Gate per client): it waits before each attempt, so a
@@ -186,12 +190,16 @@ func (g *Gate) Do(req *policy.Request) (*http.Response, error) {
 	if ok {
 		part = g.partition(key)
 	}
+	h := hintsOf(ctx)
+	if h != nil && part != nil {
+		h.pace(part)
+	}
 	held, err := g.waitBoth(ctx, part)
 	g.metrics.gate(ctx, host, held, false, false)
 	if err != nil {
 		return nil, err
 	}
-	if h := hintsOf(ctx); h != nil && part != nil {
+	if h != nil && part != nil {
 		h.heldUntil(key, part.nextFree())
 		defer func() { h.heldUntil(key, part.nextFree()) }() // and after the answer, which may cut
 	}
@@ -206,7 +214,9 @@ func (g *Gate) Do(req *policy.Request) (*http.Response, error) {
 				part.observe(false)
 			}
 		case scope == ScopePartition && part != nil:
-			cut = part.observe(true)
+			if cut = part.observe(true); cut && h != nil {
+				h.learnt(part)
+			}
 		default:
 			cut = g.limiter.observe(true)
 		}

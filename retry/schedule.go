@@ -203,6 +203,10 @@ func (q *partitionQueue) finished(i int) { q.parts[q.of[i]].running-- }
 type readyHints struct {
 	mu sync.Mutex
 	at map[string]time.Time
+	// paceRate is the rate a partition of the Schedule was last cut to (at paceAt): the
+	// first guess of the others' (see pace).
+	paceRate float64
+	paceAt   time.Time
 }
 
 type readyHintsKey struct{}

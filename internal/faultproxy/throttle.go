@@ -524,9 +524,18 @@ func batchPartitionKeys(contentType string, body []byte) []string {
 				walk(ct, part, depth+1)
 				continue
 			}
-			req, err := http.ReadRequest(bufio.NewReader(part))
+			raw, err := io.ReadAll(io.LimitReader(part, 9<<20))
 			if err != nil {
 				continue
+			}
+			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+			if err != nil {
+				// A sub-request without a body (a delete) ends with its last header line:
+				// the blank line that closes its headers is the CRLF the multipart reader
+				// takes as the boundary's.
+				if req, err = http.ReadRequest(bufio.NewReader(io.MultiReader(bytes.NewReader(raw), strings.NewReader("\r\n")))); err != nil {
+					continue
+				}
 			}
 			sub, _ := io.ReadAll(io.LimitReader(req.Body, 8<<20))
 			_ = req.Body.Close()

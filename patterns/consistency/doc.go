@@ -64,8 +64,10 @@
 //
 // A delivery scans up to RangeJobSize keys after the job's checkpoint (After, one page
 // of keys and the properties the conditions name), splits them into batches of up to 100
-// keys of one partition, and moves the batches (8 at once), each with the steps of a
-// single move:
+// keys of one partition, and moves the batches (8 at once, spread over the page's
+// partitions by retry.Schedule, at most 2 in one partition: a busy partition slows only
+// its own batches; TestRangeArchiveSpreadsBatchesOverPartitions), each with the steps of
+// a single move:
 //
 //  1. read the target's copies of the batch (a table: one query of the batch's key
 //     range, one page, then a point read for each key past that page, so earlier

@@ -25,7 +25,8 @@ import (
 // repo.MaxTransactionActions actions, and so do their copies in a target table.
 const rangeBatchSize = repo.MaxTransactionActions
 
-// rangeConcurrency is how many batches of one page move at once.
+// rangeConcurrency is how many batches of one page move at once (at most
+// retry.ScheduleOptions' default PartitionConcurrency of them in one partition).
 const rangeConcurrency = 8
 
 // blobConcurrency is how many blob reads or writes of one batch run at once.
@@ -154,7 +155,13 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 		return rep, err
 	}
 	var moved atomic.Int64
-	err = fanout.Do(ctx, len(batches), rangeConcurrency, func(ctx context.Context, i int) error {
+	// The page's batches spread over its partitions (retry.Schedule): a hot partition runs
+	// at most two at once and slows only itself.
+	parts := make([]string, len(batches))
+	for i, b := range batches {
+		parts[i] = b.pk
+	}
+	err = retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: rangeConcurrency}, func(ctx context.Context, i int) error {
 		return a.moveBatch(ctx, src, p, batches[i], &moved, skip)
 	})
 	rep.Moved = int(moved.Load())

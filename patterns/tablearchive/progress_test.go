@@ -23,7 +23,7 @@ func TestProgressReportsExportAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = restoreChunk + 150
+	const n = 2150
 	signIns(t, b, b.current, n)
 	container := testenv.ContainerName(t)
 	rep, err := a.ArchiveTable(b.ctx, ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true})
@@ -70,5 +70,5 @@ func TestProgressReportsExportAndRestore(t *testing.T) {
 		}
 	}
 	check("export", export, b.current.Name(), 0, n+2) // the start, every entity, then Done
-	check("restore", restore, b.archive.Name(), n, 4) // the start, two chunks, then Done
+	check("restore", restore, b.archive.Name(), n, 3) // the start, one window (fewer than restoreWindow), then Done
 }

@@ -26,8 +26,13 @@ import (
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// restoreChunk is how many entities RestoreTable writes per BulkWrite.
-const restoreChunk = 2000
+// restoreWindow is how many entities of a generation a restore writes with one BulkWrite
+// (one retry.Schedule over the window's partitions). The data is in key order, partition
+// after partition, and one partition serves a tenth of the account's rate: a window
+// must span many partitions for the account's rate, and every partition in it to be
+// written beside the others (a hot partition beside the cold ones), so it is large. It
+// holds its entities in memory (about 20 MB at 1 KiB each).
+const restoreWindow = 20000
 
 // RestoreTable writes archived generations of a table back: the latest one by default,
 // a chosen one, or all of them in their order (see Generations; a later copy of an
@@ -163,7 +168,8 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	return TableReport{Outcome: OutcomeRestored, Manifest: gens[len(gens)-1].m, Generations: names}, nil
 }
 
-// restoreGeneration writes one verified generation into t from its snapshot.
+// restoreGeneration writes one verified generation into t from its snapshot, window by
+// window (restoreWindow).
 func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, snapshot string) error {
 	var batch []*codec.Entity
 	var written int64
@@ -185,7 +191,7 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 	}
 	err := a.readLines(ctx, container, m, snapshot, func(e *codec.Entity) error {
 		batch = append(batch, e)
-		if len(batch) == restoreChunk {
+		if len(batch) == restoreWindow {
 			return flush()
 		}
 		return nil
