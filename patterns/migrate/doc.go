@@ -39,7 +39,9 @@
 // and keys, never values: Report) and repairs each; CleanUp finishes every entity (its
 // copy made current, marked detached, then the old entity deleted If-Match the version
 // the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
-// Advance runs a stage's work to its end in the calling process before it moves on;
+// A page's entities run through retry.Schedule (Options.Concurrency at once, half of
+// them at most in one partition, partitions in turn). Advance runs a stage's work to its
+// end in the calling process before it moves on;
 // workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
 // Advance's own pass finds little left.
 //

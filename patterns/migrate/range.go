@@ -11,6 +11,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // The kinds of range jobs, also the queueworker kinds Register handles.
@@ -137,31 +138,25 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	return &job, rep, nil
 }
 
-// each runs fn on rows, conc at once, and returns the first error.
+// each runs fn on rows through retry.Schedule: conc at once, at most half of them on
+// the entities of one old partition, partitions taken in turn, each task's context
+// marked with its partition (so that a throttled partition slows only itself). It
+// returns the first error.
 func each(ctx context.Context, conc int, rows []codec.Entity, fn func(context.Context, *codec.Entity, *Report) error, rep *Report) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, conc)
-	)
+	parts := make([]string, len(rows))
 	for i := range rows {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			var r Report
-			r.Scanned = 1
-			err := fn(ctx, &rows[i], &r)
-			mu.Lock()
-			defer mu.Unlock()
-			rep.add(r)
-			if err != nil && first == nil {
-				first = err
-			}
-		})
+		parts[i] = rows[i].PartitionKey
 	}
-	wg.Wait()
-	return first
+	var mu sync.Mutex
+	return retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: conc, PartitionConcurrency: max(1, conc/2)}, func(ctx context.Context, i int) error {
+		var r Report
+		r.Scanned = 1
+		err := fn(ctx, &rows[i], &r)
+		mu.Lock()
+		rep.add(r)
+		mu.Unlock()
+		return err
+	})
 }
 
 // RunAll runs every page of one kind's job over the whole table, in this process; a
