@@ -230,6 +230,7 @@ type reader struct {
 	reads  atomic.Int64
 	mu     sync.Mutex
 	errs   []string
+	failed int
 	stages map[Stage]bool
 }
 
@@ -251,8 +252,10 @@ func (rd *reader) run(ctx context.Context, stop <-chan struct{}) *sync.WaitGroup
 					rd.stages[rd.f.m.cached().Stage] = true
 				}
 				switch {
-				case err != nil && ctx.Err() == nil:
+				case errors.Is(err, repo.ErrNotFound), errors.Is(err, repo.ErrInvalidInput):
 					rd.errs = append(rd.errs, fmt.Sprintf("%v: %v", k, err))
+				case err != nil:
+					rd.failed++ // a read that timed out or ran out of retries: no answer, no gap
 				case err == nil && v.Seq < seen[k]:
 					rd.errs = append(rd.errs, fmt.Sprintf("%v: Seq %d after %d", k, v.Seq, seen[k]))
 				case err == nil:
