@@ -41,7 +41,9 @@
 // the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
 // A page's entities run through retry.Schedule (Options.Concurrency at once, half of
 // them at most in one partition, partitions in turn). Advance runs a stage's work to its
-// end in the calling process before it moves on;
+// end in the calling process before it moves on (an operator's program calls it;
+// a team's archiver runs the jobs: Extensions.Migrations of package
+// queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
 // workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
 // Advance's own pass finds little left.
 //
