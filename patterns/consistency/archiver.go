@@ -17,17 +17,17 @@ import (
 )
 
 // Outcome says what a job found and did.
-type Outcome string
+type Outcome = archive.Outcome
 
 const (
 	// OutcomeMoved: the job copied its data to the target and removed it from the source.
-	OutcomeMoved Outcome = "moved"
+	OutcomeMoved = archive.OutcomeMoved
 	// OutcomeAlreadyArchived: an earlier run (or a duplicate message) had done the work;
 	// nothing was left to do.
-	OutcomeAlreadyArchived Outcome = "already-archived"
+	OutcomeAlreadyArchived = archive.OutcomeAlreadyArchived
 	// OutcomeMissing: neither the source nor the target holds the data: nothing to do,
 	// and something an operator should look at.
-	OutcomeMissing Outcome = "missing"
+	OutcomeMissing = archive.OutcomeMissing
 )
 
 // ErrNothingToArchive is the error the worker handlers cancel a message with when a job

@@ -10,9 +10,9 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archivetest"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -27,19 +27,16 @@ type bed struct {
 	current, archive *repo.Table[codec.Entity]
 }
 
-func fastRetry() retry.Policy {
-	return retry.Policy{Delay: 2 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 20}
-}
+// The shared test bed of the archive packages (package archivetest).
+var (
+	fastRetry = archivetest.FastRetry
+	employee  = archivetest.Employee
+	drain     = archivetest.Drain
+)
 
 func setup(t *testing.T, connStr string) *bed {
 	t.Helper()
-	if connStr == "" {
-		connStr = testenv.ConnectionString(t)
-	}
-	clients, err := account.NewClients(connStr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clients := archivetest.Clients(t, connStr)
 	a, err := New(clients, &Options{Retry: fastRetry()})
 	if err != nil {
 		t.Fatal(err)
@@ -51,28 +48,7 @@ func setup(t *testing.T, connStr string) *bed {
 }
 
 func (b *bed) newTable(t *testing.T, role string) *repo.Table[codec.Entity] {
-	t.Helper()
-	name := testenv.TableName(t)
-	tb, err := repo.New[codec.Entity](b.clients.Tables, name[:min(len(name), 50)]+role, &repo.Options{Retry: fastRetry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tb.CreateIfNotExists(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = tb.DeleteTable(ctx)
-	})
-	return tb
-}
-
-func employee(pk, rk string, age int32) *codec.Entity {
-	return &codec.Entity{PartitionKey: pk, RowKey: rk, Properties: map[string]any{
-		"FirstName": "Jun", "LastName": "Cao", "Age": age, "Salary": int64(1) << 41,
-		"HireDate": time.Date(2011, 3, 4, 5, 6, 7, 800, time.UTC), "Badge": codec.GUID{9, 8, 7},
-	}}
+	return archivetest.NewTable(t, b.clients, role)
 }
 
 func (b *bed) job(pk, rk string) ArchiveEntityJob {

@@ -57,10 +57,10 @@
 // archive-range job (ArchiveRangeJob, EnqueueArchiveRange, Archiver.ArchiveRange) moves
 // every entity of one partition (optionally a RowKey range), of a range of partitions,
 // and/or of a filter from the source to a target table or container. The filter is
-// data, never text: Where holds Conditions (property, operator, EDM type, value) that
-// package repo/filter turns into a query, so a message chooses values, never the query's
-// structure. The whole job, its conditions and its checkpoint are validated, and the
-// allowlists applied, before any request.
+// data, never text: Where holds filter.Condition values (property, operator, EDM type,
+// value) that package repo/filter turns into a query, so a message chooses values, never
+// the query's structure. The whole job, its conditions and its checkpoint are validated,
+// and the allowlists applied, before any request.
 //
 // A delivery scans up to RangeJobSize keys after the job's checkpoint (After, one page
 // of keys and the properties the conditions name), splits them into batches of up to 100

@@ -17,6 +17,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -41,7 +42,7 @@ func (j ArchiveEntityJob) Validate() error {
 	if err := codec.ValidateTableName(j.Source); err != nil {
 		return err
 	}
-	if err := addressable(RangeKey{j.PartitionKey, j.RowKey}); err != nil {
+	if err := rangejob.Addressable(rangejob.Key{PartitionKey: j.PartitionKey, RowKey: j.RowKey}); err != nil {
 		return err
 	}
 	switch {

@@ -98,7 +98,7 @@ func TestRangeTimestampCondition(t *testing.T) {
 	want := b.loadRange(t, []string{"Sales"}, 5)
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name(),
-		Where: []Condition{{Property: "Timestamp", Op: "lt", Type: "Edm.DateTime", Value: future}}}
+		Where: []filter.Condition{{Property: "Timestamp", Op: "lt", Type: "Edm.DateTime", Value: future}}}
 	if err := job.Validate(); err != nil {
 		t.Skipf("refused: %v", err)
 	}
@@ -124,5 +124,5 @@ func (j ArchiveRangeJob) mustSel(t *testing.T) filter.Expr {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.sel
+	return p.Filter()
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // A range condition that can match nothing never passes for a range with nothing to
@@ -41,11 +42,11 @@ func TestRangeWarnsOfConditionsThatCanMatchNothing(t *testing.T) {
 		reports[job.Where[0].Property+" "+job.Where[0].Type] = rep
 	}})
 	w, c := newWorker(t, b, queue, a)
-	for _, cond := range []Condition{
+	for _, cond := range []filter.Condition{
 		{Property: "Createdd", Op: "lt", Type: "Edm.DateTime", Value: "2021-01-01T00:00:00Z"},
 		{Property: "TotalCents", Op: "lt", Type: "Edm.Int32", Value: "500"},
 	} {
-		job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name(), Where: []Condition{cond}}
+		job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name(), Where: []filter.Condition{cond}}
 		if err := EnqueueArchiveRange(b.ctx, c, job); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +70,7 @@ func TestRangeWarnsOfConditionsThatCanMatchNothing(t *testing.T) {
 		t.Fatalf("%d deliveries logged selected 0, moved 0; want 2", n)
 	}
 	rep, err := a.ArchiveRange(b.ctx, ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name(),
-		Where: []Condition{{Property: "TotalCents", Op: "lt", Type: "Edm.Int64", Value: "500"}}})
+		Where: []filter.Condition{{Property: "TotalCents", Op: "lt", Type: "Edm.Int64", Value: "500"}}})
 	if err != nil || rep.Moved != 4 || len(rep.Warnings) != 0 {
 		t.Fatalf("the correct job: %+v %v", rep, err)
 	}

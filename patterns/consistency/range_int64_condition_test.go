@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // An Edm.Int64 condition over a range whose property is also stored as Edm.Int32,
@@ -24,7 +25,7 @@ func TestRangeInt64ConditionBesideOtherNumberTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := b.a.ArchiveRange(b.ctx, ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "p", TargetTable: b.archive.Name(),
-		Where: []Condition{{Property: "TotalCents", Op: "lt", Type: "Edm.Int64", Value: "500"}}})
+		Where: []filter.Condition{{Property: "TotalCents", Op: "lt", Type: "Edm.Int64", Value: "500"}}})
 	if err != nil || rep.Moved != 2 {
 		t.Fatalf("%+v %v; want the two Int64 values under 500 moved", rep, err)
 	}
@@ -50,7 +51,7 @@ func TestRangeInt64OnlyAcrossPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := ArchiveRangeJob{Source: b.current.Name(), TargetTable: b.archive.Name(),
-		Where: []Condition{{Property: "Big", Op: "ge", Type: "Edm.Int64", Value: "10995116277760"}}} // 1280 << 33
+		Where: []filter.Condition{{Property: "Big", Op: "ge", Type: "Edm.Int64", Value: "10995116277760"}}} // 1280 << 33
 	rep, err := b.a.ArchiveRange(b.ctx, job)
 	if err != nil || rep.Moved != 20 {
 		t.Fatalf("%+v %v", rep, err)

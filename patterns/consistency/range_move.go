@@ -14,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -126,11 +127,11 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	f, err := p.scan(job.After)
+	f, err := p.Scan((*rangejob.Key)(job.After))
 	if err != nil {
 		return RangeReport{}, err
 	}
-	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: job.scanSelect(), Top: RangeJobSize})
+	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: p.Select(), Top: RangeJobSize})
 	if archive.IsTableNotFound(err) {
 		return RangeReport{}, fmt.Errorf("table %s: %w", job.Source, ErrNothingToArchive)
 	}
@@ -178,28 +179,28 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 }
 
 // batches checks the keys of a scan and splits the entities that match the job's
-// conditions (re-checked: matches) into batches. The keys come from storage: each must
-// be a position inside the job's range (checkPosition), after the checkpoint and after
+// conditions (re-checked: Matches) into batches. The keys come from storage: each must
+// be a position inside the job's range (CheckPosition), after the checkpoint and after
 // the key before it in the service's order (keys.Compare), so that a continuation always
 // moves forward and never leaves the range. A matching key that the job cannot address
-// (addressable) goes to skip, and the rest moves.
+// (rangejob.Addressable) goes to skip, and the rest moves.
 func (p *rangePlan) batches(found []codec.Entity, skip *skipped) ([]rangeBatch, error) {
 	j := p.job
 	var out []rangeBatch
 	prev := j.After
 	for i := range found {
 		k := RangeKey{PartitionKey: found[i].PartitionKey, RowKey: found[i].RowKey}
-		if err := j.checkPosition("scanned key", k); err != nil {
+		if err := p.CheckPosition("scanned key", rangejob.Key(k)); err != nil {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned a key outside the range: %w", j.Source, err)
 		}
 		if prev != nil && cmp.Or(keys.Compare(k.PartitionKey, prev.PartitionKey), keys.Compare(k.RowKey, prev.RowKey)) <= 0 {
 			return nil, fmt.Errorf("consistency: the range scan of %s returned keys out of order", j.Source)
 		}
 		prev = &k
-		if !p.matches(&found[i]) {
+		if !p.Matches(&found[i]) {
 			continue // the query matched what the conditions do not (another EDM type)
 		}
-		if err := addressable(k); err != nil {
+		if err := rangejob.Addressable(rangejob.Key(k)); err != nil {
 			skip.add(j.Source, k, err)
 			continue
 		}
@@ -298,7 +299,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 		return 0, nil, err
 	}
 	lo, hi := b.rks[0], b.rks[len(b.rks)-1]
-	f := filter.And(p.sel, filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
+	f := filter.And(p.Filter(), filter.PartitionKey(b.pk), filter.Ge("RowKey", lo), filter.Le("RowKey", hi))
 	read, err := src.Collect(ctx, repo.Query{Filter: f})
 	if err != nil {
 		return 0, nil, err
@@ -316,7 +317,7 @@ func (a *Archiver) moveBatchOnce(ctx context.Context, src *repo.Table[codec.Enti
 			return 0, nil, fmt.Errorf("consistency: a source entity of %s came back without an ETag", job.Source)
 		}
 		want[e.RowKey] = false // a key read twice is moved once
-		if !p.matches(e) {
+		if !p.Matches(e) {
 			continue // no longer selected (or never, in the conditions' types)
 		}
 		st := tgt[e.RowKey]

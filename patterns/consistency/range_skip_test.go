@@ -15,6 +15,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // Entities the target cannot take (a table copy with 252 custom properties and the
@@ -119,13 +120,13 @@ func TestRangeConditionsOfTheirOwnType(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		c    Condition
+		c    filter.Condition
 		want int
 	}{
-		{Condition{Property: "Big", Op: "ge", Type: "Edm.Int64", Value: fmt.Sprint(int64(1)<<40 + 15)}, 5},
-		{Condition{Property: "D", Op: "lt", Type: "Edm.Double", Value: "3"}, 3},
+		{filter.Condition{Property: "Big", Op: "ge", Type: "Edm.Int64", Value: fmt.Sprint(int64(1)<<40 + 15)}, 5},
+		{filter.Condition{Property: "D", Op: "lt", Type: "Edm.Double", Value: "3"}, 3},
 	} {
-		job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "P", TargetTable: b.archive.Name(), Where: []Condition{tc.c}}
+		job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "P", TargetTable: b.archive.Name(), Where: []filter.Condition{tc.c}}
 		rep, err := b.a.ArchiveRange(b.ctx, job)
 		if err != nil || rep.Moved != tc.want || rep.Scanned != tc.want {
 			t.Fatalf("%+v: %+v: %v, want %d moved", tc.c, rep, err, tc.want)

@@ -230,7 +230,7 @@ func TestArchiveRangeSelections(t *testing.T) {
 	}{
 		{"rowkey-range", ArchiveRangeJob{PartitionKey: "Sales", RowKeyFrom: "000010", RowKeyTo: "000210"},
 			func(k RangeKey, n int) bool { return k.PartitionKey == "Sales" && n >= 10 && n < 210 }},
-		{"filter", ArchiveRangeJob{Where: []Condition{{Property: "N", Op: "ge", Type: "Edm.Int32", Value: "240"}}},
+		{"filter", ArchiveRangeJob{Where: []filter.Condition{{Property: "N", Op: "ge", Type: "Edm.Int32", Value: "240"}}},
 			func(k RangeKey, n int) bool { return n >= 240 }},
 	} {
 		job := tc.job

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 
 	"context"
 
@@ -34,7 +35,7 @@ func TestRangeUnaddressableKeysSkippedAndResumedAfter(t *testing.T) {
 	t.Logf("keys the job cannot address: %q", skipped)
 	want := b.loadRange(t, []string{"Sales"}, 5)
 	job := ArchiveRangeJob{Source: b.current.Name(), TargetTable: b.archive.Name(),
-		Where: []Condition{{Property: "N", Op: "ge", Type: "Edm.Int32", Value: "0"}}}
+		Where: []filter.Condition{{Property: "N", Op: "ge", Type: "Edm.Int32", Value: "0"}}}
 
 	// The continuation after the empty PartitionKey: accepted, and the key not rescanned.
 	cont := job
@@ -93,7 +94,7 @@ func TestRangeEmptyPartitionKey(t *testing.T) {
 			b.loadRange(t, []string{"Sales"}, 5)
 			job := ArchiveRangeJob{Source: b.current.Name(), TargetTable: b.archive.Name()}
 			if name == "where" {
-				job.Where = []Condition{{Property: "N", Op: "ge", Type: "Edm.Int32", Value: "0"}}
+				job.Where = []filter.Condition{{Property: "N", Op: "ge", Type: "Edm.Int32", Value: "0"}}
 			} else {
 				job.PartitionKeyTo = "Z"
 			}

@@ -2,12 +2,10 @@ package consistency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/tablepatterns/tablepatterns/internal/errs"
-
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
@@ -41,23 +39,13 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 	})
 }
 
+// outcomeError is what the handler of a job returns (archive.HandlerError).
 func outcomeError(out Outcome, err error, what string) error {
-	if permanent(err) {
-		return queueworker.Cancel(err)
-	}
-	if err != nil {
-		return err
-	}
-	if out == OutcomeMissing {
-		return queueworker.Cancel(fmt.Errorf("%s: %w", what, ErrNothingToArchive))
-	}
-	return nil
+	return archive.HandlerError(out, err, what, ErrNothingToArchive, permanent)
 }
 
 // permanent reports the errors a redelivery cannot fix.
-func permanent(err error) bool {
-	return errors.Is(err, errs.ErrInvalidInput) || errors.Is(err, ErrNotAllowed)
-}
+func permanent(err error) bool { return archive.Permanent(err) }
 
 // EnqueueArchiveEntity enqueues an archive-entity job: the first step of the eventually
 // consistent move (the message is the durable intent). The message id is derived from the

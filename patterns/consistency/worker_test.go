@@ -13,6 +13,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archivetest"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
@@ -21,46 +22,7 @@ import (
 // that enqueues on it.
 func newWorker(t *testing.T, b *bed, queue string, a *Archiver) (*queueworker.Worker, *queueworker.Client) {
 	t.Helper()
-	q := b.clients.Queues.NewQueueClient(queue)
-	if _, err := q.Create(b.ctx, nil); err != nil && !strings.Contains(err.Error(), "QueueAlreadyExists") {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = q.Delete(ctx, nil)
-		_, _ = b.clients.Queues.NewQueueClient(queue+queueworker.PoisonSuffix).Delete(ctx, nil)
-	})
-	reg := queueworker.NewRegistry()
-	if err := a.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	w, err := queueworker.New(queueworker.Config{
-		Queue: q, Service: b.clients.Queues, Registry: reg, Concurrency: 16,
-		VisibilityTimeout: 20 * time.Second, MinPollInterval: 10 * time.Millisecond, MaxPollInterval: 100 * time.Millisecond,
-		Retry: fastRetry(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := queueworker.NewClient(q, &queueworker.ClientOptions{Retry: fastRetry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w, c
-}
-
-func drain(t *testing.T, w *queueworker.Worker) {
-	t.Helper()
-	// A thousand jobs through 20 % faults take about 50 s alone, several times that under
-	// -race beside the whole suite on a 2-core machine: wait while the worker moves.
-	progress := func() int64 {
-		s := w.Stats()
-		return s.Dequeued + s.Processed + s.Failed + s.Retried + s.Snoozed + s.Interrupted + s.Poisoned + s.Renewed
-	}
-	if err := testenv.UntilStalled(t.Context(), 0, progress, w.Drain); err != nil {
-		t.Fatalf("drain: %v (stats %+v)", err, w.Stats())
-	}
+	return archivetest.NewWorker(t, b.clients, queue, a.Register)
 }
 
 // Through the queue: jobs enqueued twice, and a job for an entity that does not exist.

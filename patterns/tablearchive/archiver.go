@@ -18,17 +18,17 @@ import (
 )
 
 // Outcome says what a table job found and did.
-type Outcome string
+type Outcome = archive.Outcome
 
 const (
 	// OutcomeMoved: the job exported the table and deleted it.
-	OutcomeMoved Outcome = "moved"
+	OutcomeMoved = archive.OutcomeMoved
 	// OutcomeAlreadyArchived: an earlier run (or a duplicate message) had done the work;
 	// nothing was left to do.
-	OutcomeAlreadyArchived Outcome = "already-archived"
+	OutcomeAlreadyArchived = archive.OutcomeAlreadyArchived
 	// OutcomeMissing: neither the table nor an export of it exists: nothing to do, and
 	// something an operator should look at.
-	OutcomeMissing Outcome = "missing"
+	OutcomeMissing = archive.OutcomeMissing
 	// OutcomeRestored: a restore job wrote an archived table back.
 	OutcomeRestored Outcome = "restored"
 )

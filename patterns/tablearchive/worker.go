@@ -2,11 +2,10 @@ package tablearchive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
@@ -72,23 +71,14 @@ func (a *Archiver) Register(r *queueworker.Registry) error {
 	})
 }
 
+// outcomeError is what the handler of a job returns (archive.HandlerError).
 func outcomeError(out Outcome, err error, what string) error {
-	if permanent(err) {
-		return queueworker.Cancel(err)
-	}
-	if err != nil {
-		return err
-	}
-	if out == OutcomeMissing {
-		return queueworker.Cancel(fmt.Errorf("%s: %w", what, ErrNothingToArchive))
-	}
-	return nil
+	return archive.HandlerError(out, err, what, ErrNothingToArchive, permanent)
 }
 
 // permanent reports the errors a redelivery cannot fix.
 func permanent(err error) bool {
-	return errors.Is(err, errs.ErrInvalidInput) || errors.Is(err, ErrNotSealed) || errors.Is(err, ErrTableChanged) ||
-		errors.Is(err, ErrArchiveCorrupt) || errors.Is(err, ErrNotAllowed)
+	return archive.Permanent(err, ErrNotSealed, ErrTableChanged, ErrArchiveCorrupt)
 }
 
 // EnqueueArchiveTable enqueues an archive-table job.

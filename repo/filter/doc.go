@@ -43,6 +43,19 @@
 //
 // There is no escape hatch for raw filter text on purpose.
 //
+// # Conditions as data
+//
+// A job message or a request that chooses which entities to read carries Conditions:
+// property, operator, EDM type and value, each a string. Condition.Compile builds the
+// comparison with the constructors above, so whoever wrote the Condition chooses one
+// value, never the structure of the filter (TestConditionCannotChangeTheFilterStructure).
+// Compiled.Matches re-checks the comparison on each entity read back, since a store may
+// match a literal of another EDM type than the stored one (Azurite does: N ne true
+// selects every Int32 N); only a property of the condition's type matches
+// (TestConditionMatchesOnlyItsOwnType). A condition on Timestamp compares the service's
+// time of last write, as Edm.DateTime only (TestConditionTimestampComparesTheServiceTimestamp);
+// an Edm.Int64 condition is re-checked but never sent (TestConditionInt64IsOnlyRechecked).
+//
 // # Encoding on the wire
 //
 // String returns the filter as OData text, not URL-encoded. aztables v1.4.1 sets it with

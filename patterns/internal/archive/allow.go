@@ -11,7 +11,7 @@ import (
 
 // ErrNotAllowed: a job names a table or container outside the archiver's allowlists.
 // Both archive packages export this one value, so errors.Is matches either's.
-var ErrNotAllowed = errors.New("consistency: table or container not allowed for this archiver")
+var ErrNotAllowed = errors.New("archive: table or container not allowed for this archiver")
 
 // Allowlist is the tables (by case-insensitive name prefix) and containers an archiver
 // may touch. A nil list allows everything.

@@ -22,6 +22,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/archivetest"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/account"
@@ -207,23 +208,15 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// Drain runs w until its queue is empty and fails the test on an error. It waits as long
-// as the worker makes progress (testenv.UntilStalled over Progress), however loaded the
-// machine: only a worker that stops moving for testenv.DefaultStall is ended.
+// Drain runs w until its queue is empty and fails the test on an error, as long as the
+// worker makes progress (archivetest.Drain).
 func Drain(t testing.TB, w *queueworker.Worker) {
 	t.Helper()
-	err := testenv.UntilStalled(t.Context(), 0, func() int64 { return Progress(w) }, w.Drain)
-	if err != nil {
-		t.Fatalf("drain: %v (stats %+v)", err, w.Stats())
-	}
+	archivetest.Drain(t, w)
 }
 
-// Progress sums the counters of w that move while it works: each delivery, its outcome,
-// and each renewal of a lock a long handler holds.
-func Progress(w *queueworker.Worker) int64 {
-	s := w.Stats()
-	return s.Dequeued + s.Processed + s.Failed + s.Retried + s.Snoozed + s.Interrupted + s.Poisoned + s.Renewed
-}
+// Progress sums the counters of w that move while it works (archivetest.Progress).
+func Progress(w *queueworker.Worker) int64 { return archivetest.Progress(w) }
 
 // CountRequests points the bed's Clients at the server directly through a transport that
 // counts their requests, and returns the counter: for benchmarks that report requests per

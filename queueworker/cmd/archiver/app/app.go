@@ -35,6 +35,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/tablearchive"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // Exit codes.
@@ -499,7 +500,7 @@ func enqueue(ctx context.Context, kind string, args []string, stdout, stderr io.
 			if len(f) != 4 {
 				return fmt.Errorf("%q: want PROPERTY:OP:TYPE:VALUE (TYPE may be empty: Edm.String)", v)
 			}
-			rng.Where = append(rng.Where, consistency.Condition{Property: f[0], Op: f[1], Type: f[2], Value: f[3]})
+			rng.Where = append(rng.Where, filter.Condition{Property: f[0], Op: f[1], Type: f[2], Value: f[3]})
 			return nil
 		})
 	default:

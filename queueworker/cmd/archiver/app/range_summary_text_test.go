@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/patterns/consistency"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
 )
 
 // The run summary's line for a range job read from the queue stays one short line of
@@ -19,12 +20,12 @@ func TestRunSummaryNeverEchoesAnInvalidJobAndBoundsValues(t *testing.T) {
 	for _, j := range []consistency.ArchiveRangeJob{
 		{Source: huge, PartitionKey: "p", TargetTable: "Dst"},
 		{Source: "Src\u2028archive-range Fake -> table X: selected 9, moved 9", PartitionKey: "p", TargetTable: "Dst"},
-		{Source: "Src", PartitionKey: "p", TargetTable: "Dst", Where: []consistency.Condition{{Property: "P" + huge, Op: "eq", Value: "v"}}},
-		{Source: "Src", PartitionKey: "p", TargetTable: "Dst", Where: []consistency.Condition{{Property: "P", Op: "eq\x1b[2J", Value: "v"}}},
+		{Source: "Src", PartitionKey: "p", TargetTable: "Dst", Where: []filter.Condition{{Property: "P" + huge, Op: "eq", Value: "v"}}},
+		{Source: "Src", PartitionKey: "p", TargetTable: "Dst", Where: []filter.Condition{{Property: "P", Op: "eq\x1b[2J", Value: "v"}}},
 	} {
 		s.add(j, consistency.RangeReport{}, errors.New("not valid"))
 	}
-	valid := consistency.ArchiveRangeJob{Source: "Src", PartitionKey: "p", TargetTable: "Dst", Where: []consistency.Condition{{Property: "P", Op: "eq", Value: huge}}}
+	valid := consistency.ArchiveRangeJob{Source: "Src", PartitionKey: "p", TargetTable: "Dst", Where: []filter.Condition{{Property: "P", Op: "eq", Value: huge}}}
 	if err := valid.Validate(); err != nil {
 		t.Fatal(err)
 	}
