@@ -39,7 +39,11 @@
 // and keys, never values: Report) and repairs each; CleanUp finishes every entity (its
 // copy made current, marked detached, then the old entity deleted If-Match the version
 // the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
-// A page's entities run through retry.Schedule (Options.Concurrency at once, half of
+// A range job (Job) selects whole partitions (PartitionKeyFrom, PartitionKeyTo) of
+// the old layout or of the copies, and resumes after its checkpoint After, the last key
+// it scanned: the selection, its validation and the checks of every key a scan returns
+// (inside the range, ascending) are package patterns/internal/rangejob's, shared with
+// the range archive. A page's entities run through retry.Schedule (Options.Concurrency at once, half of
 // them at most in one partition, partitions in turn). Advance runs a stage's work to its
 // end in the calling process before it moves on (an operator's program calls it;
 // a team's archiver runs the jobs: Extensions.Migrations of package

@@ -3,6 +3,7 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,9 +140,10 @@ func TestForgedJobsRefusedBeforeAnyRequest(t *testing.T) {
 		{Migration: "hash-departments", Kind: "migrate-everything"},
 		{Migration: "Bad Name", Kind: KindBackfill},
 		{Migration: "hash-departments", Kind: KindBackfill, Phase: phaseTarget},
-		{Migration: "hash-departments", Kind: KindVerify, From: "b", To: "a"},
+		{Migration: "hash-departments", Kind: KindVerify, PartitionKeyFrom: "b", PartitionKeyTo: "a"},
 		{Migration: "another", Kind: KindBackfill},
-		{Migration: "hash-departments", Kind: KindAbort, Phase: phaseTarget, Token: string(make([]byte, 5000))},
+		{Migration: "hash-departments", Kind: KindAbort, Phase: phaseTarget, After: &Key{PartitionKey: strings.Repeat("x", 2000)}},
+		{Migration: "hash-departments", Kind: KindBackfill, PartitionKeyFrom: "b", After: &Key{PartitionKey: "a"}},
 	} {
 		if _, _, err := f.m.RunJob(f.b.Ctx, j); !isInvalid(err) {
 			t.Errorf("%+v: RunJob = %v, want ErrInvalidInput", j.Kind, err)

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -39,21 +40,32 @@ var phases = map[string][2]int{
 	KindCleanUp: {phaseSource, phaseTarget}, KindAbort: {phaseTarget, phaseTarget},
 }
 
-// Job is one range job: the partitions From <= PartitionKey < To (empty: open) of the
-// table its Phase scans, resumed after the checkpoint Token. It is what a queue message
-// carries, and is validated before anything is read.
+// Job is one range job: every row of the partitions PartitionKeyFrom <= PartitionKey <
+// PartitionKeyTo (empty: open) of the table its Phase scans (the old layout, or the
+// copies), after the checkpoint After. A migration's job selects whole partitions, never
+// by a condition: every entity must go through each stage. It is what a queue message
+// carries, and is validated (package patterns/internal/rangejob) before anything is
+// read.
 type Job struct {
-	Migration string `json:"migration"`
-	Kind      string `json:"kind"`
-	From      string `json:"from,omitempty"`
-	To        string `json:"to,omitempty"`
-	Phase     int    `json:"phase,omitempty"`
-	Token     string `json:"token,omitempty"`
+	Migration        string `json:"migration"`
+	Kind             string `json:"kind"`
+	Phase            int    `json:"phase,omitempty"`
+	PartitionKeyFrom string `json:"pkFrom,omitempty"`
+	PartitionKeyTo   string `json:"pkTo,omitempty"`
+	// After is the checkpoint: the keys of the last row an earlier delivery scanned.
+	After *Key `json:"after,omitempty"`
+}
+
+// Key is a position in a table: a PartitionKey and a RowKey (pk and rk in JSON).
+type Key rangejob.Key
+
+func (j Job) selection() rangejob.Selection {
+	return rangejob.Selection{PartitionKeyFrom: j.PartitionKeyFrom, PartitionKeyTo: j.PartitionKeyTo, After: (*rangejob.Key)(j.After)}
 }
 
 // Validate checks a job (one read from a queue is untrusted).
 //
-// Errors: ErrInvalidInput.
+// Errors: ErrInvalidInput naming the field.
 func (j Job) Validate() error {
 	p, ok := phases[j.Kind]
 	switch {
@@ -63,46 +75,67 @@ func (j Job) Validate() error {
 		return errs.Invalid("Job.Migration", "not a migration name")
 	case j.Phase != p[0] && j.Phase != p[1]:
 		return errs.Invalid("Job.Phase", "not a phase of %s", j.Kind)
-	case len(j.From) > 1024 || len(j.To) > 1024 || !utf8.ValidString(j.From) || !utf8.ValidString(j.To):
-		return errs.Invalid("Job.From/To", "not partition keys")
-	case j.To != "" && j.From >= j.To:
-		return errs.Invalid("Job.From/To", "an empty range")
-	case len(j.Token) > 4096:
-		return errs.TooLarge("Job.Token", "checkpoint too long", len(j.Token), 4096)
 	}
-	return nil
+	return j.selection().Validate()
 }
 
-// scanner reads one page of a range job's rows: keys and the copies' own properties.
+// scanner reads one page of a range job's rows (keys and the copies' own properties)
+// through the job's rangejob selection: every key returned must lie inside the range,
+// after the checkpoint and ascending, or the page is refused.
 type scanner struct {
-	table  *repo.Table[codec.Entity]
-	filter filter.Expr
-	skip   func(*codec.Entity) bool
+	table *repo.Table[codec.Entity]
+	plan  *rangejob.Plan
+	extra filter.Expr
+	skip  func(*codec.Entity) bool
 }
 
-func (m *Migration[O, N]) scanner(j Job) scanner {
-	keys := filter.PartitionRange(j.From, j.To)
-	if j.Phase == phaseTarget {
-		return scanner{table: m.tgt, filter: filter.And(keys, filter.Eq(PropMigration, m.spec.Name))}
-	}
-	return scanner{table: m.src, filter: keys, skip: func(e *codec.Entity) bool {
-		return m.sameTable && e.Properties[PropMigration] != nil
-	}}
-}
-
-func (s scanner) page(ctx context.Context, token string) ([]codec.Entity, string, error) {
-	p := s.table.Pages(repo.Query{Filter: s.filter, Select: scanProps, Token: token})
-	page, err := p.Next(ctx)
+func (m *Migration[O, N]) scanner(j Job) (scanner, error) {
+	plan, err := j.selection().Plan()
 	if err != nil {
-		return nil, "", tableGone(err)
+		return scanner{}, err
+	}
+	if j.Phase == phaseTarget {
+		return scanner{table: m.tgt, plan: plan, extra: filter.Eq(PropMigration, m.spec.Name)}, nil
+	}
+	return scanner{table: m.src, plan: plan, skip: func(e *codec.Entity) bool {
+		return m.sameTable && e.Properties[PropMigration] != nil
+	}}, nil
+}
+
+// page returns the rows to act on after the checkpoint after, the checkpoint of the
+// next page (the last key scanned) and whether there is more.
+func (s scanner) page(ctx context.Context, after *Key, rep *Report) ([]codec.Entity, *Key, bool, error) {
+	f, err := s.plan.Scan((*rangejob.Key)(after))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	p := s.table.Pages(repo.Query{Filter: filter.And(f, s.extra), Select: scanProps})
+	var page repo.Page[codec.Entity]
+	for len(page.Items) == 0 && p.More() { // a page may be empty and still continue
+		if page, err = p.Next(ctx); err != nil {
+			return nil, nil, false, tableGone(err)
+		}
 	}
 	rows := page.Items[:0:0]
+	last := after
 	for _, e := range page.Items {
-		if s.skip == nil || !s.skip(&e) {
+		k := Key{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
+		if err := s.plan.CheckPosition("scan", rangejob.Key(k)); err != nil {
+			return nil, nil, false, err
+		}
+		if last != nil && (keys.Compare(k.PartitionKey, last.PartitionKey) < 0 ||
+			k.PartitionKey == last.PartitionKey && keys.Compare(k.RowKey, last.RowKey) <= 0) {
+			return nil, nil, false, errs.Invalid("scan", "the store returned (%s, %s) out of key order", k.PartitionKey, k.RowKey)
+		}
+		last = &k
+		switch {
+		case rangejob.Addressable(rangejob.Key(k)) != nil:
+			rep.foreign(k.PartitionKey, k.RowKey)
+		case s.skip == nil || !s.skip(&e):
 			rows = append(rows, e)
 		}
 	}
-	return rows, page.Token, nil
+	return rows, last, page.Token != "", nil
 }
 
 // RunJob runs one page of job and returns the job that continues it (nil when the range
@@ -118,7 +151,11 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	if job.Migration != m.spec.Name {
 		return nil, rep, errs.Invalid("Job.Migration", "another migration's job")
 	}
-	rows, token, err := m.scanner(job).page(ctx, job.Token)
+	sc, err := m.scanner(job)
+	if err != nil {
+		return nil, rep, err
+	}
+	rows, last, more, err := sc.page(ctx, job.After, &rep)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -128,10 +165,10 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 		return nil, rep, err
 	}
 	switch p := phases[job.Kind]; {
-	case token != "":
-		job.Token = token
+	case more:
+		job.After = last
 	case job.Phase != p[1]:
-		job.Phase, job.Token = p[1], ""
+		job.Phase, job.After = p[1], nil
 	default:
 		return nil, rep, nil
 	}

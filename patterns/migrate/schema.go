@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -227,9 +228,11 @@ func (s *Schema[T]) put(ctx context.Context, v *T, update bool) error {
 // unknown version is left and counted in SchemaReport.Unknown.
 func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string, SchemaReport, error) {
 	rep := SchemaReport{}
-	j := Job{Migration: "schema", Kind: KindBackfill, From: from, To: to, Token: token}
-	if err := j.Validate(); err != nil {
+	if err := (rangejob.Selection{PartitionKeyFrom: from, PartitionKeyTo: to}).Validate(); err != nil {
 		return "", rep, err
+	}
+	if len(token) > 4096 {
+		return "", rep, errs.TooLarge("token", "checkpoint too long", len(token), 4096)
 	}
 	page, err := s.raw.Pages(repo.Query{Filter: filter.PartitionRange(from, to), Token: token}).Next(ctx)
 	if err != nil {

@@ -50,7 +50,7 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 		case err != nil:
 			return err
 		}
-		m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("from", job.From), zap.String("to", job.To), zap.Bool("more", next != nil))...)
+		m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", next != nil))...)
 		if next == nil {
 			return nil
 		}
@@ -84,7 +84,7 @@ func (m *Migration[O, N]) Jobs(kind string, bounds ...string) ([]Job, error) {
 	edges := append(append([]string{""}, bounds...), "")
 	out := make([]Job, 0, len(edges)-1)
 	for i := 0; i+1 < len(edges); i++ {
-		j := Job{Migration: m.spec.Name, Kind: kind, From: edges[i], To: edges[i+1], Phase: p[0]}
+		j := Job{Migration: m.spec.Name, Kind: kind, PartitionKeyFrom: edges[i], PartitionKeyTo: edges[i+1], Phase: p[0]}
 		if err := j.Validate(); err != nil {
 			return nil, err
 		}

@@ -122,7 +122,7 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 		fmt.Fprintf(stdout, "note: %s jobs act at stage %s; until then a worker snoozes them, after it drops them\n", kind, stageOf[kind])
 	}
 	for _, j := range jobs {
-		fmt.Fprintf(stdout, "  %s partitions [%s, %s)\n", j.Kind, orOpen(j.From), orOpen(j.To))
+		fmt.Fprintf(stdout, "  %s partitions [%s, %s)\n", j.Kind, orOpen(j.PartitionKeyFrom), orOpen(j.PartitionKeyTo))
 	}
 	if dry {
 		fmt.Fprintf(stdout, "dry run: %d %s jobs not enqueued\n", len(jobs), kind)
