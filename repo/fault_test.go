@@ -11,14 +11,16 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // With 20 % of requests failing transiently — including drops after the write reached the
-// server, so that the client does not know whether it happened — 2,000 inserts and 2,000
-// updates all end stored exactly once with the right values, and every retry is logged.
+// server, so that the client does not know whether it happened — 500 inserts and 500
+// updates (2,000 of each under make soak) all end stored exactly once with the right
+// values, and every retry is logged.
 func TestTransientFaultsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
@@ -29,7 +31,8 @@ func TestTransientFaultsExactlyOnce(t *testing.T) {
 		Retry:       retry.Policy{Delay: 2 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 30},
 	})
 	ctx := b.ctx
-	const n = 2000
+	// 1,000 writes meet about 200 faults, dozens of each kind, in 20 partitions.
+	n := testenv.Scale(500, 2000)
 	b.proxy.SetSeed(7)
 	b.proxy.AddRule(faultproxy.Rule{Name: "busy", Probability: 0.07, Action: faultproxy.Respond(503, "ServerBusy")})
 	b.proxy.AddRule(faultproxy.Rule{Name: "timeout", Probability: 0.03, Action: faultproxy.Respond(500, "OperationTimedOut")})

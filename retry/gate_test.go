@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"sync"
+	"sync/atomic"
 
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 )
@@ -231,31 +232,50 @@ func TestGateLiftsAfterQuietFollowingABurstOfRefusals(t *testing.T) {
 	}
 }
 
-// Concurrency under -race: many goroutines with mixed answers and cancellations.
+// Concurrency under -race: many goroutines with mixed answers and cancellations. Each
+// goroutine makes a fixed number of calls, not calls for a time window, so a busy machine
+// makes the test slower, never different. A call waits 50 ms at most: a deadlock is no call
+// returning for a minute, however slowly the machine runs.
 func TestGateConcurrentWaitersAndCancellationsNeverDeadlock(t *testing.T) {
 	g := mustGate(t, &GateOptions{Quiet: 200 * time.Millisecond, CutInterval: 10 * time.Millisecond})
+	const goroutines, calls = 64, 30
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for i := 0; i < 64; i++ {
+	var returned, admitted atomic.Int64
+	for i := range goroutines {
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			for n := 0; time.Now().Before(deadline); n++ {
+			for n := range calls {
 				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 				if g.Wait(ctx) == nil {
+					admitted.Add(1)
 					g.Observe((i+n)%3 == 0)
 				}
 				cancel()
 				_ = g.Rate()
+				returned.Add(1)
 			}
-		}(i)
+		}()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("deadlock")
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last, moved := returned.Load(), time.Now()
+	for {
+		select {
+		case <-done:
+			if n := returned.Load(); n != goroutines*calls || admitted.Load() == 0 {
+				t.Fatalf("%d of %d calls returned, %d admitted", n, goroutines*calls, admitted.Load())
+			}
+			return
+		case <-tick.C:
+			if n := returned.Load(); n != last {
+				last, moved = n, time.Now()
+			} else if idle := time.Since(moved); idle > time.Minute {
+				t.Fatalf("deadlock: no call returned for %v; %d of %d returned", idle.Round(time.Second), n, goroutines*calls)
+			}
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ type Server struct {
 
 // Start starts an in-memory Azurite on 127.0.0.1 with free ports and returns once its Blob,
 // Queue and Table services answer. The process outlives ctx; stop it with Close. Start
-// gives up after ctx is done or 30 seconds.
+// gives up after ctx is done or 3 minutes.
 //
 // Errors: one wrapping ErrNotInstalled, with the install command, if Azurite is not found;
 // one quoting Azurite's last output if it exits or does not become ready.

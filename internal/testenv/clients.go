@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -44,13 +45,13 @@ func TableServiceFrom(t testing.TB, connectionString string) *aztables.ServiceCl
 func Table(t testing.TB, name string) *aztables.Client {
 	t.Helper()
 	svc := TableService(t)
-	if _, err := svc.CreateTable(t.Context(), name, nil); err != nil {
+	if err := createTable(t, svc, name); err != nil {
 		t.Fatalf("testenv: create table %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := cleanupContext()
 		defer cancel()
-		if _, err := svc.DeleteTable(ctx, name, nil); err != nil && !isNotFound(err) {
+		if err := deleteTable(ctx, svc, name); err != nil && !isNotFound(err) {
 			t.Errorf("testenv: delete table %s: %v", name, err)
 		}
 	})
@@ -135,6 +136,45 @@ func proxied(p *faultproxy.Proxy, endpoint string) string {
 }
 
 // isNotFound reports a 404 from the service.
+// createTable creates the table name, sending the request again when the connection
+// failed without an answer (a busy Azurite resets a keep-alive connection it is closing).
+// The name is the test's own, so TableAlreadyExists after such a failure is the earlier
+// request's table.
+func createTable(t testing.TB, svc *aztables.ServiceClient, name string) error {
+	var err error
+	for attempt := range 5 {
+		_, err = svc.CreateTable(t.Context(), name, nil)
+		var re *azcore.ResponseError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &re):
+			if attempt > 0 && re.ErrorCode == "TableAlreadyExists" {
+				return nil
+			}
+			return err
+		case t.Context().Err() != nil:
+			return err
+		}
+	}
+	return err
+}
+
+// deleteTable deletes the table name, sending the request again when the connection
+// failed without an answer, as createTable does; NotFound after such a failure is the
+// earlier request's delete.
+func deleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
+	var err error
+	for range 5 {
+		_, err = svc.DeleteTable(ctx, name, nil)
+		var re *azcore.ResponseError
+		if err == nil || errors.As(err, &re) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 func isNotFound(err error) bool {
 	var re *azcore.ResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound

@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -65,19 +66,22 @@ func TestRangeBlobTwoRunsAtOnce(t *testing.T) {
 func TestRangeContinuationOvertakesParent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	want := b.loadRange(t, []string{"b1", "b2"}, 1200)
+	// 600 a partition: the range spans more than one page of 1,000 and the continuations
+	// start inside the first partition (1,200 under make soak).
+	per := testenv.Scale(600, 1200)
+	want := b.loadRange(t, []string{"b1", "b2"}, per)
 	keep := map[RangeKey]bool{}
 	for k := range b.loadRange(t, []string{"c0"}, 10) {
 		keep[k] = true
 	}
 	parent := ArchiveRangeJob{Source: b.current.Name(), PartitionKeyFrom: "b", PartitionKeyTo: "c", TargetTable: b.archive.Name()}
 	cont := parent
-	cont.After = &RangeKey{PartitionKey: "b1", RowKey: "000999"}
+	cont.After = &RangeKey{PartitionKey: "b1", RowKey: fmt.Sprintf("%06d", per*5/6-1)}
 	if _, err := b.a.ArchiveRange(b.ctx, cont); err != nil {
 		t.Fatal(err)
 	}
 	cont2 := parent
-	cont2.After = &RangeKey{PartitionKey: "b1", RowKey: "000199"}
+	cont2.After = &RangeKey{PartitionKey: "b1", RowKey: fmt.Sprintf("%06d", per/6-1)}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i, j := range []ArchiveRangeJob{parent, cont2, cont2} {

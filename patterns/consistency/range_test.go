@@ -140,26 +140,34 @@ func (b *bed) assertRangeArchived(t *testing.T, want map[RangeKey]string, keep m
 	}
 }
 
-// The acceptance test: a range archive of 20,000 entities over 20 partitions,
-// through the worker, killed 10 times at random steps (the worker's context cancelled and
-// the job stopped where it was, as a crash would), resumed by new workers from the
-// queue, ends with every entity archived exactly once at its source version and the
-// source empty; the partitions just outside the range are not touched.
+// The acceptance test: a range archive of 6,000 entities over 6 partitions (20,000
+// over 20 under make soak), through the worker, killed 10 times at random steps (the
+// worker's context cancelled and the job stopped where it was, as a crash would), resumed
+// by new workers from the queue, ends with every entity archived exactly once at its
+// source version and the source empty; the partitions just outside the range are not
+// touched.
 func TestRangeArchiveKilledTenTimes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
+	// A delivery takes 32 steps a page of 1,000 (scanned; read, copied, deleted for each
+	// batch of 100; continued), and each kill lands within the first reach steps of a
+	// delivery. Ten kills use at most 160 steps at the default scale, fewer than the six
+	// pages (192 steps and more) hold: every kill lands inside the job, at any step of a
+	// page's first half, across continuations, and the last worker still has work left.
+	// make soak reaches 40 steps, past a page's continuation, into 20 pages.
+	nparts, reach := testenv.Scale(6, 20), testenv.Scale[int64](16, 40)
 	var parts []string
-	for p := 1; p <= 20; p++ {
+	for p := 1; p <= nparts; p++ {
 		parts = append(parts, fmt.Sprintf("p%02d", p))
 	}
 	want := b.loadRange(t, parts, 1000)
-	outside := b.loadRange(t, []string{"p00", "p21"}, 50)
+	outside := b.loadRange(t, []string{"p00", fmt.Sprintf("p%02d", nparts+1)}, 50)
 	keep := map[RangeKey]bool{}
 	for k := range outside {
 		keep[k] = true
 	}
 	c, queue := rangeClient(t, b)
-	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKeyFrom: "p01", PartitionKeyTo: "p21", TargetTable: b.archive.Name()}
+	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKeyFrom: "p01", PartitionKeyTo: fmt.Sprintf("p%02d", nparts+1), TargetTable: b.archive.Name()}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 14))
@@ -167,7 +175,7 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 	for kill := 0; kill < 10; kill++ {
 		var steps atomic.Int64
 		var fired atomic.Bool
-		at := 1 + rng.Int64N(40)
+		at := 1 + rng.Int64N(reach)
 		ctx, stop := context.WithCancel(b.ctx)
 		crashing := rangeArchiver(t, b, c, nil)
 		crashing.step = func(_, step string) error {
@@ -193,18 +201,21 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 	}
 	final := rangeArchiver(t, b, c, nil)
 	w := rangeWorker(t, b, queue, final)
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	// Drain waits for the messages the killed workers left invisible; a drain that handles
+	// nothing while entities of the range are left means the job was lost.
+	for handled := int64(-1); ; {
 		drain(t, w)
-		left, err := b.current.Collect(b.ctx, repo.Query{Filter: filter.PartitionRange("p01", "p21"), Top: 1})
+		left, err := b.current.Collect(b.ctx, repo.Query{Filter: filter.PartitionRange("p01", job.PartitionKeyTo), Top: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(left) == 0 {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the range was never finished")
+		if h := w.Stats().Processed + w.Stats().Failed; h == handled {
+			t.Fatalf("the range was never finished: a drain handled no message and (%s, %s) is left", left[0].PartitionKey, left[0].RowKey)
+		} else {
+			handled = h
 		}
 	}
 	b.assertRangeArchived(t, want, keep)

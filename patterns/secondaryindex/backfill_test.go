@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -235,16 +236,15 @@ func TestIntraBackfill(t *testing.T) {
 	}
 }
 
-// A backfill of an email index over 10,000 existing employees
-// (2,000 with -short) in 4 departments, run by the worker one job per partition, while 4
-// writers keep inserting and updating through the index, ends with Verify reporting no
-// drift in any partition, and every employee counted.
+// A backfill of an email index over 4,400 existing employees
+// (10,000 under make soak) in 4 departments, run by the worker one job per partition,
+// while 4 writers keep inserting and updating through the index, ends with Verify
+// reporting no drift in any partition, and every employee counted.
 func TestInterBackfillWhileWritersWrite(t *testing.T) {
 	t.Parallel()
-	n := 10000
-	if testing.Short() {
-		n = 2000
-	}
+	// 1,100 a department: each partition's backfill spans two pages of 1,000, so the
+	// writers race a backfill that checkpoints and continues, not only one that reads once.
+	n := testenv.Scale(4400, 10000)
 	depts := []string{"Sales", "Marketing", "Finance", "Support"}
 	b := setup(t, false)
 	b.seedEmployees(t, n, depts...)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -17,7 +17,9 @@ import (
 // complete generation restores it whole.
 func TestTwoShardCountsAtOnce(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1200)
+	// 600 sign-ins over 7 partitions: enough for 5 shards of whole partitions (1,200 under
+	// make soak).
+	sb := setupShards(t, testenv.Scale(600, 1200))
 	table, container := sb.current.Name(), sb.container
 	cjA, _ := sb.exportShards(t, container, 2)
 	cjB, _ := sb.exportShards(t, container, 5)
@@ -241,7 +243,9 @@ func repoQueryPK() repo.Query { return repo.Query{Select: []string{"PartitionKey
 // restores it whole.
 func TestShardedMixThroughTheWorker(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	// 700 sign-ins over 7 partitions, at least one partition a shard for the 5-shard jobs
+	// (1,500 under make soak): every restore below reads each generation whole.
+	sb := setupShards(t, testenv.Scale(700, 1500))
 	table, container := sb.current.Name(), sb.container
 	for _, shards := range []int{2, 5, 2, 5, 0} {
 		job := ArchiveTableJob{Table: table, Container: container, Sealed: true, Shards: shards}

@@ -69,7 +69,11 @@ func TestArchiveTableDetectsWritesByTimestamp(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	container := testenv.ContainerName(t)
-	signIns(t, b, b.current, 3000)
+	// 1,200 sign-ins: each export and each check of the Timestamps reads two pages of
+	// 1,000, so the writes land between pages as well as between steps (3,000 under make
+	// soak).
+	n := testenv.Scale(1200, 3000)
+	signIns(t, b, b.current, n)
 	job := ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}
 
 	t.Run("writer throughout", func(t *testing.T) {
@@ -85,7 +89,7 @@ func TestArchiveTableDetectsWritesByTimestamp(t *testing.T) {
 				if i%2 == 0 {
 					err = b.current.Insert(ctx, employee("writer", rk, int32(i)))
 				} else {
-					err = b.current.Upsert(ctx, employee("user01", fmt.Sprintf("%06d", i%3000), 99), nil)
+					err = b.current.Upsert(ctx, employee("user01", fmt.Sprintf("%06d", i%n), 99), nil)
 					rk = ""
 				}
 				if err == nil && rk != "" {

@@ -70,15 +70,19 @@ func countBlobs(ctx context.Context, kb *killBed, cont, part, suffix string) (in
 	return n, nil
 }
 
-// Three archiver processes on one queue archive a sharded 50,000-entity table
-// while one of them is killed (SIGKILL) in the middle, once at least one shard is
-// exported and before the combine, and restarted. The table is deleted only after the
+// Three archiver processes on one queue archive a sharded 10,000-entity table (50,000
+// under make soak) while one of them is killed (SIGKILL) in the middle, once at least one
+// shard is exported and before the combine, and restarted. The table is deleted only after the
 // generation's manifest exists; that manifest accounts for every entity (count, and the
 // content a restore gives back exactly).
 func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 	t.Parallel()
 	kb := newKillBed(t)
-	const n, shards = 50_000, 6
+	// 6 shards of about 1,700 entities over 20 partitions: each shard export reads two
+	// pages, and the combine's checks read the whole table again, so the generation's
+	// manifest comes well after the first shard's, and the kill lands between them.
+	const shards = 6
+	n := testenv.Scale(10_000, 50_000)
 	tb := kb.table(t, "Big", n)
 	cont := testenv.ContainerName(t)
 	bin := binary(t)
@@ -92,12 +96,20 @@ func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 	if err := tablearchive.EnqueueArchiveTable(kb.ctx, kb.client, job); err != nil {
 		t.Fatal(err)
 	}
-	// Generous: under -race beside the other packages' tests, on 2 shared cores, the
-	// archive took over 3 minutes once.
-	ctx, cancel := context.WithTimeout(kb.ctx, 8*time.Minute)
-	defer cancel()
+	// The archive's length depends on the machine's load: poll while the archivers make
+	// progress (blobs appear in the container, the table goes), and fail only when nothing
+	// moved for testenv.DefaultStall.
+	ctx := kb.ctx
+	progress := func() int {
+		k, _ := countBlobs(ctx, kb, cont, "", "")
+		if exists, err := tb.Exists(ctx); err == nil && !exists {
+			k++
+		}
+		return k
+	}
 	poll := func(what string, done func() (bool, error)) {
 		t.Helper()
+		last, moved := -1, time.Now()
 		for {
 			ok, err := done()
 			if err != nil && !errors.Is(err, errs.ErrNotFound) && !strings.Contains(err.Error(), "ContainerNotFound") {
@@ -106,9 +118,14 @@ func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 			if ok {
 				return
 			}
+			if p := progress(); p != last {
+				last, moved = p, time.Now()
+			} else if idle := time.Since(moved); idle > testenv.DefaultStall {
+				t.Fatalf("%s: no progress for %v\n%s\n%s\n%s", what, idle.Round(time.Second), workers[0].stderr.String(), workers[1].stderr.String(), workers[2].stderr.String())
+			}
 			select {
 			case <-ctx.Done():
-				t.Fatalf("%s: not reached in time\n%s\n%s\n%s", what, workers[0].stderr.String(), workers[1].stderr.String(), workers[2].stderr.String())
+				t.Fatalf("%s: %v", what, ctx.Err())
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
@@ -135,16 +152,13 @@ func TestThreeArchiversShardedTableWithKill(t *testing.T) {
 		}
 		return true, nil
 	})
-	if m.Shards != shards || m.Entities != n || m.Partitions != 20 {
+	if m.Shards != shards || m.Entities != int64(n) || m.Partitions != 20 {
 		t.Fatalf("manifest %+v: want %d shards, %d entities, 20 partitions", m, shards, n)
 	}
 	// Every job is done: nothing poisoned, and the queue empties.
 	if p, err := queueworker.PeekPoison(ctx, kb.clients.Queues.NewQueueClient(kb.queue+queueworker.PoisonSuffix), 32); err != nil && !errors.Is(err, errs.ErrNotFound) || len(p) != 0 {
 		t.Fatalf("poisoned jobs: %+v (%v)", p, err)
 	}
-	// The restore and the check get their own time: the archive may have used most of ctx's.
-	ctx, cancel = context.WithTimeout(kb.ctx, 5*time.Minute)
-	defer cancel()
 	back := kb.table(t, "Back", 0)
 	rep, err := kb.a.RestoreTable(ctx, tablearchive.RestoreTableJob{Table: tb.Name(), Container: cont, Target: back.Name()})
 	if err != nil || rep.Outcome != tablearchive.OutcomeRestored || rep.Manifest.Generation != m.Generation {
