@@ -78,7 +78,7 @@ type writerFunc func([]byte) (int, error)
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 
 // TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest is the acceptance test:
-// TABLEPATTERNS_MIGRATE_ENTITIES (2,000 by default) employees over 20 departments, a
+// 2,000 (20,000 in make soak) employees over 20 departments, a
 // writer updating, inserting and deleting throughout, a reader reading, and worker
 // processes running the range jobs from a queue, each killed with SIGKILL at a random
 // point, while the migration goes through every stage. At the end the new layout holds
@@ -137,7 +137,7 @@ func TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest(t *testing.
 
 // TestAbortDuringBackfillUnderLoadWithKilledWorkersLeavesTheOldLayout: the migration is
 // aborted while worker processes, each killed with SIGKILL at a random point, are
-// copying (a quarter of the default scale: TABLEPATTERNS_MIGRATE_ENTITIES / 4), a writer
+// copying (a quarter of the acceptance test's scale), a writer
 // updating, inserting and deleting and a reader reading throughout. At the end the old
 // layout holds exactly the latest version of every live entity, no copy is left, and the
 // reader saw no step back.

@@ -98,7 +98,7 @@
 //     layout empty, under a writer updating, inserting and deleting, a reader, and
 //     worker processes killed with SIGKILL at random points
 //     (TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest, 2,000 entities
-//     over 20 partitions; TABLEPATTERNS_MIGRATE_ENTITIES=20000 for a soak run);
+//     over 20 partitions; 20,000 in make soak);
 //   - a writer in the window between the backfill's reads and its copy write
 //     (TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy,
 //     TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -353,18 +352,10 @@ func seqOf(e codec.Entity) int64 {
 	return -1
 }
 
-// scale is the acceptance test's entity count: TABLEPATTERNS_MIGRATE_ENTITIES, 2,000 by
-// default (20,000 for a soak run).
-func scale(t testing.TB) int {
-	if s := os.Getenv("TABLEPATTERNS_MIGRATE_ENTITIES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 20 {
-			t.Fatalf("TABLEPATTERNS_MIGRATE_ENTITIES=%q: want a number of at least 20", s)
-		}
-		return n
-	}
-	return 2000
-}
+// scale is the acceptance test's entity count: 2,000 over 20 partitions (100 each, two
+// pages of the scan, so the range jobs checkpoint and continue while the workers die),
+// 20,000 in `make soak` (testenv.Scale).
+func scale(testing.TB) int { return testenv.Scale(2000, 20000) }
 
 // settled waits until the current stage's rules apply in every process.
 func (f *fix) settled(t testing.TB) State {
