@@ -158,6 +158,9 @@ func enqueueJobs(ext *Extensions) string {
 	if ext != nil && len(ext.Indexes) > 0 {
 		jobs = append(jobs, indexJobs...)
 	}
+	if ext != nil && len(ext.Migrations) > 0 {
+		jobs = append(jobs, migrationJobs...)
+	}
 	return strings.Join(jobs[:len(jobs)-1], ", ") + " or " + jobs[len(jobs)-1]
 }
 
@@ -183,7 +186,7 @@ func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, usage+authUsage+telemetryUsage)
-		fmt.Fprint(stdout, ext.usage())
+		fmt.Fprint(stdout, ext.usage()+ext.migrationUsage())
 		return ExitOK
 	case errors.As(err, &pe):
 		fmt.Fprintf(stderr, "archiver: %s\n", pe)
@@ -253,6 +256,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		if slices.Contains(indexJobs, args[1]) {
 			return enqueueIndex(ctx, args[1], args[2:], stdout, stderr, getenv, ext)
+		}
+		if slices.Contains(migrationJobs, args[1]) {
+			return enqueueMigration(ctx, args[1], args[2:], stdout, stderr, getenv, ext)
 		}
 		if args[1] == "archive-periods" {
 			return enqueuePeriods(ctx, args[2:], stdout, stderr, getenv)

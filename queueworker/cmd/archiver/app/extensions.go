@@ -85,7 +85,7 @@ func (e *Env) Index(name string) (Index, error) {
 
 // isNil reports whether ix is nil, also a typed nil (a nil *Inter in the interface),
 // whose methods would panic.
-func isNil(ix Index) bool {
+func isNil(ix any) bool {
 	if ix == nil {
 		return true
 	}
@@ -113,6 +113,13 @@ type Extensions struct {
 	// with the entity (see consistency.Companion). Use env.Index to share the indexes.
 	// Defaults to nil: a move takes the entity alone.
 	Companions func(env *Env) (map[string][]consistency.Companion, error)
+	// Migrations build the team's live migrations (package patterns/migrate) by name:
+	// the -migration of `archiver enqueue migrate-backfill|migrate-verify|
+	// migrate-cleanup|migrate-abort`. `archiver run` builds every one and registers its
+	// range-job handlers; build each with migrate.Options.Queue set to env.Queue so that
+	// continuations land where `archiver run` takes them. Names follow the grammar of
+	// Indexes. Defaults to none.
+	Migrations map[string]func(env *Env) (Migration, error)
 }
 
 // indexName is the grammar of Extensions.Indexes' names.
@@ -129,6 +136,14 @@ func (x *Extensions) validate() error {
 		}
 		if build == nil {
 			return usagef("extensions: index %q has no builder", name)
+		}
+	}
+	for name, build := range x.Migrations {
+		if !indexName.MatchString(name) {
+			return usagef("extensions: migration name %q: want 1 to 63 letters, digits, '.', '_' or '-'", name)
+		}
+		if build == nil {
+			return usagef("extensions: migration %q has no builder", name)
 		}
 	}
 	return nil
@@ -205,10 +220,21 @@ func (x *Extensions) setupRun(e *env, jobs *queueworker.Client) (map[string][]co
 			return nil, nil, err
 		}
 	}
+	migrations := map[string]Migration{}
+	for _, name := range x.migrationNames() {
+		if migrations[name], err = ev.migration(name); err != nil {
+			return nil, nil, err
+		}
+	}
 	register := func(r *queueworker.Registry) error {
 		for i, ix := range indexes {
 			if err := ix.Register(r); err != nil {
 				return fmt.Errorf("index %s: %w", names[i], err)
+			}
+		}
+		for name, m := range migrations {
+			if err := m.Register(r); err != nil {
+				return fmt.Errorf("migration %s: %w", name, err)
 			}
 		}
 		return nil

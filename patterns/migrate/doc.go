@@ -1,0 +1,161 @@
+// Package migrate re-keys and re-shapes a live table while the application writes: the
+// zero-downtime migration the design guide leaves to the reader (DESIGN.md, "live
+// migration"). A team declares the migration in Go (Spec: a source *repo.Table[O], a
+// target *repo.Table[N], the same table or another, Keys mapping old keys to new ones,
+// and a pure Transform from O to N) and the application writes and reads through it
+// (Insert, Upsert, Update, Delete by old keys and the old type; Get by old keys, in the
+// new shape) while an operator takes it through its stages (Plan, Advance, Abort), and
+// workers run its background work (RunJob, Register).
+//
+// The algorithm: migrate.go
+//
+// # Stages and the state record
+//
+// One small entity per source table in a control table (Spec.Control, default
+// "TpMigrations"; PartitionKey the source table's name in lower case, RowKey
+// "migration") holds the migration's name, target, stage and previous stage; its
+// Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
+// a second migration of one source table meets ErrInProgress; a record of an ended one
+// is replaced If-Match), and every transition replaces it If-Match the ETag read, so two
+// operators never both move it. Every process reads it back and validates it (a stage
+// and predecessor that exist, this migration's name and target) before acting.
+//
+//	Planned -> DualWrite -> Backfill -> Verify -> CutOver -> CleanUp -> Done
+//	any of Planned..CutOver -> Aborting -> Aborted
+//
+// What each process does, by the stage whose rules it follows:
+//
+//	stage                     writes                                      reads (Get)
+//	Planned, Aborted          old layout                                  old
+//	DualWrite..Verify         old layout, then the copy (the copy rule)   old
+//	CutOver                   old layout, then the copy                   copy when current, else old
+//	CleanUp                   finish the entity, then the copy alone      copy when detached or current, else old
+//	Done                      the copy alone                              copy
+//	Aborting                  old layout, then remove the copy            old
+//
+// Until CleanUp every acknowledged write lands in the old layout first, so an abort finds
+// the old layout complete and current. Background work: Backfill copies every old entity
+// (the copy rule); Verify counts missing, stale and orphan copies by partition (counts
+// and keys, never values: Report) and repairs each; CleanUp finishes every entity (its
+// copy made current, marked detached, then the old entity deleted If-Match the version
+// the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
+// A range job (Job) selects whole partitions (PartitionKeyFrom, PartitionKeyTo) of
+// the old layout or of the copies, and resumes after its checkpoint After, the last key
+// it scanned: the selection, its validation and the checks of every key a scan returns
+// (inside the range, ascending) are package patterns/internal/rangejob's, shared with
+// the range archive. A page's entities run through retry.Schedule (Options.Concurrency at once, half of
+// them at most in one partition, partitions in turn). Advance runs a stage's work to its
+// end in the calling process before it moves on (an operator's program calls it;
+// a team's archiver runs the jobs: Extensions.Migrations of package
+// queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
+// workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
+// Advance's own pass finds little left.
+//
+// # Staleness bound
+//
+// A process uses the record it read for at most Options.Refresh; every operation through
+// the migration starts with such a view and runs under a deadline (WriteTimeout). After
+// a transition at time T (the service's clock), a process follows the new stage's rules
+// only from T + settle, settle = Refresh + WriteTimeout + 3 x ClockSkew; before that it
+// follows the previous stage's rules under a deadline that ends by T + Refresh +
+// WriteTimeout + ClockSkew (or, with less than a quarter of WriteTimeout left, waits
+// until T + settle). A process still holding the previous view started its operation
+// within Refresh of T and ends it within WriteTimeout. So operations under two stages'
+// rules never overlap, and a stage's background work (which runs under the same rule)
+// starts only when every process follows that stage. Each transition therefore costs
+// settle of waiting in Advance and at most a quarter of WriteTimeout of delay for a
+// write that would otherwise straddle it. The bound assumes a request is applied, if at
+// all, before its deadline passes (plus ClockSkew).
+//
+// # The copy rule
+//
+// A copy (a row of the new layout) records the migration, the old keys and the old
+// entity's version (ETag) it was made of (PropMigration, PropSourcePK, PropSourceRK,
+// PropSourceETag, PropDetached). Making a copy current (converge) reads the copy, THEN
+// the old entity: an old version other than the one the copy records is a newer one. The
+// copy is inserted (none was there) or replaced If-Match the copy read; with the old
+// entity gone, the copy is deleted If-Match. Then the old entity is read again: changed
+// or gone since, the round starts over. A writer runs this after its own write; the
+// backfill runs it for each entity; so whichever of them writes last, the copy ends at
+// the last version, never replaced by an older one, and a deleted entity's copy never
+// comes back (TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy,
+// TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack). A row at a copy's keys that
+// is not this migration's copy of those old keys is refused (ErrInvalidInput), never
+// replaced. A write's lost response, a conflict and ErrOutcomeUnknown all start a round
+// over from fresh reads (TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing).
+//
+// Reads never step back and never miss (TestReaderThroughEveryTransitionSeesNoGapAndNoStepBack):
+// at CutOver the copy is served only when it records the old entity's current version
+// (a write between its two steps, or one that failed between them, is read from the old
+// layout: TestOldWriteWithoutItsCopyIsStillReadAtCutOver); once CleanUp began, a
+// detached copy is newer than anything left in the old layout, since no process writes
+// the old layout any more.
+//
+// # Promises and the tests that prove them (against the server)
+//
+//   - no acknowledged write lost or duplicated, a deleted entity never back, the new
+//     layout ending with exactly the latest version of each live entity and the old
+//     layout empty, under a writer updating, inserting and deleting, a reader, and
+//     worker processes killed with SIGKILL at random points
+//     (TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest, 2,000 entities
+//     over 20 partitions; 20,000 in make soak);
+//   - a writer in the window between the backfill's reads and its copy write
+//     (TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy,
+//     TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied,
+//     TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack,
+//     TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack);
+//   - lost responses on copy writes and deletes, the old layout's deletes and the state
+//     transitions (TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing);
+//   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
+//   - abort at each stage before CleanUp leaves the old layout complete and current and
+//     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent, in process;
+//     TestAbortDuringBackfillUnderLoadWithKilledWorkersLeavesTheOldLayout, while
+//     SIGKILLed worker processes copy; TestAbortRefusedOnceCleanUpBegan);
+//   - planning refuses colliding keys, a second migration of one table is refused, and
+//     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
+//     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
+//     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
+//     TestForeignRowAtCopyKeysRefusedNotReplaced).
+//
+// # Planning
+//
+// Plan scans every key of the old layout and computes its new key: two old keys mapping
+// to one, or (in one table) a new key that is the key of an old entity, are refused
+// before anything is written. Cost: one scan of the source's keys and a map of two keys
+// per entity in memory. Keys must be a pure function of the old keys, and in a same-table
+// migration its image must stay out of the old key space for keys written later too (a
+// prefix the old keys never have): a write at an old key where a copy sits is refused.
+//
+// # Schema evolution without a key change (schema.go)
+//
+// Schema covers the other half of a migration: the keys stay, the shape changes. Every
+// entity carries its version in a property (SchemaSpec.VersionProperty, absent =
+// version 1) and SchemaSpec.Upgrades holds one upgrade per version (v1 -> v2 -> v3) on
+// the dynamic entity. Get reads any version and returns the latest shape (lazy upgrade;
+// with SchemaOptions.WriteBack the upgrade is written back If-Match the ETag read),
+// Upsert and Update write the latest version, and Rewrite (one page, resumable by its
+// checkpoint) and RewriteAll replace every older entity by its upgrade If-Match the
+// ETag read: a conflict re-reads, so a writer's newer write is never replaced by the
+// upgrade of an older version, and a lost response is decided by the re-read
+// (TestLazyUpgradeReadsEveryVersionAsTheLatest,
+// TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite). A version it does
+// not know (newer code wrote it, or forged) is refused on read and left by the rewrite
+// (TestUnknownSchemaVersionRefusedNotRead). It does not go through the state record's
+// stages and cannot be aborted: the application reads every version from the start
+// and writes only the latest, and returning to an older shape would need downgrades.
+//
+// # Cost
+//
+// Per application write during DualWrite..CutOver: the old write, two reads of the copy
+// and the old entity, one copy write, and one more read of the old entity (five
+// requests; a copy that is already current costs three). A read costs one request before
+// CutOver, two at CutOver and CleanUp, one at Done. Per entity, backfill and verify cost
+// three reads and a copy write, clean-up about seven requests; every range job scans
+// 1,000 keys per query.
+//
+// # Errors
+//
+// The sentinels (errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput,
+// errs.ErrOutcomeUnknown, ...) are those of package
+// github.com/tablepatterns/tablepatterns/errs: test them with errors.Is.
+package migrate

@@ -1,0 +1,307 @@
+package migrate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// SchemaSpec declares a schema evolution without a key change: every entity of Table
+// carries its schema version in VersionProperty (absent: version 1), and Upgrades[i]
+// turns an entity of version i+1 into version i+2, so the latest version is
+// len(Upgrades)+1 and T is its shape.
+type SchemaSpec[T any] struct {
+	// Service is the account of Table.
+	Service *aztables.ServiceClient
+	// Table is the table, typed by the latest shape.
+	Table *repo.Table[T]
+	// VersionProperty names the version property (an Edm.Int32). Defaults to
+	// DefaultVersionProperty.
+	VersionProperty string
+	// Upgrades are the upgrade functions, one per version, on the dynamic entity (rename,
+	// split, compute properties). Each must be pure: it runs on every read of an older
+	// version and again on every rewrite round.
+	Upgrades []func(e *codec.Entity) error
+}
+
+// DefaultVersionProperty is SchemaSpec.VersionProperty's default.
+const DefaultVersionProperty = "SchemaVersion"
+
+// SchemaOptions tunes a Schema. The zero value (and nil) gives the defaults.
+type SchemaOptions struct {
+	// WriteBack writes an entity read at an older version back at the latest one (a
+	// replace If-Match the ETag read; a conflict leaves it, the next read or the rewrite
+	// does it). Costs one write per upgraded read. Defaults to false.
+	WriteBack bool
+	// Retry is the policy of the requests. Defaults to retry's defaults.
+	Retry retry.Policy
+	// Concurrency bounds the entities a rewrite page handles at once. Defaults to 8.
+	Concurrency int
+	// Logger receives the rewrite's counts. Defaults to zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Schema reads every version of a table's entities as the latest (lazy upgrade, with an
+// optional write-back), writes the latest, and rewrites the older ones in the background
+// (Rewrite, RewriteAll). Safe for concurrent use.
+type Schema[T any] struct {
+	spec SchemaSpec[T]
+	opts SchemaOptions
+	raw  *repo.Table[codec.Entity]
+}
+
+// NewSchema declares a schema evolution. It does no I/O.
+//
+// Errors: ErrInvalidInput.
+func NewSchema[T any](spec SchemaSpec[T], opts *SchemaOptions) (*Schema[T], error) {
+	var o SchemaOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Concurrency = cmp.Or(o.Concurrency, 8)
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	spec.VersionProperty = cmp.Or(spec.VersionProperty, DefaultVersionProperty)
+	switch {
+	case spec.Service == nil || spec.Table == nil:
+		return nil, errs.Invalid("SchemaSpec.Service/Table", "required")
+	case len(spec.Upgrades) == 0:
+		return nil, errs.Invalid("SchemaSpec.Upgrades", "at least one upgrade")
+	case spec.Table.Codec().Encrypted():
+		return nil, errs.Invalid("SchemaSpec.Table", "encrypted tables cannot be evolved")
+	case o.Concurrency < 0:
+		return nil, errs.Invalid("SchemaOptions.Concurrency", "must not be negative")
+	}
+	for i, u := range spec.Upgrades {
+		if u == nil {
+			return nil, errs.Invalid("SchemaSpec.Upgrades", "upgrade %d is nil", i)
+		}
+	}
+	if _, ok := spec.Table.Codec().Property(spec.VersionProperty); ok {
+		return nil, errs.Invalid("SchemaSpec.VersionProperty", "T maps %s itself", spec.VersionProperty)
+	}
+	raw, err := repo.New[codec.Entity](spec.Service, spec.Table.Name(), &repo.Options{Retry: o.Retry, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Schema[T]{spec: spec, opts: o, raw: raw}, nil
+}
+
+// Latest is the latest schema version.
+func (s *Schema[T]) Latest() int { return len(s.spec.Upgrades) + 1 }
+
+// version reads an entity's version: stored data, checked (an Edm.Int32 from 1 to
+// Latest; a newer version is refused rather than read without its new properties).
+func (s *Schema[T]) version(e *codec.Entity) (int, error) {
+	v, ok := e.Properties[s.spec.VersionProperty]
+	if !ok {
+		return 1, nil
+	}
+	n, ok := v.(int32)
+	if !ok || n < 1 || int(n) > s.Latest() {
+		return 0, errs.Invalid(s.spec.VersionProperty, "(%s, %s): not a version from 1 to %d", e.PartitionKey, e.RowKey, s.Latest())
+	}
+	return int(n), nil
+}
+
+// upgrade brings e to the latest version in place and reports whether it changed.
+func (s *Schema[T]) upgrade(e *codec.Entity) (bool, error) {
+	v, err := s.version(e)
+	if err != nil || v == s.Latest() {
+		return false, err
+	}
+	if e.Properties == nil {
+		e.Properties = map[string]any{}
+	}
+	for ; v < s.Latest(); v++ {
+		if err := s.spec.Upgrades[v-1](e); err != nil {
+			return false, errs.Invalid("SchemaSpec.Upgrades", "version %d of (%s, %s): %v", v, e.PartitionKey, e.RowKey, errs.Redact(err))
+		}
+	}
+	e.Properties[s.spec.VersionProperty] = int32(s.Latest())
+	return true, nil
+}
+
+// Get reads one entity at whatever version it is stored and returns it in the latest
+// shape, its ETag the stored one. With WriteBack, an upgraded entity is written back
+// If-Match that ETag (a conflict or failure of the write-back is not an error: the
+// entity read is returned).
+//
+// Errors: errs.ErrNotFound, ErrInvalidInput (an unknown version, a failing upgrade),
+// ErrTransient, *repo.Error.
+func (s *Schema[T]) Get(ctx context.Context, pk, rk string) (T, error) {
+	var out T
+	e, err := s.raw.Get(ctx, pk, rk)
+	if err != nil {
+		return out, err
+	}
+	changed, err := s.upgrade(&e)
+	if err != nil {
+		return out, err
+	}
+	if changed && s.opts.WriteBack {
+		w := e
+		if werr := s.raw.Update(ctx, &w, nil); werr == nil {
+			e.ETag = w.ETag
+		}
+	}
+	return out, s.decode(&e, &out)
+}
+
+func (s *Schema[T]) decode(e *codec.Entity, out *T) error {
+	c := *e
+	c.Properties = map[string]any{}
+	for k, v := range e.Properties {
+		if k != s.spec.VersionProperty {
+			c.Properties[k] = v
+		}
+	}
+	data, err := codec.EncodeEntity(&c)
+	if err == nil {
+		err = s.spec.Table.Codec().Decode(data, out)
+	}
+	s.spec.Table.Codec().SetETag(out, e.ETag)
+	return err
+}
+
+// Upsert writes v at the latest version (replace). Update replaces it If-Match v's ETag
+// when set. On success v's ETag holds the new one.
+//
+// Errors: ErrInvalidInput (nothing sent), errs.ErrPreconditionFailed and
+// errs.ErrNotFound (Update), ErrOutcomeUnknown, ErrTransient, *repo.Error.
+func (s *Schema[T]) Upsert(ctx context.Context, v *T) error { return s.put(ctx, v, false) }
+
+// Update: see Upsert.
+func (s *Schema[T]) Update(ctx context.Context, v *T) error { return s.put(ctx, v, true) }
+
+func (s *Schema[T]) put(ctx context.Context, v *T, update bool) error {
+	if v == nil {
+		return errs.Invalid("value", "nil")
+	}
+	data, err := s.spec.Table.Codec().Encode(v)
+	if err != nil {
+		return err
+	}
+	e, err := codec.DecodeEntity(data)
+	if err != nil {
+		return err
+	}
+	if e.Properties == nil {
+		e.Properties = map[string]any{}
+	}
+	e.Properties[s.spec.VersionProperty] = int32(s.Latest())
+	if update {
+		e.ETag = s.spec.Table.Codec().ETag(v)
+		if e.ETag == "" {
+			e.ETag = "*"
+		}
+		err = s.raw.Update(ctx, e, nil)
+	} else {
+		err = s.raw.Upsert(ctx, e, nil)
+	}
+	if err == nil {
+		s.spec.Table.Codec().SetETag(v, e.ETag)
+	}
+	return err
+}
+
+// Rewrite runs one page of the background rewrite over the partitions from <= PK < to
+// (empty: open), after the checkpoint token: every entity of an older version is
+// replaced by its upgrade If-Match the ETag read; a conflict reads it again (a writer
+// that wrote meanwhile wrote the latest version, which is left as it is). It returns the
+// checkpoint of the next page ("" at the end).
+//
+// Errors: ErrInvalidInput (bounds, token), ErrTransient, *repo.Error. An entity of an
+// unknown version is left and counted in SchemaReport.Unknown.
+func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string, SchemaReport, error) {
+	rep := SchemaReport{}
+	if err := (rangejob.Selection{PartitionKeyFrom: from, PartitionKeyTo: to}).Validate(); err != nil {
+		return "", rep, err
+	}
+	if len(token) > 4096 {
+		return "", rep, errs.TooLarge("token", "checkpoint too long", len(token), 4096)
+	}
+	page, err := s.raw.Pages(repo.Query{Filter: filter.PartitionRange(from, to), Token: token}).Next(ctx)
+	if err != nil {
+		return "", rep, tableGone(err)
+	}
+	var (
+		mu     sync.Mutex
+		counts [3]int // rewritten, current, unknown
+	)
+	err = each(ctx, s.opts.Concurrency, page.Items, func(ctx context.Context, e *codec.Entity, _ *Report) error {
+		n, err := s.rewriteOne(ctx, *e)
+		if errors.Is(err, errs.ErrInvalidInput) {
+			n, err = 2, nil
+		}
+		mu.Lock()
+		counts[n]++
+		mu.Unlock()
+		return err
+	}, &Report{})
+	rep.Scanned = len(page.Items)
+	rep.Rewritten, rep.Current, rep.Unknown = counts[0], counts[1], counts[2]
+	return page.Token, rep, err
+}
+
+// rewriteOne brings one entity to the latest version: 0 when it wrote, 1 when the
+// entity was current (or gone).
+func (s *Schema[T]) rewriteOne(ctx context.Context, e codec.Entity) (int, error) {
+	for round := 1; ; round++ {
+		changed, err := s.upgrade(&e)
+		if err != nil || !changed {
+			return 1, err
+		}
+		err = s.raw.Update(ctx, &e, nil)
+		if err == nil {
+			return 0, nil
+		}
+		if !conflict(err) {
+			return 1, err
+		}
+		if round >= maxRounds {
+			return 1, fmt.Errorf("migrate: rewrite of (%s, %s): changed in each of %d rounds: %w", e.PartitionKey, e.RowKey, round, errs.ErrTransient)
+		}
+		if e, err = s.raw.Get(ctx, e.PartitionKey, e.RowKey); errors.Is(err, repo.ErrNotFound) {
+			return 1, nil
+		} else if err != nil {
+			return 1, err
+		}
+	}
+}
+
+// RewriteAll runs Rewrite over the whole table.
+//
+// Errors: as Rewrite.
+func (s *Schema[T]) RewriteAll(ctx context.Context) (SchemaReport, error) {
+	total := SchemaReport{}
+	for token := ""; ; {
+		next, rep, err := s.Rewrite(ctx, "", "", token)
+		total.Scanned += rep.Scanned
+		total.Rewritten += rep.Rewritten
+		total.Current += rep.Current
+		total.Unknown += rep.Unknown
+		if err != nil || next == "" {
+			s.opts.Logger.Info("migrate: schema rewrite", zap.Int("scanned", total.Scanned), zap.Int("rewritten", total.Rewritten), zap.Int("unknown", total.Unknown))
+			return total, err
+		}
+		token = next
+	}
+}
+
+// SchemaReport counts what a rewrite saw: entities scanned, rewritten, already at the
+// latest version, and of a version it does not know (left as they are).
+type SchemaReport struct{ Scanned, Rewritten, Current, Unknown int }

@@ -1,0 +1,178 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// Stage is a step of a migration. The order is Planned, DualWrite, Backfill, Verify,
+// CutOver, CleanUp, Done; Abort leads from any stage before CleanUp to Aborting, then
+// Aborted.
+type Stage string
+
+// The stages (see doc.go for what each process does in each).
+const (
+	Planned   Stage = "planned"
+	DualWrite Stage = "dualwrite"
+	Backfill  Stage = "backfill"
+	Verify    Stage = "verify"
+	CutOver   Stage = "cutover"
+	CleanUp   Stage = "cleanup"
+	Done      Stage = "done"
+	Aborting  Stage = "aborting"
+	Aborted   Stage = "aborted"
+)
+
+// next is the stage Advance moves to from each stage.
+var next = map[Stage]Stage{
+	Planned: DualWrite, DualWrite: Backfill, Backfill: Verify, Verify: CutOver,
+	CutOver: CleanUp, CleanUp: Done, Aborting: Aborted,
+}
+
+// before is the stage each stage can be reached from (Aborting: any before CleanUp).
+var before = map[Stage][]Stage{
+	Planned: {"", Done, Aborted}, DualWrite: {Planned}, Backfill: {DualWrite}, Verify: {Backfill},
+	CutOver: {Verify}, CleanUp: {CutOver}, Done: {CleanUp}, Aborted: {Aborting},
+	Aborting: {Planned, DualWrite, Backfill, Verify, CutOver},
+}
+
+// State is a migration's state record as a process read it.
+type State struct {
+	// Name is the migration's name; Source and Target its tables, in lower case.
+	Name, Source, Target string
+	// Stage is the current stage, Previous the one it was reached from.
+	Stage, Previous Stage
+	// Since is the service's time of the transition to Stage.
+	Since time.Time
+	etag  string
+}
+
+// record is the state record: one entity per migrated source table in the control table,
+// PartitionKey the source table's name in lower case, RowKey "migration".
+type record struct {
+	PartitionKey string    `table:",pk"`
+	RowKey       string    `table:",rk"`
+	ETag         string    `table:",etag"`
+	Timestamp    time.Time `table:",timestamp"`
+	Name         string
+	Target       string
+	Stage        string
+	Previous     string
+}
+
+const recordRowKey = "migration"
+
+// ErrInProgress is returned by Plan when another migration of the same source table has
+// not ended (Done or Aborted). It wraps errs.ErrAlreadyExists.
+var ErrInProgress = fmt.Errorf("migrate: another migration of this source table is in progress: %w", errs.ErrAlreadyExists)
+
+func (m *Migration[O, N]) recordKey() string { return strings.ToLower(m.spec.Source.Name()) }
+
+// load reads the state record and validates it: a record is data anyone with access to
+// the control table could have written. A missing record is the zero State, Stage "".
+func (m *Migration[O, N]) load(ctx context.Context) (State, error) {
+	r, err := m.control.Get(ctx, m.recordKey(), recordRowKey)
+	if errors.Is(err, repo.ErrNotFound) || (err != nil && isTableNotFound(err)) {
+		return State{Source: m.recordKey()}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	return m.validRecord(r)
+}
+
+func (m *Migration[O, N]) validRecord(r record) (State, error) {
+	st := State{Name: r.Name, Source: r.PartitionKey, Target: r.Target, Stage: Stage(r.Stage),
+		Previous: Stage(r.Previous), Since: r.Timestamp, etag: r.ETag}
+	froms, known := before[st.Stage]
+	legal := false
+	for _, f := range froms {
+		legal = legal || f == st.Previous
+	}
+	switch {
+	case !known || !legal:
+		return State{}, errs.Invalid("state record", "stage %q after %q is not a stage of a migration", clip(r.Stage), clip(r.Previous))
+	case r.Timestamp.IsZero() || r.ETag == "":
+		return State{}, errs.Invalid("state record", "no Timestamp or ETag")
+	case r.Name != m.spec.Name && st.Stage != Done && st.Stage != Aborted:
+		return st, fmt.Errorf("migrate: source %s: %w", m.recordKey(), ErrInProgress)
+	case r.Name == m.spec.Name && r.Target != strings.ToLower(m.spec.Target.Name()):
+		return State{}, errs.Invalid("state record", "records another target table")
+	}
+	if r.Name != m.spec.Name { // an ended migration of another name: nothing of ours
+		return State{Source: m.recordKey(), etag: r.ETag, Stage: "", Previous: Stage(r.Stage)}, nil
+	}
+	return st, nil
+}
+
+// clip keeps an untrusted value out of error text beyond a short prefix.
+func clip(s string) string {
+	if len(s) > 16 {
+		return s[:16] + "..."
+	}
+	return s
+}
+
+// create writes the Planned record: insert when there is none, replace If-Match an ended
+// one. A second migration of one source table meets ErrInProgress.
+func (m *Migration[O, N]) create(ctx context.Context) error {
+	if err := m.control.CreateIfNotExists(ctx); err != nil {
+		return err
+	}
+	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, Name: m.spec.Name,
+		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(Planned)}
+	st, err := m.load(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.etag == "":
+		err = m.control.Insert(ctx, &r)
+	case st.Stage == Done || st.Stage == Aborted || st.Stage == "":
+		r.ETag = st.etag
+		err = m.control.Update(ctx, &r, nil)
+	default:
+		return ErrInProgress
+	}
+	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
+		if errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrPreconditionFailed) {
+			return ErrInProgress
+		}
+		return err
+	}
+	now, lerr := m.load(ctx)
+	if lerr != nil {
+		return lerr
+	}
+	if now.Name != m.spec.Name || now.Stage != Planned {
+		return ErrInProgress
+	}
+	return nil
+}
+
+// transition moves the record from st to stage If-Match the ETag read. A lost response
+// is decided by reading the record again: it shows stage reached from st.Stage, or not.
+func (m *Migration[O, N]) transition(ctx context.Context, st State, stage Stage) (State, error) {
+	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, ETag: st.etag, Name: m.spec.Name,
+		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(stage), Previous: string(st.Stage)}
+	err := m.control.Update(ctx, &r, nil)
+	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
+		return State{}, err
+	}
+	read := time.Now() // a view's age counts from the start of its read
+	now, lerr := m.load(ctx)
+	if lerr != nil {
+		return State{}, lerr
+	}
+	if now.Stage != stage || now.Previous != st.Stage {
+		return now, fmt.Errorf("migrate: transition %s -> %s: %w", st.Stage, stage, errs.ErrPreconditionFailed)
+	}
+	m.remember(now, read)
+	return now, nil
+}

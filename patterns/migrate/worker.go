@@ -1,0 +1,94 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+)
+
+// rank orders the stages for a worker deciding about a job of another stage.
+var rank = map[Stage]int{Planned: 0, DualWrite: 1, Backfill: 2, Verify: 3, CutOver: 4, CleanUp: 5, Done: 6, Aborting: 7, Aborted: 8}
+
+// Register adds the handlers of the range-job kinds (KindBackfill, KindVerify,
+// KindCleanUp, KindAbort) for this migration to r. A delivery runs one page and, with
+// Options.Queue, enqueues its continuation before it returns (a stop anywhere leaves
+// this message or the continuation; both are safe to run, twice or at once); without
+// it, the whole range. A job of another migration, or one that does not validate, is
+// cancelled (poison queue); a job of a stage not yet settled is snoozed, one of a stage
+// already left is dropped.
+//
+// Errors: those of queueworker.Handle.
+func (m *Migration[O, N]) Register(r *queueworker.Registry) error {
+	for kind := range jobStage {
+		if err := queueworker.Handle(r, kind, m.handle); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[Job]) error {
+	job := msg.Payload
+	if job.Kind != msg.Kind {
+		return queueworker.Cancel(errs.Invalid("Job.Kind", "differs from the message's kind"))
+	}
+	for {
+		next, rep, err := m.RunJob(ctx, job)
+		var se *StageError
+		switch {
+		case errors.As(err, &se):
+			if rank[se.Stage] < rank[jobStage[job.Kind]] {
+				return queueworker.Snooze(m.opts.settle())
+			}
+			return nil
+		case errors.Is(err, errs.ErrInvalidInput):
+			return queueworker.Cancel(err)
+		case err != nil:
+			return err
+		}
+		m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", next != nil))...)
+		if next == nil {
+			return nil
+		}
+		if m.opts.Queue != nil {
+			return Enqueue(ctx, m.opts.Queue, *next)
+		}
+		job = *next
+	}
+}
+
+// Enqueue puts job on the queue of c, for a worker that registered the migration.
+//
+// Errors: ErrInvalidInput (job), those of queueworker.Enqueue.
+func Enqueue(ctx context.Context, c *queueworker.Client, job Job) error {
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	_, err := queueworker.Enqueue(ctx, c, job.Kind, job.Migration+"|"+job.Kind, job, nil)
+	return err
+}
+
+// Jobs returns the first job of kind split into parts by partition bounds (sorted, each
+// a PartitionKey where a part begins): parts that workers run at once.
+//
+// Errors: ErrInvalidInput.
+func (m *Migration[O, N]) Jobs(kind string, bounds ...string) ([]Job, error) {
+	p, ok := phases[kind]
+	if !ok {
+		return nil, errs.Invalid("kind", "not a migration job kind")
+	}
+	edges := append(append([]string{""}, bounds...), "")
+	out := make([]Job, 0, len(edges)-1)
+	for i := 0; i+1 < len(edges); i++ {
+		j := Job{Migration: m.spec.Name, Kind: kind, PartitionKeyFrom: edges[i], PartitionKeyTo: edges[i+1], Phase: p[0]}
+		if err := j.Validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tablepatterns/tablepatterns/patterns/migrate"
+	"github.com/tablepatterns/tablepatterns/queueworker"
+)
+
+// Migration is a live migration whose range jobs the archiver runs:
+// *migrate.Migration implements it. Register puts its job handlers on the worker's
+// registry (`archiver run`); Jobs splits one kind's job by partition bounds (`archiver
+// enqueue migrate-*`); Status reads its state record.
+type Migration interface {
+	Register(r *queueworker.Registry) error
+	Jobs(kind string, bounds ...string) ([]migrate.Job, error)
+	Status(ctx context.Context) (migrate.State, error)
+}
+
+// migrationJobs are the migration jobs of `archiver enqueue`.
+var migrationJobs = []string{migrate.KindBackfill, migrate.KindVerify, migrate.KindCleanUp, migrate.KindAbort}
+
+// stageOf is the stage whose jobs each kind is.
+var stageOf = map[string]migrate.Stage{migrate.KindBackfill: migrate.Backfill, migrate.KindVerify: migrate.Verify,
+	migrate.KindCleanUp: migrate.CleanUp, migrate.KindAbort: migrate.Aborting}
+
+// migration builds the migration name on e (once per command).
+func (e *Env) migration(name string) (Migration, error) {
+	build, ok := e.ext.migrations()[name]
+	if !ok {
+		return nil, usagef("extensions: no migration %q (this archiver's: %s)", name, strings.Join(e.ext.migrationNames(), ", "))
+	}
+	m, err := build(e)
+	if err == nil && isNil(m) {
+		err = usagef("extensions: the builder of migration %q returned no migration", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migration %s: %w", name, err)
+	}
+	return m, nil
+}
+
+func (x *Extensions) migrations() map[string]func(*Env) (Migration, error) {
+	if x == nil {
+		return nil
+	}
+	return x.Migrations
+}
+
+func (x *Extensions) migrationNames() []string {
+	var out []string
+	for name := range x.migrations() {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// boundList is a repeatable -pk-bound flag.
+type boundList []string
+
+func (b *boundList) String() string { return strings.Join(*b, ",") }
+
+func (b *boundList) Set(v string) error {
+	if v == "" || (len(*b) > 0 && v <= (*b)[len(*b)-1]) {
+		return usagef("-pk-bound: bounds are not empty and ascend")
+	}
+	*b = append(*b, v)
+	return nil
+}
+
+// enqueueMigration enqueues the jobs of one migration kind, one per part of the
+// partitions the -pk-bound flags cut, or with -dry-run prints them and sends nothing.
+// It prints the migration's stage first: jobs of a stage not reached wait (snoozed),
+// jobs of a stage left are dropped.
+func enqueueMigration(ctx context.Context, kind string, args []string, stdout, stderr io.Writer, getenv func(string) string, x *Extensions) error {
+	var c common
+	var name string
+	var bounds boundList
+	var dry bool
+	fs := newFlagSet("enqueue " + kind)
+	c.register(fs)
+	fs.StringVar(&name, "migration", "", "")
+	fs.Var(&bounds, "pk-bound", "")
+	fs.BoolVar(&dry, "dry-run", false, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if name == "" {
+		return usagef("enqueue %s: -migration NAME is required", kind)
+	}
+	if _, ok := x.migrations()[name]; !ok {
+		return usagef("enqueue %s: no migration %q (this archiver's: %s)", kind, name, strings.Join(x.migrationNames(), ", "))
+	}
+	e, err := setup(c, stderr, getenv)
+	if err != nil {
+		return err
+	}
+	qc := e.clients.Queues.NewQueueClient(e.queue)
+	q, err := queueworker.NewClient(qc, &queueworker.ClientOptions{Logger: e.logger})
+	if err != nil {
+		return err
+	}
+	m, err := x.env(e, q).migration(name)
+	if err != nil {
+		return err
+	}
+	jobs, err := m.Jobs(kind, bounds...)
+	if err != nil {
+		return err
+	}
+	st, err := m.Status(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "migration %s: stage %s since %s\n", name, stageName(st.Stage), st.Since.UTC().Format("2006-01-02T15:04:05Z"))
+	if st.Stage != stageOf[kind] {
+		fmt.Fprintf(stdout, "note: %s jobs act at stage %s; until then a worker snoozes them, after it drops them\n", kind, stageOf[kind])
+	}
+	for _, j := range jobs {
+		fmt.Fprintf(stdout, "  %s partitions [%s, %s)\n", j.Kind, orOpen(j.PartitionKeyFrom), orOpen(j.PartitionKeyTo))
+	}
+	if dry {
+		fmt.Fprintf(stdout, "dry run: %d %s jobs not enqueued\n", len(jobs), kind)
+		return nil
+	}
+	for i, j := range jobs {
+		err := migrate.Enqueue(ctx, q, j)
+		if i == 0 && queueMissing(err) {
+			if err = createQueue(ctx, qc); err == nil {
+				err = migrate.Enqueue(ctx, q, j)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "enqueued %d %s jobs on %s; progress: 'migrate: page done' lines of 'archiver run'\n", len(jobs), kind, e.queue)
+	return nil
+}
+
+func stageName(s migrate.Stage) string {
+	if s == "" {
+		return "none (not planned)"
+	}
+	return string(s)
+}
+
+func orOpen(s string) string {
+	if s == "" {
+		return "open"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// migrationUsage is the usage text of the migration jobs.
+func (x *Extensions) migrationUsage() string {
+	const head = `
+Live migrations (patterns/migrate):
+  archiver enqueue migrate-backfill|migrate-verify|migrate-cleanup|migrate-abort [flags]
+                              -migration NAME [-pk-bound PK ...] [-dry-run]
+                              the range jobs of a migration's stage, one per part of the
+                              partitions the bounds cut; -dry-run prints them and sends
+                              nothing; 'archiver run' logs each page ("migrate: page done")
+`
+	names := x.migrationNames()
+	if len(names) == 0 {
+		return head + "  This archiver has no migrations: a migration is Go code (its types, keys and\n  transform), so a team builds its own archiver with app.MainWith and Extensions.Migrations.\n"
+	}
+	return head + "  Migrations of this archiver: " + strings.Join(names, ", ") + "\n"
+}
