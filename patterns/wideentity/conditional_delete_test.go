@@ -43,3 +43,58 @@ func TestConditionalDeleteRefusedWhenAnUpdateLandsAfterItsRead(t *testing.T) {
 		t.Fatalf("stored revision %s, want the update's %s", rev, cur.Rev)
 	}
 }
+
+// A conditional Delete whose transaction landed but whose response was lost: the retry
+// finds the chunks gone, which is success ("A missing entity is success"), never a
+// precondition failure for its own write; and with a Put landing after a first attempt
+// that never reached the store, the retry is refused and the Put's version stays whole.
+func TestConditionalDeleteLostResponses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	s := store(t, b, nil)
+	for _, rk := range []string{"landed", "dropped"} {
+		if err := s.Insert(b.Ctx, &wideentity.Entity{PartitionKey: "P", RowKey: rk, Properties: year(2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	landed, err := s.Get(b.Ctx, "P", "landed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
+	err = s.Delete(b.Ctx, "P", "landed", &repo.DeleteOptions{ETag: landed.Rev})
+	if b.Proxy().Fired("lost") != 1 {
+		t.Fatal("the response was not lost: the test proves nothing")
+	}
+	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
+		t.Fatalf("conditional delete that landed, response lost: %v, want nil (or ErrOutcomeUnknown)", err)
+	}
+	if n := len(chunksOf(t, b, "P", "landed")); n != 0 {
+		t.Fatalf("%d chunks left", n)
+	}
+
+	dropped, err := s.Get(b.Ctx, "P", "dropped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Proxy().AddRule(faultproxy.Rule{Name: "dropped", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropBeforeForward()})
+	ps := b.Proxy().PauseAt("retried delete", faultproxy.IsBatch, 1)
+	t.Cleanup(ps.Release)
+	done := make(chan error, 1)
+	go func() { done <- s.Delete(b.Ctx, "P", "dropped", &repo.DeleteOptions{ETag: dropped.Rev}) }()
+	testbed.WaitHeld(t, ps)
+	cur, err := storeDirect(t, b, nil).Update(b.Ctx, "P", "dropped", func(e *wideentity.Entity) error { e.Properties["Name"] = "newer"; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.Release()
+	if err := <-done; !errors.Is(err, repo.ErrPreconditionFailed) && !errors.Is(err, repo.ErrOutcomeUnknown) {
+		t.Fatalf("retried delete at a revision overwritten in between: %v, want ErrPreconditionFailed (or ErrOutcomeUnknown)", err)
+	}
+	if b.Proxy().Fired("dropped") != 1 {
+		t.Fatal("the first attempt was not dropped: the test proves nothing")
+	}
+	if rev := checkWhole(t, b, "P", "dropped", 2); rev != cur.Rev {
+		t.Fatalf("stored revision %s, want the update's %s", rev, cur.Rev)
+	}
+}
