@@ -131,7 +131,9 @@ func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 // the entity (the RowKey of a value read through Lookup or Find), which is read first to
 // find the entity it belongs to. With opts.ETag (the ETag that the value read carries),
 // the delete is conditional: errs.ErrPreconditionFailed if any copy changed since (also
-// when the copy it names is gone).
+// when the copy it names is gone). A row under a copy's key that is not a copy of the
+// entity whose primary value it carries (stored data: forged, or moved since) deletes
+// nothing: errs.ErrNotFound, or errs.ErrPreconditionFailed with opts.ETag.
 //
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput (nothing sent),
 // errs.ErrOutcomeUnknown (a transaction that may have landed: see the package
