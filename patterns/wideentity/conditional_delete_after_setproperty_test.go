@@ -26,7 +26,7 @@ func TestConditionalDeleteRefusedAfterASetPropertySinceTheRead(t *testing.T) {
 	if err := s.SetProperty(b.Ctx, "P", "E", "D200", int32(999)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.Rev}); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.ETag()}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("delete given the revision read before a SetProperty: %v, want ErrPreconditionFailed", err)
 	}
 	checkWhole(t, b, "P", "E", 2)

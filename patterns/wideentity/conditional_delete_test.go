@@ -29,7 +29,7 @@ func TestConditionalDeleteRefusedWhenAnUpdateLandsAfterItsRead(t *testing.T) {
 	ps := b.Proxy().PauseAt("delete transaction", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
-	go func() { done <- s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.Rev}) }()
+	go func() { done <- s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.ETag()}) }()
 	testbed.WaitHeld(t, ps)
 	cur, err := storeDirect(t, b, nil).Update(b.Ctx, "P", "E", func(e *wideentity.Entity) error { e.Properties["Name"] = "newer"; return nil })
 	if err != nil {
@@ -62,7 +62,7 @@ func TestConditionalDeleteLostResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.IsBatch, Times: 1, Action: faultproxy.DropAfterForward()})
-	err = s.Delete(b.Ctx, "P", "landed", &repo.DeleteOptions{ETag: landed.Rev})
+	err = s.Delete(b.Ctx, "P", "landed", &repo.DeleteOptions{ETag: landed.ETag()})
 	if b.Proxy().Fired("lost") != 1 {
 		t.Fatal("the response was not lost: the test proves nothing")
 	}
@@ -81,7 +81,7 @@ func TestConditionalDeleteLostResponses(t *testing.T) {
 	ps := b.Proxy().PauseAt("retried delete", faultproxy.IsBatch, 1)
 	t.Cleanup(ps.Release)
 	done := make(chan error, 1)
-	go func() { done <- s.Delete(b.Ctx, "P", "dropped", &repo.DeleteOptions{ETag: dropped.Rev}) }()
+	go func() { done <- s.Delete(b.Ctx, "P", "dropped", &repo.DeleteOptions{ETag: dropped.ETag()}) }()
 	testbed.WaitHeld(t, ps)
 	cur, err := storeDirect(t, b, nil).Update(b.Ctx, "P", "dropped", func(e *wideentity.Entity) error { e.Properties["Name"] = "newer"; return nil })
 	if err != nil {
