@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -129,7 +131,9 @@ func (x *Intra[T]) Upsert(ctx context.Context, v *T) error {
 // the entity (the RowKey of a value read through Lookup or Find), which is read first to
 // find the entity it belongs to. With opts.ETag (the ETag that the value read carries),
 // the delete is conditional: errs.ErrPreconditionFailed if any copy changed since (also
-// when the copy it names is gone).
+// when the copy it names is gone). A row under a copy's key that is not a copy of the
+// entity whose primary value it carries (stored data: forged, or moved since) deletes
+// nothing: errs.ErrNotFound, or errs.ErrPreconditionFailed with opts.ETag.
 //
 // Errors: errs.ErrNotFound, errs.ErrPreconditionFailed, errs.ErrInvalidInput (nothing sent),
 // errs.ErrOutcomeUnknown (a transaction that may have landed: see the package
@@ -185,6 +189,9 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp, t *target) erro
 		if err != nil {
 			return fmt.Errorf("secondaryindex: the stored entity %s/%s has a value that cannot be indexed: %w", pk, ks[0], err)
 		}
+		if err := x.copyOfEntity(o, pk, ks[0], old, guardRK, guardETag); err != nil {
+			return err
+		}
 		gi, err := x.guard(&cur, o, pk, old, guardRK, guardETag)
 		if err != nil {
 			return err
@@ -195,6 +202,22 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp, t *target) erro
 		}
 		return x.submit(ctx, p, o, v, pk, missing)
 	})
+}
+
+// copyOfEntity checks, for a Delete by a copy's key (guardRK), that the entity the copy
+// named (read as old) has that copy: a row under a copy's key is stored data, and one that
+// is not the entity's copy (forged, or left by a write since) must not delete it. With an
+// ETag it is the caller's stale read; without, the copy named is no entity's: not found.
+// The error names the entity's primary copy, never the copy's key (it holds the value).
+func (x *Intra[T]) copyOfEntity(o changeOp, pk, primary string, old []string, guardRK, guardETag string) error {
+	if o != opDelete || guardRK == primary || slices.Contains(old[1:], guardRK) {
+		return nil
+	}
+	if guardETag != "" {
+		return x.stale(o, pk, primary)
+	}
+	return &errs.ServiceError{Op: o.String(), Resource: x.Name(), PartitionKey: pk, StatusCode: 404, Code: "ResourceNotFound",
+		Kind: errs.ErrNotFound, Err: errors.New("the row under the copy's key is not a copy of the entity it names")}
 }
 
 // guard finds which stored copy the caller's ETag belongs to: -1 when there is no ETag,

@@ -244,8 +244,9 @@ func (s *Store) SetProperty(ctx context.Context, pk, rk, name string, value any)
 // Delete removes a logical entity: it reads the keys of its chunks, then deletes them all
 // in one transaction, so that readers see the whole entity or nothing. A missing entity is
 // success, so Delete can be run again after a crash. Two requests. With opts.ETag set to
-// the revision a read returned (Entity.Rev) the delete is conditional on it; nil opts
-// deletes whatever is stored.
+// the version a read returned (Entity.ETag) the delete is conditional on every chunk read:
+// a write to any of them since, SetProperty's included, refuses it; nil opts deletes
+// whatever is stored.
 //
 // Errors: errs.ErrInvalidInput (keys; nothing sent), errs.ErrPreconditionFailed (opts.ETag
 // given and the entity written since), errs.ErrTransient, *repo.ActionError,
@@ -260,7 +261,7 @@ func (s *Store) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOpti
 		if err != nil {
 			return err
 		}
-		if err := s.checkRev(pk, rk, found, opts); err != nil {
+		if err := s.checkVersion(pk, rk, found, opts); err != nil {
 			return err
 		}
 		var actions []repo.Action

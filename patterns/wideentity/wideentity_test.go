@@ -351,11 +351,11 @@ func TestDeleteConditionalOnTheRevisionRead(t *testing.T) {
 	if cur.Rev == old.Rev {
 		t.Fatal("the update kept the revision")
 	}
-	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.Rev}); !errors.Is(err, repo.ErrPreconditionFailed) {
+	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: old.ETag()}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("delete of a stale revision: %v, want ErrPreconditionFailed", err)
 	}
 	checkWhole(t, b, "P", "E", 2)
-	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: cur.Rev}); err != nil {
+	if err := s.Delete(b.Ctx, "P", "E", &repo.DeleteOptions{ETag: cur.ETag()}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(chunksOf(t, b, "P", "E")); n != 0 {
