@@ -49,7 +49,7 @@ func TestTransientFaults(t *testing.T) {
 	cfg.MaxDequeueCount = 50
 	cfg.Concurrency = 8
 	w := b.worker(cfg)
-	b.drain(w, 120*time.Second)
+	b.drain(w)
 
 	if b.proxy.Fired("busy") == 0 || b.proxy.Fired("drop") == 0 {
 		t.Fatalf("faults did not fire: busy %d, drop %d", b.proxy.Fired("busy"), b.proxy.Fired("drop"))
@@ -112,7 +112,7 @@ func TestSnoozeAndRetryDelay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.drain(w, 60*time.Second)
+	b.drain(w)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -154,7 +154,7 @@ func TestLostLock(t *testing.T) {
 	cfg.VisibilityTimeout = 2 * time.Second
 	w := b.worker(cfg)
 	b.enqueue("job", "l", 1)
-	b.drain(w, 30*time.Second)
+	b.drain(w)
 	s := w.Stats()
 	if s.Lost != 1 || s.Processed != 1 || b.proxy.Fired("stale") != 1 {
 		t.Fatalf("stats %+v (stale fired %d): want the first delivery lost, the second processed", s, b.proxy.Fired("stale"))

@@ -81,7 +81,7 @@ func TestLoadWorkerUnderSustainedThrottling(t *testing.T) {
 	w := b.worker(b.config(reg))
 	model.Reset()
 	start := time.Now()
-	b.drain(w, 90*time.Second)
+	b.drain(w)
 	elapsed := time.Since(start)
 
 	st := model.Stats()
