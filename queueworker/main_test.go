@@ -90,9 +90,8 @@ func (b *bundle) worker(cfg Config) *Worker {
 		b.t.Fatalf("New: %v", err)
 	}
 	b.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.StopAndCancel(ctx); err != nil {
+		// No deadline of its own (t.Context is done by now): go test -timeout bounds it.
+		if err := w.StopAndCancel(context.Background()); err != nil {
 			b.t.Errorf("StopAndCancel: %v", err)
 		}
 	})
