@@ -90,21 +90,20 @@ func (b *bundle) worker(cfg Config) *Worker {
 		b.t.Fatalf("New: %v", err)
 	}
 	b.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.StopAndCancel(ctx); err != nil {
+		// No deadline of its own (t.Context is done by now): go test -timeout bounds it.
+		if err := w.StopAndCancel(context.Background()); err != nil {
 			b.t.Errorf("StopAndCancel: %v", err)
 		}
 	})
 	return w
 }
 
-// drain runs w.Drain with a deadline and fails the test if it does not drain.
-func (b *bundle) drain(w *Worker, d time.Duration) {
+// drain runs w.Drain and fails the test if it does not drain. It waits as long as the
+// worker makes progress (testenv.UntilStalled over progress), however loaded the machine:
+// only a worker that stops moving for testenv.DefaultStall is ended.
+func (b *bundle) drain(w *Worker) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
+	if err := testenv.UntilStalled(context.Background(), 0, func() int64 { return progress(w) }, w.Drain); err != nil {
 		b.t.Fatalf("Drain: %v (stats %+v)", err, w.Stats())
 	}
 }
@@ -165,15 +164,25 @@ func (b *bundle) peekAll(q *azqueue.QueueClient) []string {
 	return out
 }
 
-// eventually polls cond every 10 ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+// progress sums the counters of w that move while it works: each delivery, its outcome,
+// and each renewal (as archivetest.Progress). Empty polls are not progress: a drain that
+// polls forever for a message that never comes back is stalled.
+func progress(w *Worker) int64 {
+	s := w.Stats()
+	return s.Dequeued + s.Processed + s.Failed + s.Retried + s.Snoozed + s.Interrupted + s.Poisoned + s.Renewed
+}
+
+// eventually polls cond every 10 ms until it holds. It fails the test only when cond has
+// not held for testenv.DefaultStall, a bound for a hang that a loaded machine does not
+// reach (as testbed.WaitFor): a fixed deadline of seconds is one load can miss.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(testenv.DefaultStall)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			t.Fatalf("%s did not happen within %v", what, testenv.DefaultStall)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronisation by sleep
 	}
 }
 

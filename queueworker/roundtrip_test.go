@@ -64,7 +64,7 @@ func TestRoundTrip(t *testing.T) {
 		return nil
 	})
 	w := b.worker(b.config(reg))
-	b.drain(w, 30*time.Second)
+	b.drain(w)
 
 	want := map[string]item{"typed-1": {1, "via Enqueue"}, "raw-2": {2, "raw <&> JSON"}, "b64-3": {3, ""}}
 	if len(got) != len(want) {
@@ -134,7 +134,7 @@ func TestPoison(t *testing.T) {
 	if _, err := Enqueue(ctx, b.client, "order", "badpayload", "a string, not an item", nil); err != nil {
 		t.Fatal(err)
 	}
-	b.drain(w, 60*time.Second)
+	b.drain(w)
 
 	if n := count("fails"); n != DefaultMaxDequeueCount {
 		t.Errorf("failing message delivered %d times, want exactly %d", n, DefaultMaxDequeueCount)
@@ -190,7 +190,7 @@ func TestPoison(t *testing.T) {
 	if n := b.count(w.PoisonQueue()); n != 0 {
 		t.Errorf("poison queue holds %d after requeue", n)
 	}
-	b.drain(w, 60*time.Second)
+	b.drain(w)
 	if n := count("fails"); n != DefaultMaxDequeueCount+1 {
 		t.Errorf("requeued message delivered %d times in all, want %d", n, DefaultMaxDequeueCount+1)
 	}

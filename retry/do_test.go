@@ -209,17 +209,13 @@ func TestDoCancelDuringWait(t *testing.T) {
 	}()
 	<-waiting
 	cancel()
-	select {
-	case err := <-done:
-		var re *azcore.ResponseError
-		if !errors.Is(err, context.Canceled) || !errors.As(err, &re) || errors.Is(err, ErrTransient) {
-			t.Fatalf("Do = %v, want context.Canceled wrapping the last error", err)
-		}
-		if IsTransient(err) {
-			t.Error("a canceled Do is transient")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Do did not return after cancel")
+	err := <-done // a Do that ignores the cancel hangs until go test -timeout
+	var re *azcore.ResponseError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &re) || errors.Is(err, ErrTransient) {
+		t.Fatalf("Do = %v, want context.Canceled wrapping the last error", err)
+	}
+	if IsTransient(err) {
+		t.Error("a canceled Do is transient")
 	}
 }
 
@@ -243,9 +239,12 @@ func TestDoDeadlineShorterThanWait(t *testing.T) {
 	err := Do(ctx, p, testOp, func(ctx context.Context, attempt int) error {
 		return responseError(t, http.StatusServiceUnavailable, "ServerBusy")
 	})
+	// Returned with the deadline still ahead: it gave up at once, knowing the hour's wait
+	// would outlast it, rather than wait until the deadline (a minute is far more than a
+	// loaded machine needs for one call, and no fixed gap is asserted).
 	var ex *ExhaustedError
-	if !errors.As(err, &ex) || ex.Attempts != 1 || time.Since(start) > 10*time.Second {
-		t.Fatalf("Do = %v after %v, want an immediate *ExhaustedError", err, time.Since(start))
+	if !errors.As(err, &ex) || ex.Attempts != 1 || ctx.Err() != nil {
+		t.Fatalf("Do = %v after %v (context %v), want an *ExhaustedError before the deadline", err, time.Since(start), ctx.Err())
 	}
 }
 

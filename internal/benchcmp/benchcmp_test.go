@@ -2,9 +2,11 @@ package benchcmp
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // spin does work proportional to n, so that two sides have a known ratio of costs.
@@ -19,17 +21,31 @@ func spin(n int) error {
 	return nil
 }
 
+// Each side is timed around its own operation alone, Prepare left out, and ratio is the
+// second side's time over the first's. The sides sleep rather than compute: a sleep lasts at
+// least its duration and load only lengthens it, so the bounds below are ones a loaded
+// machine cannot cross (a CPU-timed ratio of 2-8 was: load stretches one side's spin and
+// not the other's).
 func TestRunReportsTheRatioOfTheSides(t *testing.T) {
+	const light, heavy, prepare = time.Millisecond, 4 * time.Millisecond, 200 * time.Millisecond
 	var prepared, ran [2]int
 	res := testing.Benchmark(func(b *testing.B) {
 		Run(b, &Options{Items: 10, Unit: "things"},
-			Side{Name: "light", Op: func(int) error { ran[0]++; return spin(20000) }},
-			Side{Name: "heavy", Prepare: func(int) error { prepared[1]++; return spin(200000) },
-				Op: func(int) error { ran[1]++; return spin(80000) }})
+			Side{Name: "light", Op: func(int) error { ran[0]++; time.Sleep(light); return nil }},
+			Side{Name: "heavy", Prepare: func(int) error { prepared[1]++; time.Sleep(prepare); return nil },
+				Op: func(int) error { ran[1]++; time.Sleep(heavy); return nil }})
 	})
-	ratio := res.Extra["ratio"]
-	if ratio < 2 || ratio > 8 { // 4x the work, and Prepare's 40x left out of the time
-		t.Fatalf("ratio %.2f, want about 4 (metrics %v)", ratio, res.Extra)
+	lightNs, heavyNs, ratio := res.Extra["light-ns/op"], res.Extra["heavy-ns/op"], res.Extra["ratio"]
+	if lightNs < float64(light) || heavyNs < float64(heavy) {
+		t.Fatalf("light %.0f ns/op, heavy %.0f ns/op: less than the %v and %v each operation sleeps (metrics %v)", lightNs, heavyNs, light, heavy, res.Extra)
+	}
+	// Prepare's 200 ms in heavy's time would put it at 204 ms and more; a 4 ms sleep that
+	// load stretches by 196 ms on average is not a loaded machine but a stopped one.
+	if heavyNs >= float64(prepare) {
+		t.Fatalf("heavy %.0f ns/op: Prepare's %v counted in the operation's time (metrics %v)", heavyNs, prepare, res.Extra)
+	}
+	if want := heavyNs / lightNs; math.Abs(ratio-want) > 1e-9*want {
+		t.Fatalf("ratio %v, want heavy's time over light's, %v (metrics %v)", ratio, want, res.Extra)
 	}
 	if ran[0] != ran[1] || prepared[1] != ran[1] || ran[0] == 0 {
 		t.Fatalf("operations %v, prepared %v: the sides must alternate one for one", ran, prepared)

@@ -177,11 +177,7 @@ func TestAdviseExtremesNeitherLoopNorPanic(t *testing.T) {
 				}
 			}, &c.opts)
 		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: Advise did not return", c.name)
-		}
+		<-done // an Advise that never returns hangs until go test -timeout
 		if err != nil {
 			continue
 		}

@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"testing"
@@ -74,14 +73,13 @@ func (b *Bed) TakeMessages(q *queueworker.Client) []Envelope {
 	}
 }
 
-// WaitHeld waits until ps holds its request (a fault proxy pause), failing the test after a
-// minute: the step of a window test between arming a pause and running the competing
-// operation.
+// WaitHeld waits until ps holds its request (a fault proxy pause): the step of a window
+// test between arming a pause and running the competing operation. A request that never
+// arrives hangs the test until go test -timeout, whose goroutine dump shows the wait: a
+// fixed deadline is one a loaded machine can miss.
 func WaitHeld(t testing.TB, ps *faultproxy.Pause) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if err := ps.Wait(ctx); err != nil {
+	if err := ps.Wait(t.Context()); err != nil {
 		t.Fatalf("%s: the request never arrived: %v", ps.Name(), err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,9 +44,10 @@ func binary(t *testing.T) string {
 	return bin
 }
 
-// runUntilTerm starts bin with args against the test account, waits (polling with a
-// deadline) until its stderr holds started, sends SIGTERM, and returns what it wrote and
-// how it exited.
+// runUntilTerm starts bin with args against the test account, waits until its stderr holds
+// started, sends SIGTERM, and returns what it wrote and how it exited. It fails t if the
+// archiver exits first or writes nothing for testenv.DefaultStall: a stall, not a slow
+// machine (the overall bound is go test -timeout).
 func runUntilTerm(t *testing.T, bin, started string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut syncBuffer
@@ -57,19 +57,25 @@ func runUntilTerm(t *testing.T, bin, started string, args ...string) (stdout, st
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	last, moved := 0, time.Now()
 	for !strings.Contains(errOut.String(), started) {
+		if n := len(errOut.String()); n != last {
+			last, moved = n, time.Now()
+		} else if idle := time.Since(moved); idle > testenv.DefaultStall {
+			t.Fatalf("the archiver did not start; it wrote nothing for %v:\n%s", idle.Round(time.Second), errOut.String())
+		}
 		select {
-		case <-ctx.Done():
-			t.Fatalf("the archiver did not start:\n%s", errOut.String())
-		case <-time.After(20 * time.Millisecond):
+		case err := <-exited:
+			t.Fatalf("the archiver exited (%v) before it started:\n%s", err, errOut.String())
+		case <-time.After(20 * time.Millisecond): // polling its output, not synchronisation by sleep
 		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err = <-exited
 	return out.String(), errOut.String(), err
 }
 

@@ -51,15 +51,20 @@ func start(t *testing.T, bin string, env []string, args ...string) *process {
 	return p
 }
 
-// waitFor polls, with a deadline, until cond holds; it fails t with what the archiver wrote.
+// waitFor polls until cond holds. It fails t, with what the archiver wrote, only when the
+// archiver has written nothing new for testenv.DefaultStall (a stall, not a slow machine:
+// the overall bound is go test -timeout).
 func (p *process) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	written := func() int { return len(p.stdout.String()) + len(p.stderr.String()) }
+	last, moved := written(), time.Now()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s\nstdout: %s\nstderr: %s", what, p.stdout.String(), p.stderr.String())
+		if n := written(); n != last {
+			last, moved = n, time.Now()
+		} else if idle := time.Since(moved); idle > testenv.DefaultStall {
+			t.Fatalf("waiting for %s: the archiver wrote nothing for %v\nstdout: %s\nstderr: %s", what, idle.Round(time.Second), p.stdout.String(), p.stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline, not synchronisation by sleep
+		time.Sleep(20 * time.Millisecond) // polling a condition, not synchronisation by sleep
 	}
 }
 
