@@ -105,17 +105,18 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 		return err
 	case (o == opUpdate || o == opDelete) && !c.found:
 		return present(c, nil, pk, rk)
-	case (o == opUpdate || o == opDelete) && etag != "" && etag != c.etag && etag != c.srcETag:
+	case (o == opUpdate || o == opDelete) && etag != "" && etag != c.etag &&
+		(etag != c.srcETag || c.srcETag == detachedETag):
 		return errs.Precondition("update", m.tgt.Name(), pk, rk, "the ETag is not the entity's")
 	}
 	if o == opDelete {
 		return m.tgt.Delete(ctx, c.e.PartitionKey, c.e.RowKey, &repo.DeleteOptions{ETag: c.etag})
 	}
-	src := c.srcETag
-	if !c.found {
-		src = detachedETag
-	}
-	e, err := m.newCopy(*v, pk, rk, src, true)
+	// The copy written now is a version the old entity never held: it records no old
+	// version, so an ETag read of the old layout before it matches it no more (a write
+	// If-Match that ETag would overwrite this one). finish deleted the old entity above
+	// (or in the process that wrote the copy first), so no delete needs the old version.
+	e, err := m.newCopy(*v, pk, rk, detachedETag, true)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 }
 
 // detachedETag is what a copy written after clean-up began records as its source
-// version when it never had an old entity.
+// version: it was made of no version of the old entity.
 const detachedETag = `W/"detached"`
 
 // writeCopy writes the copy of the old entity s: an insert where there was none, a
