@@ -117,7 +117,11 @@
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
 //     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
-//     TestForeignRowAtCopyKeysRefusedNotReplaced).
+//     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
+//     before clean-up began, or of a version the old entity does not hold, is refused and
+//     never read nor lets clean-up delete the old entity:
+//     TestForgedDetachedCopyBeforeCleanUpRefusedNeverRead,
+//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity).
 //
 // # Planning
 //
