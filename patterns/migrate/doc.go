@@ -130,7 +130,10 @@
 // before anything is written. Cost: one scan of the source's keys and a map of two keys
 // per entity in memory. Keys must be a pure function of the old keys, and in a same-table
 // migration its image must stay out of the old key space for keys written later too (a
-// prefix the old keys never have): a write at an old key where a copy sits is refused.
+// prefix the old keys never have): a write at an old key where a copy sits is refused
+// and never replaces nor deletes the copy; for it, a write the application made
+// unconditional (Upsert, Update or Delete without an ETag) reads the row first and
+// writes If-Match it, one more request (TestWriteAtAnOldKeyWhereACopySitsRefused).
 //
 // # Schema evolution without a key change (schema.go)
 //

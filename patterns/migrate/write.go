@@ -76,18 +76,61 @@ func checkKeys(pk, rk string) error {
 	return nil
 }
 
-// writeOld is the application's write on the old layout, as the application asked.
+// writeOld is the application's write on the old layout, as the application asked. In
+// a same-table migration a copy may sit at old keys written after Plan: the write never
+// replaces nor deletes it (writeOldGuarded), and is refused (ErrInvalidInput).
 func (m *Migration[O, N]) writeOld(ctx context.Context, o op, v *O, pk, rk, etag string) error {
 	t := m.spec.Source
+	if m.sameTable && etag == "" && o != opInsert {
+		return m.writeOldGuarded(ctx, o, v, pk, rk)
+	}
 	switch o {
 	case opInsert:
-		return t.Insert(ctx, v)
+		err := t.Insert(ctx, v)
+		if m.sameTable && errors.Is(err, repo.ErrAlreadyExists) {
+			if _, rerr := m.readSource(ctx, pk, rk); errors.Is(rerr, errs.ErrInvalidInput) {
+				return rerr
+			}
+		}
+		return err
 	case opUpsert:
 		return t.Upsert(ctx, v, nil)
 	case opUpdate:
 		return t.Update(ctx, v, nil)
 	}
 	return t.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: etag})
+}
+
+// writeOldGuarded is a write the application made unconditional (Upsert, or Update and
+// Delete without an ETag), in a same-table migration: it reads the row first, refuses a
+// copy there, and writes If-Match the row read (or inserts where there was none), so a
+// copy written at those keys meanwhile is never replaced; a conflict reads again.
+func (m *Migration[O, N]) writeOldGuarded(ctx context.Context, o op, v *O, pk, rk string) error {
+	t, c := m.spec.Source, m.spec.Source.Codec()
+	for round := 1; ; round++ {
+		s, err := m.readSource(ctx, pk, rk)
+		switch {
+		case err != nil:
+		case !s.found && o != opUpsert:
+			err = present(s, nil, pk, rk)
+		case !s.found:
+			err = t.Insert(ctx, v)
+		case o == opDelete:
+			err = t.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: s.etag})
+		default:
+			c.SetETag(v, s.etag)
+			err = t.Update(ctx, v, nil)
+		}
+		if err == nil || !conflict(err) || !s.found && o != opUpsert {
+			if err != nil && v != nil {
+				c.SetETag(v, "")
+			}
+			return err
+		}
+		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
+			return err
+		}
+	}
 }
 
 // writeNew is a write once clean-up began: the entity is first finished (copy current,
