@@ -105,7 +105,16 @@
 //     (TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy,
 //     TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied,
 //     TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack,
-//     TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack);
+//     TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack), or
+//     between its copy write and its confirming re-read
+//     (TestOldWriteWithoutItsCopyBetweenCopyWriteAndConfirmingReadIsCopied,
+//     TestOldDeleteWithoutItsCopyStepBetweenCopyWriteAndConfirmingReadNeverComesBack), and
+//     an application delete or write in clean-up's window between its reads and its copy
+//     write (TestDeleteWhileCleanUpFinishesTheEntityNeverComesBack,
+//     TestWriteWhileCleanUpFinishesTheEntityIsKept);
+//   - transitions: two from one record at once move it once
+//     (TestTwoTransitionsFromOneRecordMoveItOnce), and an abort landing inside Advance's
+//     verify pass wins (TestAbortDuringAdvancesVerifyPassWinsAndLeavesTheOldLayout);
 //   - lost responses on copy writes and deletes, the old layout's deletes and the state
 //     transitions (TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing);
 //   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);

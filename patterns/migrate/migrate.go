@@ -190,6 +190,7 @@ func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string, cleaning 
 		}
 		if err == nil {
 			wrote = true
+			m.seams.afterCopyWrite(ctx, pk, rk)
 			again, rerr := m.readSource(ctx, pk, rk)
 			if rerr != nil || again.found == s.found && again.etag == s.etag {
 				return wrote, rerr
