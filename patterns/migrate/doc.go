@@ -89,7 +89,8 @@
 // (a write between its two steps, or one that failed between them, is read from the old
 // layout: TestOldWriteWithoutItsCopyIsStillReadAtCutOver); once CleanUp began, a
 // detached copy is newer than anything left in the old layout, since no process writes
-// the old layout any more. An ETag a Get returned before CleanUp (the old entity's) is
+// the old layout any more; an old entity gone since its copy was read sends the read back
+// to the copy (TestReadWhileCleanUpFinishesTheEntityNeverMisses). An ETag a Get returned before CleanUp (the old entity's) is
 // accepted by one write after it began, and refused once the entity was written since
 // (TestETagReadBeforeCleanUpRefusedOnceTheEntityChanged).
 //

@@ -143,7 +143,21 @@ func (m *Migration[O, N]) Get(ctx context.Context, pk, rk string) (N, error) {
 		case stage == Done:
 			return zero, present(version{}, nil, pk, rk)
 		}
+		if m.seams.getBetween != nil {
+			m.seams.getBetween(pk, rk)
+		}
 		s, err := m.readSource(ctx, pk, rk)
+		if err == nil && !s.found && stage == CleanUp {
+			// The clean-up may have finished the entity since the copy was read: the
+			// copy detached, then the old entity deleted. Once the old entity is gone
+			// nothing writes the old layout again, so the copy read now decides.
+			if c, err = m.readCopy(ctx, pk, rk); err != nil {
+				return zero, err
+			}
+			if c.found && c.detached {
+				return m.decodeNew(c.e, c.etag)
+			}
+		}
 		if err := present(s, err, pk, rk); err != nil {
 			return zero, err
 		}

@@ -10,6 +10,9 @@ type seams struct {
 	// copyWritten runs after a copy write (or delete) succeeded and before converge's
 	// confirming re-read of the old entity.
 	copyWritten func(ctx context.Context, pk, rk string)
+	// getBetween runs in Get at CutOver and CleanUp, after the copy was read and before
+	// the old entity is read.
+	getBetween func(pk, rk string)
 	// stateRead runs after each read of the state record for a process's view.
 	stateRead func()
 }
