@@ -127,6 +127,7 @@
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
 //     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
+//     TestJobCheckpointOutsideItsRangeRefusedBeforeAnyRequest,
 //     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
 //     before clean-up began, or of a version the old entity does not hold, is refused and
 //     never read nor lets clean-up delete the old entity:
