@@ -92,7 +92,9 @@
 // the old layout any more; an old entity gone since its copy was read sends the read back
 // to the copy (TestReadWhileCleanUpFinishesTheEntityNeverMisses). An ETag a Get returned before CleanUp (the old entity's) is
 // accepted by one write after it began, and refused once the entity was written since
-// (TestETagReadBeforeCleanUpRefusedOnceTheEntityChanged).
+// (TestETagReadBeforeCleanUpRefusedOnceTheEntityChanged); an Update or Delete without an
+// ETag never meets errs.ErrPreconditionFailed from another write
+// (TestUnconditionalWritesOnceCleanUpBeganNeverMeetPreconditionFailed).
 //
 // # Promises and the tests that prove them (against the server)
 //

@@ -13,6 +13,9 @@ type seams struct {
 	// getBetween runs in Get at CutOver and CleanUp, after the copy was read and before
 	// the old entity is read.
 	getBetween func(pk, rk string)
+	// newWrite runs in a write once clean-up began, after the copy was read and before
+	// it is written.
+	newWrite func(pk, rk string)
 	// stateRead runs after each read of the state record for a process's view.
 	stateRead func()
 }

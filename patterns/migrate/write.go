@@ -142,6 +142,21 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 			return err
 		}
 	}
+	for round := 1; ; round++ {
+		err := m.writeCopyAlone(ctx, o, v, pk, rk, etag)
+		// The copy is written If-Match the version read; a write the application made
+		// unconditional reads again when another write moved first.
+		if etag != "" || o == opInsert || !errors.Is(err, repo.ErrPreconditionFailed) {
+			return err
+		}
+		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
+			return err
+		}
+	}
+}
+
+// writeCopyAlone is one attempt of writeNew once the entity is finished.
+func (m *Migration[O, N]) writeCopyAlone(ctx context.Context, o op, v *O, pk, rk, etag string) error {
 	c, err := m.readCopy(ctx, pk, rk)
 	switch {
 	case err != nil:
@@ -152,13 +167,16 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 		(etag != c.srcETag || c.srcETag == detachedETag):
 		return errs.Precondition("update", m.tgt.Name(), pk, rk, "the ETag is not the entity's")
 	}
+	if m.seams.newWrite != nil {
+		m.seams.newWrite(pk, rk)
+	}
 	if o == opDelete {
 		return m.tgt.Delete(ctx, c.e.PartitionKey, c.e.RowKey, &repo.DeleteOptions{ETag: c.etag})
 	}
 	// The copy written now is a version the old entity never held: it records no old
 	// version, so an ETag read of the old layout before it matches it no more (a write
-	// If-Match that ETag would overwrite this one). finish deleted the old entity above
-	// (or in the process that wrote the copy first), so no delete needs the old version.
+	// If-Match that ETag would overwrite this one). finish deleted the old entity (here
+	// or in the process that wrote the copy first), so no delete needs the old version.
 	e, err := m.newCopy(*v, pk, rk, detachedETag, true)
 	if err != nil {
 		return err
