@@ -89,7 +89,12 @@
 // (a write between its two steps, or one that failed between them, is read from the old
 // layout: TestOldWriteWithoutItsCopyIsStillReadAtCutOver); once CleanUp began, a
 // detached copy is newer than anything left in the old layout, since no process writes
-// the old layout any more.
+// the old layout any more; an old entity gone since its copy was read sends the read back
+// to the copy (TestReadWhileCleanUpFinishesTheEntityNeverMisses). An ETag a Get returned before CleanUp (the old entity's) is
+// accepted by one write after it began, and refused once the entity was written since
+// (TestETagReadBeforeCleanUpRefusedOnceTheEntityChanged); an Update or Delete without an
+// ETag never meets errs.ErrPreconditionFailed from another write
+// (TestUnconditionalWritesOnceCleanUpBeganNeverMeetPreconditionFailed).
 //
 // # Promises and the tests that prove them (against the server)
 //
@@ -103,7 +108,16 @@
 //     (TestWriterBetweenBackfillReadAndCopyWriteNeverLeavesAnOlderCopy,
 //     TestOldWriteWithoutItsCopyBetweenBackfillReadAndCopyWriteIsCopied,
 //     TestDeleteBetweenBackfillReadAndCopyWriteNeverComesBack,
-//     TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack);
+//     TestOldDeleteWithoutItsCopyStepBetweenBackfillReadAndCopyWriteNeverComesBack), or
+//     between its copy write and its confirming re-read
+//     (TestOldWriteWithoutItsCopyBetweenCopyWriteAndConfirmingReadIsCopied,
+//     TestOldDeleteWithoutItsCopyStepBetweenCopyWriteAndConfirmingReadNeverComesBack), and
+//     an application delete or write in clean-up's window between its reads and its copy
+//     write (TestDeleteWhileCleanUpFinishesTheEntityNeverComesBack,
+//     TestWriteWhileCleanUpFinishesTheEntityIsKept);
+//   - transitions: two from one record at once move it once
+//     (TestTwoTransitionsFromOneRecordMoveItOnce), and an abort landing inside Advance's
+//     verify pass wins (TestAbortDuringAdvancesVerifyPassWinsAndLeavesTheOldLayout);
 //   - lost responses on copy writes and deletes, the old layout's deletes and the state
 //     transitions (TestLostResponsesOnCopiesAndCleanUpDeletesLoseNothing);
 //   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
@@ -115,7 +129,12 @@
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
 //     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
-//     TestForeignRowAtCopyKeysRefusedNotReplaced).
+//     TestJobCheckpointOutsideItsRangeRefusedBeforeAnyRequest,
+//     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
+//     before clean-up began, or of a version the old entity does not hold, is refused and
+//     never read nor lets clean-up delete the old entity:
+//     TestForgedDetachedCopyBeforeCleanUpRefusedNeverRead,
+//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity).
 //
 // # Planning
 //
@@ -124,7 +143,10 @@
 // before anything is written. Cost: one scan of the source's keys and a map of two keys
 // per entity in memory. Keys must be a pure function of the old keys, and in a same-table
 // migration its image must stay out of the old key space for keys written later too (a
-// prefix the old keys never have): a write at an old key where a copy sits is refused.
+// prefix the old keys never have): a write at an old key where a copy sits is refused
+// and never replaces nor deletes the copy; for it, a write the application made
+// unconditional (Upsert, Update or Delete without an ETag) reads the row first and
+// writes If-Match it, one more request (TestWriteAtAnOldKeyWhereACopySitsRefused).
 //
 // # Schema evolution without a key change (schema.go)
 //

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -109,7 +110,7 @@ func (m *Migration[O, N]) write(ctx context.Context, op op, v *O, pk, rk, etag s
 	}
 	switch stage {
 	case DualWrite, Backfill, Verify, CutOver:
-		_, err = m.converge(ctx, pk, rk)
+		_, err = m.converge(ctx, pk, rk, false)
 	case Aborting:
 		err = m.dropCopy(ctx, pk, rk)
 	}
@@ -135,12 +136,28 @@ func (m *Migration[O, N]) Get(ctx context.Context, pk, rk string) (N, error) {
 		switch {
 		case err != nil:
 			return zero, err
+		case c.found && c.detached && stage == CutOver:
+			return zero, forgedDetached(pk, rk)
 		case c.found && (c.detached || stage == Done):
 			return m.decodeNew(c.e, c.etag)
 		case stage == Done:
 			return zero, present(version{}, nil, pk, rk)
 		}
+		if m.seams.getBetween != nil {
+			m.seams.getBetween(pk, rk)
+		}
 		s, err := m.readSource(ctx, pk, rk)
+		if err == nil && !s.found && stage == CleanUp {
+			// The clean-up may have finished the entity since the copy was read: the
+			// copy detached, then the old entity deleted. Once the old entity is gone
+			// nothing writes the old layout again, so the copy read now decides.
+			if c, err = m.readCopy(ctx, pk, rk); err != nil {
+				return zero, err
+			}
+			if c.found && c.detached {
+				return m.decodeNew(c.e, c.etag)
+			}
+		}
 		if err := present(s, err, pk, rk); err != nil {
 			return zero, err
 		}
@@ -162,10 +179,15 @@ func (m *Migration[O, N]) Get(ctx context.Context, pk, rk string) (N, error) {
 // is written If-Match what was read; and the old entity is read again after the write:
 // changed or gone since, the round starts over. So writers, backfill and deletes
 // converge, and a deleted entity never comes back. It reports whether it wrote.
-func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string) (bool, error) {
+// cleaning is true under CleanUp's rules: only clean-up detaches a copy, so before it a
+// detached copy was not written by the migration and is refused, never trusted.
+func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string, cleaning bool) (bool, error) {
 	wrote := false
 	for round := 1; ; round++ {
 		c, err := m.readCopy(ctx, pk, rk)
+		if err == nil && c.detached && !cleaning {
+			return wrote, forgedDetached(pk, rk)
+		}
 		if err != nil || c.detached {
 			return wrote, err
 		}
@@ -182,6 +204,7 @@ func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string) (bool, er
 		}
 		if err == nil {
 			wrote = true
+			m.seams.afterCopyWrite(ctx, pk, rk)
 			again, rerr := m.readSource(ctx, pk, rk)
 			if rerr != nil || again.found == s.found && again.etag == s.etag {
 				return wrote, rerr
@@ -200,7 +223,7 @@ func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string) (bool, er
 // the old entity deleted If-Match the version the copy holds.
 func (m *Migration[O, N]) finish(ctx context.Context, pk, rk string) error {
 	for round := 1; ; round++ {
-		if _, err := m.converge(ctx, pk, rk); err != nil {
+		if _, err := m.converge(ctx, pk, rk, true); err != nil {
 			return err
 		}
 		c, err := m.readCopy(ctx, pk, rk)
@@ -209,8 +232,11 @@ func (m *Migration[O, N]) finish(ctx context.Context, pk, rk string) error {
 		}
 		if !c.detached {
 			err = m.detach(ctx, c)
-		} else {
-			err = m.deleteOld(ctx, pk, rk, c.srcETag)
+		} else if err = m.deleteOld(ctx, pk, rk, c.srcETag); errors.Is(err, repo.ErrPreconditionFailed) {
+			// No process writes the old layout once clean-up began, and the copy was
+			// detached at the old version it records: a detached copy of another
+			// version was not made by the migration. Refused; the old entity stays.
+			return errs.Invalid("copy", "the detached copy of (%s, %s) records a version the old entity does not hold", pk, rk)
 		}
 		switch {
 		case err == nil && c.detached:
@@ -243,14 +269,14 @@ func (m *Migration[O, N]) act(ctx context.Context, job Job, row *codec.Entity, r
 	}
 	switch job.Kind {
 	case KindBackfill:
-		wrote, err := m.converge(ctx, pk, rk)
+		wrote, err := m.converge(ctx, pk, rk, false)
 		rep.copied(wrote)
 		return err
 	case KindVerify:
 		if err := m.classify(ctx, job.Phase, pk, rk, rep); err != nil {
 			return err
 		}
-		_, err := m.converge(ctx, pk, rk)
+		_, err := m.converge(ctx, pk, rk, false)
 		return err
 	case KindCleanUp:
 		return m.finish(ctx, pk, rk)
@@ -288,4 +314,9 @@ func (m *Migration[O, N]) checkKeys(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// forgedDetached is the refusal of a detached copy before clean-up began.
+func forgedDetached(pk, rk string) error {
+	return errs.Invalid("copy", "the row at the new keys of (%s, %s) claims to be detached before clean-up began", pk, rk)
 }

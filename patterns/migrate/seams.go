@@ -7,6 +7,15 @@ type seams struct {
 	// copyWrite runs after a copy's old entity was read and before the copy is written
 	// (or, the old entity gone, deleted).
 	copyWrite func(ctx context.Context, pk, rk string)
+	// copyWritten runs after a copy write (or delete) succeeded and before converge's
+	// confirming re-read of the old entity.
+	copyWritten func(ctx context.Context, pk, rk string)
+	// getBetween runs in Get at CutOver and CleanUp, after the copy was read and before
+	// the old entity is read.
+	getBetween func(pk, rk string)
+	// newWrite runs in a write once clean-up began, after the copy was read and before
+	// it is written.
+	newWrite func(pk, rk string)
 	// stateRead runs after each read of the state record for a process's view.
 	stateRead func()
 }
@@ -14,5 +23,11 @@ type seams struct {
 func (s *seams) beforeCopyWrite(ctx context.Context, pk, rk string) {
 	if s.copyWrite != nil {
 		s.copyWrite(ctx, pk, rk)
+	}
+}
+
+func (s *seams) afterCopyWrite(ctx context.Context, pk, rk string) {
+	if s.copyWritten != nil {
+		s.copyWritten(ctx, pk, rk)
 	}
 }

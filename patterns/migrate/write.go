@@ -76,18 +76,61 @@ func checkKeys(pk, rk string) error {
 	return nil
 }
 
-// writeOld is the application's write on the old layout, as the application asked.
+// writeOld is the application's write on the old layout, as the application asked. In
+// a same-table migration a copy may sit at old keys written after Plan: the write never
+// replaces nor deletes it (writeOldGuarded), and is refused (ErrInvalidInput).
 func (m *Migration[O, N]) writeOld(ctx context.Context, o op, v *O, pk, rk, etag string) error {
 	t := m.spec.Source
+	if m.sameTable && etag == "" && o != opInsert {
+		return m.writeOldGuarded(ctx, o, v, pk, rk)
+	}
 	switch o {
 	case opInsert:
-		return t.Insert(ctx, v)
+		err := t.Insert(ctx, v)
+		if m.sameTable && errors.Is(err, repo.ErrAlreadyExists) {
+			if _, rerr := m.readSource(ctx, pk, rk); errors.Is(rerr, errs.ErrInvalidInput) {
+				return rerr
+			}
+		}
+		return err
 	case opUpsert:
 		return t.Upsert(ctx, v, nil)
 	case opUpdate:
 		return t.Update(ctx, v, nil)
 	}
 	return t.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: etag})
+}
+
+// writeOldGuarded is a write the application made unconditional (Upsert, or Update and
+// Delete without an ETag), in a same-table migration: it reads the row first, refuses a
+// copy there, and writes If-Match the row read (or inserts where there was none), so a
+// copy written at those keys meanwhile is never replaced; a conflict reads again.
+func (m *Migration[O, N]) writeOldGuarded(ctx context.Context, o op, v *O, pk, rk string) error {
+	t, c := m.spec.Source, m.spec.Source.Codec()
+	for round := 1; ; round++ {
+		s, err := m.readSource(ctx, pk, rk)
+		switch {
+		case err != nil:
+		case !s.found && o != opUpsert:
+			err = present(s, nil, pk, rk)
+		case !s.found:
+			err = t.Insert(ctx, v)
+		case o == opDelete:
+			err = t.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: s.etag})
+		default:
+			c.SetETag(v, s.etag)
+			err = t.Update(ctx, v, nil)
+		}
+		if err == nil || !conflict(err) || !s.found && o != opUpsert {
+			if err != nil && v != nil {
+				c.SetETag(v, "")
+			}
+			return err
+		}
+		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
+			return err
+		}
+	}
 }
 
 // writeNew is a write once clean-up began: the entity is first finished (copy current,
@@ -99,23 +142,42 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 			return err
 		}
 	}
+	for round := 1; ; round++ {
+		err := m.writeCopyAlone(ctx, o, v, pk, rk, etag)
+		// The copy is written If-Match the version read; a write the application made
+		// unconditional reads again when another write moved first.
+		if etag != "" || o == opInsert || !errors.Is(err, repo.ErrPreconditionFailed) {
+			return err
+		}
+		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
+			return err
+		}
+	}
+}
+
+// writeCopyAlone is one attempt of writeNew once the entity is finished.
+func (m *Migration[O, N]) writeCopyAlone(ctx context.Context, o op, v *O, pk, rk, etag string) error {
 	c, err := m.readCopy(ctx, pk, rk)
 	switch {
 	case err != nil:
 		return err
 	case (o == opUpdate || o == opDelete) && !c.found:
 		return present(c, nil, pk, rk)
-	case (o == opUpdate || o == opDelete) && etag != "" && etag != c.etag && etag != c.srcETag:
+	case (o == opUpdate || o == opDelete) && etag != "" && etag != c.etag &&
+		(etag != c.srcETag || c.srcETag == detachedETag):
 		return errs.Precondition("update", m.tgt.Name(), pk, rk, "the ETag is not the entity's")
+	}
+	if m.seams.newWrite != nil {
+		m.seams.newWrite(pk, rk)
 	}
 	if o == opDelete {
 		return m.tgt.Delete(ctx, c.e.PartitionKey, c.e.RowKey, &repo.DeleteOptions{ETag: c.etag})
 	}
-	src := c.srcETag
-	if !c.found {
-		src = detachedETag
-	}
-	e, err := m.newCopy(*v, pk, rk, src, true)
+	// The copy written now is a version the old entity never held: it records no old
+	// version, so an ETag read of the old layout before it matches it no more (a write
+	// If-Match that ETag would overwrite this one). finish deleted the old entity (here
+	// or in the process that wrote the copy first), so no delete needs the old version.
+	e, err := m.newCopy(*v, pk, rk, detachedETag, true)
 	if err != nil {
 		return err
 	}
@@ -135,7 +197,7 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 }
 
 // detachedETag is what a copy written after clean-up began records as its source
-// version when it never had an old entity.
+// version: it was made of no version of the old entity.
 const detachedETag = `W/"detached"`
 
 // writeCopy writes the copy of the old entity s: an insert where there was none, a
