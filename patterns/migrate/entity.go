@@ -192,3 +192,18 @@ func conflict(err error) bool {
 	return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) ||
 		errors.Is(err, repo.ErrNotFound) || errors.Is(err, repo.ErrOutcomeUnknown)
 }
+
+// readSourceAfterCopy is Get's read of the old entity, after it read the copy.
+func (m *Migration[O, N]) readSourceAfterCopy(ctx context.Context, pk, rk string) (version, error) {
+	if m.seams.getBetween != nil {
+		m.seams.getBetween(pk, rk)
+	}
+	return m.readSource(ctx, pk, rk)
+}
+
+// confirmSource is the copy rule's read of the old entity again after the copy was
+// written: changed or gone since, the round starts over.
+func (m *Migration[O, N]) confirmSource(ctx context.Context, pk, rk string) (version, error) {
+	m.seams.afterCopyWrite(ctx, pk, rk)
+	return m.readSource(ctx, pk, rk)
+}

@@ -143,10 +143,7 @@ func (m *Migration[O, N]) Get(ctx context.Context, pk, rk string) (N, error) {
 		case stage == Done:
 			return zero, present(version{}, nil, pk, rk)
 		}
-		if m.seams.getBetween != nil {
-			m.seams.getBetween(pk, rk)
-		}
-		s, err := m.readSource(ctx, pk, rk)
+		s, err := m.readSourceAfterCopy(ctx, pk, rk)
 		if err == nil && !s.found && stage == CleanUp {
 			// The clean-up may have finished the entity since the copy was read: the
 			// copy detached, then the old entity deleted. Once the old entity is gone
@@ -204,8 +201,7 @@ func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string, cleaning 
 		}
 		if err == nil {
 			wrote = true
-			m.seams.afterCopyWrite(ctx, pk, rk)
-			again, rerr := m.readSource(ctx, pk, rk)
+			again, rerr := m.confirmSource(ctx, pk, rk)
 			if rerr != nil || again.found == s.found && again.etag == s.etag {
 				return wrote, rerr
 			}
@@ -283,40 +279,4 @@ func (m *Migration[O, N]) act(ctx context.Context, job Job, row *codec.Entity, r
 	default:
 		return m.dropCopy(ctx, pk, rk)
 	}
-}
-
-// checkKeys is planning's check: one scan of the old layout's keys, computing each new
-// key; two old keys with one new key, or (in one table) a new key that is an old key,
-// are refused.
-func (m *Migration[O, N]) checkKeys(ctx context.Context) error {
-	olds := map[[2]string]bool{}
-	news := map[[2]string][2]string{}
-	for e, err := range m.src.Query(ctx, repo.Query{Select: []string{"PartitionKey", "RowKey", PropMigration}}) {
-		if err != nil {
-			return tableGone(err)
-		}
-		if m.sameTable && e.Properties[PropMigration] != nil {
-			continue
-		}
-		npk, nrk, err := m.newKeys(e.PartitionKey, e.RowKey)
-		if err != nil {
-			return err
-		}
-		old, nk := [2]string{e.PartitionKey, e.RowKey}, [2]string{npk, nrk}
-		if first, dup := news[nk]; dup {
-			return errs.Invalid("Spec.Keys", "(%s, %s) and (%s, %s) map to one new key", first[0], first[1], old[0], old[1])
-		}
-		news[nk], olds[old] = old, true
-	}
-	for nk, old := range news {
-		if m.sameTable && olds[nk] {
-			return errs.Invalid("Spec.Keys", "the new key of (%s, %s) is the key of an old entity", old[0], old[1])
-		}
-	}
-	return nil
-}
-
-// forgedDetached is the refusal of a detached copy before clean-up began.
-func forgedDetached(pk, rk string) error {
-	return errs.Invalid("copy", "the row at the new keys of (%s, %s) claims to be detached before clean-up began", pk, rk)
 }
