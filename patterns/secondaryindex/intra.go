@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
-	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
@@ -147,18 +145,6 @@ func (x *Intra[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteO
 	return x.change(ctx, &v, opDelete, t)
 }
 
-type changeOp int
-
-const (
-	opUpdate changeOp = iota
-	opUpsert
-	opDelete
-)
-
-func (o changeOp) String() string {
-	return [...]string{"index update", "index upsert", "index delete"}[o]
-}
-
 // change runs Update, Upsert and Delete: read the primary copy, plan the transaction from
 // the stored and the new keys, submit it, and start over when a concurrent writer won a
 // race this call did not promise to detect. t names the entity and the caller's ETag;
@@ -202,22 +188,6 @@ func (x *Intra[T]) change(ctx context.Context, v *T, o changeOp, t *target) erro
 		}
 		return x.submit(ctx, p, o, v, pk, missing)
 	})
-}
-
-// copyOfEntity checks, for a Delete by a copy's key (guardRK), that the entity the copy
-// named (read as old) has that copy: a row under a copy's key is stored data, and one that
-// is not the entity's copy (forged, or left by a write since) must not delete it. With an
-// ETag it is the caller's stale read; without, the copy named is no entity's: not found.
-// The error names the entity's primary copy, never the copy's key (it holds the value).
-func (x *Intra[T]) copyOfEntity(o changeOp, pk, primary string, old []string, guardRK, guardETag string) error {
-	if o != opDelete || guardRK == primary || slices.Contains(old[1:], guardRK) {
-		return nil
-	}
-	if guardETag != "" {
-		return x.stale(o, pk, primary)
-	}
-	return &errs.ServiceError{Op: o.String(), Resource: x.Name(), PartitionKey: pk, StatusCode: 404, Code: "ResourceNotFound",
-		Kind: errs.ErrNotFound, Err: errors.New("the row under the copy's key is not a copy of the entity it names")}
 }
 
 // guard finds which stored copy the caller's ETag belongs to: -1 when there is no ETag,

@@ -286,3 +286,16 @@ func (x *Intra[T]) deleteTarget(ctx context.Context, pk, rk string, opts *repo.D
 	}
 	return t, nil
 }
+
+// changeOp is the write a change runs.
+type changeOp int
+
+const (
+	opUpdate changeOp = iota
+	opUpsert
+	opDelete
+)
+
+func (o changeOp) String() string {
+	return [...]string{"index update", "index upsert", "index delete"}[o]
+}
