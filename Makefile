@@ -9,8 +9,10 @@ NODE_DEPS := node_modules/.package-lock.json
 
 .PHONY: test soak demo deps vet bench bench-check fuzz
 
+# Most tests wait on the service (a queue message's visibility, a settle window) rather
+# than compute: -parallel 4 lets four of a package's parallel tests wait at once on two cores.
 test: deps vet
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -parallel 4 -timeout 30m ./...
 
 # The same tests, with TABLEPATTERNS_SOAK=1: each acceptance and load test at the scale it
 # had before it was cut to what proves its promise (internal/testenv.Scale), e.g. 20,000
@@ -18,7 +20,7 @@ test: deps vet
 # SOAK_RUN=REGEXP runs only the tests it matches (go test -run).
 SOAK_RUN ?= .
 soak: deps vet
-	TABLEPATTERNS_SOAK=1 $(GO) test -race -count=1 -timeout 120m -run '$(SOAK_RUN)' ./...
+	TABLEPATTERNS_SOAK=1 $(GO) test -race -count=1 -parallel 4 -timeout 120m -run '$(SOAK_RUN)' ./...
 
 demo: deps
 	$(GO) run ./examples/demo
