@@ -228,7 +228,8 @@ func (s *Schema[T]) put(ctx context.Context, v *T, update bool) error {
 // unknown version is left and counted in SchemaReport.Unknown.
 func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string, SchemaReport, error) {
 	rep := SchemaReport{}
-	if err := (rangejob.Selection{PartitionKeyFrom: from, PartitionKeyTo: to}).Validate(); err != nil {
+	sel := rangejob.Selection{PartitionKeyFrom: from, PartitionKeyTo: to}
+	if err := sel.Validate(); err != nil {
 		return "", rep, err
 	}
 	if len(token) > 4096 {
@@ -237,6 +238,9 @@ func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string
 	page, err := s.raw.Pages(repo.Query{Filter: filter.PartitionRange(from, to), Token: token}).Next(ctx)
 	if err != nil {
 		return "", rep, tableGone(err)
+	}
+	if err := inSelection(sel, page.Items); err != nil {
+		return "", rep, err
 	}
 	var (
 		mu     sync.Mutex
@@ -255,6 +259,19 @@ func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string
 	rep.Scanned = len(page.Items)
 	rep.Rewritten, rep.Current, rep.Unknown = counts[0], counts[1], counts[2]
 	return page.Token, rep, err
+}
+
+// inSelection refuses a page that holds a row outside sel: what the store returns is
+// untrusted, and a row outside the rewrite's partitions is not its to write.
+//
+// Errors: ErrInvalidInput naming the row's keys.
+func inSelection(sel rangejob.Selection, rows []codec.Entity) error {
+	for _, e := range rows {
+		if err := sel.CheckPosition("scan", rangejob.Key{PartitionKey: e.PartitionKey, RowKey: e.RowKey}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rewriteOne brings one entity to the latest version: 0 when it wrote, 1 when the
