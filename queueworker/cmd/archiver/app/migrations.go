@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/patterns/migrate"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
@@ -60,14 +62,18 @@ func (x *Extensions) migrationNames() []string {
 	return out
 }
 
-// boundList is a repeatable -pk-bound flag.
+// boundList is a repeatable -pk-bound flag: PartitionKeys in the service's order
+// (keys.Compare, by UTF-16 code units), each a valid key.
 type boundList []string
 
 func (b *boundList) String() string { return strings.Join(*b, ",") }
 
 func (b *boundList) Set(v string) error {
-	if v == "" || (len(*b) > 0 && v <= (*b)[len(*b)-1]) {
+	if v == "" || (len(*b) > 0 && keys.Compare(v, (*b)[len(*b)-1]) <= 0) {
 		return usagef("-pk-bound: bounds are not empty and ascend")
+	}
+	if err := codec.ValidateKey("PartitionKey", v); err != nil {
+		return err
 	}
 	*b = append(*b, v)
 	return nil
