@@ -43,8 +43,19 @@
 // the old layout or of the copies, and resumes after its checkpoint After, the last key
 // it scanned: the selection, its validation and the checks of every key a scan returns
 // (inside the range, ascending) are package patterns/internal/rangejob's, shared with
-// the range archive. A page's entities run through retry.Schedule (Options.Concurrency at once, half of
-// them at most in one partition, partitions in turn). Advance runs a stage's work to its
+// the range archive. A page's entities go through the copy rule together, 100 at a time
+// under one stage view (page.go): their copies read, THEN their old entities, each with
+// one range query per partition (pagereads.go), the writes through retry.Schedule
+// (Options.Concurrency at once, half of them at most in one partition, partitions in
+// turn), THEN the old entities read again the same way; what that cannot settle (a
+// conflict, an old entity changed since) goes through the per-entity rule. The page scan
+// settles an entity only when its copy, read after the scan, records exactly the version
+// the scan saw: nothing is written then (page.go says why that is safe;
+// TestWriteBetweenPageScanAndCopyReadEndsCurrent,
+// TestOldWriteWithoutItsCopyBetweenPageScanAndCopyReadIsRepairedByTheNextPasses,
+// TestWriteAndDeleteBetweenCleanUpScanAndCopyReadAreKept). Clean-up deletes the old
+// entities of a partition in entity group transactions If-Match each one's version (one
+// refused: that transaction's entities one by one). Advance runs a stage's work to its
 // end in the calling process before it moves on (an operator's program calls it;
 // a team's archiver runs the jobs: Extensions.Migrations of package
 // queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
@@ -171,9 +182,13 @@
 // Per application write during DualWrite..CutOver: the old write, two reads of the copy
 // and the old entity, one copy write, and one more read of the old entity (five
 // requests; a copy that is already current costs three). A read costs one request before
-// CutOver, two at CutOver and CleanUp, one at Done. Per entity, backfill and verify cost
-// three reads and a copy write, clean-up about seven requests; every range job scans
-// 1,000 keys per query.
+// CutOver, two at CutOver and CleanUp, one at Done. Per entity of a range job, on copies
+// written once (TestRangeJobsSendAboutOneRequestPerEntity, BENCHMARKS.md): backfill about
+// 1.1 requests (the copy insert, and per chunk of 100 a range query per partition for the
+// copies, the old entities and the confirming re-read), verify under 0.1 (range queries
+// only), clean-up about 1.1 (the copy's detach, the old entities deleted in transactions
+// of up to 100); an entity the chunk cannot settle costs what the per-entity rule costs
+// (four to seven requests). Every range job scans 1,000 keys per query.
 //
 // # Errors
 //

@@ -159,9 +159,14 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	if err != nil {
 		return nil, rep, err
 	}
-	if err := each(ctx, m.opts.Concurrency, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
-		return m.act(ctx, job, row, r)
-	}, &rep); err != nil {
+	if job.Kind == KindAbort {
+		err = each(ctx, m.opts.Concurrency, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
+			return m.act(ctx, job, row, r)
+		}, &rep)
+	} else {
+		err = m.runPage(ctx, job, rows, &rep)
+	}
+	if err != nil {
 		return nil, rep, err
 	}
 	switch p := phases[job.Kind]; {

@@ -1,0 +1,292 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
+)
+
+// A range job takes its page's entities through the copy rule together, a chunk at a
+// time, so that the rule's reads are a few range queries (pagereads.go) rather than a
+// point read per entity. The rule's order holds for every entity of the chunk: all of its
+// copies are read before any of its old entities, every write comes after both, and the
+// confirming re-read after every write. Whatever the chunk's shared steps cannot settle
+// (a conflict, a confirming read that finds the old entity changed or gone) goes through
+// the per-entity rule (converge, finish) from fresh reads.
+//
+// The page scan is itself a read of the old entity, made before the copy is read. It
+// cannot serve as the rule's "then the old entity" read (a newer copy read after an
+// older scan would be replaced by the older version), but it can settle an entity that
+// needs no write: when the copy read after the scan records exactly the version the scan
+// saw, the copy is current as of the scan, and nothing is written. A write of the old
+// entity after the scan comes from a writer that runs the rule itself after its write
+// (or, stopped before it, left an unacknowledged write that the next stage's job, reading
+// the old layout again, copies: verify, and clean-up's finish); that is the window every
+// read of the job already has, at the scan rather than at a point read. Once CleanUp has
+// settled no process writes the old layout, so there the scanned version is the current
+// one.
+
+// chunkSize bounds the entities that share one stage view and one deadline
+// (WriteTimeout): what a range job does under a stage's rules must end by its deadline.
+// It is also the largest entity group transaction.
+const chunkSize = 100
+
+// item is one entity of a chunk: its old keys, the version the page scan saw (source
+// phase), its copy and old entity as read, and what is left to do.
+type item struct {
+	pk, rk  string
+	scanned string
+	c, s    version
+	read    bool // s was read after c
+	wrote   bool
+	again   bool // the per-entity rule runs again from fresh reads
+}
+
+// runPage runs a page's rows of job, chunk by chunk, each under one stage view.
+func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Entity, rep *Report) error {
+	for start := 0; start < len(rows); start += chunkSize {
+		if err := m.runChunk(ctx, job, rows[start:min(start+chunkSize, len(rows))], rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.Entity, rep *Report) error {
+	stage, ctx, cancel, err := m.enter(ctx)
+	defer cancel()
+	if err != nil || stage != jobStage[job.Kind] {
+		return wrongStage(err, job.Kind, stage)
+	}
+	items := make([]item, 0, len(rows))
+	for i := range rows {
+		row := &rows[i]
+		rep.Scanned++
+		if job.Phase == phaseSource {
+			m.seams.afterScan(ctx, row.PartitionKey, row.RowKey)
+			items = append(items, item{pk: row.PartitionKey, rk: row.RowKey, scanned: row.ETag})
+			continue
+		}
+		pk, rk, ok := m.sourceOf(row)
+		if !ok {
+			rep.foreign(row.PartitionKey, row.RowKey)
+			continue
+		}
+		it := item{pk: pk, rk: rk, c: version{found: true, etag: row.ETag, e: row}}
+		if err := m.copyMeta(&it.c, pk, rk); err != nil {
+			return err
+		}
+		items = append(items, it)
+	}
+	cleaning := job.Kind == KindCleanUp
+	var note func(*item)
+	if job.Kind == KindVerify {
+		note = func(it *item) { classified(job.Phase, it, rep) }
+	}
+	if err := m.convergeChunk(ctx, items, job.Phase, cleaning, note); err != nil {
+		return err
+	}
+	if cleaning {
+		return m.finishChunk(ctx, items)
+	}
+	for i := range items {
+		rep.copied(items[i].wrote)
+	}
+	return nil
+}
+
+// convergeChunk is the copy rule (converge) for a chunk's entities at once: their copies
+// read (unless the scan of the copies read them), THEN their old entities, the copies
+// written, THEN the old entities read again. note, when set, sees each entity's first
+// reads (verify counts from them).
+func (m *Migration[O, N]) convergeChunk(ctx context.Context, items []item, phase int, cleaning bool, note func(*item)) error {
+	if phase == phaseSource {
+		if err := m.readCopies(ctx, items); err != nil {
+			return err
+		}
+	}
+	var rest []*item
+	for i := range items {
+		it := &items[i]
+		switch {
+		case it.c.detached && !cleaning:
+			return forgedDetached(it.pk, it.rk)
+		case it.c.detached && phase == phaseSource:
+			// Standing alone (only clean-up detaches); finishChunk deletes the old entity.
+		case it.c.found && it.scanned != "" && it.c.srcETag == it.scanned:
+			// Current as of the scan (see above): nothing to write.
+		default:
+			rest = append(rest, it)
+		}
+	}
+	if err := m.readOlds(ctx, rest, true); err != nil {
+		return err
+	}
+	var writes []*item
+	for _, it := range rest {
+		it.read = true
+		if note != nil {
+			note(it)
+		}
+		c, s := it.c, it.s
+		if c.detached || !s.found && !c.found || c.found && s.found && c.srcETag == s.etag {
+			continue
+		}
+		writes = append(writes, it)
+	}
+	var mu sync.Mutex
+	var conflicts []*item
+	err := schedule(ctx, m.opts.Concurrency, writes, func(ctx context.Context, it *item) error {
+		var err error
+		if it.s.found {
+			err = m.writeCopy(ctx, it.s, it.c, it.pk, it.rk)
+		} else {
+			err = m.dropStale(ctx, it.c)
+		}
+		switch {
+		case err == nil:
+			it.wrote = true
+		case conflict(err):
+			mu.Lock()
+			conflicts = append(conflicts, it)
+			mu.Unlock()
+		default:
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var written []*item
+	for _, it := range writes {
+		if it.wrote {
+			m.seams.afterCopyWrite(ctx, it.pk, it.rk)
+			written = append(written, it)
+		}
+	}
+	before := make([]version, len(written))
+	for i, it := range written {
+		before[i] = it.s
+	}
+	if err := m.readOlds(ctx, written, false); err != nil {
+		return err
+	}
+	for i, it := range written {
+		if it.s.found != before[i].found || it.s.etag != before[i].etag {
+			it.again = true
+		}
+	}
+	for _, it := range conflicts {
+		it.again = true
+	}
+	return m.again(ctx, items, func(ctx context.Context, it *item) error {
+		wrote, err := m.converge(ctx, it.pk, it.rk, cleaning)
+		it.wrote = it.wrote || wrote
+		return err
+	})
+}
+
+// finishChunk is clean-up's finish for a chunk's entities once convergeChunk made their
+// copies current: each current copy detached (If-Match the copy read), then the old
+// entity deleted If-Match the version the copy records (deleteOlds). An entity whose copy
+// was written, or whose step conflicts, is finished by the per-entity rule.
+func (m *Migration[O, N]) finishChunk(ctx context.Context, items []item) error {
+	var detach, del []*item
+	for i := range items {
+		it := &items[i]
+		c := it.c
+		switch {
+		case it.again || it.wrote:
+			it.again = true
+		case c.detached && it.scanned == "" && !it.s.found:
+			// A detached copy whose old entity is gone: finished already.
+		case c.detached:
+			del = append(del, it)
+		case c.found && c.srcETag == it.scanned, c.found && it.read && it.s.found && c.srcETag == it.s.etag:
+			detach = append(detach, it)
+		case !c.found && it.read && !it.s.found:
+			// Neither exists.
+		default:
+			it.again = true
+		}
+	}
+	var mu sync.Mutex
+	err := schedule(ctx, m.opts.Concurrency, detach, func(ctx context.Context, it *item) error {
+		err := m.detach(ctx, it.c)
+		switch {
+		case err == nil:
+			mu.Lock()
+			del = append(del, it)
+			mu.Unlock()
+		case conflict(err):
+			it.again = true
+		default:
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = m.deleteOlds(ctx, del)
+	}
+	if err != nil {
+		return err
+	}
+	return m.again(ctx, items, func(ctx context.Context, it *item) error { return m.finish(ctx, it.pk, it.rk) })
+}
+
+// again runs fn for the items marked again, the per-entity rule from fresh reads.
+func (m *Migration[O, N]) again(ctx context.Context, items []item, fn func(context.Context, *item) error) error {
+	var todo []*item
+	for i := range items {
+		if items[i].again {
+			items[i].again = false
+			todo = append(todo, &items[i])
+		}
+	}
+	return schedule(ctx, m.opts.Concurrency, todo, fn)
+}
+
+// schedule runs fn on items through retry.Schedule, as each does for a page's rows.
+func schedule(ctx context.Context, conc int, items []*item, fn func(context.Context, *item) error) error {
+	if len(items) == 0 {
+		return nil
+	}
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = it.pk
+	}
+	return retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: conc, PartitionConcurrency: max(1, conc/2)}, func(ctx context.Context, i int) error {
+		return fn(ctx, items[i])
+	})
+}
+
+// classified is verify's count of one entity from its first reads: from the old layout
+// a missing or stale copy, from the new layout an orphan (its old entity gone).
+func classified(phase int, it *item, rep *Report) {
+	c, s := it.c, it.s
+	switch {
+	case phase == phaseSource && s.found && !c.found:
+		rep.note(it.pk, it.rk, func(c *Counts) { c.Missing++ })
+	case phase == phaseSource && s.found && !c.detached && c.srcETag != s.etag:
+		rep.note(it.pk, it.rk, func(c *Counts) { c.Stale++ })
+	case phase == phaseTarget && c.found && !s.found && !c.detached:
+		rep.note(c.e.PartitionKey, c.e.RowKey, func(c *Counts) { c.Orphans++ })
+	}
+}
+
+// deleteOldOne is finish's last step for one entity whose detached copy records etag; a
+// precondition failure goes to the per-entity rule, which refuses a detached copy of a
+// version the old entity does not hold.
+func (m *Migration[O, N]) deleteOldOne(ctx context.Context, it *item) error {
+	err := m.deleteOld(ctx, it.pk, it.rk, it.c.srcETag)
+	if errors.Is(err, repo.ErrPreconditionFailed) || err != nil && conflict(err) {
+		it.again = true
+		return nil
+	}
+	return err
+}
