@@ -138,8 +138,6 @@ func (m *Migration[O, N]) convergeChunk(ctx context.Context, items []item, phase
 		}
 		writes = append(writes, it)
 	}
-	var mu sync.Mutex
-	var conflicts []*item
 	err := schedule(ctx, m.opts.Concurrency, writes, func(ctx context.Context, it *item) error {
 		var err error
 		if it.s.found {
@@ -147,14 +145,8 @@ func (m *Migration[O, N]) convergeChunk(ctx context.Context, items []item, phase
 		} else {
 			err = m.dropStale(ctx, it.c)
 		}
-		switch {
-		case err == nil:
-			it.wrote = true
-		case conflict(err):
-			mu.Lock()
-			conflicts = append(conflicts, it)
-			mu.Unlock()
-		default:
+		it.wrote, it.again = err == nil, conflict(err)
+		if err != nil && !it.again {
 			return err
 		}
 		return nil
@@ -180,9 +172,6 @@ func (m *Migration[O, N]) convergeChunk(ctx context.Context, items []item, phase
 		if it.s.found != before[i].found || it.s.etag != before[i].etag {
 			it.again = true
 		}
-	}
-	for _, it := range conflicts {
-		it.again = true
 	}
 	return m.again(ctx, items, func(ctx context.Context, it *item) error {
 		wrote, err := m.converge(ctx, it.pk, it.rk, cleaning)
@@ -239,12 +228,12 @@ func (m *Migration[O, N]) finishChunk(ctx context.Context, items []item) error {
 	return m.again(ctx, items, func(ctx context.Context, it *item) error { return m.finish(ctx, it.pk, it.rk) })
 }
 
-// again runs fn for the items marked again, the per-entity rule from fresh reads.
+// again runs fn for the items marked again, the per-entity rule from fresh reads. They
+// stay marked: what the chunk read of them is out of date.
 func (m *Migration[O, N]) again(ctx context.Context, items []item, fn func(context.Context, *item) error) error {
 	var todo []*item
 	for i := range items {
 		if items[i].again {
-			items[i].again = false
 			todo = append(todo, &items[i])
 		}
 	}
