@@ -45,17 +45,20 @@
 // (inside the range, ascending) are package patterns/internal/rangejob's, shared with
 // the range archive. A page's entities go through the copy rule together, 100 at a time
 // under one stage view (page.go): their copies read, THEN their old entities, each with
-// one range query per partition (pagereads.go), the writes through retry.Schedule
-// (Options.Concurrency at once, half of them at most in one partition, partitions in
-// turn), THEN the old entities read again the same way; what that cannot settle (a
-// conflict, an old entity changed since) goes through the per-entity rule. The page scan
+// one range query per partition, the copy writes of one new partition in entity group
+// transactions, each write with its own condition (grouped.go), THEN the old entities
+// read again the same way; what that cannot settle (a transaction refused, an old entity
+// changed since) goes through the per-entity rule, each entity under its own stage view
+// and deadline, through retry.Schedule (Options.Concurrency at once, half of them at
+// most in one partition, partitions in turn). The page scan
 // settles an entity only when its copy, read after the scan, records exactly the version
 // the scan saw: nothing is written then (page.go says why that is safe;
 // TestWriteBetweenPageScanAndCopyReadEndsCurrent,
 // TestOldWriteWithoutItsCopyBetweenPageScanAndCopyReadIsRepairedByTheNextPasses,
-// TestWriteAndDeleteBetweenCleanUpScanAndCopyReadAreKept). Clean-up deletes the old
-// entities of a partition in entity group transactions If-Match each one's version (one
-// refused: that transaction's entities one by one). Advance runs a stage's work to its
+// TestWriteAndDeleteBetweenCleanUpScanAndCopyReadAreKept). Clean-up detaches a new
+// partition's copies and deletes an old partition's entities in entity group
+// transactions, If-Match each one's version (a delete transaction refused: its entities
+// one by one). Advance runs a stage's work to its
 // end in the calling process before it moves on (an operator's program calls it;
 // a team's archiver runs the jobs: Extensions.Migrations of package
 // queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
@@ -183,12 +186,12 @@
 // and the old entity, one copy write, and one more read of the old entity (five
 // requests; a copy that is already current costs three). A read costs one request before
 // CutOver, two at CutOver and CleanUp, one at Done. Per entity of a range job, on copies
-// written once (TestRangeJobsSendAboutOneRequestPerEntity, BENCHMARKS.md): backfill about
-// 1.1 requests (the copy insert, and per chunk of 100 a range query per partition for the
-// copies, the old entities and the confirming re-read), verify under 0.1 (range queries
-// only), clean-up about 1.1 (the copy's detach, the old entities deleted in transactions
-// of up to 100); an entity the chunk cannot settle costs what the per-entity rule costs
-// (four to seven requests). Every range job scans 1,000 keys per query.
+// written once (TestRangeJobsSendUnderAFifthOfARequestPerEntity, BENCHMARKS.md): about
+// 0.1 requests for backfill, verify and clean-up each (per chunk of 100, a range query
+// per partition for the copies and the old entities, the confirming re-read, and the
+// writes of a partition in transactions of up to 100); an entity the chunk cannot
+// settle costs what the per-entity rule costs (four to seven requests). Every range job
+// scans 1,000 keys per query.
 //
 // # Errors
 //

@@ -3,7 +3,6 @@ package migrate
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -11,7 +10,7 @@ import (
 )
 
 // A range job takes its page's entities through the copy rule together, a chunk at a
-// time, so that the rule's reads are a few range queries (pagereads.go) rather than a
+// time, so that the rule's reads are a few range queries (grouped.go) rather than a
 // point read per entity. The rule's order holds for every entity of the chunk: all of its
 // copies are read before any of its old entities, every write comes after both, and the
 // confirming re-read after every write. Whatever the chunk's shared steps cannot settle
@@ -39,11 +38,12 @@ const chunkSize = 100
 // phase), its copy and old entity as read, and what is left to do.
 type item struct {
 	pk, rk  string
+	npk     string // the copy's PartitionKey
 	scanned string
 	c, s    version
 	read    bool // s was read after c
 	wrote   bool
-	again   bool // the per-entity rule runs again from fresh reads
+	again   bool // the per-entity rule runs it from fresh reads
 }
 
 // runPage runs a page's rows of job, chunk by chunk, each under one stage view.
@@ -56,11 +56,46 @@ func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Ent
 	return nil
 }
 
+// runChunk takes a chunk through its shared steps under one stage view, then each entity
+// they could not settle through the per-entity rule (converge, or clean-up's finish)
+// under a view and a deadline of its own, as any single operation.
 func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.Entity, rep *Report) error {
+	items, err := m.chunkSteps(ctx, job, rows, rep)
+	if err != nil {
+		return err
+	}
+	var todo []*item
+	for i := range items {
+		if items[i].again {
+			todo = append(todo, &items[i])
+		}
+	}
+	err = schedule(ctx, m.opts.Concurrency, todo, func(ctx context.Context, it *item) error {
+		stage, ctx, cancel, err := m.enter(ctx)
+		defer cancel()
+		if err != nil || stage != jobStage[job.Kind] {
+			return wrongStage(err, job.Kind, stage)
+		}
+		if job.Kind == KindCleanUp {
+			return m.finish(ctx, it.pk, it.rk)
+		}
+		wrote, err := m.converge(ctx, it.pk, it.rk, false)
+		it.wrote = it.wrote || wrote
+		return err
+	})
+	if job.Kind == KindBackfill {
+		for i := range items {
+			rep.copied(items[i].wrote)
+		}
+	}
+	return err
+}
+
+func (m *Migration[O, N]) chunkSteps(ctx context.Context, job Job, rows []codec.Entity, rep *Report) ([]item, error) {
 	stage, ctx, cancel, err := m.enter(ctx)
 	defer cancel()
 	if err != nil || stage != jobStage[job.Kind] {
-		return wrongStage(err, job.Kind, stage)
+		return nil, wrongStage(err, job.Kind, stage)
 	}
 	items := make([]item, 0, len(rows))
 	for i := range rows {
@@ -76,9 +111,9 @@ func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.En
 			rep.foreign(row.PartitionKey, row.RowKey)
 			continue
 		}
-		it := item{pk: pk, rk: rk, c: version{found: true, etag: row.ETag, e: row}}
+		it := item{pk: pk, rk: rk, npk: row.PartitionKey, c: version{found: true, etag: row.ETag, e: row}}
 		if err := m.copyMeta(&it.c, pk, rk); err != nil {
-			return err
+			return nil, err
 		}
 		items = append(items, it)
 	}
@@ -88,15 +123,12 @@ func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.En
 		note = func(it *item) { classified(job.Phase, it, rep) }
 	}
 	if err := m.convergeChunk(ctx, items, job.Phase, cleaning, note); err != nil {
-		return err
+		return nil, err
 	}
 	if cleaning {
-		return m.finishChunk(ctx, items)
+		return items, m.finishChunk(ctx, items)
 	}
-	for i := range items {
-		rep.copied(items[i].wrote)
-	}
-	return nil
+	return items, nil
 }
 
 // convergeChunk is the copy rule (converge) for a chunk's entities at once: their copies
@@ -138,20 +170,7 @@ func (m *Migration[O, N]) convergeChunk(ctx context.Context, items []item, phase
 		}
 		writes = append(writes, it)
 	}
-	err := schedule(ctx, m.opts.Concurrency, writes, func(ctx context.Context, it *item) error {
-		var err error
-		if it.s.found {
-			err = m.writeCopy(ctx, it.s, it.c, it.pk, it.rk)
-		} else {
-			err = m.dropStale(ctx, it.c)
-		}
-		it.wrote, it.again = err == nil, conflict(err)
-		if err != nil && !it.again {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
+	if err := m.writeCopies(ctx, writes); err != nil {
 		return err
 	}
 	var written []*item
@@ -173,11 +192,7 @@ func (m *Migration[O, N]) convergeChunk(ctx context.Context, items []item, phase
 			it.again = true
 		}
 	}
-	return m.again(ctx, items, func(ctx context.Context, it *item) error {
-		wrote, err := m.converge(ctx, it.pk, it.rk, cleaning)
-		it.wrote = it.wrote || wrote
-		return err
-	})
+	return nil
 }
 
 // finishChunk is clean-up's finish for a chunk's entities once convergeChunk made their
@@ -204,40 +219,14 @@ func (m *Migration[O, N]) finishChunk(ctx context.Context, items []item) error {
 			it.again = true
 		}
 	}
-	var mu sync.Mutex
-	err := schedule(ctx, m.opts.Concurrency, detach, func(ctx context.Context, it *item) error {
-		err := m.detach(ctx, it.c)
-		switch {
-		case err == nil:
-			mu.Lock()
-			del = append(del, it)
-			mu.Unlock()
-		case conflict(err):
-			it.again = true
-		default:
-			return err
-		}
-		return nil
-	})
+	detached, err := m.detachAll(ctx, detach)
 	if err == nil {
-		err = m.deleteOlds(ctx, del)
+		err = m.deleteOlds(ctx, append(del, detached...))
 	}
 	if err != nil {
 		return err
 	}
-	return m.again(ctx, items, func(ctx context.Context, it *item) error { return m.finish(ctx, it.pk, it.rk) })
-}
-
-// again runs fn for the items marked again, the per-entity rule from fresh reads. They
-// stay marked: what the chunk read of them is out of date.
-func (m *Migration[O, N]) again(ctx context.Context, items []item, fn func(context.Context, *item) error) error {
-	var todo []*item
-	for i := range items {
-		if items[i].again {
-			todo = append(todo, &items[i])
-		}
-	}
-	return schedule(ctx, m.opts.Concurrency, todo, fn)
+	return nil
 }
 
 // schedule runs fn on items through retry.Schedule, as each does for a page's rows.
