@@ -57,12 +57,13 @@ func BenchmarkDualWriteRequests(b *testing.B) {
 // BenchmarkBackfillThrottled runs the backfill of 2,000 entities (10 partitions of 200)
 // through the fault proxy's throughput model with the published targets scaled by 1/10
 // (200 entities/s per partition, 2,000 per account; see BENCHMARKS.md, "Throttled bulk
-// writes"). A chunk of 100 entities (one old partition here) costs 100 copy inserts and
-// six queries (the copies of its four new partitions, its old entities, the confirming
-// re-read; the model draws one token for a query), so an entity costs 1.06 operations
-// and the ceiling is min(2,000 / 1.06 on the account, 40 x 200 / 1.01 on the new
-// partitions, 10 x 200 / 0.02 on the old) = 1,887 entities/s. Reported: entities/s and
-// ratio-ceiling (time the model bounds it to over the time it took).
+// writes"). A chunk of 100 entities (one old partition here) costs four transactions of
+// copy inserts (one per new partition; the model draws a token per entity of a
+// transaction) and six queries (the copies of its four new partitions, its old entities,
+// the confirming re-read; one token each), so an entity costs 1.06 entity operations in
+// 0.1 requests, and the ceiling is min(2,000 / 1.06 on the account, 40 x 200 / 1.01 on
+// the new partitions, 10 x 200 / 0.02 on the old) = 1,887 entities/s. Reported:
+// entities/s and ratio-ceiling (time the model bounds it to over the time it took).
 //
 //	go test -run '^$' -bench BackfillThrottled -benchtime=1x ./patterns/migrate/
 func BenchmarkBackfillThrottled(b *testing.B) {

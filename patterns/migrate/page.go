@@ -3,6 +3,8 @@ package migrate
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -46,14 +48,28 @@ type item struct {
 	again   bool // the per-entity rule runs it from fresh reads
 }
 
-// runPage runs a page's rows of job, chunk by chunk, each under one stage view.
+// runPage runs a page's rows of job, chunk by chunk, each under one stage view; up to
+// half of Options.Concurrency chunks at once (each sends up to Concurrency requests at
+// once), since a chunk's steps wait on each other.
 func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Entity, rep *Report) error {
-	for start := 0; start < len(rows); start += chunkSize {
-		if err := m.runChunk(ctx, job, rows[start:min(start+chunkSize, len(rows))], rep); err != nil {
-			return err
-		}
+	var chunks [][]codec.Entity
+	var parts []string
+	for c := range slices.Chunk(rows, chunkSize) {
+		chunks, parts = append(chunks, c), append(parts, c[0].PartitionKey)
 	}
-	return nil
+	if len(chunks) == 0 {
+		return nil
+	}
+	var mu sync.Mutex
+	conc := max(1, m.opts.Concurrency/2)
+	return retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: conc, PartitionConcurrency: conc}, func(ctx context.Context, i int) error {
+		var r Report
+		err := m.runChunk(ctx, job, chunks[i], &r)
+		mu.Lock()
+		rep.add(r)
+		mu.Unlock()
+		return err
+	})
 }
 
 // runChunk takes a chunk through its shared steps under one stage view, then each entity
