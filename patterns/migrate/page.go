@@ -12,12 +12,13 @@ import (
 )
 
 // A range job takes its page's entities through the copy rule together, a chunk at a
-// time, so that the rule's reads are a few range queries (grouped.go) rather than a
-// point read per entity. The rule's order holds for every entity of the chunk: all of its
-// copies are read before any of its old entities, every write comes after both, and the
-// confirming re-read after every write. Whatever the chunk's shared steps cannot settle
-// (a conflict, a confirming read that finds the old entity changed or gone) goes through
-// the per-entity rule (converge, finish) from fresh reads.
+// time, so that the rule's reads are a few range queries and its writes a few entity
+// group transactions (grouped.go) rather than a request per entity. The rule's order
+// holds for every entity of the chunk: all of its copies are read before any of its old
+// entities, every write comes after both, and the confirming re-read after every write.
+// Whatever the chunk's shared steps cannot settle (a refused transaction, a confirming
+// read that finds the old entity changed or gone) goes through the per-entity rule
+// (converge, finish) from fresh reads.
 //
 // The page scan is itself a read of the old entity, made before the copy is read. It
 // cannot serve as the rule's "then the old entity" read (a newer copy read after an
@@ -25,11 +26,11 @@ import (
 // needs no write: when the copy read after the scan records exactly the version the scan
 // saw, the copy is current as of the scan, and nothing is written. A write of the old
 // entity after the scan comes from a writer that runs the rule itself after its write
-// (or, stopped before it, left an unacknowledged write that the next stage's job, reading
-// the old layout again, copies: verify, and clean-up's finish); that is the window every
-// read of the job already has, at the scan rather than at a point read. Once CleanUp has
-// settled no process writes the old layout, so there the scanned version is the current
-// one.
+// (or, stopped before it, left an unacknowledged write that the next pass reading the
+// old layout again copies: Advance's own pass of the job, verify, clean-up); that is the
+// window every read of the job already has, at the scan rather than at a point read.
+// Once CleanUp has settled no process writes the old layout, so there the scanned
+// version is the current one.
 
 // chunkSize bounds the entities that share one stage view and one deadline
 // (WriteTimeout): what a range job does under a stage's rules must end by its deadline.
