@@ -108,8 +108,8 @@ func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.En
 	return err
 }
 
-func (m *Migration[O, N]) chunkSteps(ctx context.Context, job Job, rows []codec.Entity, rep *Report) ([]item, error) {
-	stage, ctx, cancel, err := m.enter(ctx)
+func (m *Migration[O, N]) chunkSteps(parent context.Context, job Job, rows []codec.Entity, rep *Report) ([]item, error) {
+	stage, ctx, cancel, err := m.enter(parent)
 	defer cancel()
 	if err != nil || stage != jobStage[job.Kind] {
 		return nil, wrongStage(err, job.Kind, stage)
@@ -139,13 +139,19 @@ func (m *Migration[O, N]) chunkSteps(ctx context.Context, job Job, rows []codec.
 	if job.Kind == KindVerify {
 		note = func(it *item) { classified(job.Phase, it, rep) }
 	}
-	if err := m.convergeChunk(ctx, items, job.Phase, cleaning, note); err != nil {
-		return nil, err
+	err = m.convergeChunk(ctx, items, job.Phase, cleaning, note)
+	if err == nil && cleaning {
+		err = m.finishChunk(ctx, items)
 	}
-	if cleaning {
-		return items, m.finishChunk(ctx, items)
+	if err != nil && ctx.Err() != nil && parent.Err() == nil {
+		// The chunk's deadline passed (a loaded store): its entities go through the
+		// per-entity rule, each under a deadline of its own, from fresh reads.
+		for i := range items {
+			items[i].again = true
+		}
+		return items, nil
 	}
-	return items, nil
+	return items, err
 }
 
 // convergeChunk is the copy rule (converge) for a chunk's entities at once: their copies
