@@ -48,9 +48,11 @@
 // one range query per partition, the copy writes of one new partition in entity group
 // transactions, each write with its own condition (grouped.go), THEN the old entities
 // read again the same way; what that cannot settle (a transaction refused, an old entity
-// changed since) goes through the per-entity rule, each entity under its own stage view
-// and deadline, through retry.Schedule (Options.Concurrency at once, half of them at
-// most in one partition, partitions in turn). The page scan
+// changed since, a chunk past its deadline:
+// TestChunkPastItsDeadlineGoesThroughThePerEntityRule) goes through the per-entity rule,
+// each entity under its own stage view and deadline, through retry.Schedule
+// (Options.Concurrency at once, half of them at most in one partition, partitions in
+// turn). The page scan
 // settles an entity only when its copy, read after the scan, records exactly the version
 // the scan saw: nothing is written then (page.go says why that is safe;
 // TestWriteBetweenPageScanAndCopyReadEndsCurrent,
