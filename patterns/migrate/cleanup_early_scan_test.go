@@ -2,9 +2,12 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tablepatterns/tablepatterns/errs"
 )
 
 // untilTime waits until the clock reaches at: a point of the stages' schedule.
@@ -16,6 +19,60 @@ func untilTime(ctx context.Context, t *testing.T, at time.Time) {
 	case <-tm.C:
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
+	}
+}
+
+// earlyCleanUpScan records CleanUp (from a settled CutOver) and runs a worker's clean-up
+// job whose page scan falls in the last quarter of WriteTimeout before CleanUp settles:
+// its chunk's stage view then waits until CleanUp has settled and acts under its rules.
+// act runs once after the page scan and before the chunk's stage view, while CutOver's
+// rules still hold for writers (it is given how long they still hold). It returns the
+// job's error.
+func (f *fix) earlyCleanUpScan(t *testing.T, act func(left time.Duration)) error {
+	t.Helper()
+	ctx := f.b.Ctx
+	f.advanceTo(t, CutOver)
+	f.settled(t)
+	if _, err := f.m.Advance(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.m.load(ctx)
+	if err != nil || st.Stage != CleanUp {
+		t.Fatalf("stage %s, %v; want CleanUp", st.Stage, err)
+	}
+	o := f.m.opts
+	cutOverEnds := st.Since.Add(o.Refresh + o.WriteTimeout + o.ClockSkew) // CutOver's last deadline
+	untilTime(ctx, t, cutOverEnds.Add(-o.WriteTimeout/4))
+	// A worker process: its own view of the record, read first when its chunk enters.
+	worker := f.newMigration(t, "hash-departments", f.m.control.Name())
+	var done atomic.Bool
+	worker.seams.stateRead = func() {
+		if done.CompareAndSwap(false, true) {
+			act(time.Until(cutOverEnds))
+		}
+	}
+	jobs, err := worker.Jobs(KindCleanUp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, jerr := worker.RunJob(ctx, jobs[0])
+	if !done.Load() {
+		t.Fatal("the job never read its stage view after the scan: the window was not reached")
+	}
+	return jerr
+}
+
+// advanceToDone advances until Done and fails with the error that stops it.
+func (f *fix) advanceToDone(t *testing.T) {
+	t.Helper()
+	for range 3 {
+		st, err := f.m.Advance(f.b.Ctx)
+		if err != nil {
+			t.Fatalf("Advance from %s: %v", st.Stage, err)
+		}
+		if st.Stage == Done {
+			return
+		}
 	}
 }
 
@@ -35,62 +92,60 @@ func TestCutOverOldWriteAfterAnEarlyCleanUpScanIsCopiedAndCleanUpFinishes(t *tes
 	t.Parallel()
 	f := setup(t, false, false)
 	keys, _ := f.planned(t, 20, 1)
-	f.advanceTo(t, CutOver)
-	f.settled(t)
-	ctx := f.b.Ctx
-	if _, err := f.m.Advance(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err := f.m.load(ctx)
-	if err != nil || st.Stage != CleanUp {
-		t.Fatalf("stage %s, %v; want CleanUp", st.Stage, err)
-	}
-	o := f.m.opts
-	cutOverEnds := st.Since.Add(o.Refresh + o.WriteTimeout + o.ClockSkew) // CutOver's last deadline
-	untilTime(ctx, t, cutOverEnds.Add(-o.WriteTimeout/4))
-	// A worker process: its own view of the record, read first when its chunk enters.
-	worker := f.newMigration(t, "hash-departments", f.m.control.Name())
 	victim := keys[5]
-	var wrote atomic.Bool
-	var landed time.Time
-	worker.seams.stateRead = func() {
-		if wrote.CompareAndSwap(false, true) {
-			// After the page scan, before the chunk's stage view.
-			if err := f.src.Upsert(context.Background(), &Employee{Department: victim[0], EmployeeID: victim[1], Name: "late", Seq: 77}, nil); err != nil {
-				t.Error(err)
-			}
-			landed = time.Now()
-			// A reader now: the old layout's version is newer than the copy's.
-			if v, err := f.m.Get(context.Background(), victim[0], victim[1]); err != nil || v.Seq != 77 {
-				t.Errorf("Get after the old write = Seq %d, %v; want 77", v.Seq, err)
-			}
+	jerr := f.earlyCleanUpScan(t, func(left time.Duration) {
+		if err := f.src.Upsert(context.Background(), &Employee{Department: victim[0], EmployeeID: victim[1], Name: "late", Seq: 77}, nil); err != nil {
+			t.Error(err)
 		}
-	}
-	jobs, err := worker.Jobs(KindCleanUp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, jerr := worker.RunJob(ctx, jobs[0])
-	if !wrote.Load() {
-		t.Fatal("the job never read its stage view after the scan: the window was not reached")
-	}
-	t.Logf("the old write landed %v before CutOver's rules ended; the job: %v", cutOverEnds.Sub(landed), jerr)
-	if v, err := f.m.Get(ctx, victim[0], victim[1]); err != nil || v.Seq != 77 {
+		t.Logf("the old write landed %v before CutOver's rules ended", left)
+		// A reader now: the old layout's version is newer than the copy's.
+		if v, err := f.m.Get(context.Background(), victim[0], victim[1]); err != nil || v.Seq != 77 {
+			t.Errorf("Get after the old write = Seq %d, %v; want 77", v.Seq, err)
+		}
+	})
+	t.Logf("the clean-up job: %v", jerr)
+	if v, err := f.m.Get(f.b.Ctx, victim[0], victim[1]); err != nil || v.Seq != 77 {
 		t.Errorf("Get after the clean-up job = Seq %d, %v; a reader saw Seq 77 before: a step back", v.Seq, err)
 	}
-	for round := 0; round < 3; round++ {
-		st, err := f.m.Advance(ctx)
-		if err != nil {
-			t.Fatalf("Advance from %s: %v", st.Stage, err)
-		}
-		if st.Stage == Done {
-			break
-		}
-	}
+	f.advanceToDone(t)
 	if old, _ := f.rows(t, f.src.Name()); len(old) != 0 {
 		t.Errorf("%d old entities left at the end", len(old))
 	}
-	if v, err := f.m.Get(ctx, victim[0], victim[1]); err != nil || v.Seq != 77 {
+	if v, err := f.m.Get(f.b.Ctx, victim[0], victim[1]); err != nil || v.Seq != 77 {
 		t.Errorf("Get = Seq %d, %v; want 77, the old layout's last version", v.Seq, err)
+	}
+}
+
+// TestCutOverOldDeleteWithoutItsCopyStepAfterAnEarlyCleanUpScanNeverComesBack: as above,
+// but the writer under CutOver's rules deletes the entity from the old layout and stops
+// before its copy step (the copy of the last version stays). A reader then gets
+// ErrNotFound; the clean-up must remove the copy (the copy rule: the old entity gone, the
+// copy is deleted), never detach it and serve it again.
+func TestCutOverOldDeleteWithoutItsCopyStepAfterAnEarlyCleanUpScanNeverComesBack(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false, false)
+	keys, _ := f.planned(t, 20, 1)
+	victim := keys[5]
+	jerr := f.earlyCleanUpScan(t, func(left time.Duration) {
+		if err := f.src.Delete(context.Background(), victim[0], victim[1], nil); err != nil {
+			t.Error(err)
+		}
+		t.Logf("the old delete landed %v before CutOver's rules ended", left)
+		if _, err := f.m.Get(context.Background(), victim[0], victim[1]); !errors.Is(err, errs.ErrNotFound) {
+			t.Errorf("Get after the old delete = %v, want ErrNotFound", err)
+		}
+	})
+	if jerr != nil {
+		t.Fatalf("the clean-up job: %v", jerr)
+	}
+	if v, err := f.m.Get(f.b.Ctx, victim[0], victim[1]); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("Get after the clean-up job = Seq %d, %v; a reader got ErrNotFound before: the deleted entity came back", v.Seq, err)
+	}
+	f.advanceToDone(t)
+	if v, err := f.m.Get(f.b.Ctx, victim[0], victim[1]); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("Get at Done = Seq %d, %v; want ErrNotFound: the deleted entity came back", v.Seq, err)
+	}
+	if _, copies := f.rows(t, f.tgt.Name()); len(copies) != len(keys)-1 {
+		t.Errorf("%d copies at Done, want %d", len(copies), len(keys)-1)
 	}
 }
