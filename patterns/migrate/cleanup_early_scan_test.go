@@ -30,36 +30,45 @@ func untilTime(ctx context.Context, t *testing.T, at time.Time) {
 // job's error.
 func (f *fix) earlyCleanUpScan(t *testing.T, act func(left time.Duration)) error {
 	t.Helper()
+	_, err := f.earlyScan(t, CutOver, act)
+	return err
+}
+
+// earlyScan advances from the settled stage before (running its work) to the next stage
+// and runs the next stage's first job in a worker as earlyCleanUpScan describes; it
+// returns the job's report and error.
+func (f *fix) earlyScan(t *testing.T, before Stage, act func(left time.Duration)) (Report, error) {
+	t.Helper()
 	ctx := f.b.Ctx
-	f.advanceTo(t, CutOver)
+	f.advanceTo(t, before)
 	f.settled(t)
 	if _, err := f.m.Advance(ctx); err != nil {
 		t.Fatal(err)
 	}
 	st, err := f.m.load(ctx)
-	if err != nil || st.Stage != CleanUp {
-		t.Fatalf("stage %s, %v; want CleanUp", st.Stage, err)
+	if err != nil || st.Stage != next[before] {
+		t.Fatalf("stage %s, %v; want %s", st.Stage, err, next[before])
 	}
 	o := f.m.opts
-	cutOverEnds := st.Since.Add(o.Refresh + o.WriteTimeout + o.ClockSkew) // CutOver's last deadline
-	untilTime(ctx, t, cutOverEnds.Add(-o.WriteTimeout/4))
+	rulesEnd := st.Since.Add(o.Refresh + o.WriteTimeout + o.ClockSkew) // the last deadline of before's rules
+	untilTime(ctx, t, rulesEnd.Add(-o.WriteTimeout/4))
 	// A worker process: its own view of the record, read first when its chunk enters.
 	worker := f.newMigration(t, "hash-departments", f.m.control.Name())
 	var done atomic.Bool
 	worker.seams.stateRead = func() {
 		if done.CompareAndSwap(false, true) {
-			act(time.Until(cutOverEnds))
+			act(time.Until(rulesEnd))
 		}
 	}
-	jobs, err := worker.Jobs(KindCleanUp)
+	jobs, err := worker.Jobs(jobOf[st.Stage])
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, jerr := worker.RunJob(ctx, jobs[0])
+	_, rep, jerr := worker.RunJob(ctx, jobs[0])
 	if !done.Load() {
 		t.Fatal("the job never read its stage view after the scan: the window was not reached")
 	}
-	return jerr
+	return rep, jerr
 }
 
 // advanceToDone advances until Done and fails with the error that stops it.
@@ -148,4 +157,30 @@ func TestCutOverOldDeleteWithoutItsCopyStepAfterAnEarlyCleanUpScanNeverComesBack
 	if _, copies := f.rows(t, f.tgt.Name()); len(copies) != len(keys)-1 {
 		t.Errorf("%d copies at Done, want %d", len(copies), len(keys)-1)
 	}
+}
+
+// TestBackfillOldWriteAfterAnEarlyVerifyScanIsCountedStaleAndCopied: as above, one stage
+// earlier: a worker's verify job scans its page just before Verify settles, and a writer
+// under Backfill's rules lands its old write after the scan and stops before its copy
+// step. Verify must count the copy stale and make it current (doc.go: verify "counts
+// missing, stale and orphan copies ... and repairs each"; the stopped write is one "the
+// next stage's job, reading the old layout again, copies").
+func TestBackfillOldWriteAfterAnEarlyVerifyScanIsCountedStaleAndCopied(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false, false)
+	keys, _ := f.planned(t, 20, 1)
+	victim := keys[5]
+	rep, err := f.earlyScan(t, Backfill, func(left time.Duration) {
+		if err := f.src.Upsert(context.Background(), &Employee{Department: victim[0], EmployeeID: victim[1], Name: "late", Seq: 77}, nil); err != nil {
+			t.Error(err)
+		}
+		t.Logf("the old write landed %v before Backfill's rules ended", left)
+	})
+	if err != nil {
+		t.Fatalf("the verify job: %v", err)
+	}
+	if rep.Stale != 1 {
+		t.Errorf("verify counted %d stale copies, want 1 (the copy of (%s, %s))", rep.Stale, victim[0], victim[1])
+	}
+	f.mustBeCurrent(t, victim[0], victim[1])
 }
