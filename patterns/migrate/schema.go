@@ -181,8 +181,9 @@ func (s *Schema[T]) upgrade(e *codec.Entity) (bool, error) {
 // If-Match that ETag (a conflict or failure of the write-back is not an error: the
 // entity read is returned).
 //
-// Errors: errs.ErrNotFound, ErrInvalidInput (an unknown version, a failing upgrade),
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, ErrInvalidInput (an unknown version, a failing upgrade, a
+// state record that does not validate), ErrInProgress (a staged migration's table is in
+// another migration), ErrTransient, *repo.Error.
 func (s *Schema[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 	var out T
 	latest, ctx, cancel, err := s.rules(ctx)
@@ -229,8 +230,8 @@ func (s *Schema[T]) decode(e *codec.Entity, out *T) error {
 // adds it. On success v's ETag holds the new one.
 //
 // Errors: ErrInvalidInput (nothing sent), errs.ErrPreconditionFailed and
-// errs.ErrNotFound (Update), errs.ErrAlreadyExists (Insert), ErrOutcomeUnknown,
-// ErrTransient, *repo.Error.
+// errs.ErrNotFound (Update), errs.ErrAlreadyExists (Insert), ErrInProgress (as Get),
+// ErrOutcomeUnknown, ErrTransient, *repo.Error.
 func (s *Schema[T]) Upsert(ctx context.Context, v *T) error { return s.put(ctx, v, opUpsert) }
 
 // Update: see Upsert.
