@@ -112,6 +112,8 @@ func NewSchema[T any](spec SchemaSpec[T], opts *SchemaOptions) (*Schema[T], erro
 		return nil, errs.Invalid("SchemaOptions.Concurrency", "must not be negative")
 	case o.PageSize < 0 || o.PageSize > repo.MaxPageSize:
 		return nil, errs.Invalid("SchemaOptions.PageSize", "must be from 0 to %d", repo.MaxPageSize)
+	case spec.Name != "" && !nameRE.MatchString(spec.Name):
+		return nil, errs.Invalid("SchemaSpec.Name", "must match %s", nameRE)
 	case len(spec.Downgrades) != 0 && len(spec.Downgrades) != len(spec.Upgrades):
 		return nil, errs.Invalid("SchemaSpec.Downgrades", "one per upgrade, or none")
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/repo"
 )
 
@@ -161,4 +162,31 @@ func mustTableOn[T any](t testing.TB, f *stagedFix, name string) *repo.Table[T] 
 		t.Fatal(err)
 	}
 	return tb
+}
+
+// TestInvalidSchemaSpecRefused: NewSchema refuses a staged spec it cannot run, with the
+// field named, before any request.
+func TestInvalidSchemaSpecRefused(t *testing.T) {
+	t.Parallel()
+	f := setupStaged(t, false, 0)
+	up := []func(*codec.Entity) error{func(*codec.Entity) error { return nil }}
+	good := SchemaSpec[EmployeeSplit]{Service: f.b.Clients.Tables, Table: testbed.NewTable[EmployeeSplit](f.b, nil), Upgrades: up, Downgrades: up, Name: "ok"}
+	for name, c := range map[string]struct {
+		mut   func(*SchemaSpec[EmployeeSplit], *SchemaOptions)
+		field string
+	}{
+		"name":             {func(s *SchemaSpec[EmployeeSplit], _ *SchemaOptions) { s.Name = "Has Space" }, "SchemaSpec.Name"},
+		"downgrades count": {func(s *SchemaSpec[EmployeeSplit], _ *SchemaOptions) { s.Downgrades = append(up, up...) }, "SchemaSpec.Downgrades"},
+		"nil downgrade":    {func(s *SchemaSpec[EmployeeSplit], _ *SchemaOptions) { s.Downgrades = []func(*codec.Entity) error{nil} }, "SchemaSpec.Downgrades"},
+		"page size":        {func(_ *SchemaSpec[EmployeeSplit], o *SchemaOptions) { o.PageSize = 1001 }, "SchemaOptions.PageSize"},
+	} {
+		spec, opts := good, SchemaOptions{}
+		c.mut(&spec, &opts)
+		if _, err := NewSchema(spec, &opts); !isInvalid(err) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: NewSchema = %v, want ErrInvalidInput naming %s", name, err, c.field)
+		}
+	}
+	if _, err := NewSchema(good, nil); err != nil {
+		t.Errorf("a valid spec: %v", err)
+	}
 }
