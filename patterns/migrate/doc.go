@@ -183,7 +183,9 @@
 //
 // Until Backfill has settled, every process of a rolling deploy, including those still
 // running the code of version from, reads what is written; only from Backfill on does a
-// process write the latest, and a lazy upgrade is written back only then. The rewrite
+// process write the latest, and a lazy upgrade is written back only then
+// (TestLazyWriteBackOnlyOnceProcessesWriteTheLatest). A delete writes no version and
+// needs no stage. The rewrite
 // and the downgrade replace an entity If-Match the ETag read and re-read on a conflict,
 // so a writer's newer write is never replaced by the upgrade (or downgrade) of an older
 // version and a deleted entity never comes back
