@@ -356,8 +356,17 @@ func inSelection(sel rangejob.Selection, rows []codec.Entity) error {
 // rewriteOne brings one entity to the latest version: 0 when it wrote, 1 when the
 // entity was current (or gone).
 func (s *Schema[T]) rewriteOne(ctx context.Context, e codec.Entity) (int, error) {
+	return s.replace(ctx, e, "rewrite", s.upgrade)
+}
+
+// replace is the optimistic loop of the rewrite and the downgrade: change e in place
+// (false: nothing to write) and replace it If-Match the ETag read; a conflict (a writer
+// wrote or deleted it meanwhile, or the response was lost) reads it again and starts
+// over, so a newer write is never replaced by the change of an older version. 0 when
+// it wrote, 1 when there was nothing to write (or the entity is gone).
+func (s *Schema[T]) replace(ctx context.Context, e codec.Entity, what string, change func(*codec.Entity) (bool, error)) (int, error) {
 	for round := 1; ; round++ {
-		changed, err := s.upgrade(&e)
+		changed, err := change(&e)
 		if err != nil || !changed {
 			return 1, err
 		}
@@ -370,7 +379,7 @@ func (s *Schema[T]) rewriteOne(ctx context.Context, e codec.Entity) (int, error)
 			return 1, err
 		}
 		if round >= maxRounds {
-			return 1, fmt.Errorf("migrate: rewrite of (%s, %s): changed in each of %d rounds: %w", e.PartitionKey, e.RowKey, round, errs.ErrTransient)
+			return 1, fmt.Errorf("migrate: %s of (%s, %s): changed in each of %d rounds: %w", what, e.PartitionKey, e.RowKey, round, errs.ErrTransient)
 		}
 		if e, err = s.raw.Get(ctx, e.PartitionKey, e.RowKey); errors.Is(err, repo.ErrNotFound) {
 			return 1, nil

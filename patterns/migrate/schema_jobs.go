@@ -205,39 +205,17 @@ func (s *Schema[T]) act(ctx context.Context, kind string, e codec.Entity, rep *S
 	return err
 }
 
-// downgradeOne brings one entity of the latest version back to the one before it,
-// If-Match the ETag read; a conflict reads it again (a writer wrote meanwhile, at the
-// version before the latest once Aborting settled, or deleted it). 0 when it wrote, 1
-// when the entity was not of the latest version (or gone).
+// downgradeOne brings one entity of the latest version back to the one before it
+// (replace: a writer that wrote meanwhile, at that version once Aborting settled, or
+// deleted it, wins). 0 when it wrote, 1 when the entity was not of the latest version
+// (or gone).
 func (s *Schema[T]) downgradeOne(ctx context.Context, e codec.Entity) (int, error) {
-	for round := 1; ; round++ {
-		v, err := s.version(&e)
-		if err != nil || v != s.Latest() {
-			return 1, err
+	return s.replace(ctx, e, "downgrade", func(e *codec.Entity) (bool, error) {
+		if v, err := s.version(e); err != nil || v != s.Latest() {
+			return false, err
 		}
-		if e.Properties == nil {
-			e.Properties = map[string]any{}
-		}
-		if err := s.downgrade(&e); err != nil {
-			return 1, err
-		}
-		s.beforeWrite(ctx, e.PartitionKey, e.RowKey)
-		err = s.raw.Update(ctx, &e, nil)
-		if err == nil {
-			return 0, nil
-		}
-		if !conflict(err) {
-			return 1, err
-		}
-		if round >= maxRounds {
-			return 1, fmt.Errorf("migrate: downgrade of (%s, %s): changed in each of %d rounds: %w", e.PartitionKey, e.RowKey, round, errs.ErrTransient)
-		}
-		if e, err = s.raw.Get(ctx, e.PartitionKey, e.RowKey); errors.Is(err, repo.ErrNotFound) {
-			return 1, nil
-		} else if err != nil {
-			return 1, err
-		}
-	}
+		return true, s.downgrade(e)
+	})
 }
 
 // beforeWrite runs the test seam between a rewrite's (or downgrade's) read of an entity
