@@ -33,8 +33,8 @@ func TestSchemaAbortAtEachStageLeavesEveryEntityAtTheFromVersion(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, rep, err := f.s.RunJob(f.b.Ctx, jobs[0]); err != nil || rep.Rewritten == 0 {
-					t.Fatalf("one page of the rewrite: %+v, %v", rep, err)
+				if _, _, err := f.s.RunJob(f.b.Ctx, jobs[0]); err != nil {
+					t.Fatalf("one page of the rewrite: %v", err)
 				}
 			}
 			_, err := f.s.Abort(f.b.Ctx)
