@@ -172,7 +172,7 @@
 // a checkpoint, checked by package rangejob, retry.Schedule, one page per delivery and
 // its continuation enqueued. The migration goes from the version before the latest
 // (from) to the latest. Reads always return the latest shape; the stage decides the
-// version a process writes:
+// version a process writes (before Plan, Planned's rules apply):
 //
 //	stage                        writes (Upsert, Update, Insert)  background work
 //	Planned, DualWrite, Aborted  from (the latest shape downgraded)
