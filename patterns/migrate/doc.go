@@ -148,23 +148,69 @@
 // unconditional (Upsert, Update or Delete without an ETag) reads the row first and
 // writes If-Match it, one more request (TestWriteAtAnOldKeyWhereACopySitsRefused).
 //
-// # Schema evolution without a key change (schema.go)
+// # Schema evolution without a key change (schema.go, schema_stages.go, schema_jobs.go)
 //
 // Schema covers the other half of a migration: the keys stay, the shape changes. Every
 // entity carries its version in a property (SchemaSpec.VersionProperty, absent =
 // version 1) and SchemaSpec.Upgrades holds one upgrade per version (v1 -> v2 -> v3) on
 // the dynamic entity. Get reads any version and returns the latest shape (lazy upgrade;
-// with SchemaOptions.WriteBack the upgrade is written back If-Match the ETag read),
-// Upsert and Update write the latest version, and Rewrite (one page, resumable by its
-// checkpoint) and RewriteAll replace every older entity by its upgrade If-Match the
-// ETag read: a conflict re-reads, so a writer's newer write is never replaced by the
-// upgrade of an older version, and a lost response is decided by the re-read
-// (TestLazyUpgradeReadsEveryVersionAsTheLatest,
-// TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite). A version it does
-// not know (newer code wrote it, or forged) is refused on read and left by the rewrite
-// (TestUnknownSchemaVersionRefusedNotRead). It does not go through the state record's
-// stages and cannot be aborted: the application reads every version from the start
-// and writes only the latest, and returning to an older shape would need downgrades.
+// with SchemaOptions.WriteBack the upgrade is written back If-Match the ETag read)
+// (TestLazyUpgradeReadsEveryVersionAsTheLatest). A version it does not know (newer code
+// wrote it, or forged) is refused on read and left by every rewrite
+// (TestUnknownSchemaVersionRefusedNotRead, TestForgedSchemaVersionsRefusedAndLeftByEveryJob).
+// Without SchemaSpec.Name it has no stages: writes are at the latest version and
+// Rewrite (one page, resumable by its checkpoint) and RewriteAll upgrade every older
+// entity (TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite).
+//
+// With SchemaSpec.Name the evolution goes through the stages, the state record and the
+// staleness bound of a re-keying migration: it is the table's migration (its record is
+// the one a re-keying of the table would use, so a re-keying and a schema migration of
+// one table at once are refused: ErrInProgress; migrations are told apart by name, so
+// two must not share one), Plan, Advance, Abort, Status and WaitSettled take it through
+// them, and its range jobs (KindSchemaRewrite, KindSchemaVerify, KindSchemaDowngrade:
+// Jobs, EnqueueJob, Register, RunJob, RunAll) run as the re-keying ones do: pages after
+// a checkpoint, checked by package rangejob, retry.Schedule, one page per delivery and
+// its continuation enqueued. The migration goes from the version before the latest
+// (from) to the latest. Reads always return the latest shape; the stage decides the
+// version a process writes (before Plan, Planned's rules apply):
+//
+//	stage                        writes (Upsert, Update, Insert)  background work
+//	Planned, DualWrite, Aborted  from (the latest shape downgraded)
+//	Backfill                     the latest                       rewrite: every older entity upgraded
+//	Verify                       the latest                       count every entity below the latest, upgrade it
+//	CutOver, CleanUp, Done       the latest                       none: nothing of the old shape is left to serve
+//	Aborting                     from                             downgrade: every latest entity back to from
+//
+// Until Backfill has settled, every process of a rolling deploy, including those still
+// running the code of version from, reads what is written; only from Backfill on does a
+// process write the latest, and a lazy upgrade is written back only then
+// (TestLazyWriteBackOnlyOnceProcessesWriteTheLatest). A delete writes no version and
+// needs no stage. The rewrite
+// and the downgrade replace an entity If-Match the ETag read and re-read on a conflict,
+// so a writer's newer write is never replaced by the upgrade (or downgrade) of an older
+// version and a deleted entity never comes back
+// (TestWriterBetweenSchemaRewriteReadAndWriteIsNeverReplacedByAnOlderUpgrade,
+// TestWriterBetweenSchemaDowngradeReadAndWriteIsNeverReplacedByAnOlderDowngrade); a lost
+// response is decided by the re-read
+// (TestLostResponsesOnSchemaRewritesDowngradesAndTransitionsLoseNothing), two deliveries
+// of one job write each upgrade once (TestTwoDeliveriesOfOneSchemaRewriteJobAtOnce).
+// Verify reports the entities below the latest version by partition and keys, never
+// values (SchemaReport; TestVerifyCountsEntitiesBelowTheLatestVersionByPartitionAndUpgradesThem).
+// Abort needs SchemaSpec.Downgrades (one per upgrade; only the last is used): without
+// them a process writes the latest from Planned on, and Abort is refused before any
+// request (TestSchemaAbortWithoutDowngradesRefusedBeforeAnyRequest). Forged jobs are
+// refused before any request (TestForgedSchemaJobsRefusedBeforeAnyRequest).
+//
+// Promises, against the server: under a writer updating, inserting and deleting, a
+// reader, and worker processes killed with SIGKILL at random points, every live entity
+// ends at the latest version with exactly its latest value, none that was deleted comes
+// back, and the reader sees no gap and no step back
+// (TestSchemaMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest, 2,000 entities
+// over 20 partitions; 20,000 in make soak); an abort at each stage before CleanUp leaves
+// every live entity at version from with its latest value
+// (TestSchemaAbortAtEachStageLeavesEveryEntityAtTheFromVersion, in process, also
+// refused once CleanUp began; TestSchemaAbortDuringRewriteUnderLoadWithKilledWorkersLeavesTheFromVersion,
+// while SIGKILLed worker processes rewrite and downgrade).
 //
 // # Cost
 //
@@ -173,7 +219,9 @@
 // requests; a copy that is already current costs three). A read costs one request before
 // CutOver, two at CutOver and CleanUp, one at Done. Per entity, backfill and verify cost
 // three reads and a copy write, clean-up about seven requests; every range job scans
-// 1,000 keys per query.
+// 1,000 keys per query. A staged schema migration costs no request per application write
+// or read beyond the state record's read once per Refresh; its rewrite and downgrade one
+// replace per entity they change (pages of whole entities, SchemaOptions.PageSize).
 //
 // # Errors
 //
