@@ -123,8 +123,10 @@
 //   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
 //   - abort at each stage before CleanUp leaves the old layout complete and current and
 //     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent, in process;
-//     TestAbortDuringBackfillUnderLoadWithKilledWorkersLeavesTheOldLayout, while
-//     SIGKILLed worker processes copy; TestAbortRefusedOnceCleanUpBegan);
+//     TestAbortAtEachStageUnderLoadWithKilledWorkersLeavesTheOldLayout, from DualWrite,
+//     Backfill, Verify and CutOver under a writer and a reader while SIGKILLed worker
+//     processes run the stage's range jobs and the abort's, each over several pages;
+//     TestAbortRefusedOnceCleanUpBegan);
 //   - planning refuses colliding keys, a second migration of one table is refused, and
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
