@@ -17,7 +17,10 @@
 // Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
 // a second migration of one source table meets ErrInProgress; a record of an ended one
 // is replaced If-Match), and every transition replaces it If-Match the ETag read, so two
-// operators never both move it. Every process reads it back and validates it (a stage
+// operators never both move it. Each write carries a fresh id and the record keeps the
+// ids of its last eight writes, so a transition whose answer was lost is decided by
+// evidence: it landed (even when another process moved the record on before the
+// re-read) or it did not (TestLostTransitionResponseOvertakenByAnotherIsDecidedByEvidence). Every process reads it back and validates it (a stage
 // and predecessor that exist, this migration's name and target) before acting.
 //
 //	Planned -> DualWrite -> Backfill -> Verify -> CutOver -> CleanUp -> Done
