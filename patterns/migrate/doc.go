@@ -41,7 +41,7 @@
 // (the copy rule); Verify counts missing, stale and orphan copies by partition (counts
 // and keys, never values: Report) and repairs each; CleanUp finishes every entity (its
 // copy made current, marked detached, then the old entity deleted If-Match the version
-// the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
+// the copy holds, once the copy is found to hold that version's Transform) and every copy whose old entity is gone; Aborting deletes every copy.
 // A range job (Job) selects whole partitions (PartitionKeyFrom, PartitionKeyTo) of
 // the old layout or of the copies, and resumes after its checkpoint After, the last key
 // it scanned: the selection, its validation and the checks of every key a scan returns
@@ -136,10 +136,13 @@
 //     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
 //     TestJobCheckpointOutsideItsRangeRefusedBeforeAnyRequest,
 //     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
-//     before clean-up began, or of a version the old entity does not hold, is refused and
-//     never read nor lets clean-up delete the old entity:
+//     before clean-up began, or of a version the old entity does not hold, or of the old
+//     entity's real version with other values (clean-up deletes an old entity only behind
+//     a copy that holds its Transform: detached_copy.go), is refused and never read
+//     before clean-up nor lets clean-up delete the old entity:
 //     TestForgedDetachedCopyBeforeCleanUpRefusedNeverRead,
-//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity).
+//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity,
+//     TestForgedDetachedCopyWithTheRealETagNeverDeletesTheOldEntity).
 //
 // # Planning
 //
@@ -177,7 +180,7 @@
 // and the old entity, one copy write, and one more read of the old entity (five
 // requests; a copy that is already current costs three). A read costs one request before
 // CutOver, two at CutOver and CleanUp, one at Done. Per entity, backfill and verify cost
-// three reads and a copy write, clean-up about seven requests; every range job scans
+// three reads and a copy write, clean-up about eight requests; every range job scans
 // 1,000 keys per query.
 //
 // # Errors

@@ -230,7 +230,7 @@ func (m *Migration[O, N]) finish(ctx context.Context, pk, rk string) error {
 		}
 		if !c.detached {
 			err = m.detach(ctx, c)
-		} else if err = m.deleteOld(ctx, pk, rk, c.srcETag); errors.Is(err, repo.ErrPreconditionFailed) {
+		} else if err = m.deleteOldBehind(ctx, c, pk, rk); errors.Is(err, repo.ErrPreconditionFailed) {
 			// No process writes the old layout once clean-up began, and the copy was
 			// detached at the old version it records: a detached copy of another
 			// version was not made by the migration. Refused; the old entity stays.
