@@ -219,6 +219,7 @@ func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, erro
 			}
 			continue
 		}
+		m.pageDone(*job, rep, next != nil)
 		failed, job = 0, next
 	}
 	m.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), total.fields()...)

@@ -58,7 +58,7 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 		case err != nil:
 			return err
 		}
-		m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", next != nil))...)
+		m.pageDone(job, rep, next != nil)
 		if next == nil {
 			return nil
 		}
@@ -94,6 +94,12 @@ func stageName(s Stage) string {
 		return "no stage (not planned)"
 	}
 	return string(s)
+}
+
+// pageDone logs the progress of a range job, a page at a time (counts and bounds, never
+// values), wherever it runs: a worker's delivery or RunAll (Advance).
+func (m *Migration[O, N]) pageDone(job Job, rep Report, more bool) {
+	m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", more))...)
 }
 
 // Enqueue puts job on the queue of c, for a worker that registered the migration.
