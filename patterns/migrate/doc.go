@@ -48,11 +48,14 @@
 // (inside the range, ascending) are package patterns/internal/rangejob's, shared with
 // the range archive. A page's entities run through retry.Schedule (Options.Concurrency at once, half of
 // them at most in one partition, partitions in turn). Advance runs a stage's work to its
-// end in the calling process before it moves on (an operator's program calls it;
-// a team's archiver runs the jobs: Extensions.Migrations of package
-// queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
-// workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
-// Advance's own pass finds little left.
+// end in the calling process before it moves on (an operator's program calls it, or a
+// team's archiver: Extensions.Migrations of package queueworker/cmd/archiver/app,
+// `archiver migrate status|advance|abort -migration NAME`, and for the jobs `archiver
+// enqueue migrate-* -migration NAME [-dry-run]`); workers (Register, Jobs, Enqueue) run
+// the same range jobs in parallel beforehand, so Advance's own pass finds little left.
+// An abort job acts only once the record says Aborting: one delivered before is
+// cancelled into the poison queue, since the migration may never be aborted
+// (TestAbortJobBeforeTheAbortIsCancelledNotSnoozed).
 //
 // # Staleness bound
 //
