@@ -50,7 +50,7 @@ func migrateCommand(ctx context.Context, sub string, args []string, stdout, stde
 	}
 	st, err := m.Status(ctx)
 	if err != nil {
-		return err
+		return outcome(err)
 	}
 	printState(stdout, name, st)
 	switch sub {
