@@ -106,4 +106,23 @@ func TestMigrateCommandsShowAdvanceAndAbortAMigration(t *testing.T) {
 	if out, _ = b.must("migrate", "advance", "-migration", "workers"); !strings.Contains(out, "nothing to advance") {
 		t.Errorf("advance after Aborted:\n%s", out)
 	}
+	// Once clean-up began the old layout is being removed: abort is refused, a failure
+	// read from the record (exit 1), not a bad command line. The record is set to
+	// CleanUp directly (a legal record), rather than through five settle waits.
+	ctl, err := repo.New[codec.Entity](b.clients.Tables, control, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ctl.Get(t.Context(), strings.ToLower(src), "migration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Properties["Stage"], rec.Properties["Previous"] = "cleanup", "cutover"
+	if err := ctl.Update(t.Context(), &rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = b.archiver("migrate", "abort", "-migration", "workers")
+	if code != app.ExitFailed || !strings.Contains(stderr, "the old layout is being removed") {
+		t.Errorf("abort at CleanUp: exit %d, want %d saying why\n%s\n%s", code, app.ExitFailed, out, stderr)
+	}
 }
