@@ -17,7 +17,10 @@
 // Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
 // a second migration of one source table meets ErrInProgress; a record of an ended one
 // is replaced If-Match), and every transition replaces it If-Match the ETag read, so two
-// operators never both move it. Every process reads it back and validates it (a stage
+// operators never both move it. Each write carries a fresh id and the record keeps the
+// ids of its last eight writes, so a transition whose answer was lost is decided by
+// evidence: it landed (even when another process moved the record on before the
+// re-read) or it did not (TestLostTransitionResponseOvertakenByAnotherIsDecidedByEvidence). Every process reads it back and validates it (a stage
 // and predecessor that exist, this migration's name and target) before acting.
 //
 //	Planned -> DualWrite -> Backfill -> Verify -> CutOver -> CleanUp -> Done
@@ -38,18 +41,21 @@
 // (the copy rule); Verify counts missing, stale and orphan copies by partition (counts
 // and keys, never values: Report) and repairs each; CleanUp finishes every entity (its
 // copy made current, marked detached, then the old entity deleted If-Match the version
-// the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
+// the copy holds, once the copy is found to hold that version's Transform) and every copy whose old entity is gone; Aborting deletes every copy.
 // A range job (Job) selects whole partitions (PartitionKeyFrom, PartitionKeyTo) of
 // the old layout or of the copies, and resumes after its checkpoint After, the last key
 // it scanned: the selection, its validation and the checks of every key a scan returns
 // (inside the range, ascending) are package patterns/internal/rangejob's, shared with
 // the range archive. A page's entities run through retry.Schedule (Options.Concurrency at once, half of
 // them at most in one partition, partitions in turn). Advance runs a stage's work to its
-// end in the calling process before it moves on (an operator's program calls it;
-// a team's archiver runs the jobs: Extensions.Migrations of package
-// queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
-// workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
-// Advance's own pass finds little left.
+// end in the calling process before it moves on (an operator's program calls it, or a
+// team's archiver: Extensions.Migrations of package queueworker/cmd/archiver/app,
+// `archiver migrate status|advance|abort -migration NAME`, and for the jobs `archiver
+// enqueue migrate-* -migration NAME [-dry-run]`); workers (Register, Jobs, Enqueue) run
+// the same range jobs in parallel beforehand, so Advance's own pass finds little left.
+// An abort job acts only once the record says Aborting: one delivered before is
+// cancelled into the poison queue, since the migration may never be aborted
+// (TestAbortJobBeforeTheAbortIsCancelledNotSnoozed).
 //
 // # Staleness bound
 //
@@ -123,18 +129,23 @@
 //   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
 //   - abort at each stage before CleanUp leaves the old layout complete and current and
 //     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent, in process;
-//     TestAbortDuringBackfillUnderLoadWithKilledWorkersLeavesTheOldLayout, while
-//     SIGKILLed worker processes copy; TestAbortRefusedOnceCleanUpBegan);
+//     TestAbortAtEachStageUnderLoadWithKilledWorkersLeavesTheOldLayout, from DualWrite,
+//     Backfill, Verify and CutOver under a writer and a reader while SIGKILLed worker
+//     processes run the stage's range jobs and the abort's, each over several pages;
+//     TestAbortRefusedOnceCleanUpBegan);
 //   - planning refuses colliding keys, a second migration of one table is refused, and
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
 //     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
 //     TestJobCheckpointOutsideItsRangeRefusedBeforeAnyRequest,
 //     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
-//     before clean-up began, or of a version the old entity does not hold, is refused and
-//     never read nor lets clean-up delete the old entity:
+//     before clean-up began, or of a version the old entity does not hold, or of the old
+//     entity's real version with other values (clean-up deletes an old entity only behind
+//     a copy that holds its Transform: detached_copy.go), is refused and never read
+//     before clean-up nor lets clean-up delete the old entity:
 //     TestForgedDetachedCopyBeforeCleanUpRefusedNeverRead,
-//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity).
+//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity,
+//     TestForgedDetachedCopyWithTheRealETagNeverDeletesTheOldEntity).
 //
 // # Planning
 //
@@ -218,7 +229,7 @@
 // and the old entity, one copy write, and one more read of the old entity (five
 // requests; a copy that is already current costs three). A read costs one request before
 // CutOver, two at CutOver and CleanUp, one at Done. Per entity, backfill and verify cost
-// three reads and a copy write, clean-up about seven requests; every range job scans
+// three reads and a copy write, clean-up about eight requests; every range job scans
 // 1,000 keys per query. A staged schema migration costs no request per application write
 // or read beyond the state record's read once per Refresh; its rewrite and downgrade one
 // replace per entity they change (pages of whole entities, SchemaOptions.PageSize).

@@ -60,6 +60,10 @@ type Options struct {
 	Retry retry.Policy
 	// Concurrency bounds the entities a range job handles at once. Defaults to 8.
 	Concurrency int
+	// PageSize bounds the rows one page of a range job scans, so how much a delivery
+	// does before it checkpoints (at most repo.MaxPageSize). Defaults to
+	// repo.MaxPageSize (1,000).
+	PageSize int
 	// Queue receives the continuations of range jobs run by a worker (Register). Without
 	// it a delivery runs its whole range.
 	Queue *queueworker.Client
@@ -76,6 +80,7 @@ func (o *Options) withDefaults() Options {
 	out.WriteTimeout = cmp.Or(out.WriteTimeout, 10*time.Second)
 	out.ClockSkew = cmp.Or(out.ClockSkew, 2*time.Second)
 	out.Concurrency = cmp.Or(out.Concurrency, 8)
+	out.PageSize = cmp.Or(out.PageSize, repo.MaxPageSize)
 	if out.Logger == nil {
 		out.Logger = zap.NewNop()
 	}
@@ -108,6 +113,9 @@ func (s *Spec[O, N]) validate() error {
 func (o Options) validate() error {
 	if o.Refresh < 0 || o.WriteTimeout < 0 || o.ClockSkew < 0 || o.Concurrency < 0 {
 		return errs.Invalid("Options", "durations and Concurrency must not be negative")
+	}
+	if o.PageSize < 0 || o.PageSize > repo.MaxPageSize {
+		return errs.TooLarge("Options.PageSize", "must be between 0 (default) and the service's page size", o.PageSize, repo.MaxPageSize)
 	}
 	return nil
 }

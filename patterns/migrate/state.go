@@ -51,6 +51,8 @@ type State struct {
 	// Since is the service's time of the transition to Stage.
 	Since time.Time
 	etag  string
+	// transitions are the ids of the record's last writes (see decideTransition).
+	transitions []string
 }
 
 // record is the state record: one entity per migrated source table in the control table,
@@ -64,6 +66,8 @@ type record struct {
 	Target       string
 	Stage        string
 	Previous     string
+	// Transitions lists the ids of the last writes of the record, newest first.
+	Transitions string
 }
 
 const recordRowKey = "migration"
@@ -88,8 +92,12 @@ func (m *Migration[O, N]) load(ctx context.Context) (State, error) {
 }
 
 func (m *Migration[O, N]) validRecord(r record) (State, error) {
+	ids, err := transitionIDs(r.Transitions)
+	if err != nil {
+		return State{}, err
+	}
 	st := State{Name: r.Name, Source: r.PartitionKey, Target: r.Target, Stage: Stage(r.Stage),
-		Previous: Stage(r.Previous), Since: r.Timestamp, etag: r.ETag}
+		Previous: Stage(r.Previous), Since: r.Timestamp, etag: r.ETag, transitions: ids}
 	froms, known := before[st.Stage]
 	legal := false
 	for _, f := range froms {
@@ -106,7 +114,7 @@ func (m *Migration[O, N]) validRecord(r record) (State, error) {
 		return State{}, errs.Invalid("state record", "records another target table")
 	}
 	if r.Name != m.spec.Name { // an ended migration of another name: nothing of ours
-		return State{Source: m.recordKey(), etag: r.ETag, Stage: "", Previous: Stage(r.Stage)}, nil
+		return State{Source: m.recordKey(), etag: r.ETag, Stage: "", Previous: Stage(r.Stage), transitions: ids}, nil
 	}
 	return st, nil
 }
@@ -125,12 +133,13 @@ func (m *Migration[O, N]) create(ctx context.Context) error {
 	if err := m.control.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
-	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, Name: m.spec.Name,
-		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(Planned)}
 	st, err := m.load(ctx)
 	if err != nil {
 		return err
 	}
+	id := newTransitionID()
+	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, Name: m.spec.Name,
+		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(Planned), Transitions: withTransition(id, st.transitions)}
 	switch {
 	case st.etag == "":
 		err = m.control.Insert(ctx, &r)
@@ -147,32 +156,37 @@ func (m *Migration[O, N]) create(ctx context.Context) error {
 		return err
 	}
 	now, lerr := m.load(ctx)
-	if lerr != nil {
+	if lerr != nil && !errors.Is(lerr, ErrInProgress) {
 		return lerr
 	}
-	if now.Name != m.spec.Name || now.Stage != Planned {
-		return ErrInProgress
+	if derr := decideTransition(err, id, st.Stage, Planned, now); derr != nil {
+		if errors.Is(derr, errs.ErrPreconditionFailed) {
+			return ErrInProgress
+		}
+		return derr
 	}
 	return nil
 }
 
-// transition moves the record from st to stage If-Match the ETag read. A lost response
-// is decided by reading the record again: it shows stage reached from st.Stage, or not.
+// transition moves the record from st to stage If-Match the ETag read. Its write
+// carries a fresh id, so an answer that was lost is decided by evidence, not by the
+// stage the record shows (decideTransition): a transition that landed succeeds even when
+// another process has moved the record on since. It returns the record as read after
+// the write.
 func (m *Migration[O, N]) transition(ctx context.Context, st State, stage Stage) (State, error) {
+	id := newTransitionID()
 	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, ETag: st.etag, Name: m.spec.Name,
-		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(stage), Previous: string(st.Stage)}
+		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(stage), Previous: string(st.Stage),
+		Transitions: withTransition(id, st.transitions)}
 	err := m.control.Update(ctx, &r, nil)
 	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
-		return State{}, err
+		return State{}, decideTransition(err, id, st.Stage, stage, State{})
 	}
 	read := time.Now() // a view's age counts from the start of its read
 	now, lerr := m.load(ctx)
 	if lerr != nil {
 		return State{}, lerr
 	}
-	if now.Stage != stage || now.Previous != st.Stage {
-		return now, fmt.Errorf("migrate: transition %s -> %s: %w", st.Stage, stage, errs.ErrPreconditionFailed)
-	}
 	m.remember(now, read)
-	return now, nil
+	return now, decideTransition(err, id, st.Stage, stage, now)
 }

@@ -75,11 +75,12 @@ func registerReKeying(clients *account.Clients, rp retry.Policy, q *queueworker.
 	if err != nil {
 		return err
 	}
+	pageSize, _ := strconv.Atoi(os.Getenv("MIGRATE_PAGE_SIZE"))
 	m, err := migrate.New(migrate.Spec[employees.Employee, employees.EmployeeV2]{
 		Name: os.Getenv("MIGRATE_NAME"), Service: clients.Tables, Source: src, Target: tgt,
 		Keys: employees.HashKeys, Transform: employees.Upgrade, Control: os.Getenv("MIGRATE_CONTROL"),
 	}, &migrate.Options{Refresh: ms("MIGRATE_REFRESH_MS"), WriteTimeout: ms("MIGRATE_WRITE_TIMEOUT_MS"),
-		ClockSkew: ms("MIGRATE_CLOCK_SKEW_MS"), Retry: rp, Queue: q})
+		ClockSkew: ms("MIGRATE_CLOCK_SKEW_MS"), PageSize: pageSize, Retry: rp, Queue: q})
 	if err != nil {
 		return err
 	}

@@ -115,10 +115,11 @@ type Extensions struct {
 	Companions func(env *Env) (map[string][]consistency.Companion, error)
 	// Migrations build the team's live migrations (package patterns/migrate) by name:
 	// the -migration of `archiver enqueue migrate-backfill|migrate-verify|
-	// migrate-cleanup|migrate-abort`. `archiver run` builds every one and registers its
-	// range-job handlers; build each with migrate.Options.Queue set to env.Queue so that
-	// continuations land where `archiver run` takes them. Names follow the grammar of
-	// Indexes. Defaults to none.
+	// migrate-cleanup|migrate-abort` and of `archiver migrate status|advance|abort`.
+	// `archiver run` builds every one and registers its range-job handlers; build each
+	// with migrate.Options.Queue set to env.Queue so that continuations land where
+	// `archiver run` takes them, and Options.Logger to env.Logger so that its progress
+	// lines reach the operator. Names follow the grammar of Indexes. Defaults to none.
 	Migrations map[string]func(env *Env) (Migration, error)
 }
 
