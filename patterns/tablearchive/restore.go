@@ -171,6 +171,10 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 // a window filled across the shards' boundaries: each window's partitions, whatever
 // shards hold them, are paced by one BulkWrite (one retry.Schedule).
 func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, parts []Manifest, snapshots []string) error {
+	window := restoreWindow
+	if a.seams.restoreWindow > 0 {
+		window = a.seams.restoreWindow
+	}
 	var batch []*codec.Entity
 	var written int64
 	pr := a.startProgress(KindRestoreTable, PhaseRestore, t.Name(), m.Generation, m.Entities)
@@ -193,7 +197,7 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 	for j := 0; j < len(parts) && err == nil; j++ {
 		err = a.readLines(ctx, container, parts[j], snapshots[j], func(e *codec.Entity) error {
 			batch = append(batch, e)
-			if len(batch) == restoreWindow {
+			if len(batch) == window {
 				return flush()
 			}
 			return nil

@@ -13,8 +13,9 @@ import (
 )
 
 // A restore writes its window of partitions through one BulkWrite (retry.Schedule): an
-// archived table of one hot partition (1,200 entities) and eight cold ones (100 each,
-// within a partition's burst, so that only the hot one can be refused), restored through
+// archived table of one hot partition (400 entities: four times its burst, so that it
+// is refused and paced for seconds) and eight cold ones (100 each, within a partition's
+// burst, so that only the hot one can be refused), restored through
 // a model where each partition serves 100 entities/s and the account has no limit. From
 // the model's per-partition counts: no partition ever has more than two transactions in
 // flight, the hot partition is refused, and every cold partition is written before the
@@ -23,7 +24,7 @@ func TestRestoreSpreadsWritesOverPartitions(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
-	const hot, cold, hotN, coldN = "P-hot", 8, 1200, 100
+	const hot, cold, hotN, coldN = "P-hot", 8, 400, 100
 	var items []*codec.Entity
 	var colds []string
 	for i := range hotN {
@@ -57,8 +58,10 @@ func TestRestoreSpreadsWritesOverPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := model.Stats()
-	if st.Total.AdmittedEntities != int64(len(items)) {
-		t.Fatalf("the model admitted %d entities, want %d", st.Total.AdmittedEntities, len(items))
+	// At least every entity: a transaction the client sends again (its answer did not
+	// reach it) is admitted again.
+	if st.Total.AdmittedEntities < int64(len(items)) {
+		t.Fatalf("the model admitted %d entities, want at least %d", st.Total.AdmittedEntities, len(items))
 	}
 	testenv.CheckSpread(t, st, 2, hot, colds)
 	got, err := b.archive.Collect(b.ctx, repo.Query{Select: []string{"PartitionKey", "RowKey"}})
@@ -128,8 +131,10 @@ func TestRestoreOfShardedGenerationPacesEveryShardOnOneSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := model.Stats()
-	if st.Total.AdmittedEntities != int64(len(items)) {
-		t.Fatalf("the model admitted %d entities, want %d", st.Total.AdmittedEntities, len(items))
+	// At least every entity: a transaction the client sends again (its answer did not
+	// reach it) is admitted again.
+	if st.Total.AdmittedEntities < int64(len(items)) {
+		t.Fatalf("the model admitted %d entities, want at least %d", st.Total.AdmittedEntities, len(items))
 	}
 	_, maxBatch, _, _ := load.stats()
 	if maxBatch > 8 {

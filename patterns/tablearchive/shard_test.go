@@ -41,6 +41,16 @@ func setupShards(t *testing.T, n int) *shardBed {
 	return setupShardsAt(t, "", n)
 }
 
+// setupShardsPaged is setupShards through a proxy that pages every query at 100
+// entities: scans of a few hundred entities span several pages, as the service's scans
+// of thousands do at 1,000.
+func setupShardsPaged(t *testing.T, n int) *shardBed {
+	t.Helper()
+	ps := testenv.Proxies(t)
+	ps.Table.EmulatePaging(100, false)
+	return setupShardsAt(t, ps.ConnectionString, n)
+}
+
 // setupShardsAt is setupShards on the connection string cs (a proxied one), with n
 // sign-ins in Current (when n > 0).
 func setupShardsAt(t *testing.T, cs string, n int) *shardBed {
@@ -224,10 +234,10 @@ func (sb *shardBed) combined(t *testing.T, cj CombineJob) TableReport {
 // restore gives back exactly the table.
 func TestShardedArchiveThroughTheWorker(t *testing.T) {
 	t.Parallel()
-	// 1,200 sign-ins: the unsharded export and the scans span more than one page of 1,000,
-	// the 3 shards take whole partitions of the 7 (2,300 under make soak).
-	n := testenv.Scale(1200, 2300)
-	sb := setupShards(t, n)
+	// 300 sign-ins in pages of 100: the unsharded export and the scans span several
+	// pages, the 3 shards take whole partitions of the 7 (2,300 under make soak).
+	n := testenv.Scale(300, 2300)
+	sb := setupShardsPaged(t, n)
 	container, want := sb.container, sb.want
 
 	// The unsharded export of the same table, for comparison (kept: KeepTable).
@@ -343,7 +353,7 @@ func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 // succeed, one manifest is written, the table is deleted once, and the archive is whole.
 func TestTwoCombinesAtOnce(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	sb := setupShardsPaged(t, 300) // each combine's scan spans pages
 	cj, _ := sb.exportShards(t, sb.container, 4)
 	hold := holdBoth("archive-table-combine", "checked")
 	a1, a2 := sb.archiver(t, hold), sb.archiver(t, hold)
