@@ -13,10 +13,10 @@ import (
 )
 
 // A restore writes its window of partitions through one BulkWrite (retry.Schedule): an
-// archived table of one hot partition (400 entities: four times its burst, so that it
-// is refused and paced for seconds) and eight cold ones (100 each, within a partition's
+// archived table of one hot partition (200 entities: four times its burst, so that it
+// is refused and paced for seconds) and eight cold ones (50 each, within a partition's
 // burst, so that only the hot one can be refused), restored through
-// a model where each partition serves 100 entities/s and the account has no limit. From
+// a model where each partition serves 50 entities/s and the account has no limit. From
 // the model's per-partition counts: no partition ever has more than two transactions in
 // flight, the hot partition is refused, and every cold partition is written before the
 // hot one ends (beside it, not behind it or at its pace); every entity is restored.
@@ -24,7 +24,7 @@ func TestRestoreSpreadsWritesOverPartitions(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
-	const hot, cold, hotN, coldN = "P-hot", 8, 400, 100
+	const hot, cold, hotN, coldN = "P-hot", 8, 200, 50
 	var items []*codec.Entity
 	var colds []string
 	for i := range hotN {
@@ -48,7 +48,7 @@ func TestRestoreSpreadsWritesOverPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 100, AccountRate: -1})
+	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 50, AccountRate: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRestoreSpreadsWritesOverPartitions(t *testing.T) {
 
 // A restore of a sharded generation writes each window of the generation, whatever
 // shards it spans, through one BulkWrite (one retry.Schedule): a table of one hot
-// partition (400 entities) and twelve cold ones (100 each, within a partition's burst)
+// partition (200 entities) and twelve cold ones (50 each, within a partition's burst)
 // archived in four shards (the hot partition alone in the last), restored through the
 // model of TestRestoreSpreadsWritesOverPartitions, each transaction held 200 ms by the
 // proxy (so that the shards' transactions would overlap if each shard had its own
@@ -87,7 +87,7 @@ func TestRestoreOfShardedGenerationPacesEveryShardOnOneSchedule(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	sb := setupShardsAt(t, ps.ConnectionString, 0)
-	const hot, cold, hotN, coldN = "P-hot", 12, 400, 100
+	const hot, cold, hotN, coldN = "P-hot", 12, 200, 50
 	var items []*codec.Entity
 	parts := []string{hot}
 	var colds []string
@@ -120,7 +120,7 @@ func TestRestoreOfShardedGenerationPacesEveryShardOnOneSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps.Table.AddRule(faultproxy.Rule{Name: "slow transactions", Match: faultproxy.IsBatch, Action: faultproxy.Delay(200 * time.Millisecond)})
-	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 100, AccountRate: -1})
+	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 50, AccountRate: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,7 +314,7 @@ func TestShardBoundsBalanceWholePartitions(t *testing.T) {
 // and the rerun of that shard job enqueues the combine, which deletes it.
 func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	sb := setupShards(t, 140)
 	job, gen := sb.planned(t, 3)
 	for i := range 2 {
 		if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: i}); err != nil {
@@ -343,7 +343,7 @@ func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 	if n := sb.queued(t); n != before+1 {
 		t.Fatalf("the rerun did not enqueue the combine: %d messages, %d before", n, before)
 	}
-	if rep := sb.combined(t, cj); rep.Manifest.Entities != 1500 {
+	if rep := sb.combined(t, cj); rep.Manifest.Entities != 140 {
 		t.Fatalf("combine: %+v", rep)
 	}
 	sb.assertArchivedOnce(t, gen)
@@ -377,7 +377,7 @@ func TestTwoCombinesAtOnce(t *testing.T) {
 // deletes nothing, as an unsharded export does; the handler does not retry it.
 func TestWriterDuringShardExport(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	sb := setupShards(t, 140)
 	job, gen := sb.planned(t, 3)
 	plan, err := sb.a.readPlan(sb.ctx, sb.container, job.Table, gen)
 	if err != nil || plan.shards() != 3 {
@@ -421,7 +421,7 @@ func TestWriterDuringShardExport(t *testing.T) {
 // removes a shard manifest, or forges the plan: no delete.
 func TestForgedOrMissingShardKeepsTable(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1200)
+	sb := setupShards(t, 140)
 	container, want := sb.container, sb.want
 	cj, plan := sb.exportShards(t, container, 3)
 	table := sb.current.Name()
@@ -502,7 +502,7 @@ func TestForgedOrMissingShardKeepsTable(t *testing.T) {
 // shard manifest names, and keeps the rest.
 func TestShardedGenerationRerunAndSweep(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1000)
+	sb := setupShards(t, 140)
 	container, want := sb.container, sb.want
 	table := sb.current.Name()
 	cj, _ := sb.exportShards(t, container, 2)

@@ -55,8 +55,9 @@ func TestShardedExportReadsEachPartitionOneRequestAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	container, queue := testenv.ContainerName(t), testenv.QueueName(t)
-	// Enough retries for the hot shard to wait out its refusals without failing its job.
-	patient := retry.Policy{Delay: 2 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond, MaxRetries: 2000}
+	// Enough retries for the hot shard to wait out its refusals without failing its job,
+	// about ten a second.
+	patient := retry.Policy{Delay: 50 * time.Millisecond, MinDelay: 20 * time.Millisecond, MaxDelay: 100 * time.Millisecond, MaxRetries: 1000}
 	var workers []func()
 	var ws []*queueworker.Worker
 	var enqueue func() error

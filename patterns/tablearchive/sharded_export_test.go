@@ -59,7 +59,7 @@ func TestUnshardedDuringCombine(t *testing.T) {
 	for _, step := range []string{"checked", "before-delete"} {
 		t.Run(step, func(t *testing.T) {
 			t.Parallel()
-			sb := setupShards(t, 900)
+			sb := setupShards(t, 140)
 			table, container := sb.current.Name(), sb.container
 			cj, _ := sb.exportShards(t, container, 3)
 			var unsharded TableReport
@@ -89,7 +89,7 @@ func TestUnshardedDuringCombine(t *testing.T) {
 // without its data; report whether the generation can still complete.
 func TestSweepDuringPendingCombine(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	job, gen := sb.planned(t, 3)
 	for i := range 2 {

@@ -200,14 +200,14 @@ func TestArchiveTableGenerations(t *testing.T) {
 	}
 	b.a.seams.clock = func() time.Time { return time.Now().Add(72 * time.Hour) }
 	job := ArchiveTableJob{Table: day.Name, Container: container, PeriodPrefix: prefix, Period: "daily"}
-	fillTable(t, b, day.Name, 1000, "a")
+	fillTable(t, b, day.Name, 100, "a")
 	t.Cleanup(func() {
 		if tb, err := repo.New[codec.Entity](b.clients.Tables, day.Name, nil); err == nil {
 			_ = tb.DeleteTable(context.Background())
 		}
 	})
 	rep1, err := b.a.ArchiveTable(b.ctx, job)
-	if err != nil || rep1.Outcome != OutcomeMoved || rep1.Manifest.Entities != 1000 {
+	if err != nil || rep1.Outcome != OutcomeMoved || rep1.Manifest.Entities != 100 {
 		t.Fatalf("first archive: %+v %v", rep1, err)
 	}
 	// A late write re-creates the day's table; the next run archives it again.
@@ -239,9 +239,9 @@ func TestArchiveTableGenerations(t *testing.T) {
 			t.Fatalf("restore %q: %d entities (%v), want %d", gen, len(got), err, want)
 		}
 	}
-	restore(GenerationAll, 1001)
+	restore(GenerationAll, 101)
 	restore(GenerationLatest, 1)
-	restore(gens[0], 1000)
+	restore(gens[0], 100)
 }
 
 // Duplicate archive-table jobs at once: each writes its own generation, and every
@@ -250,7 +250,7 @@ func TestArchiveTableConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	container := testenv.ContainerName(t)
-	signIns(t, b, b.current, 500)
+	signIns(t, b, b.current, 200)
 	job := ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true, KeepTable: true}
 	var wg sync.WaitGroup
 	for range 3 {
@@ -272,7 +272,7 @@ func TestArchiveTableConcurrentDuplicates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.a.verifyData(b.ctx, container, m); err != nil || m.Entities != 500 {
+		if err := b.a.verifyData(b.ctx, container, m); err != nil || m.Entities != 200 {
 			t.Fatalf("generation %s: %+v %v", g, m, err)
 		}
 	}
