@@ -22,9 +22,11 @@ import (
 // 20 entities. The hot shard's reads are answered 503 ServerBusy ("The server is busy.",
 // a partition's answer) until both cold shards have created their shard manifests. From
 // every table read the workers sent (partitionLoad: the throughput model does not tell a
-// range scan's partitions): no partition ever had two reads in flight at once (plan,
-// shards, combine), the cold shards' reads were all admitted, each before the hot
-// shard's last refusal (they ran beside it, not behind it), and the export completes.
+// range scan's partitions): no partition ever had two scanning reads in flight at once
+// (plan, shards, combine; the jobs' one-entity existence checks aside), the cold
+// shards' reads were all admitted, some between the hot shard's refusals and each
+// before its last (they ran beside it, not behind it), no job failed or was retried,
+// and the export completes.
 func TestShardedExportReadsEachPartitionOneRequestAtATime(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
