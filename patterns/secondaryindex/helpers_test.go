@@ -71,7 +71,7 @@ func intraGone(t *testing.T, b *bed, x *secondaryindex.Intra[Employee], email st
 func interStaff(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employee], *queueworker.Worker) {
 	t.Helper()
 	b := setup(t, proxied)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail, byLast)
 	w := b.worker(t, name, x)
 	for _, e := range []*Employee{iemp(1, "Jun", "Jones", "jun@contoso.com"), iemp(2, "Amy", "Smith", "amy@contoso.com")} {
@@ -79,7 +79,7 @@ func interStaff(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employe
 			t.Fatal(err)
 		}
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if _, err := x.Lookup(b.Ctx, "Sales", "email", "jun@contoso.com"); err != nil {
 		t.Fatalf("before the archive: %v", err)
 	}
