@@ -111,8 +111,10 @@ func TestArchiveInterNoSafetyLostDeleteResponseStillRemovesCopies(t *testing.T) 
 	interGone(t, b, x)
 }
 
-// The same, with the prompt enqueue failing (the queue answers 503 until the retries
-// give up): the move reports success; with SafetyDelay off nothing else will reconcile.
+// The same, with the prompt enqueue failing (the queue answers 500 until the retries
+// give up; not 503 ServerBusy, whose every answer would slow the client's retry.Gate, and
+// the drain after it, for seconds): the move reports success; with SafetyDelay off
+// nothing else will reconcile.
 // Inter's own write returns an error in that case ("was written but its reconciliation
 // could not be enqueued (call Notify)"); the move only logs it.
 func TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged(t *testing.T) {
@@ -126,7 +128,7 @@ func TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged(t *testing.T) {
 	}
 	testbed.Drain(t, w)
 	a, target := b.Archiver(x)
-	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEnqueue, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEnqueue, Action: faultproxy.Respond(500, "InternalError")})
 	out, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001"))
 	b.Proxies.Queue.ClearRules()
 	testbed.Drain(t, w)
