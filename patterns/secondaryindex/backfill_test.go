@@ -353,7 +353,9 @@ func TestIntraBackfillBuildsAnAddedIndex(t *testing.T) {
 // resumes from the checkpoint it last stored and ends with the partition complete.
 func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 	t.Parallel()
-	const n = 1000
+	// 300 employees in pages of 30: ten checkpoints, and each kill comes within a third of
+	// the partition's reconciliations, as with 1,000 in pages of 100 (make soak).
+	n, page := testenv.Scale(300, 1000), testenv.Scale(30, 100)
 	b := setup(t, false)
 	b.seedEmployees(t, n, "Sales")
 	q, _ := b.Queue()
@@ -377,7 +379,7 @@ func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 			}
 			return nil
 		})
-		cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: stored.After, PageSize: 100,
+		cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: stored.After, PageSize: page,
 			Checkpoint: func(_ context.Context, cp secondaryindex.Checkpoint) error { stored = cp; return nil }})
 		cancel()
 		if err == nil && cp.Done {
@@ -407,8 +409,11 @@ func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 // its reads while the live write and its reconciliation run to the end).
 func TestInterBackfillDuplicatedReorderedJobsAndLiveWrites(t *testing.T) {
 	t.Parallel()
+	// 100 employees of Sales (300 under make soak): the jobs below start at its beginning,
+	// its middle, its last employee and its tenth.
+	n := testenv.Scale(100, 300)
 	b := setup(t, false)
-	b.seedEmployees(t, 300, "Sales")
+	b.seedEmployees(t, n, "Sales")
 	b.seedEmployees(t, 1, "Solo") // employee 000000 of Solo, alone in its partition
 	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
@@ -444,13 +449,14 @@ func TestInterBackfillDuplicatedReorderedJobsAndLiveWrites(t *testing.T) {
 	}
 	mustClean(t, b.Ctx, x, 1, "Solo")
 	// Jobs: duplicated, reordered, one from a stale checkpoint and one past the end.
-	for _, after := range []string{"000150", "", "000150", "", "000299", "000010"} {
+	mid, last := fmt.Sprintf("%06d", n/2), fmt.Sprintf("%06d", n-1)
+	for _, after := range []string{mid, "", mid, "", last, "000010"} {
 		if _, err := queueworker.Enqueue(b.Ctx, q, x.BackfillKind(), "", secondaryindex.Checkpoint{PartitionKey: "Sales", After: after}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testbed.Drain(t, w)
-	mustClean(t, b.Ctx, x, 300, "Sales")
+	mustClean(t, b.Ctx, x, n, "Sales")
 	if e, err := x.Lookup(b.Ctx, "Solo", "email", "newer@contoso.com"); err != nil || e.EmployeeID != "000000" {
 		t.Fatalf("lookup of the newer value: %+v %v", e, err)
 	}
