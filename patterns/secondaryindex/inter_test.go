@@ -342,6 +342,8 @@ func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.
 // from a moment long past.
 func TestInterWriteBudgetCoversTheSafetyEnqueue(t *testing.T) {
 	t.Parallel()
+	// Short: the test waits for the deadline, and the enqueue outlasts it on any machine.
+	const safety = 4 * time.Second
 	b := setup(t, true)
 	q, _ := b.Queue()
 	x := b.inter(t, q, safety, byEmail)
