@@ -277,8 +277,8 @@ func TestInterBackfillWhileWritersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker runs the jobs while the writers write, until the queue is empty; it is
-	// not stopped meanwhile: a stop can cut a dequeue the queue already answered, whose
-	// messages then stay invisible for the worker's visibility timeout.
+	// not stopped meanwhile: a stop that cancels a dequeue the queue already served leaves
+	// its messages invisible for the worker's visibility timeout (30 s) before a drain.
 	drained := make(chan error, 1)
 	go func() { drained <- w.Drain(b.Ctx) }()
 	var wg sync.WaitGroup
