@@ -242,12 +242,13 @@ func (s *Schema[T]) Update(ctx context.Context, v *T) error { return s.put(ctx, 
 // Insert: see Upsert.
 func (s *Schema[T]) Insert(ctx context.Context, v *T) error { return s.put(ctx, v, opInsert) }
 
-// Delete removes the entity (pk, rk), If-Match etag when set.
+// Delete removes the entity (pk, rk) at whatever version it is stored: opts.ETag makes
+// it conditional, nil deletes whatever is stored (repo.Table.Delete's shape).
 //
 // Errors: ErrInvalidInput (keys), errs.ErrNotFound, errs.ErrPreconditionFailed,
 // ErrOutcomeUnknown, ErrTransient, *repo.Error.
-func (s *Schema[T]) Delete(ctx context.Context, pk, rk, etag string) error {
-	return s.raw.Delete(ctx, pk, rk, &repo.DeleteOptions{ETag: etag})
+func (s *Schema[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+	return s.raw.Delete(ctx, pk, rk, opts)
 }
 
 func (s *Schema[T]) put(ctx context.Context, v *T, o op) error {

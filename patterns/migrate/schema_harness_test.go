@@ -130,7 +130,7 @@ func (w *stagedWriter) run(ctx context.Context, t testing.TB, goroutines int, st
 				seqs[k] = max(seqs[k], 1) + 1
 				if w.deletes && r.IntN(4) == 0 {
 					w.retry(ctx, t, func() error {
-						err := w.s.Delete(ctx, k[0], k[1], "")
+						err := w.s.Delete(ctx, k[0], k[1], nil)
 						if errors.Is(err, repo.ErrNotFound) {
 							return nil
 						}

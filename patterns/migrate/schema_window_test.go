@@ -37,7 +37,7 @@ func (f *stagedFix) windowWrites(t *testing.T, md *model) {
 			}
 			md.set(pk, rk, 9)
 		case "emp000003":
-			if err := f.s.Delete(ctx, pk, rk, ""); err != nil && !errors.Is(err, repo.ErrNotFound) {
+			if err := f.s.Delete(ctx, pk, rk, nil); err != nil && !errors.Is(err, repo.ErrNotFound) {
 				t.Error(err)
 			}
 			md.del(pk, rk)

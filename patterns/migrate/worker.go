@@ -113,6 +113,19 @@ func Enqueue(ctx context.Context, c *queueworker.Client, job Job) error {
 	return err
 }
 
+// EnqueueJob is Enqueue for a job of this migration (Schema.EnqueueJob is its staged
+// schema evolution's), so that a program that runs either kind of migration enqueues
+// through one method.
+//
+// Errors: ErrInvalidInput (a job of another migration, or one that does not validate),
+// those of queueworker.Enqueue.
+func (m *Migration[O, N]) EnqueueJob(ctx context.Context, c *queueworker.Client, job Job) error {
+	if job.Migration != m.spec.Name {
+		return errs.Invalid("Job.Migration", "names another migration")
+	}
+	return Enqueue(ctx, c, job)
+}
+
 // Jobs returns the first job of kind split into parts by partition bounds (sorted, each
 // a PartitionKey where a part begins): parts that workers run at once.
 //

@@ -278,7 +278,7 @@
 // delete) per partition, and for Start without partitions 1 query per partition listed.
 //
 // Consistency: backfill and repair write through the live path, so the application may
-// keep writing (TestInterBackfillWhileWritersWrite: 10,000 employees, 2,000 with -short,
+// keep writing (TestInterBackfillWhileWritersWrite: 1,200 employees, 10,000 under make soak,
 // backfilled by the worker while 4 writers insert and update, end with no drift). Inter
 // reconciles every entity whose ref does not record the version its page read with
 // Reconcile, whose conditional transaction on the ref never replaces a copy that a newer

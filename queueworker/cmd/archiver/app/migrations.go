@@ -14,26 +14,31 @@ import (
 )
 
 // Migration is a live migration whose range jobs the archiver runs and whose stages it
-// moves: *migrate.Migration implements it. Register puts its job handlers on the
-// worker's registry (`archiver run`); Jobs splits one kind's job by partition bounds
-// (`archiver enqueue migrate-*`); Status reads its state record (`archiver migrate
-// status`); Advance takes it one stage on, running the stage's work to its end in this
-// process (`archiver migrate advance`); Abort turns it back before CleanUp (`archiver
-// migrate abort`).
+// moves: *migrate.Migration (a re-keying) and *migrate.Schema with SchemaSpec.Name (a
+// staged schema evolution) implement it. Register puts its job handlers on the worker's
+// registry (`archiver run`); Jobs splits one kind's job by partition bounds and
+// EnqueueJob sends one (`archiver enqueue migrate-*`); Status reads its state record
+// (`archiver migrate status`); Advance takes it one stage on, running the stage's work to
+// its end in this process (`archiver migrate advance`); Abort turns it back before
+// CleanUp (`archiver migrate abort`).
 type Migration interface {
 	Register(r *queueworker.Registry) error
 	Jobs(kind string, bounds ...string) ([]migrate.Job, error)
+	EnqueueJob(ctx context.Context, c *queueworker.Client, job migrate.Job) error
 	Status(ctx context.Context) (migrate.State, error)
 	Advance(ctx context.Context) (migrate.State, error)
 	Abort(ctx context.Context) (migrate.State, error)
 }
 
-// migrationJobs are the migration jobs of `archiver enqueue`.
-var migrationJobs = []string{migrate.KindBackfill, migrate.KindVerify, migrate.KindCleanUp, migrate.KindAbort}
+// migrationJobs are the migration jobs of `archiver enqueue`: a re-keying's, then a
+// staged schema evolution's.
+var migrationJobs = []string{migrate.KindBackfill, migrate.KindVerify, migrate.KindCleanUp, migrate.KindAbort,
+	migrate.KindSchemaRewrite, migrate.KindSchemaVerify, migrate.KindSchemaDowngrade}
 
 // stageOf is the stage whose jobs each kind is.
 var stageOf = map[string]migrate.Stage{migrate.KindBackfill: migrate.Backfill, migrate.KindVerify: migrate.Verify,
-	migrate.KindCleanUp: migrate.CleanUp, migrate.KindAbort: migrate.Aborting}
+	migrate.KindCleanUp: migrate.CleanUp, migrate.KindAbort: migrate.Aborting,
+	migrate.KindSchemaRewrite: migrate.Backfill, migrate.KindSchemaVerify: migrate.Verify, migrate.KindSchemaDowngrade: migrate.Aborting}
 
 // migration builds the migration name on e (once per command).
 func (e *Env) migration(name string) (Migration, error) {
@@ -129,7 +134,7 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 		return err
 	}
 	printState(stdout, name, st)
-	if kind == migrate.KindAbort && st.Stage != migrate.Aborting {
+	if stageOf[kind] == migrate.Aborting && st.Stage != migrate.Aborting {
 		// An abort job acts only once the record says Aborting; a worker cancels one
 		// delivered before (the migration may never be aborted).
 		return fmt.Errorf("enqueue %s: migration %s is at stage %s, not aborting: run 'archiver migrate abort -migration %s' first", kind, name, stageName(st.Stage), name)
@@ -145,10 +150,10 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 		return nil
 	}
 	for i, j := range jobs {
-		err := migrate.Enqueue(ctx, q, j)
+		err := m.EnqueueJob(ctx, q, j)
 		if i == 0 && queueMissing(err) {
 			if err = createQueue(ctx, qc); err == nil {
-				err = migrate.Enqueue(ctx, q, j)
+				err = m.EnqueueJob(ctx, q, j)
 			}
 		}
 		if err != nil {
@@ -193,6 +198,10 @@ Live migrations (patterns/migrate):
                               partitions the bounds cut; -dry-run prints them and sends
                               nothing; 'archiver run' logs each page ("migrate: page done");
                               migrate-abort only once the migration is aborting
+  archiver enqueue migrate-schema-rewrite|migrate-schema-verify|migrate-schema-downgrade
+                              [flags] -migration NAME [-pk-bound PK ...] [-dry-run]
+                              the same for a staged schema evolution (migrate.Schema):
+                              its rewrite (Backfill), verify and downgrade (Aborting)
   archiver migrate status|advance|abort [flags] -migration NAME
                               status prints the stage, since when and the stage before;
                               advance waits until every process follows the stage, runs
