@@ -14,10 +14,15 @@ import (
 // staged builds the migration that holds the stages of s.
 func (s *Schema[T]) staged() (*Migration[T, T], error) {
 	same := func(pk, rk string) (string, string, error) { return pk, rk, nil }
-	return New(Spec[T, T]{Name: s.spec.Name, Service: s.spec.Service, Source: s.spec.Table, Target: s.spec.Table,
+	m, err := New(Spec[T, T]{Name: s.spec.Name, Service: s.spec.Service, Source: s.spec.Table, Target: s.spec.Table,
 		Keys: same, Transform: func(v T) (T, error) { return v, nil }, Control: s.spec.Control},
 		&Options{Refresh: s.opts.Refresh, WriteTimeout: s.opts.WriteTimeout, ClockSkew: s.opts.ClockSkew,
 			Retry: s.opts.Retry, Concurrency: s.opts.Concurrency, Queue: s.opts.Queue, Logger: s.opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	m.kind = kindSchema
+	return m, nil
 }
 
 // rules returns whether an operation starting now writes the latest version (else the
