@@ -227,7 +227,17 @@
 // Abort needs SchemaSpec.Downgrades (one per upgrade; only the last is used): without
 // them a process writes the latest from Planned on, and Abort is refused before any
 // request (TestSchemaAbortWithoutDowngradesRefusedBeforeAnyRequest). Forged jobs are
-// refused before any request (TestForgedSchemaJobsRefusedBeforeAnyRequest).
+// refused before any request (TestForgedSchemaJobsRefusedBeforeAnyRequest). A downgrade
+// job acts only once the record says Aborting, as a re-keying's abort job: delivered
+// before it is cancelled into the poison queue, after Aborted dropped
+// (TestSchemaDowngradeJobBeforeTheAbortIsCancelledNotSnoozed). An entity that an upgrade
+// or downgrade refuses is left and reported by its keys (SchemaReport.Refused,
+// RefusedKeys; never values), and Advance does not record the next stage while its own
+// pass of the stage's work left one (ErrStageIncomplete, *IncompleteError:
+// schema_refused.go), so CutOver is never reached with an entity below the latest and
+// Aborted never with one at it (TestSchemaCutOverNeverReachedWithAnEntityBelowTheLatest,
+// TestSchemaAbortNeverEndsWithAnEntityAtTheLatestVersion); an entity of a version the code
+// does not know is not the migration's to convert and does not hold Advance back.
 //
 // Promises, against the server: under a writer updating, inserting and deleting, a
 // reader, and worker processes killed with SIGKILL at random points, every live entity

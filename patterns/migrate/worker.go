@@ -69,10 +69,10 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 	}
 }
 
-// abortRecorded decides an abort job by the record read now, not by the stage whose
-// rules apply (the previous one until the abort settles): it runs at Aborting, is
-// dropped at Aborted, and is cancelled at any other stage, which Aborting is not sure
-// to follow.
+// abortRecorded decides an abort job (KindAbort, or a staged schema migration's
+// KindSchemaDowngrade) by the record read now, not by the stage whose rules apply (the
+// previous one until the abort settles): it runs at Aborting, is dropped at Aborted, and
+// is cancelled at any other stage, which Aborting is not sure to follow.
 func (m *Migration[O, N]) abortRecorded(ctx context.Context, job Job) (bool, error) {
 	st, err := m.load(ctx)
 	switch {
