@@ -51,6 +51,13 @@ func (s *Schema[T]) validJob(j Job) error {
 	return j.selection().Validate()
 }
 
+// StageJob returns the kind of the schema job whose work Advance runs at stage (false:
+// none), as Migration.StageJob.
+func (s *Schema[T]) StageJob(stage Stage) (string, bool) {
+	kind, ok := schemaJobOf[stage]
+	return kind, ok
+}
+
 // Jobs returns the job of kind split into parts by partition bounds (sorted, each a
 // PartitionKey where a part begins): parts that workers run at once.
 //

@@ -126,6 +126,14 @@ func (m *Migration[O, N]) EnqueueJob(ctx context.Context, c *queueworker.Client,
 	return Enqueue(ctx, c, job)
 }
 
+// StageJob returns the kind of the range job whose work Advance runs at stage (false:
+// none), the kind a program enqueues for workers to share that work (Schema.StageJob is
+// its staged schema evolution's).
+func (m *Migration[O, N]) StageJob(stage Stage) (string, bool) {
+	kind, ok := jobOf[stage]
+	return kind, ok
+}
+
 // Jobs returns the first job of kind split into parts by partition bounds (sorted, each
 // a PartitionKey where a part begins): parts that workers run at once.
 //
