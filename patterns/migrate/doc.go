@@ -13,15 +13,31 @@
 //
 // One small entity per source table in a control table (Spec.Control, default
 // "TpMigrations"; PartitionKey the source table's name in lower case, RowKey
-// "migration") holds the migration's name, target, stage and previous stage; its
-// Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
+// "migration") holds the migration's name, kind ("rekey" or "schema"), target, stage and
+// previous stage; its Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
 // a second migration of one source table meets ErrInProgress; a record of an ended one
 // is replaced If-Match), and every transition replaces it If-Match the ETag read, so two
 // operators never both move it. Each write carries a fresh id and the record keeps the
 // ids of its last eight writes, so a transition whose answer was lost is decided by
 // evidence: it landed (even when another process moved the record on before the
-// re-read) or it did not (TestLostTransitionResponseOvertakenByAnotherIsDecidedByEvidence). Every process reads it back and validates it (a stage
-// and predecessor that exist, this migration's name and target) before acting.
+// re-read, or another migration's Plan replaced the record it ended: the ids are read
+// before anything else) or it did not
+// (TestLostTransitionResponseOvertakenByAnotherIsDecidedByEvidence,
+// TestLostEndingTransitionOvertakenByANewPlanIsDecidedByEvidence). Every process reads
+// it back and validates it (a stage and predecessor that exist, a kind, this migration's
+// name, kind and target) before acting: a migration owns the record only when both its
+// name and its kind match.
+//
+// A migration that ended stays deployed while the next migration of its table runs, and
+// its outcome must outlive its record: a Done migration keeps Done's rules (the new
+// layout, the latest version), never Planned's. So Plan, replacing an ended record,
+// moves its migration's outcome (name, kind, final stage) into the record's Ended list,
+// which every write carries forward (the last eight outcomes, validated like the rest of
+// the record); a migration whose record was replaced follows the final stage listed for
+// it there, at once, and reads the record as that stage, or Planned's rules when it is
+// not listed (TestSchemaWritesTheLatestOnceDoneEvenAfterAnotherMigrationOfTheTableEnded).
+// Retire an ended migration from the code before eight more migrations of its table
+// were planned.
 //
 //	Planned -> DualWrite -> Backfill -> Verify -> CutOver -> CleanUp -> Done
 //	any of Planned..CutOver -> Aborting -> Aborted
@@ -176,8 +192,9 @@
 // With SchemaSpec.Name the evolution goes through the stages, the state record and the
 // staleness bound of a re-keying migration: it is the table's migration (its record is
 // the one a re-keying of the table would use, so a re-keying and a schema migration of
-// one table at once are refused: ErrInProgress; migrations are told apart by name, so
-// two must not share one), Plan, Advance, Abort, Status and WaitSettled take it through
+// one table at once are refused: ErrInProgress; migrations are told apart by name and
+// kind, so a schema migration never moves a re-keying's record of the same name:
+// TestSchemaAndReKeyingMigrationsOfOneTableRefusedAtOnceUnderOneName), Plan, Advance, Abort, Status and WaitSettled take it through
 // them, and its range jobs (KindSchemaRewrite, KindSchemaVerify, KindSchemaDowngrade:
 // Jobs, EnqueueJob, Register, RunJob, RunAll) run as the re-keying ones do: pages after
 // a checkpoint, checked by package rangejob, retry.Schedule, one page per delivery and
@@ -210,7 +227,17 @@
 // Abort needs SchemaSpec.Downgrades (one per upgrade; only the last is used): without
 // them a process writes the latest from Planned on, and Abort is refused before any
 // request (TestSchemaAbortWithoutDowngradesRefusedBeforeAnyRequest). Forged jobs are
-// refused before any request (TestForgedSchemaJobsRefusedBeforeAnyRequest).
+// refused before any request (TestForgedSchemaJobsRefusedBeforeAnyRequest). A downgrade
+// job acts only once the record says Aborting, as a re-keying's abort job: delivered
+// before it is cancelled into the poison queue, after Aborted dropped
+// (TestSchemaDowngradeJobBeforeTheAbortIsCancelledNotSnoozed). An entity that an upgrade
+// or downgrade refuses is left and reported by its keys (SchemaReport.Refused,
+// RefusedKeys; never values), and Advance does not record the next stage while its own
+// pass of the stage's work left one (ErrStageIncomplete, *IncompleteError:
+// schema_refused.go), so CutOver is never reached with an entity below the latest and
+// Aborted never with one at it (TestSchemaCutOverNeverReachedWithAnEntityBelowTheLatest,
+// TestSchemaAbortNeverEndsWithAnEntityAtTheLatestVersion); an entity of a version the code
+// does not know is not the migration's to convert and does not hold Advance back.
 //
 // Promises, against the server: under a writer updating, inserting and deleting, a
 // reader, and worker processes killed with SIGKILL at random points, every live entity

@@ -139,6 +139,9 @@ type Migration[O, N any] struct {
 	view      State
 	fetched   time.Time
 	seams     seams
+	// kind is the kind of migration its record names (kindRekey, or kindSchema for a
+	// Schema's stages).
+	kind string
 }
 
 // New declares the migration of spec. It does no I/O: Plan starts it.
@@ -153,7 +156,7 @@ func New[O, N any](spec Spec[O, N], opts *Options) (*Migration[O, N], error) {
 		return nil, err
 	}
 	topts := &repo.Options{Retry: o.Retry, Logger: o.Logger}
-	m := &Migration[O, N]{spec: spec, opts: o, sameTable: strings.EqualFold(spec.Source.Name(), spec.Target.Name())}
+	m := &Migration[O, N]{spec: spec, opts: o, kind: kindRekey, sameTable: strings.EqualFold(spec.Source.Name(), spec.Target.Name())}
 	var err error
 	if m.src, err = repo.New[codec.Entity](spec.Service, spec.Source.Name(), topts); err != nil {
 		return nil, err

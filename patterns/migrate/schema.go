@@ -171,7 +171,7 @@ func (s *Schema[T]) upgrade(e *codec.Entity) (bool, error) {
 	}
 	for ; v < s.Latest(); v++ {
 		if err := s.spec.Upgrades[v-1](e); err != nil {
-			return false, errs.Invalid("SchemaSpec.Upgrades", "version %d of (%s, %s): %v", v, e.PartitionKey, e.RowKey, errs.Redact(err))
+			return false, &refusal{errs.Invalid("SchemaSpec.Upgrades", "version %d of (%s, %s): %v", v, e.PartitionKey, e.RowKey, errs.Redact(err))}
 		}
 	}
 	e.Properties[s.spec.VersionProperty] = int32(s.Latest())
@@ -328,12 +328,15 @@ func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string
 	)
 	err = each(ctx, s.opts.Concurrency, page.Items, func(ctx context.Context, e *codec.Entity, _ *Report) error {
 		n, err := s.rewriteOne(ctx, *e)
+		mu.Lock()
+		defer mu.Unlock()
+		if rep.refusedBy(err, e.PartitionKey, e.RowKey) {
+			return nil
+		}
 		if errors.Is(err, errs.ErrInvalidInput) {
 			n, err = 2, nil
 		}
-		mu.Lock()
 		counts[n]++
-		mu.Unlock()
 		return err
 	}, &Report{})
 	rep.Scanned = len(page.Items)
@@ -401,6 +404,8 @@ func (s *Schema[T]) RewriteAll(ctx context.Context) (SchemaReport, error) {
 		total.Rewritten += rep.Rewritten
 		total.Current += rep.Current
 		total.Unknown += rep.Unknown
+		total.Refused += rep.Refused
+		total.RefusedKeys = append(total.RefusedKeys, rep.RefusedKeys[:min(len(rep.RefusedKeys), MaxReportKeys-len(total.RefusedKeys))]...)
 		if err != nil || next == "" {
 			s.opts.Logger.Info("migrate: schema rewrite", zap.Int("scanned", total.Scanned), zap.Int("rewritten", total.Rewritten), zap.Int("unknown", total.Unknown))
 			return total, err
@@ -410,13 +415,17 @@ func (s *Schema[T]) RewriteAll(ctx context.Context) (SchemaReport, error) {
 }
 
 // SchemaReport counts what a rewrite saw: entities scanned, rewritten, already at the
-// latest version, and of a version it does not know (left as they are). A staged
-// migration's jobs also count the entities downgraded (Aborting) and those verify found
-// below the latest version (Stale), by partition (Partitions) and by keys (Keys, up to
-// MaxReportKeys): never values.
+// latest version, of a version it does not know (Unknown), and those an upgrade or
+// downgrade function refused (Refused, with their keys in RefusedKeys, up to
+// MaxReportKeys), all left as they are. A staged migration's jobs also count the
+// entities downgraded (Aborting) and those verify found below the latest version
+// (Stale), by partition (Partitions) and by keys (Keys, up to MaxReportKeys): never
+// values.
 type SchemaReport struct {
 	Scanned, Rewritten, Current, Unknown int
 	Downgraded, Stale                    int
 	Partitions                           map[string]int
 	Keys                                 [][2]string
+	Refused                              int
+	RefusedKeys                          [][2]string
 }

@@ -51,6 +51,13 @@ func (s *Schema[T]) validJob(j Job) error {
 	return j.selection().Validate()
 }
 
+// StageJob returns the kind of the schema job whose work Advance runs at stage (false:
+// none), as Migration.StageJob.
+func (s *Schema[T]) StageJob(stage Stage) (string, bool) {
+	kind, ok := schemaJobOf[stage]
+	return kind, ok
+}
+
 // Jobs returns the job of kind split into parts by partition bounds (sorted, each a
 // PartitionKey where a part begins): parts that workers run at once.
 //
@@ -84,7 +91,9 @@ func (s *Schema[T]) EnqueueJob(ctx context.Context, c *queueworker.Client, job J
 // delivery rules of Migration.Register: one page per delivery and its continuation
 // enqueued on SchemaOptions.Queue (without it, the whole range); a job that does not
 // validate is cancelled; one of a stage not yet settled is snoozed, one of a stage
-// already left is dropped.
+// already left is dropped; a downgrade job (KindSchemaDowngrade) acts only once the
+// record says Aborting, as Migration.Register's abort job: cancelled before, dropped
+// after Aborted.
 //
 // Errors: ErrInvalidInput (no Name), those of queueworker.Handle.
 func (s *Schema[T]) Register(r *queueworker.Registry) error {
@@ -104,6 +113,11 @@ func (s *Schema[T]) handle(ctx context.Context, msg *queueworker.Message[Job]) e
 	if job.Kind != msg.Kind {
 		return queueworker.Cancel(errs.Invalid("Job.Kind", "differs from the message's kind"))
 	}
+	if job.Kind == KindSchemaDowngrade && s.validJob(job) == nil {
+		if run, err := s.m.abortRecorded(ctx, job); !run || err != nil {
+			return err
+		}
+	}
 	for {
 		next, rep, err := s.RunJob(ctx, job)
 		var se *StageError
@@ -120,7 +134,7 @@ func (s *Schema[T]) handle(ctx context.Context, msg *queueworker.Message[Job]) e
 		}
 		s.opts.Logger.Info("migrate: schema page done", zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom),
 			zap.String("pkTo", job.PartitionKeyTo), zap.Int("scanned", rep.Scanned), zap.Int("rewritten", rep.Rewritten),
-			zap.Int("downgraded", rep.Downgraded), zap.Int("stale", rep.Stale), zap.Int("unknown", rep.Unknown), zap.Bool("more", next != nil))
+			zap.Int("downgraded", rep.Downgraded), zap.Int("stale", rep.Stale), zap.Int("unknown", rep.Unknown), zap.Int("refused", rep.Refused), zap.Bool("more", next != nil))
 		if next == nil {
 			return nil
 		}
@@ -189,8 +203,11 @@ func (s *Schema[T]) act(ctx context.Context, kind string, e codec.Entity, rep *S
 	default:
 		n, err = s.rewriteOne(ctx, e)
 	}
+	if rep.refusedBy(err, e.PartitionKey, e.RowKey) {
+		return nil
+	}
 	if errors.Is(err, errs.ErrInvalidInput) {
-		n, err = 2, nil // an unknown version (or one its function refuses) is left
+		n, err = 2, nil // an unknown version is left
 	}
 	switch {
 	case n == 0 && kind == KindSchemaDowngrade:
@@ -283,7 +300,7 @@ func (s *Schema[T]) RunAll(ctx context.Context, kind string) (SchemaReport, erro
 		failed, job = 0, next
 	}
 	s.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), zap.Int("scanned", total.Scanned), zap.Int("rewritten", total.Rewritten),
-		zap.Int("downgraded", total.Downgraded), zap.Int("stale", total.Stale), zap.Int("unknown", total.Unknown))
+		zap.Int("downgraded", total.Downgraded), zap.Int("stale", total.Stale), zap.Int("unknown", total.Unknown), zap.Int("refused", total.Refused))
 	return total, nil
 }
 
@@ -294,6 +311,12 @@ func (r *SchemaReport) add(o SchemaReport) {
 	r.Unknown += o.Unknown
 	r.Downgraded += o.Downgraded
 	r.Stale += o.Stale
+	r.Refused += o.Refused
+	for _, k := range o.RefusedKeys {
+		if len(r.RefusedKeys) < MaxReportKeys {
+			r.RefusedKeys = append(r.RefusedKeys, k)
+		}
+	}
 	for pk, n := range o.Partitions {
 		if r.Partitions == nil {
 			r.Partitions = map[string]int{}

@@ -14,10 +14,15 @@ import (
 // staged builds the migration that holds the stages of s.
 func (s *Schema[T]) staged() (*Migration[T, T], error) {
 	same := func(pk, rk string) (string, string, error) { return pk, rk, nil }
-	return New(Spec[T, T]{Name: s.spec.Name, Service: s.spec.Service, Source: s.spec.Table, Target: s.spec.Table,
+	m, err := New(Spec[T, T]{Name: s.spec.Name, Service: s.spec.Service, Source: s.spec.Table, Target: s.spec.Table,
 		Keys: same, Transform: func(v T) (T, error) { return v, nil }, Control: s.spec.Control},
 		&Options{Refresh: s.opts.Refresh, WriteTimeout: s.opts.WriteTimeout, ClockSkew: s.opts.ClockSkew,
 			Retry: s.opts.Retry, Concurrency: s.opts.Concurrency, Queue: s.opts.Queue, Logger: s.opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	m.kind = kindSchema
+	return m, nil
 }
 
 // rules returns whether an operation starting now writes the latest version (else the
@@ -52,7 +57,7 @@ func (s *Schema[T]) from() int { return s.Latest() - 1 }
 // downgrade brings an entity of the latest version back to the one before it, in place.
 func (s *Schema[T]) downgrade(e *codec.Entity) error {
 	if err := s.spec.Downgrades[s.from()-1](e); err != nil {
-		return errs.Invalid("SchemaSpec.Downgrades", "version %d of (%s, %s): %v", s.Latest(), e.PartitionKey, e.RowKey, errs.Redact(err))
+		return &refusal{errs.Invalid("SchemaSpec.Downgrades", "version %d of (%s, %s): %v", s.Latest(), e.PartitionKey, e.RowKey, errs.Redact(err))}
 	}
 	e.Properties[s.spec.VersionProperty] = int32(s.from())
 	return nil
@@ -79,10 +84,12 @@ func (s *Schema[T]) Plan(ctx context.Context) error {
 // Advance takes the staged migration one stage on: it waits until the current stage has
 // settled, runs the stage's range job to its end in this process (Backfill: rewrite,
 // Verify: verify, Aborting: downgrade), then records the next stage If-Match the record
-// read.
+// read. While that pass leaves an entity its upgrade or downgrade refused, the next
+// stage is not recorded (schema_refused.go).
 //
 // Errors: ErrInvalidInput (no Name), errs.ErrNotFound (not planned),
-// errs.ErrPreconditionFailed (another process moved the record), the jobs' errors.
+// errs.ErrPreconditionFailed (another process moved the record), ErrStageIncomplete
+// (*IncompleteError naming the refused entities' keys), the jobs' errors.
 func (s *Schema[T]) Advance(ctx context.Context) (State, error) {
 	if err := s.stages(); err != nil {
 		return State{}, err
@@ -99,7 +106,11 @@ func (s *Schema[T]) Advance(ctx context.Context) (State, error) {
 		return st, err
 	}
 	if kind, ok := schemaJobOf[st.Stage]; ok {
-		if _, err := s.RunAll(ctx, kind); err != nil {
+		rep, err := s.RunAll(ctx, kind)
+		if err == nil {
+			err = leftBehind(st.Stage, rep)
+		}
+		if err != nil {
 			return st, err
 		}
 	}

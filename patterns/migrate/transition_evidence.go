@@ -63,3 +63,14 @@ func decideTransition(err error, id string, from, to Stage, now State) error {
 	}
 	return fmt.Errorf("migrate: transition %s -> %s: %w", from, to, err)
 }
+
+// landedDespite decides a transition whose re-read failed, by the ids first: the re-read
+// fails with ErrInProgress once another migration's Plan replaced the record the
+// transition ended, and that Plan carried the ids forward, so a write that landed is
+// still listed. It returns the record as read (another's) when the write is listed.
+func landedDespite(lerr error, id string, now State) (State, error) {
+	if slices.Contains(now.transitions, id) {
+		return now, nil
+	}
+	return State{}, lerr
+}

@@ -69,10 +69,10 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 	}
 }
 
-// abortRecorded decides an abort job by the record read now, not by the stage whose
-// rules apply (the previous one until the abort settles): it runs at Aborting, is
-// dropped at Aborted, and is cancelled at any other stage, which Aborting is not sure
-// to follow.
+// abortRecorded decides an abort job (KindAbort, or a staged schema migration's
+// KindSchemaDowngrade) by the record read now, not by the stage whose rules apply (the
+// previous one until the abort settles): it runs at Aborting, is dropped at Aborted, and
+// is cancelled at any other stage, which Aborting is not sure to follow.
 func (m *Migration[O, N]) abortRecorded(ctx context.Context, job Job) (bool, error) {
 	st, err := m.load(ctx)
 	switch {
@@ -124,6 +124,14 @@ func (m *Migration[O, N]) EnqueueJob(ctx context.Context, c *queueworker.Client,
 		return errs.Invalid("Job.Migration", "names another migration")
 	}
 	return Enqueue(ctx, c, job)
+}
+
+// StageJob returns the kind of the range job whose work Advance runs at stage (false:
+// none), the kind a program enqueues for workers to share that work (Schema.StageJob is
+// its staged schema evolution's).
+func (m *Migration[O, N]) StageJob(stage Stage) (string, bool) {
+	kind, ok := jobOf[stage]
+	return kind, ok
 }
 
 // Jobs returns the first job of kind split into parts by partition bounds (sorted, each

@@ -12,10 +12,6 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
-// jobOfStage is the range-job kind whose work Advance runs at each stage.
-var jobOfStage = map[migrate.Stage]string{migrate.Backfill: migrate.KindBackfill, migrate.Verify: migrate.KindVerify,
-	migrate.CleanUp: migrate.KindCleanUp, migrate.Aborting: migrate.KindAbort}
-
 // migrateCommand runs `archiver migrate status|advance|abort -migration NAME`: the
 // operator's commands that read and move a migration's state record.
 func migrateCommand(ctx context.Context, sub string, args []string, stdout, stderr io.Writer, getenv func(string) string, x *Extensions) error {
@@ -74,7 +70,7 @@ func advanceMigration(ctx context.Context, m Migration, name string, st migrate.
 		fmt.Fprintf(stdout, "nothing to advance: the migration has ended\n")
 		return nil
 	}
-	if kind, ok := jobOfStage[st.Stage]; ok {
+	if kind, ok := m.StageJob(st.Stage); ok {
 		fmt.Fprintf(stdout, "advancing from %s: waits until every process follows it, runs its %s work to the end (progress: 'migrate: page done' lines), then records the next stage\n", st.Stage, kind)
 	} else {
 		fmt.Fprintf(stdout, "advancing from %s: waits until every process follows it, then records the next stage\n", st.Stage)
@@ -101,7 +97,8 @@ func abortMigration(ctx context.Context, m Migration, name string, st migrate.St
 		return outcome(err)
 	}
 	printState(stdout, name, now)
-	fmt.Fprintf(stdout, "next: 'archiver migrate advance -migration %s' removes every copy (enqueue migrate-abort first to let the workers share the work)\n", name)
+	kind, _ := m.StageJob(migrate.Aborting)
+	fmt.Fprintf(stdout, "next: 'archiver migrate advance -migration %s' runs the abort's %s work (enqueue %s first to let the workers share it)\n", name, kind, kind)
 	return nil
 }
 

@@ -68,7 +68,9 @@ func namesSchema(t *testing.T, clients *account.Clients, table, control string, 
 // `enqueue migrate-schema-rewrite` (split by -pk-bound) and `run -drain` rewrite every
 // entity to the latest version; a re-keying's job kind is refused for it before any
 // message is sent; `migrate abort` and `enqueue migrate-schema-downgrade` with `run
-// -drain` bring every entity back to version 1 with its value.
+// -drain` bring every entity back to version 1 with its value. `migrate abort` and
+// `migrate advance` name the schema job kinds whose work they leave or run, never a
+// re-keying's.
 func TestArchiverRunsAStagedSchemaMigrationsRewriteAndDowngrade(t *testing.T) {
 	cs := testenv.ConnectionString(t)
 	b := newIndexBed(t, cs)
@@ -146,8 +148,15 @@ func TestArchiverRunsAStagedSchemaMigrationsRewriteAndDowngrade(t *testing.T) {
 		}
 	}
 	versions(2)
-	b.must("migrate", "abort", "-migration", "names")
+	out, _ = b.must("migrate", "abort", "-migration", "names")
+	if !strings.Contains(out, "enqueue "+migrate.KindSchemaDowngrade+" first") || strings.Contains(out, migrate.KindAbort) {
+		t.Errorf("abort of a schema migration names the job to enqueue other than %s:\n%s", migrate.KindSchemaDowngrade, out)
+	}
 	b.must("enqueue", migrate.KindSchemaDowngrade, "-migration", "names")
 	b.drain()
 	versions(1)
+	out, _ = b.must("migrate", "advance", "-migration", "names")
+	if !strings.Contains(out, "runs its "+migrate.KindSchemaDowngrade+" work") || !strings.Contains(out, "stage aborted") {
+		t.Errorf("advance of a schema migration from aborting names the work it runs other than %s, or did not end it:\n%s", migrate.KindSchemaDowngrade, out)
+	}
 }

@@ -28,6 +28,9 @@ type Migration interface {
 	Status(ctx context.Context) (migrate.State, error)
 	Advance(ctx context.Context) (migrate.State, error)
 	Abort(ctx context.Context) (migrate.State, error)
+	// StageJob is the kind of the range job whose work Advance runs at a stage, by the
+	// migration's kind (a re-keying's or a staged schema evolution's).
+	StageJob(stage migrate.Stage) (string, bool)
 }
 
 // migrationJobs are the migration jobs of `archiver enqueue`: a re-keying's, then a
