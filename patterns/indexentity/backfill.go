@@ -70,7 +70,8 @@ func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, op
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
 	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, int, error) {
-		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
+		// Every transaction writes partition pk (the entity and its value's index entity).
+		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, func(T) string { return pk }, func(ctx context.Context, v T) (bool, error) {
 			_, rk := ix.codec.Keys(&v)
 			return ix.relist(ctx, pk, rk, &v, nil)
 		})
@@ -270,7 +271,7 @@ func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyO
 	}
 	wrong, order := wrongValues(r)
 	// An entity whose value cannot be indexed is logged and left (Verify reports it).
-	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
+	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(string) string { return pk }, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKeys(pk, rk) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
@@ -340,7 +341,7 @@ func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *B
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
 	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, int, error) {
-		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, func(ctx context.Context, v T) (bool, error) {
+		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, ix.listOf, func(ctx context.Context, v T) (bool, error) {
 			if ix.value(&v) == "" {
 				return false, nil
 			}
@@ -349,6 +350,28 @@ func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *B
 			return wrote, err
 		})
 	})
+}
+
+// listOf is the partition a backfill's reconciliation of v writes: its value's list (the
+// TableStore's partition, the BlobStore's blob; the value itself for another Store). An
+// entity whose value changed since its page was read writes its new value's list, which
+// its writer's own message reconciles too.
+func (ix *Eventual[T]) listOf(v T) string {
+	value := ix.value(&v)
+	var where string
+	var err error
+	switch s := ix.store.(type) {
+	case *TableStore:
+		where, err = s.PartitionKey(value)
+	case *BlobStore:
+		where, err = s.BlobName(value)
+	default:
+		return value
+	}
+	if err != nil {
+		return value // refused by the reconciliation before any request
+	}
+	return where
 }
 
 // lister is a Store that can list every entry of every value (TableStore), for Verify's
@@ -463,7 +486,10 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 	}
 	wrong, order := wrongValues(r)
 	// An entity whose value cannot be indexed is logged and left (Verify reports it).
-	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(ctx context.Context, rk string) (bool, error) {
+	// The lists an entity's reconciliation writes are known only once it has read the
+	// entity: one key for all bounds the repair to 2 reconciliations at once, so at most 2
+	// writes in flight in any list.
+	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(string) string { return pk }, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKey(Key{pk, rk}) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}

@@ -232,6 +232,21 @@
 // index entities (option 2), a scan of the TableStore's partitions (option 3) or 1 list
 // read per distinct value (option 1).
 //
+// Throughput: the service serves each partition (and each blob) at its own rate, so a
+// backfill or repair bounds what it sends to what it writes. Its entities run on
+// retry.Schedule, keyed by what each writes: option 2's, the partition itself (the
+// entity and its index entity are in it); a backfill of options 1 and 3, the list of the
+// entity's value (the TableStore's partition, the BlobStore's blob); a repair of options
+// 1 and 3, whose lists are known only once an entity is read, one key for the whole
+// repair. At most 2 entities run at once per key, so at most 2 writes are in flight in
+// any partition or list (but for an entity whose value changed since its page was read,
+// which writes its new value's list under its old one's key), each marked with it so that the client's Gate slows a busy one alone
+// (TestSamePartitionBackfillSpreadsWritesOverPartitions: one hot department and six
+// cold ones backfilled at once through a model of the partition targets, no partition
+// with more than 2 requests in flight, the hot one refused, the cold ones done before it
+// ends; TestEventualBackfillSpreadsWritesOverLists: the same for one hot list and six
+// cold ones of one partition).
+//
 // # Archiving an indexed entity
 //
 // Both kinds are companions of the archive (package consistency: list the index under

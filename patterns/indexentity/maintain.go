@@ -8,10 +8,10 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
-	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
+	"github.com/tablepatterns/tablepatterns/retry"
 	"go.uber.org/zap"
 )
 
@@ -208,10 +208,18 @@ func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o Ba
 	return cp, nil
 }
 
-// each runs fn on every item, at most n at once, and counts the true results.
-func each[V any](ctx context.Context, n int, items []V, fn func(ctx context.Context, v V) (bool, error)) (int, error) {
+// each runs fn on every item on retry.Schedule, item i writing partition part(items[i]):
+// at most n at once and at most 2 (ScheduleOptions.PartitionConcurrency's default) at
+// once in one partition, each call's context marked with its partition so that the
+// client's Gate slows a busy partition alone; it counts the true results. The first
+// error stops the calls not yet started.
+func each[V any](ctx context.Context, n int, items []V, part func(v V) string, fn func(ctx context.Context, v V) (bool, error)) (int, error) {
+	parts := make([]string, len(items))
+	for i, v := range items {
+		parts[i] = part(v)
+	}
 	var count atomic.Int64
-	err := fanout.Do(ctx, len(items), n, func(ctx context.Context, i int) error {
+	err := retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: max(n, 1)}, func(ctx context.Context, i int) error {
 		ok, err := fn(ctx, items[i])
 		if ok {
 			count.Add(1)
@@ -222,13 +230,13 @@ func each[V any](ctx context.Context, n int, items []V, fn func(ctx context.Cont
 }
 
 // fixEach runs fix on every entity of a page (of a backfill) or on every drifted entity
-// (of a repair: op names which), at most n at once, and counts those it wrote and those
-// it skipped: an entity whose stored value cannot be indexed (errs.ErrInvalidInput) is
+// (of a repair: op names which), on each (part names the partition each writes), and
+// counts those it wrote and those it skipped: an entity whose stored value cannot be indexed (errs.ErrInvalidInput) is
 // logged as skipped by op and passed over, so that one bad entity neither stops its
 // partition nor gets the job cancelled.
-func fixEach[T any](ctx context.Context, op string, n int, log *zap.Logger, items []T, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
+func fixEach[T any](ctx context.Context, op string, n int, log *zap.Logger, items []T, part func(v T) string, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
 	var s atomic.Int64
-	written, err = each(ctx, n, items, func(ctx context.Context, v T) (bool, error) {
+	written, err = each(ctx, n, items, part, func(ctx context.Context, v T) (bool, error) {
 		w, err := fix(ctx, v)
 		if errors.Is(err, errs.ErrInvalidInput) {
 			log.Warn("indexentity: "+op+" skipped an entity whose value cannot be indexed (Verify reports it)", errs.LogField(err))

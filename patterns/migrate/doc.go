@@ -13,12 +13,31 @@
 //
 // One small entity per source table in a control table (Spec.Control, default
 // "TpMigrations"; PartitionKey the source table's name in lower case, RowKey
-// "migration") holds the migration's name, target, stage and previous stage; its
-// Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
+// "migration") holds the migration's name, kind ("rekey" or "schema"), target, stage and
+// previous stage; its Timestamp is the service's time of the last transition. Plan inserts it (If-None-Match:
 // a second migration of one source table meets ErrInProgress; a record of an ended one
 // is replaced If-Match), and every transition replaces it If-Match the ETag read, so two
-// operators never both move it. Every process reads it back and validates it (a stage
-// and predecessor that exist, this migration's name and target) before acting.
+// operators never both move it. Each write carries a fresh id and the record keeps the
+// ids of its last eight writes, so a transition whose answer was lost is decided by
+// evidence: it landed (even when another process moved the record on before the
+// re-read, or another migration's Plan replaced the record it ended: the ids are read
+// before anything else) or it did not
+// (TestLostTransitionResponseOvertakenByAnotherIsDecidedByEvidence,
+// TestLostEndingTransitionOvertakenByANewPlanIsDecidedByEvidence). Every process reads
+// it back and validates it (a stage and predecessor that exist, a kind, this migration's
+// name, kind and target) before acting: a migration owns the record only when both its
+// name and its kind match.
+//
+// A migration that ended stays deployed while the next migration of its table runs, and
+// its outcome must outlive its record: a Done migration keeps Done's rules (the new
+// layout, the latest version), never Planned's. So Plan, replacing an ended record,
+// moves its migration's outcome (name, kind, final stage) into the record's Ended list,
+// which every write carries forward (the last eight outcomes, validated like the rest of
+// the record); a migration whose record was replaced follows the final stage listed for
+// it there, at once, and reads the record as that stage, or Planned's rules when it is
+// not listed (TestSchemaWritesTheLatestOnceDoneEvenAfterAnotherMigrationOfTheTableEnded).
+// Retire an ended migration from the code before eight more migrations of its table
+// were planned.
 //
 //	Planned -> DualWrite -> Backfill -> Verify -> CutOver -> CleanUp -> Done
 //	any of Planned..CutOver -> Aborting -> Aborted
@@ -38,7 +57,7 @@
 // (the copy rule); Verify counts missing, stale and orphan copies by partition (counts
 // and keys, never values: Report) and repairs each; CleanUp finishes every entity (its
 // copy made current, marked detached, then the old entity deleted If-Match the version
-// the copy holds) and every copy whose old entity is gone; Aborting deletes every copy.
+// the copy holds, once the copy is found to hold that version's Transform) and every copy whose old entity is gone; Aborting deletes every copy.
 // A range job (Job) selects whole partitions (PartitionKeyFrom, PartitionKeyTo) of
 // the old layout or of the copies, and resumes after its checkpoint After, the last key
 // it scanned: the selection, its validation and the checks of every key a scan returns
@@ -65,7 +84,11 @@
 // a team's archiver runs the jobs: Extensions.Migrations of package
 // queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
 // workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
-// Advance's own pass finds little left.
+// Advance's own pass finds little left. The operator's archiver moves the stages too:
+// `archiver migrate status|advance|abort -migration NAME`. An abort job acts only once
+// the record says Aborting: one delivered before is cancelled into the poison queue,
+// since the migration may never be aborted
+// (TestAbortJobBeforeTheAbortIsCancelledNotSnoozed).
 //
 // # Staleness bound
 //
@@ -139,18 +162,23 @@
 //   - two deliveries of one backfill job at once (TestTwoDeliveriesOfOneBackfillJobAtOnce);
 //   - abort at each stage before CleanUp leaves the old layout complete and current and
 //     no copy (TestAbortAtEachStageLeavesTheOldLayoutCompleteAndCurrent, in process;
-//     TestAbortDuringBackfillUnderLoadWithKilledWorkersLeavesTheOldLayout, while
-//     SIGKILLed worker processes copy; TestAbortRefusedOnceCleanUpBegan);
+//     TestAbortAtEachStageUnderLoadWithKilledWorkersLeavesTheOldLayout, from DualWrite,
+//     Backfill, Verify and CutOver under a writer and a reader while SIGKILLed worker
+//     processes run the stage's range jobs and the abort's, each over several pages;
+//     TestAbortRefusedOnceCleanUpBegan);
 //   - planning refuses colliding keys, a second migration of one table is refused, and
 //     forged records, jobs and rows are refused (TestPlanRefusesTwoOldKeysOnOneNewKey,
 //     TestPlanRefusesNewKeysOnOldKeysInOneTable, TestSecondMigrationOfOneTableRefused,
 //     TestForgedStateRecordRefused, TestForgedJobsRefusedBeforeAnyRequest,
 //     TestJobCheckpointOutsideItsRangeRefusedBeforeAnyRequest,
 //     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
-//     before clean-up began, or of a version the old entity does not hold, is refused and
-//     never read nor lets clean-up delete the old entity:
+//     before clean-up began, or of a version the old entity does not hold, or of the old
+//     entity's real version with other values (clean-up deletes an old entity only behind
+//     a copy that holds its Transform: detached_copy.go), is refused and never read
+//     before clean-up nor lets clean-up delete the old entity:
 //     TestForgedDetachedCopyBeforeCleanUpRefusedNeverRead,
-//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity).
+//     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity,
+//     TestForgedDetachedCopyWithTheRealETagNeverDeletesTheOldEntity).
 //
 // # Planning
 //
@@ -164,23 +192,80 @@
 // unconditional (Upsert, Update or Delete without an ETag) reads the row first and
 // writes If-Match it, one more request (TestWriteAtAnOldKeyWhereACopySitsRefused).
 //
-// # Schema evolution without a key change (schema.go)
+// # Schema evolution without a key change (schema.go, schema_stages.go, schema_jobs.go)
 //
 // Schema covers the other half of a migration: the keys stay, the shape changes. Every
 // entity carries its version in a property (SchemaSpec.VersionProperty, absent =
 // version 1) and SchemaSpec.Upgrades holds one upgrade per version (v1 -> v2 -> v3) on
 // the dynamic entity. Get reads any version and returns the latest shape (lazy upgrade;
-// with SchemaOptions.WriteBack the upgrade is written back If-Match the ETag read),
-// Upsert and Update write the latest version, and Rewrite (one page, resumable by its
-// checkpoint) and RewriteAll replace every older entity by its upgrade If-Match the
-// ETag read: a conflict re-reads, so a writer's newer write is never replaced by the
-// upgrade of an older version, and a lost response is decided by the re-read
-// (TestLazyUpgradeReadsEveryVersionAsTheLatest,
-// TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite). A version it does
-// not know (newer code wrote it, or forged) is refused on read and left by the rewrite
-// (TestUnknownSchemaVersionRefusedNotRead). It does not go through the state record's
-// stages and cannot be aborted: the application reads every version from the start
-// and writes only the latest, and returning to an older shape would need downgrades.
+// with SchemaOptions.WriteBack the upgrade is written back If-Match the ETag read)
+// (TestLazyUpgradeReadsEveryVersionAsTheLatest). A version it does not know (newer code
+// wrote it, or forged) is refused on read and left by every rewrite
+// (TestUnknownSchemaVersionRefusedNotRead, TestForgedSchemaVersionsRefusedAndLeftByEveryJob).
+// Without SchemaSpec.Name it has no stages: writes are at the latest version and
+// Rewrite (one page, resumable by its checkpoint) and RewriteAll upgrade every older
+// entity (TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite).
+//
+// With SchemaSpec.Name the evolution goes through the stages, the state record and the
+// staleness bound of a re-keying migration: it is the table's migration (its record is
+// the one a re-keying of the table would use, so a re-keying and a schema migration of
+// one table at once are refused: ErrInProgress; migrations are told apart by name and
+// kind, so a schema migration never moves a re-keying's record of the same name:
+// TestSchemaAndReKeyingMigrationsOfOneTableRefusedAtOnceUnderOneName), Plan, Advance, Abort, Status and WaitSettled take it through
+// them, and its range jobs (KindSchemaRewrite, KindSchemaVerify, KindSchemaDowngrade:
+// Jobs, EnqueueJob, Register, RunJob, RunAll) run as the re-keying ones do: pages after
+// a checkpoint, checked by package rangejob, retry.Schedule, one page per delivery and
+// its continuation enqueued. The migration goes from the version before the latest
+// (from) to the latest. Reads always return the latest shape; the stage decides the
+// version a process writes (before Plan, Planned's rules apply):
+//
+//	stage                        writes (Upsert, Update, Insert)  background work
+//	Planned, DualWrite, Aborted  from (the latest shape downgraded)
+//	Backfill                     the latest                       rewrite: every older entity upgraded
+//	Verify                       the latest                       count every entity below the latest, upgrade it
+//	CutOver, CleanUp, Done       the latest                       none: nothing of the old shape is left to serve
+//	Aborting                     from                             downgrade: every latest entity back to from
+//
+// Until Backfill has settled, every process of a rolling deploy, including those still
+// running the code of version from, reads what is written; only from Backfill on does a
+// process write the latest, and a lazy upgrade is written back only then
+// (TestLazyWriteBackOnlyOnceProcessesWriteTheLatest). A delete writes no version and
+// needs no stage. The rewrite
+// and the downgrade replace an entity If-Match the ETag read and re-read on a conflict,
+// so a writer's newer write is never replaced by the upgrade (or downgrade) of an older
+// version and a deleted entity never comes back
+// (TestWriterBetweenSchemaRewriteReadAndWriteIsNeverReplacedByAnOlderUpgrade,
+// TestWriterBetweenSchemaDowngradeReadAndWriteIsNeverReplacedByAnOlderDowngrade); a lost
+// response is decided by the re-read
+// (TestLostResponsesOnSchemaRewritesDowngradesAndTransitionsLoseNothing), two deliveries
+// of one job write each upgrade once (TestTwoDeliveriesOfOneSchemaRewriteJobAtOnce).
+// Verify reports the entities below the latest version by partition and keys, never
+// values (SchemaReport; TestVerifyCountsEntitiesBelowTheLatestVersionByPartitionAndUpgradesThem).
+// Abort needs SchemaSpec.Downgrades (one per upgrade; only the last is used): without
+// them a process writes the latest from Planned on, and Abort is refused before any
+// request (TestSchemaAbortWithoutDowngradesRefusedBeforeAnyRequest). Forged jobs are
+// refused before any request (TestForgedSchemaJobsRefusedBeforeAnyRequest). A downgrade
+// job acts only once the record says Aborting, as a re-keying's abort job: delivered
+// before it is cancelled into the poison queue, after Aborted dropped
+// (TestSchemaDowngradeJobBeforeTheAbortIsCancelledNotSnoozed). An entity that an upgrade
+// or downgrade refuses is left and reported by its keys (SchemaReport.Refused,
+// RefusedKeys; never values), and Advance does not record the next stage while its own
+// pass of the stage's work left one (ErrStageIncomplete, *IncompleteError:
+// schema_refused.go), so CutOver is never reached with an entity below the latest and
+// Aborted never with one at it (TestSchemaCutOverNeverReachedWithAnEntityBelowTheLatest,
+// TestSchemaAbortNeverEndsWithAnEntityAtTheLatestVersion); an entity of a version the code
+// does not know is not the migration's to convert and does not hold Advance back.
+//
+// Promises, against the server: under a writer updating, inserting and deleting, a
+// reader, and worker processes killed with SIGKILL at random points, every live entity
+// ends at the latest version with exactly its latest value, none that was deleted comes
+// back, and the reader sees no gap and no step back
+// (TestSchemaMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest, 2,000 entities
+// over 20 partitions; 20,000 in make soak); an abort at each stage before CleanUp leaves
+// every live entity at version from with its latest value
+// (TestSchemaAbortAtEachStageLeavesEveryEntityAtTheFromVersion, in process, also
+// refused once CleanUp began; TestSchemaAbortDuringRewriteUnderLoadWithKilledWorkersLeavesTheFromVersion,
+// while SIGKILLed worker processes rewrite and downgrade).
 //
 // # Cost
 //
@@ -194,6 +279,9 @@
 // writes of a partition in transactions of up to 100); an entity the chunk cannot
 // settle costs what the per-entity rule costs (four to seven requests). Every range job
 // scans 1,000 keys per query.
+// A staged schema migration costs no request per application write or read beyond the
+// state record's read once per Refresh; its rewrite and downgrade one replace per entity
+// they change (pages of whole entities, SchemaOptions.PageSize).
 //
 // # Errors
 //

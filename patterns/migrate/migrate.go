@@ -30,7 +30,9 @@ func (m *Migration[O, N]) Plan(ctx context.Context) error {
 // Verify, CleanUp, Aborting), then records the next stage If-Match the record read.
 //
 // Errors: errs.ErrNotFound (not planned), errs.ErrPreconditionFailed (another process
-// moved the record), the work's errors.
+// moved the record first), errs.ErrOutcomeUnknown (an answer lost and the record's
+// history cannot tell), the work's errors. A transition that landed succeeds, and the
+// State returned is the record read after it, which another process may have moved on.
 func (m *Migration[O, N]) Advance(ctx context.Context) (State, error) {
 	st, err := m.load(ctx)
 	if err != nil || st.Stage == "" {
@@ -228,7 +230,7 @@ func (m *Migration[O, N]) finish(ctx context.Context, pk, rk string) error {
 		}
 		if !c.detached {
 			err = m.detach(ctx, c)
-		} else if err = m.deleteOld(ctx, pk, rk, c.srcETag); errors.Is(err, repo.ErrPreconditionFailed) {
+		} else if err = m.deleteOldBehind(ctx, c, pk, rk); errors.Is(err, repo.ErrPreconditionFailed) {
 			// No process writes the old layout once clean-up began, and the copy was
 			// detached at the old version it records: a detached copy of another
 			// version was not made by the migration. Refused; the old entity stays.

@@ -60,6 +60,10 @@ type Options struct {
 	Retry retry.Policy
 	// Concurrency bounds the entities a range job handles at once. Defaults to 8.
 	Concurrency int
+	// PageSize bounds the rows one page of a range job scans, so how much a delivery
+	// does before it checkpoints (at most repo.MaxPageSize). Defaults to
+	// repo.MaxPageSize (1,000).
+	PageSize int
 	// Queue receives the continuations of range jobs run by a worker (Register). Without
 	// it a delivery runs its whole range.
 	Queue *queueworker.Client
@@ -76,6 +80,7 @@ func (o *Options) withDefaults() Options {
 	out.WriteTimeout = cmp.Or(out.WriteTimeout, 10*time.Second)
 	out.ClockSkew = cmp.Or(out.ClockSkew, 2*time.Second)
 	out.Concurrency = cmp.Or(out.Concurrency, 8)
+	out.PageSize = cmp.Or(out.PageSize, repo.MaxPageSize)
 	if out.Logger == nil {
 		out.Logger = zap.NewNop()
 	}
@@ -109,6 +114,9 @@ func (o Options) validate() error {
 	if o.Refresh < 0 || o.WriteTimeout < 0 || o.ClockSkew < 0 || o.Concurrency < 0 {
 		return errs.Invalid("Options", "durations and Concurrency must not be negative")
 	}
+	if o.PageSize < 0 || o.PageSize > repo.MaxPageSize {
+		return errs.TooLarge("Options.PageSize", "must be between 0 (default) and the service's page size", o.PageSize, repo.MaxPageSize)
+	}
 	return nil
 }
 
@@ -131,6 +139,9 @@ type Migration[O, N any] struct {
 	view      State
 	fetched   time.Time
 	seams     seams
+	// kind is the kind of migration its record names (kindRekey, or kindSchema for a
+	// Schema's stages).
+	kind string
 }
 
 // New declares the migration of spec. It does no I/O: Plan starts it.
@@ -145,7 +156,7 @@ func New[O, N any](spec Spec[O, N], opts *Options) (*Migration[O, N], error) {
 		return nil, err
 	}
 	topts := &repo.Options{Retry: o.Retry, Logger: o.Logger}
-	m := &Migration[O, N]{spec: spec, opts: o, sameTable: strings.EqualFold(spec.Source.Name(), spec.Target.Name())}
+	m := &Migration[O, N]{spec: spec, opts: o, kind: kindRekey, sameTable: strings.EqualFold(spec.Source.Name(), spec.Target.Name())}
 	var err error
 	if m.src, err = repo.New[codec.Entity](spec.Service, spec.Source.Name(), topts); err != nil {
 		return nil, err

@@ -87,6 +87,7 @@ type scanner struct {
 	plan  *rangejob.Plan
 	extra filter.Expr
 	skip  func(*codec.Entity) bool
+	size  int
 }
 
 func (m *Migration[O, N]) scanner(j Job) (scanner, error) {
@@ -95,9 +96,9 @@ func (m *Migration[O, N]) scanner(j Job) (scanner, error) {
 		return scanner{}, err
 	}
 	if j.Phase == phaseTarget {
-		return scanner{table: m.tgt, plan: plan, extra: filter.Eq(PropMigration, m.spec.Name)}, nil
+		return scanner{table: m.tgt, plan: plan, extra: filter.Eq(PropMigration, m.spec.Name), size: m.opts.PageSize}, nil
 	}
-	return scanner{table: m.src, plan: plan, skip: func(e *codec.Entity) bool {
+	return scanner{table: m.src, plan: plan, size: m.opts.PageSize, skip: func(e *codec.Entity) bool {
 		return m.sameTable && e.Properties[PropMigration] != nil
 	}}, nil
 }
@@ -109,7 +110,7 @@ func (s scanner) page(ctx context.Context, after *Key, rep *Report) ([]codec.Ent
 	if err != nil {
 		return nil, nil, false, err
 	}
-	p := s.table.Pages(repo.Query{Filter: filter.And(f, s.extra), Select: scanProps})
+	p := s.table.Pages(repo.Query{Filter: filter.And(f, s.extra), Select: scanProps, PageSize: s.size})
 	var page repo.Page[codec.Entity]
 	for len(page.Items) == 0 && p.More() { // a page may be empty and still continue
 		if page, err = p.Next(ctx); err != nil {
@@ -223,6 +224,7 @@ func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, erro
 			}
 			continue
 		}
+		m.pageDone(*job, rep, next != nil)
 		failed, job = 0, next
 	}
 	m.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), total.fields()...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"go.uber.org/zap"
@@ -13,6 +14,7 @@ import (
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
+	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
 	"github.com/tablepatterns/tablepatterns/retry"
@@ -34,6 +36,19 @@ type SchemaSpec[T any] struct {
 	// split, compute properties). Each must be pure: it runs on every read of an older
 	// version and again on every rewrite round.
 	Upgrades []func(e *codec.Entity) error
+	// Downgrades are the inverses, one per upgrade when given: Downgrades[i] turns an
+	// entity of version i+2 back into version i+1. A staged migration (Name) with them
+	// writes the version before the latest until Backfill and can be aborted; without
+	// them it writes the latest from the start and Abort is refused (schema_stages.go).
+	Downgrades []func(e *codec.Entity) error
+	// Name, when set, takes the evolution through the migration's stages: it identifies
+	// the migration in the state record of Table (the one a re-keying migration of Table
+	// would use) and in its jobs, under the rules of Spec.Name. Empty: no stages, every
+	// write at the latest version.
+	Name string
+	// Control names the table of state records (Spec.Control). Defaults to
+	// DefaultControlTable.
+	Control string
 }
 
 // DefaultVersionProperty is SchemaSpec.VersionProperty's default.
@@ -51,6 +66,15 @@ type SchemaOptions struct {
 	Concurrency int
 	// Logger receives the rewrite's counts. Defaults to zap.NewNop().
 	Logger *zap.Logger
+	// Refresh, WriteTimeout and ClockSkew are a staged migration's (SchemaSpec.Name)
+	// staleness bound, as Options'; every process must use the same values.
+	Refresh, WriteTimeout, ClockSkew time.Duration
+	// Queue receives the continuations of a staged migration's range jobs run by a
+	// worker (Register), as Options.Queue.
+	Queue *queueworker.Client
+	// PageSize is the most rows a range job's page reads (at most repo.MaxPageSize, the
+	// default).
+	PageSize int
 }
 
 // Schema reads every version of a table's entities as the latest (lazy upgrade, with an
@@ -60,6 +84,8 @@ type Schema[T any] struct {
 	spec SchemaSpec[T]
 	opts SchemaOptions
 	raw  *repo.Table[codec.Entity]
+	// m holds a staged migration's state record and stage rules (nil without Name).
+	m *Migration[T, T]
 }
 
 // NewSchema declares a schema evolution. It does no I/O.
@@ -84,6 +110,17 @@ func NewSchema[T any](spec SchemaSpec[T], opts *SchemaOptions) (*Schema[T], erro
 		return nil, errs.Invalid("SchemaSpec.Table", "encrypted tables cannot be evolved")
 	case o.Concurrency < 0:
 		return nil, errs.Invalid("SchemaOptions.Concurrency", "must not be negative")
+	case o.PageSize < 0 || o.PageSize > repo.MaxPageSize:
+		return nil, errs.Invalid("SchemaOptions.PageSize", "must be from 0 to %d", repo.MaxPageSize)
+	case spec.Name != "" && !nameRE.MatchString(spec.Name):
+		return nil, errs.Invalid("SchemaSpec.Name", "must match %s", nameRE)
+	case len(spec.Downgrades) != 0 && len(spec.Downgrades) != len(spec.Upgrades):
+		return nil, errs.Invalid("SchemaSpec.Downgrades", "one per upgrade, or none")
+	}
+	for i, d := range spec.Downgrades {
+		if d == nil {
+			return nil, errs.Invalid("SchemaSpec.Downgrades", "downgrade %d is nil", i)
+		}
 	}
 	for i, u := range spec.Upgrades {
 		if u == nil {
@@ -97,7 +134,13 @@ func NewSchema[T any](spec SchemaSpec[T], opts *SchemaOptions) (*Schema[T], erro
 	if err != nil {
 		return nil, err
 	}
-	return &Schema[T]{spec: spec, opts: o, raw: raw}, nil
+	sc := &Schema[T]{spec: spec, opts: o, raw: raw}
+	if spec.Name != "" {
+		if sc.m, err = sc.staged(); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
 }
 
 // Latest is the latest schema version.
@@ -128,7 +171,7 @@ func (s *Schema[T]) upgrade(e *codec.Entity) (bool, error) {
 	}
 	for ; v < s.Latest(); v++ {
 		if err := s.spec.Upgrades[v-1](e); err != nil {
-			return false, errs.Invalid("SchemaSpec.Upgrades", "version %d of (%s, %s): %v", v, e.PartitionKey, e.RowKey, errs.Redact(err))
+			return false, &refusal{errs.Invalid("SchemaSpec.Upgrades", "version %d of (%s, %s): %v", v, e.PartitionKey, e.RowKey, errs.Redact(err))}
 		}
 	}
 	e.Properties[s.spec.VersionProperty] = int32(s.Latest())
@@ -140,10 +183,16 @@ func (s *Schema[T]) upgrade(e *codec.Entity) (bool, error) {
 // If-Match that ETag (a conflict or failure of the write-back is not an error: the
 // entity read is returned).
 //
-// Errors: errs.ErrNotFound, ErrInvalidInput (an unknown version, a failing upgrade),
-// ErrTransient, *repo.Error.
+// Errors: errs.ErrNotFound, ErrInvalidInput (an unknown version, a failing upgrade, a
+// state record that does not validate), ErrInProgress (a staged migration's table is in
+// another migration), ErrTransient, *repo.Error.
 func (s *Schema[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 	var out T
+	latest, ctx, cancel, err := s.rules(ctx)
+	defer cancel()
+	if err != nil {
+		return out, err
+	}
 	e, err := s.raw.Get(ctx, pk, rk)
 	if err != nil {
 		return out, err
@@ -152,7 +201,7 @@ func (s *Schema[T]) Get(ctx context.Context, pk, rk string) (T, error) {
 	if err != nil {
 		return out, err
 	}
-	if changed && s.opts.WriteBack {
+	if changed && s.opts.WriteBack && latest {
 		w := e
 		if werr := s.raw.Update(ctx, &w, nil); werr == nil {
 			e.ETag = w.ETag
@@ -177,19 +226,39 @@ func (s *Schema[T]) decode(e *codec.Entity, out *T) error {
 	return err
 }
 
-// Upsert writes v at the latest version (replace). Update replaces it If-Match v's ETag
-// when set. On success v's ETag holds the new one.
+// Upsert writes v at the version the stage's rules write (the latest, or in a staged
+// migration with Downgrades before Backfill and while aborting the version before it:
+// schema_stages.go) by replace. Update replaces it If-Match v's ETag when set; Insert
+// adds it. On success v's ETag holds the new one.
 //
 // Errors: ErrInvalidInput (nothing sent), errs.ErrPreconditionFailed and
-// errs.ErrNotFound (Update), ErrOutcomeUnknown, ErrTransient, *repo.Error.
-func (s *Schema[T]) Upsert(ctx context.Context, v *T) error { return s.put(ctx, v, false) }
+// errs.ErrNotFound (Update), errs.ErrAlreadyExists (Insert), ErrInProgress (as Get),
+// ErrOutcomeUnknown, ErrTransient, *repo.Error.
+func (s *Schema[T]) Upsert(ctx context.Context, v *T) error { return s.put(ctx, v, opUpsert) }
 
 // Update: see Upsert.
-func (s *Schema[T]) Update(ctx context.Context, v *T) error { return s.put(ctx, v, true) }
+func (s *Schema[T]) Update(ctx context.Context, v *T) error { return s.put(ctx, v, opUpdate) }
 
-func (s *Schema[T]) put(ctx context.Context, v *T, update bool) error {
+// Insert: see Upsert.
+func (s *Schema[T]) Insert(ctx context.Context, v *T) error { return s.put(ctx, v, opInsert) }
+
+// Delete removes the entity (pk, rk) at whatever version it is stored: opts.ETag makes
+// it conditional, nil deletes whatever is stored (repo.Table.Delete's shape).
+//
+// Errors: ErrInvalidInput (keys), errs.ErrNotFound, errs.ErrPreconditionFailed,
+// ErrOutcomeUnknown, ErrTransient, *repo.Error.
+func (s *Schema[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
+	return s.raw.Delete(ctx, pk, rk, opts)
+}
+
+func (s *Schema[T]) put(ctx context.Context, v *T, o op) error {
 	if v == nil {
 		return errs.Invalid("value", "nil")
+	}
+	latest, ctx, cancel, err := s.rules(ctx)
+	defer cancel()
+	if err != nil {
+		return err
 	}
 	data, err := s.spec.Table.Codec().Encode(v)
 	if err != nil {
@@ -203,13 +272,21 @@ func (s *Schema[T]) put(ctx context.Context, v *T, update bool) error {
 		e.Properties = map[string]any{}
 	}
 	e.Properties[s.spec.VersionProperty] = int32(s.Latest())
-	if update {
+	if !latest {
+		if err := s.downgrade(e); err != nil {
+			return err
+		}
+	}
+	switch o {
+	case opUpdate:
 		e.ETag = s.spec.Table.Codec().ETag(v)
 		if e.ETag == "" {
 			e.ETag = "*"
 		}
 		err = s.raw.Update(ctx, e, nil)
-	} else {
+	case opInsert:
+		err = s.raw.Insert(ctx, e)
+	default:
 		err = s.raw.Upsert(ctx, e, nil)
 	}
 	if err == nil {
@@ -224,10 +301,13 @@ func (s *Schema[T]) put(ctx context.Context, v *T, update bool) error {
 // that wrote meanwhile wrote the latest version, which is left as it is). It returns the
 // checkpoint of the next page ("" at the end).
 //
-// Errors: ErrInvalidInput (bounds, token), ErrTransient, *repo.Error. An entity of an
-// unknown version is left and counted in SchemaReport.Unknown.
+// Errors: ErrInvalidInput (bounds, token; a staged migration, whose rewrite runs in its
+// stages), ErrTransient, *repo.Error. An entity of an unknown version is left and counted in SchemaReport.Unknown.
 func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string, SchemaReport, error) {
 	rep := SchemaReport{}
+	if s.m != nil {
+		return "", rep, errs.Invalid("Rewrite", "a staged schema migration rewrites through its range jobs (RunJob)")
+	}
 	sel := rangejob.Selection{PartitionKeyFrom: from, PartitionKeyTo: to}
 	if err := sel.Validate(); err != nil {
 		return "", rep, err
@@ -248,12 +328,15 @@ func (s *Schema[T]) Rewrite(ctx context.Context, from, to, token string) (string
 	)
 	err = each(ctx, s.opts.Concurrency, page.Items, func(ctx context.Context, e *codec.Entity, _ *Report) error {
 		n, err := s.rewriteOne(ctx, *e)
+		mu.Lock()
+		defer mu.Unlock()
+		if rep.refusedBy(err, e.PartitionKey, e.RowKey) {
+			return nil
+		}
 		if errors.Is(err, errs.ErrInvalidInput) {
 			n, err = 2, nil
 		}
-		mu.Lock()
 		counts[n]++
-		mu.Unlock()
 		return err
 	}, &Report{})
 	rep.Scanned = len(page.Items)
@@ -277,11 +360,21 @@ func inSelection(sel rangejob.Selection, rows []codec.Entity) error {
 // rewriteOne brings one entity to the latest version: 0 when it wrote, 1 when the
 // entity was current (or gone).
 func (s *Schema[T]) rewriteOne(ctx context.Context, e codec.Entity) (int, error) {
+	return s.replace(ctx, e, "rewrite", s.upgrade)
+}
+
+// replace is the optimistic loop of the rewrite and the downgrade: change e in place
+// (false: nothing to write) and replace it If-Match the ETag read; a conflict (a writer
+// wrote or deleted it meanwhile, or the response was lost) reads it again and starts
+// over, so a newer write is never replaced by the change of an older version. 0 when
+// it wrote, 1 when there was nothing to write (or the entity is gone).
+func (s *Schema[T]) replace(ctx context.Context, e codec.Entity, what string, change func(*codec.Entity) (bool, error)) (int, error) {
 	for round := 1; ; round++ {
-		changed, err := s.upgrade(&e)
+		changed, err := change(&e)
 		if err != nil || !changed {
 			return 1, err
 		}
+		s.beforeWrite(ctx, e.PartitionKey, e.RowKey)
 		err = s.raw.Update(ctx, &e, nil)
 		if err == nil {
 			return 0, nil
@@ -290,7 +383,7 @@ func (s *Schema[T]) rewriteOne(ctx context.Context, e codec.Entity) (int, error)
 			return 1, err
 		}
 		if round >= maxRounds {
-			return 1, fmt.Errorf("migrate: rewrite of (%s, %s): changed in each of %d rounds: %w", e.PartitionKey, e.RowKey, round, errs.ErrTransient)
+			return 1, fmt.Errorf("migrate: %s of (%s, %s): changed in each of %d rounds: %w", what, e.PartitionKey, e.RowKey, round, errs.ErrTransient)
 		}
 		if e, err = s.raw.Get(ctx, e.PartitionKey, e.RowKey); errors.Is(err, repo.ErrNotFound) {
 			return 1, nil
@@ -311,6 +404,8 @@ func (s *Schema[T]) RewriteAll(ctx context.Context) (SchemaReport, error) {
 		total.Rewritten += rep.Rewritten
 		total.Current += rep.Current
 		total.Unknown += rep.Unknown
+		total.Refused += rep.Refused
+		total.RefusedKeys = append(total.RefusedKeys, rep.RefusedKeys[:min(len(rep.RefusedKeys), MaxReportKeys-len(total.RefusedKeys))]...)
 		if err != nil || next == "" {
 			s.opts.Logger.Info("migrate: schema rewrite", zap.Int("scanned", total.Scanned), zap.Int("rewritten", total.Rewritten), zap.Int("unknown", total.Unknown))
 			return total, err
@@ -320,5 +415,17 @@ func (s *Schema[T]) RewriteAll(ctx context.Context) (SchemaReport, error) {
 }
 
 // SchemaReport counts what a rewrite saw: entities scanned, rewritten, already at the
-// latest version, and of a version it does not know (left as they are).
-type SchemaReport struct{ Scanned, Rewritten, Current, Unknown int }
+// latest version, of a version it does not know (Unknown), and those an upgrade or
+// downgrade function refused (Refused, with their keys in RefusedKeys, up to
+// MaxReportKeys), all left as they are. A staged migration's jobs also count the
+// entities downgraded (Aborting) and those verify found below the latest version
+// (Stale), by partition (Partitions) and by keys (Keys, up to MaxReportKeys): never
+// values.
+type SchemaReport struct {
+	Scanned, Rewritten, Current, Unknown int
+	Downgraded, Stale                    int
+	Partitions                           map[string]int
+	Keys                                 [][2]string
+	Refused                              int
+	RefusedKeys                          [][2]string
+}

@@ -51,6 +51,13 @@ type State struct {
 	// Since is the service's time of the transition to Stage.
 	Since time.Time
 	etag  string
+	// transitions are the ids of the record's last writes (see decideTransition).
+	transitions []string
+	// rec is the stage the record shows and holder its migration ("name:kind"), whoever's
+	// it is; ended the outcomes of migrations it replaced (record_owner.go).
+	rec    Stage
+	holder string
+	ended  []string
 }
 
 // record is the state record: one entity per migrated source table in the control table,
@@ -61,9 +68,16 @@ type record struct {
 	ETag         string    `table:",etag"`
 	Timestamp    time.Time `table:",timestamp"`
 	Name         string
-	Target       string
-	Stage        string
-	Previous     string
+	// Kind is the kind of migration (kindRekey, kindSchema) that Name names.
+	Kind     string
+	Target   string
+	Stage    string
+	Previous string
+	// Transitions lists the ids of the last writes of the record, newest first.
+	Transitions string
+	// Ended lists the outcomes of the ended migrations whose records Plan replaced,
+	// newest first (record_owner.go).
+	Ended string
 }
 
 const recordRowKey = "migration"
@@ -88,8 +102,21 @@ func (m *Migration[O, N]) load(ctx context.Context) (State, error) {
 }
 
 func (m *Migration[O, N]) validRecord(r record) (State, error) {
+	ids, err := transitionIDs(r.Transitions)
+	if err != nil {
+		return State{}, err
+	}
+	ended, err := endedOutcomes(r.Ended)
+	if err == nil {
+		err = checkKind(r.Kind)
+	}
+	if err != nil {
+		return State{}, err
+	}
 	st := State{Name: r.Name, Source: r.PartitionKey, Target: r.Target, Stage: Stage(r.Stage),
-		Previous: Stage(r.Previous), Since: r.Timestamp, etag: r.ETag}
+		Previous: Stage(r.Previous), Since: r.Timestamp, etag: r.ETag, transitions: ids,
+		rec: Stage(r.Stage), holder: r.Name + ":" + r.Kind, ended: ended}
+	ours := r.Name == m.spec.Name && r.Kind == m.kind
 	froms, known := before[st.Stage]
 	legal := false
 	for _, f := range froms {
@@ -100,15 +127,21 @@ func (m *Migration[O, N]) validRecord(r record) (State, error) {
 		return State{}, errs.Invalid("state record", "stage %q after %q is not a stage of a migration", clip(r.Stage), clip(r.Previous))
 	case r.Timestamp.IsZero() || r.ETag == "":
 		return State{}, errs.Invalid("state record", "no Timestamp or ETag")
-	case r.Name != m.spec.Name && st.Stage != Done && st.Stage != Aborted:
-		return st, fmt.Errorf("migrate: source %s: %w", m.recordKey(), ErrInProgress)
-	case r.Name == m.spec.Name && r.Target != strings.ToLower(m.spec.Target.Name()):
+	case ours && r.Target != strings.ToLower(m.spec.Target.Name()):
 		return State{}, errs.Invalid("state record", "records another target table")
+	case ours:
+		return st, nil
 	}
-	if r.Name != m.spec.Name { // an ended migration of another name: nothing of ours
-		return State{Source: m.recordKey(), etag: r.ETag, Stage: "", Previous: Stage(r.Stage)}, nil
+	if stage, ok := outcomeOf(ended, m.spec.Name, m.kind); ok { // ours ended, then replaced
+		return State{Name: m.spec.Name, Source: m.recordKey(), Target: strings.ToLower(m.spec.Target.Name()), Stage: stage,
+			Previous: before[stage][0], etag: r.ETag, transitions: ids, rec: st.rec, holder: st.holder, ended: ended}, nil
 	}
-	return st, nil
+	if st.Stage != Done && st.Stage != Aborted {
+		return st, fmt.Errorf("migrate: source %s: %w", m.recordKey(), ErrInProgress)
+	}
+	// An ended migration of another name or kind: nothing of ours.
+	return State{Source: m.recordKey(), etag: r.ETag, Stage: "", Previous: Stage(r.Stage), transitions: ids,
+		rec: st.rec, holder: st.holder, ended: ended}, nil
 }
 
 // clip keeps an untrusted value out of error text beyond a short prefix.
@@ -125,16 +158,18 @@ func (m *Migration[O, N]) create(ctx context.Context) error {
 	if err := m.control.CreateIfNotExists(ctx); err != nil {
 		return err
 	}
-	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, Name: m.spec.Name,
-		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(Planned)}
 	st, err := m.load(ctx)
 	if err != nil {
 		return err
 	}
+	id := newTransitionID()
+	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, Name: m.spec.Name, Kind: m.kind,
+		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(Planned), Transitions: withTransition(id, st.transitions),
+		Ended: endedWith(st, m.spec.Name, m.kind)}
 	switch {
 	case st.etag == "":
 		err = m.control.Insert(ctx, &r)
-	case st.Stage == Done || st.Stage == Aborted || st.Stage == "":
+	case st.rec == Done || st.rec == Aborted:
 		r.ETag = st.etag
 		err = m.control.Update(ctx, &r, nil)
 	default:
@@ -147,32 +182,37 @@ func (m *Migration[O, N]) create(ctx context.Context) error {
 		return err
 	}
 	now, lerr := m.load(ctx)
-	if lerr != nil {
+	if lerr != nil && !errors.Is(lerr, ErrInProgress) {
 		return lerr
 	}
-	if now.Name != m.spec.Name || now.Stage != Planned {
-		return ErrInProgress
+	if derr := decideTransition(err, id, st.Stage, Planned, now); derr != nil {
+		if errors.Is(derr, errs.ErrPreconditionFailed) {
+			return ErrInProgress
+		}
+		return derr
 	}
 	return nil
 }
 
-// transition moves the record from st to stage If-Match the ETag read. A lost response
-// is decided by reading the record again: it shows stage reached from st.Stage, or not.
+// transition moves the record from st to stage If-Match the ETag read. Its write
+// carries a fresh id, so an answer that was lost is decided by evidence, not by the
+// stage the record shows (decideTransition): a transition that landed succeeds even when
+// another process has moved the record on since. It returns the record as read after
+// the write.
 func (m *Migration[O, N]) transition(ctx context.Context, st State, stage Stage) (State, error) {
-	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, ETag: st.etag, Name: m.spec.Name,
-		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(stage), Previous: string(st.Stage)}
+	id := newTransitionID()
+	r := record{PartitionKey: m.recordKey(), RowKey: recordRowKey, ETag: st.etag, Name: m.spec.Name, Kind: m.kind,
+		Target: strings.ToLower(m.spec.Target.Name()), Stage: string(stage), Previous: string(st.Stage),
+		Transitions: withTransition(id, st.transitions), Ended: strings.Join(st.ended, ",")}
 	err := m.control.Update(ctx, &r, nil)
 	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
-		return State{}, err
+		return State{}, decideTransition(err, id, st.Stage, stage, State{})
 	}
 	read := time.Now() // a view's age counts from the start of its read
 	now, lerr := m.load(ctx)
 	if lerr != nil {
-		return State{}, lerr
-	}
-	if now.Stage != stage || now.Previous != st.Stage {
-		return now, fmt.Errorf("migrate: transition %s -> %s: %w", st.Stage, stage, errs.ErrPreconditionFailed)
+		return landedDespite(lerr, id, now)
 	}
 	m.remember(now, read)
-	return now, nil
+	return now, decideTransition(err, id, st.Stage, stage, now)
 }

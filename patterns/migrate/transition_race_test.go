@@ -105,7 +105,7 @@ func TestTwoTransitionsFromOneRecordMoveItOnce(t *testing.T) {
 		}
 		// Back to DualWrite for the next pair: a record as an operator would not write
 		// it, only to rerun the race.
-		r := record{PartitionKey: f.m.recordKey(), RowKey: recordRowKey, ETag: st.etag, Name: f.m.spec.Name,
+		r := record{PartitionKey: f.m.recordKey(), RowKey: recordRowKey, ETag: st.etag, Name: f.m.spec.Name, Kind: kindRekey,
 			Target: st.Target, Stage: string(DualWrite), Previous: string(Planned)}
 		if err := f.m.control.Update(f.b.Ctx, &r, nil); err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ func TestArchiveInterRemovesCopiesThroughTheWorker(t *testing.T) {
 	b, x, w := interStaff(t, false)
 	a, target := b.Archiver(x)
 	b.MustMove(a, target, "Sales", "000001")
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	interGone(t, b, x)
 }
 
@@ -33,14 +33,14 @@ func TestArchiveInterCrashBetweenBeforeAndDelete(t *testing.T) {
 	if _, err := crashing.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001")); !errors.Is(err, testbed.ErrStop) {
 		t.Fatalf("crashed move: %v", err)
 	}
-	testbed.Drain(t, w) // the safety message of the crashed run: the entity is still there
+	b.drainAfterSafety(t, w) // the safety message of the crashed run: the entity is still there
 	if got, err := x.Lookup(b.Ctx, "Sales", "email", "jun@contoso.com"); err != nil || got.EmployeeID != "000001" {
 		t.Fatalf("after the crash the entity must still be found: %+v %v", got, err)
 	}
 	mustClean(t, b.Ctx, x, 2, "Sales")
 	a, _ := b.Archiver(x)
 	b.MustMove(a, target, "Sales", "000001")
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	interGone(t, b, x)
 }
 
@@ -53,7 +53,7 @@ func TestArchiveInterLostResponseAndTwoDeliveries(t *testing.T) {
 	a, target := b.Archiver(x)
 	b.Proxy().AddRule(faultproxy.Rule{Name: "lost", Match: faultproxy.MethodIs("DELETE"), Times: 1, Action: faultproxy.DropAfterForward()})
 	b.MustMoveConcurrently(a, 2, target, "Sales", "000001")
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	interGone(t, b, x)
 }
 
@@ -77,7 +77,7 @@ func TestArchiveInterUnreadableAndForgedEntities(t *testing.T) {
 	if b.row(t, "email_Sales", rk) == nil {
 		t.Fatal("the refused archive deleted the copy")
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	interGone(t, b, x)
 }
 
@@ -111,8 +111,10 @@ func TestArchiveInterNoSafetyLostDeleteResponseStillRemovesCopies(t *testing.T) 
 	interGone(t, b, x)
 }
 
-// The same, with the prompt enqueue failing (the queue answers 503 until the retries
-// give up): the move reports success; with SafetyDelay off nothing else will reconcile.
+// The same, with the prompt enqueue failing (the queue answers 500 until the retries
+// give up; not 503 ServerBusy, whose every answer would slow the client's retry.Gate, and
+// the drain after it, for seconds): the move reports success; with SafetyDelay off
+// nothing else will reconcile.
 // Inter's own write returns an error in that case ("was written but its reconciliation
 // could not be enqueued (call Notify)"); the move only logs it.
 func TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged(t *testing.T) {
@@ -126,7 +128,7 @@ func TestArchiveInterNoSafetyFailedNotifyIsOnlyLogged(t *testing.T) {
 	}
 	testbed.Drain(t, w)
 	a, target := b.Archiver(x)
-	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEnqueue, Action: faultproxy.Respond(503, "ServerBusy")})
+	b.Proxies.Queue.AddRule(faultproxy.Rule{Name: "busy", Match: faultproxy.IsEnqueue, Action: faultproxy.Respond(500, "InternalError")})
 	out, err := a.ArchiveEntity(b.Ctx, b.ArchiveJob(target, "Sales", "000001"))
 	b.Proxies.Queue.ClearRules()
 	testbed.Drain(t, w)
@@ -147,7 +149,7 @@ func TestArchiveInterReinsertWhileReconciliationPending(t *testing.T) {
 	if err := x.Insert(b.Ctx, iemp(1, "Jun", "Jonas", "jun.new@contoso.com")); err != nil {
 		t.Fatal(err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	got, err := x.Lookup(b.Ctx, "Sales", "email", "jun.new@contoso.com")
 	if err != nil || got.LastName != "Jonas" {
 		t.Fatalf("the re-inserted employee by its new email: %+v %v", got, err)
@@ -189,7 +191,7 @@ func TestArchiveInterDeleteMissesWithin(t *testing.T) {
 		t.Fatalf("move: %v %v", r.out, r.err)
 	}
 	b.MustBeArchived(target, "Sales", "000001")
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	interGone(t, b, x)
 }
 
@@ -200,7 +202,7 @@ func TestArchiveInterDeleteMissesWithin(t *testing.T) {
 func TestArchiveInterWriterBetweenBeforeAndDelete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail, byLast)
 	w := b.worker(t, name, x)
 	for _, e := range []*Employee{iemp(1, "Jun", "Jones", "jun@contoso.com"), iemp(2, "Amy", "Smith", "amy@contoso.com")} {
@@ -208,7 +210,7 @@ func TestArchiveInterWriterBetweenBeforeAndDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	live, err := secondaryindex.NewInter(b.Direct.Tables, b.Table, q, []secondaryindex.Index[Employee]{byEmail, byLast},
 		&secondaryindex.InterOptions{SafetyDelay: safety, Conflict: testbed.FastRetry(), Table: repo.Options{Retry: testbed.FastRetry()}})
 	if err != nil {
@@ -241,7 +243,7 @@ func TestArchiveInterWriterBetweenBeforeAndDelete(t *testing.T) {
 	if got, _ := arch.Get(b.Ctx, "Sales", "000001"); got.Properties["Email"] != "jun.jones@contoso.com" {
 		t.Fatalf("archived %v, want the version the writer wrote", got.Properties["Email"])
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	for _, email := range []string{"jun@contoso.com", "jun.jones@contoso.com"} {
 		if _, err := x.Lookup(b.Ctx, "Sales", "email", email); !errors.Is(err, repo.ErrNotFound) {
 			t.Fatalf("lookup of %s: %v", email, err)

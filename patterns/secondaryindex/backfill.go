@@ -56,7 +56,9 @@ func (x *Inter[T]) StartBackfill(ctx context.Context, partitions ...string) erro
 //
 // Cost: per page of up to 1,000 entities, 1 query of the primaries and 1 query of the
 // refs per index; per entity not up to date, a Reconcile (1 read per index, 1 read of
-// the primary, 1 transaction per index that changes).
+// the primary, 1 transaction per index that changes). The entities of a page are
+// reconciled at most 2 at once, so at most 2 transactions are in flight in each index
+// partition (see the package documentation, "Throughput").
 //
 // Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
 // *repo.Error, ctx's error, the Checkpoint callback's error.
@@ -83,7 +85,7 @@ func (x *Inter[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 		if err != nil {
 			return cp, err
 		}
-		err = forEach(ctx, x.opts.Table.Concurrency, todo, func(ctx context.Context, rk string) error {
+		err = forEachIn(ctx, x.opts.Table.Concurrency, x.writesTo(pk), todo, func(ctx context.Context, rk string) error {
 			err := x.Reconcile(ctx, pk, rk)
 			if errors.Is(err, repo.ErrInvalidInput) {
 				// A stored value no index can hold: reconciled as far as it goes (its
@@ -157,6 +159,21 @@ func (x *Inter[T]) behind(ctx context.Context, pk string, items []T) ([]string, 
 	return out, nil
 }
 
+// writesTo is the partition whose transactions bound a backfill or repair of partition
+// pk: the first index partition that can exist. Every entity of pk has its copy of index
+// ix in the one partition "<ix>_<pk>", and a reconciliation writes its indexes one after
+// the other, so the entities of pk all write the same partitions, one transaction at a
+// time each: at most 2 of them at once (forEachIn) puts at most 2 transactions in flight
+// in each. pk itself when no index partition can exist (nothing is written).
+func (x *Inter[T]) writesTo(pk string) string {
+	for _, ix := range x.idx {
+		if p, err := ix.partition(pk); err == nil {
+			return p
+		}
+	}
+	return pk
+}
+
 // wantKey is the RowKey of v's copy in ix, "" when v has none (or can have none: see
 // copyKeyOf).
 func (x *Inter[T]) wantKey(ix *interIndex[T], v *T, rk string) string {
@@ -215,7 +232,8 @@ func (x *Intra[T]) StartBackfill(ctx context.Context, partitions ...string) erro
 //
 // Cost: 1 query per page of up to 1,000 primary copies; per entity, 1 read per unique
 // index where it has a value (1 more when its copy names another entity) and 1
-// transaction.
+// transaction; at most 2 entities at once, so at most 2 transactions are in flight in pk
+// (see the package documentation, "Throughput").
 //
 // Errors: errs.ErrInvalidInput (bad keys or options; nothing sent), errs.ErrTransient,
 // *repo.Error, ctx's error, the Checkpoint callback's error. An error about a copy names
@@ -243,7 +261,7 @@ func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 			return cp, err
 		}
 		var written atomic.Int64
-		err = forEach(ctx, maintenanceConcurrency, page.Items, func(ctx context.Context, v T) error {
+		err = forEachIn(ctx, maintenanceConcurrency, pk, page.Items, func(ctx context.Context, v T) error {
 			w, err := x.rewrite(ctx, "backfill", &v)
 			if w {
 				written.Add(1)
@@ -273,6 +291,7 @@ func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 }
 
 // maintenanceConcurrency bounds the entities an Intra backfill or repair writes at once.
+// They all write partition pk, so forEachIn's 2 per partition is the bound that holds.
 const maintenanceConcurrency = 8
 
 // rewrite writes every copy of v (a primary copy as a page read it, with its ETag) in one

@@ -236,18 +236,26 @@ func TestIntraBackfill(t *testing.T) {
 	}
 }
 
-// A backfill of an email index over 4,400 existing employees
+// A backfill of an email index over 1,200 existing employees
 // (10,000 under make soak) in 4 departments, run by the worker one job per partition,
 // while 4 writers keep inserting and updating through the index, ends with Verify
 // reporting no drift in any partition, and every employee counted.
 func TestInterBackfillWhileWritersWrite(t *testing.T) {
 	t.Parallel()
-	// 1,100 a department: each partition's backfill spans two pages of 1,000, so the
-	// writers race a backfill that checkpoints and continues, not only one that reads once.
-	n := testenv.Scale(4400, 10000)
+	// Sales holds 1,050: its backfill spans two jobs of 1,000 (a job stops at the end of
+	// the page that reaches 1,000), so the writers race a backfill that checkpoints and
+	// continues, not only one that reads once; the other departments' backfills (50 each)
+	// run alongside. make soak spreads 10,000 evenly: every partition spans 3 jobs.
+	n, big := testenv.Scale(1200, 10000), testenv.Scale(1050, 2500)
 	depts := []string{"Sales", "Marketing", "Finance", "Support"}
+	deptOf := func(i int) string {
+		if i < big {
+			return depts[0]
+		}
+		return depts[1+(i-big)%(len(depts)-1)]
+	}
 	b := setup(t, false)
-	b.seedEmployees(t, n, depts...)
+	b.seedEmployeesIn(t, n, deptOf)
 	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
 	w := b.worker(t, queue, x)
@@ -265,12 +273,14 @@ func TestInterBackfillWhileWritersWrite(t *testing.T) {
 	if d := mustDrift(); d != n {
 		t.Fatalf("before the backfill verify finds %d missing copies, want %d", d, n)
 	}
-	if err := w.Start(b.Ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := x.StartBackfill(b.Ctx); err != nil { // discovers the 4 partitions
 		t.Fatal(err)
 	}
+	// The worker runs the jobs while the writers write, until the queue is empty; it is
+	// not stopped meanwhile: a stop that cancels a dequeue the queue already served leaves
+	// its messages invisible for the worker's visibility timeout (30 s) before a drain.
+	drained := make(chan error, 1)
+	go func() { drained <- w.Drain(b.Ctx) }()
 	var wg sync.WaitGroup
 	var inserted atomic.Int64
 	for wr := range 4 {
@@ -290,7 +300,7 @@ func TestInterBackfillWhileWritersWrite(t *testing.T) {
 					continue
 				}
 				id := rng.IntN(n)
-				e, err := x.Get(b.Ctx, depts[id%len(depts)], fmt.Sprintf("%06d", id))
+				e, err := x.Get(b.Ctx, deptOf(id), fmt.Sprintf("%06d", id))
 				if err != nil {
 					t.Error(err)
 					return
@@ -305,10 +315,10 @@ func TestInterBackfillWhileWritersWrite(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := w.Stop(b.Ctx); err != nil {
+	if err := <-drained; err != nil {
 		t.Fatal(err)
 	}
-	testbed.Drain(t, w)
+	testbed.Drain(t, w) // what the writers enqueued after the queue was first found empty
 	mustClean(t, b.Ctx, x, n+int(inserted.Load()), depts...)
 }
 
@@ -343,7 +353,9 @@ func TestIntraBackfillBuildsAnAddedIndex(t *testing.T) {
 // resumes from the checkpoint it last stored and ends with the partition complete.
 func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 	t.Parallel()
-	const n = 1000
+	// 300 employees in pages of 30: ten checkpoints, and each kill comes within a third of
+	// the partition's reconciliations, as with 1,000 in pages of 100 (make soak).
+	n, page := testenv.Scale(300, 1000), testenv.Scale(30, 100)
 	b := setup(t, false)
 	b.seedEmployees(t, n, "Sales")
 	q, _ := b.Queue()
@@ -367,7 +379,7 @@ func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 			}
 			return nil
 		})
-		cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: stored.After, PageSize: 100,
+		cp, err := x.BackfillPartition(ctx, "Sales", &secondaryindex.BackfillOptions{After: stored.After, PageSize: page,
 			Checkpoint: func(_ context.Context, cp secondaryindex.Checkpoint) error { stored = cp; return nil }})
 		cancel()
 		if err == nil && cp.Done {
@@ -397,8 +409,11 @@ func TestInterBackfillResumesFromCheckpointAfterKills(t *testing.T) {
 // its reads while the live write and its reconciliation run to the end).
 func TestInterBackfillDuplicatedReorderedJobsAndLiveWrites(t *testing.T) {
 	t.Parallel()
+	// 100 employees of Sales (300 under make soak): the jobs below start at its beginning,
+	// its middle, its last employee and its tenth.
+	n := testenv.Scale(100, 300)
 	b := setup(t, false)
-	b.seedEmployees(t, 300, "Sales")
+	b.seedEmployees(t, n, "Sales")
 	b.seedEmployees(t, 1, "Solo") // employee 000000 of Solo, alone in its partition
 	q, queue := b.Queue()
 	x := b.inter(t, q, -1, byEmail)
@@ -434,13 +449,14 @@ func TestInterBackfillDuplicatedReorderedJobsAndLiveWrites(t *testing.T) {
 	}
 	mustClean(t, b.Ctx, x, 1, "Solo")
 	// Jobs: duplicated, reordered, one from a stale checkpoint and one past the end.
-	for _, after := range []string{"000150", "", "000150", "", "000299", "000010"} {
+	mid, last := fmt.Sprintf("%06d", n/2), fmt.Sprintf("%06d", n-1)
+	for _, after := range []string{mid, "", mid, "", last, "000010"} {
 		if _, err := queueworker.Enqueue(b.Ctx, q, x.BackfillKind(), "", secondaryindex.Checkpoint{PartitionKey: "Sales", After: after}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	testbed.Drain(t, w)
-	mustClean(t, b.Ctx, x, 300, "Sales")
+	mustClean(t, b.Ctx, x, n, "Sales")
 	if e, err := x.Lookup(b.Ctx, "Solo", "email", "newer@contoso.com"); err != nil || e.EmployeeID != "000000" {
 		t.Fatalf("lookup of the newer value: %+v %v", e, err)
 	}

@@ -278,7 +278,7 @@
 // delete) per partition, and for Start without partitions 1 query per partition listed.
 //
 // Consistency: backfill and repair write through the live path, so the application may
-// keep writing (TestInterBackfillWhileWritersWrite: 10,000 employees, 2,000 with -short,
+// keep writing (TestInterBackfillWhileWritersWrite: 1,200 employees, 10,000 under make soak,
 // backfilled by the worker while 4 writers insert and update, end with no drift). Inter
 // reconciles every entity whose ref does not record the version its page read with
 // Reconcile, whose conditional transaction on the ref never replaces a copy that a newer
@@ -319,6 +319,22 @@
 // partition's primaries and its copies (1 query per 1,000); Repair adds per drifted
 // entity a reconciliation (Inter) or an Update (Intra), and per Intra orphan 1 read, 1
 // more query of the primaries and 1 delete. BenchmarkBackfill measures entities/s.
+//
+// Throughput: the service serves each partition at its own rate, so a backfill or repair
+// of partition pk bounds what it sends to the partition it writes. Intra writes pk
+// itself; Inter writes "<index>_<pk>", the same partition for every entity of pk, one per
+// index, one transaction at a time per entity (Reconcile writes its indexes one after the
+// other). Both run their entities on retry.Schedule keyed by that partition (Inter: its
+// first index's): at most 2 entities at once, so at most 2 transactions in flight in
+// every partition written, each marked with the partition so that the client's Gate
+// slows a busy partition alone; the partitions of a table run in parallel as jobs on the
+// worker's slots. One hot department and six cold ones, backfilled or repaired at once
+// through a model of the partition targets: no partition has more than 2 requests in
+// flight, the hot one is refused, the cold ones are done before it ends
+// (TestInterBackfillSpreadsWritesOverPartitions, TestInterRepairSpreadsWritesOverPartitions,
+// TestIntraBackfillPartitionSpreadsWritesOverPartitions). Intra's Backfill (bulk) writes
+// through repo.BulkWrite, the same scheduler across its items' partitions
+// (TestIntraBackfillSpreadsWritesOverPartitions).
 //
 // # Archiving an indexed entity
 //

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
-	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 )
 
 // A forged ref row (stored data) makes the archived employee's ref name employee 2's
@@ -16,7 +15,7 @@ func TestArchiveInterForgedRefNamesAnotherEntitysCopy(t *testing.T) {
 	b.forgeRef(t, "000001", interKey("amy@contoso.com", "000002"))
 	a, target := b.Archiver(x)
 	b.MustMove(a, target, "Sales", "000001")
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if b.row(t, "email_Sales", interKey("amy@contoso.com", "000002")) == nil {
 		t.Fatal("archiving employee 1 deleted employee 2's email copy (named by a forged ref)")
 	}
@@ -35,7 +34,7 @@ func TestInterReconcileIgnoresForgedRef(t *testing.T) {
 	if err := x.Notify(b.Ctx, "Sales", "000001"); err != nil {
 		t.Fatal(err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if b.row(t, "email_Sales", interKey("amy@contoso.com", "000002")) == nil {
 		t.Fatal("the reconciliation of employee 1 deleted employee 2's copy named by a forged ref")
 	}

@@ -71,7 +71,7 @@ func intraGone(t *testing.T, b *bed, x *secondaryindex.Intra[Employee], email st
 func interStaff(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employee], *queueworker.Worker) {
 	t.Helper()
 	b := setup(t, proxied)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail, byLast)
 	w := b.worker(t, name, x)
 	for _, e := range []*Employee{iemp(1, "Jun", "Jones", "jun@contoso.com"), iemp(2, "Amy", "Smith", "amy@contoso.com")} {
@@ -79,7 +79,7 @@ func interStaff(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employe
 			t.Fatal(err)
 		}
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if _, err := x.Lookup(b.Ctx, "Sales", "email", "jun@contoso.com"); err != nil {
 		t.Fatalf("before the archive: %v", err)
 	}
@@ -254,6 +254,12 @@ func driftInter(t *testing.T, b *bed, q *queueworker.Client) *secondaryindex.Int
 // as a table looks before an index is added to it (no copies, no refs).
 func (b *bed) seedEmployees(t *testing.T, n int, depts ...string) []*Employee {
 	t.Helper()
+	return b.seedEmployeesIn(t, n, func(i int) string { return depts[i%len(depts)] })
+}
+
+// seedEmployeesIn is seedEmployees with employee i in department dept(i).
+func (b *bed) seedEmployeesIn(t *testing.T, n int, dept func(i int) string) []*Employee {
+	t.Helper()
 	raw, err := repo.New[Employee](b.Direct.Tables, b.Table, b.RepoOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +267,7 @@ func (b *bed) seedEmployees(t *testing.T, n int, depts ...string) []*Employee {
 	out := make([]*Employee, n)
 	for i := range n {
 		e := iemp(i, "First", fmt.Sprintf("Last%d", i%97), fmt.Sprintf("employee%06d@contoso.com", i))
-		e.Department = depts[i%len(depts)]
+		e.Department = dept(i)
 		out[i] = e
 	}
 	if err := raw.BulkWrite(b.Ctx, out, nil); err != nil {

@@ -34,7 +34,7 @@ func TestInterConditionalDeleteNeverDeletesANewerVersion(t *testing.T) {
 	if err := x.Delete(b.Ctx, "Sales", "000001", &repo.DeleteOptions{ETag: read.ETag}); !errors.Is(err, repo.ErrPreconditionFailed) {
 		t.Fatalf("delete with the ETag read before an update: %v, want ErrPreconditionFailed", err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if got, err := x.Lookup(b.Ctx, "Sales", "email", "moved.mailbox@contoso.com"); err != nil || got.RowKey != "000001" {
 		t.Fatalf("the kept employee by its new email: %+v %v", got, err)
 	}
@@ -65,7 +65,7 @@ func TestInterConditionalDeleteNeverDeletesANewerVersion(t *testing.T) {
 	if err == nil || (!errors.Is(err, repo.ErrPreconditionFailed) && !errors.Is(err, repo.ErrOutcomeUnknown)) {
 		t.Fatalf("retried delete with an ETag made stale in between: %v, want ErrPreconditionFailed or ErrOutcomeUnknown", err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if got, err := x.Lookup(b.Ctx, "Sales", "email", "again.mailbox@contoso.com"); err != nil || got.RowKey != "000001" {
 		t.Fatalf("the newer version after a stale retried delete (%v): %+v %v", err, got, err)
 	}
@@ -84,7 +84,7 @@ func TestInterConditionalDeleteNeverDeletesANewerVersion(t *testing.T) {
 	if err != nil && !errors.Is(err, repo.ErrOutcomeUnknown) {
 		t.Fatalf("conditional delete whose response was lost: %v, want nil or ErrOutcomeUnknown", err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	if _, err := x.Get(b.Ctx, "Sales", "000001"); !errors.Is(err, repo.ErrNotFound) {
 		t.Fatalf("after the delete landed: %v", err)
 	}

@@ -59,7 +59,7 @@ func TestInterDeleteLostResponseWithoutSafetyStillRemovesTheCopy(t *testing.T) {
 func TestInterWorkerMaintainsIndexes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail, byLast)
 	w := b.worker(t, name, x)
 	for _, e := range []*Employee{iemp(223, "Jun", "Jones", "jonesj@contoso.com"), iemp(224, "Amy", "Jones", "amyj@contoso.com"), iemp(225, "Bob", "Smith", "bobs@contoso.com")} {
@@ -78,7 +78,7 @@ func TestInterWorkerMaintainsIndexes(t *testing.T) {
 	if err := x.Delete(b.Ctx, "Sales", "000225", nil); err != nil {
 		t.Fatal(err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	b.expect(t, "email_Sales", [2]string{"jonesj@contoso.com", "000223"}, [2]string{"amy.jones@contoso.com", "000224"})
 	b.expect(t, "last_Sales", [2]string{"Jones", "000223"}, [2]string{"Jones", "000224"})
 
@@ -109,7 +109,7 @@ func TestInterWorkerMaintainsIndexes(t *testing.T) {
 func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail)
 	w := b.worker(t, name, x)
 	secondaryindex.SetTestHook(x, func(stage string) error {
@@ -126,7 +126,7 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 		t.Fatalf("the primary write did not happen: %v", err)
 	}
 	b.expect(t, "email_Sales") // nothing yet: the only message is still invisible
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	b.expect(t, "email_Sales", [2]string{"jeffp@contoso.com", "000501"})
 
 	// The same for an update and a delete.
@@ -134,12 +134,12 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 	if err := x.Update(b.Ctx, e); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	b.expect(t, "email_Sales", [2]string{"jeff@contoso.com", "000501"})
 	if err := x.Delete(b.Ctx, "Sales", "000501", nil); !errors.Is(err, errCrash) {
 		t.Fatal(err)
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	b.expect(t, "email_Sales")
 }
 
@@ -148,7 +148,7 @@ func TestInterCrashBetweenPrimaryWriteAndEnqueue(t *testing.T) {
 func TestInterPromptEnqueueFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail)
 	w := b.worker(t, name, x)
 	var enqueues atomic.Int32
@@ -160,7 +160,7 @@ func TestInterPromptEnqueueFails(t *testing.T) {
 	if b.Proxies.Queue.Fired("refuse prompt") != 1 {
 		t.Fatal("the prompt enqueue was not refused")
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	b.expect(t, "email_Sales", [2]string{"junc@contoso.com", "000502"})
 }
 
@@ -169,14 +169,14 @@ func TestInterPromptEnqueueFails(t *testing.T) {
 func TestInterCrashBetweenEnqueueAndPrimaryWrite(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	q, name := b.Queue()
+	q, name := b.safetyQueue(t)
 	x := b.inter(t, q, safety, byEmail)
 	w := b.worker(t, name, x)
 	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "refuse write", Match: faultproxy.IsInsertEntity, Times: 1, Action: faultproxy.Respond(403, "AuthorizationFailure")})
 	if err := x.Insert(b.Ctx, iemp(503, "Ken", "Kwok", "kenk@contoso.com")); err == nil {
 		t.Fatal("insert succeeded through a refused write")
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	b.expect(t, "email_Sales")
 	if got := b.rows(t, "Sales"); len(got) != 0 {
 		t.Fatalf("primary rows %q", got)
@@ -342,6 +342,8 @@ func TestInterReconcileKeepsOtherIndexesWhenOnePartitionKeyIsTooLong(t *testing.
 // from a moment long past.
 func TestInterWriteBudgetCoversTheSafetyEnqueue(t *testing.T) {
 	t.Parallel()
+	// Short: the test waits for the deadline, and the enqueue outlasts it on any machine.
+	const safety = 4 * time.Second
 	b := setup(t, true)
 	q, _ := b.Queue()
 	x := b.inter(t, q, safety, byEmail)

@@ -47,12 +47,17 @@ var (
 	byLast = secondaryindex.Index[Employee]{Name: "last", Value: func(e *Employee) string { return e.LastName }, AllowDuplicates: true}
 )
 
-// bed is one test's bed, with the helpers of this package's tests.
-type bed struct{ *testbed.Bed }
+// bed is one test's bed, with the helpers of this package's tests. held records the
+// messages enqueued invisible on the queue heldQueue (see safetyQueue).
+type bed struct {
+	*testbed.Bed
+	held      *heldMessages
+	heldQueue string
+}
 
 func setup(t *testing.T, proxied bool) *bed {
 	t.Helper()
-	return &bed{testbed.New(t, &testbed.Options{Proxied: proxied})}
+	return &bed{Bed: testbed.New(t, &testbed.Options{Proxied: proxied})}
 }
 
 func (b *bed) intra(t *testing.T, secondary ...secondaryindex.Index[Employee]) *secondaryindex.Intra[Employee] {

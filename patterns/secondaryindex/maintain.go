@@ -3,13 +3,14 @@ package secondaryindex
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
-	"github.com/tablepatterns/tablepatterns/internal/fanout"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
+	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // BackfillOptions configures one call of BackfillPartition. nil means the zero value,
@@ -166,10 +167,23 @@ func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
 	return out, nil
 }
 
-// forEach runs fn for every item of items with at most n at once (fanout.Each: every call
-// runs, and the errors of the failed ones are returned joined).
-func forEach[V any](ctx context.Context, n int, items []V, fn func(ctx context.Context, v V) error) error {
-	return fanout.Each(ctx, len(items), n, func(ctx context.Context, i int) error { return fn(ctx, items[i]) })
+// forEachIn runs fn for every item of items, each writing partition part, on
+// retry.Schedule: at most n at once, at most 2 (ScheduleOptions.PartitionConcurrency's
+// default) at once in part, so a backfill or repair keeps at most 2 transactions in
+// flight in the partition it writes, and each call's context is marked with part, so the
+// client's Gate slows that partition alone when it is busy. As fanout.Each, every call
+// runs (until ctx is done), and the errors of the failed ones are returned joined.
+func forEachIn[V any](ctx context.Context, n int, part string, items []V, fn func(ctx context.Context, v V) error) error {
+	parts := make([]string, len(items))
+	for i := range parts {
+		parts[i] = part
+	}
+	failed := make([]error, len(items))
+	err := retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: max(n, 1)}, func(ctx context.Context, i int) error {
+		failed[i] = fn(ctx, items[i])
+		return nil // every call runs: the errors are joined below
+	})
+	return errors.Join(append(failed, err)...)
 }
 
 // sameProperties reports whether a stored copy holds exactly the properties of want.

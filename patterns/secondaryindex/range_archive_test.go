@@ -109,7 +109,7 @@ func rangeInter(t *testing.T, proxied bool) (*bed, *secondaryindex.Inter[Employe
 			t.Fatal(err)
 		}
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	mustClean(t, b.Ctx, x, rangeStaff, "Sales")
 	return b, x, w
 }
@@ -123,7 +123,7 @@ func TestArchiveRangeInterRemovesCopiesThroughTheWorker(t *testing.T) {
 	b, x, w := rangeInter(t, false)
 	a, target := b.Archiver(x)
 	b.MustArchiveRange(a, b.RangeJob(target, "Sales", "", ""), rangeStaff)
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	mustFindNone(t, b, x, "Sales", rangeStaff)
 	for _, rk := range b.rows(t, "email_Sales") {
 		if !strings.HasPrefix(rk, "!") { // refs ("!" + id) stay as tombstones
@@ -183,7 +183,7 @@ func TestArchiveRangeWithinExpiresBeforeTheDeleteTransaction(t *testing.T) {
 				}
 			}
 			b.MustHaveArchivedRange(job, rangeStaff)
-			testbed.Drain(t, w)
+			b.drainAfterSafety(t, w)
 			mustFindNone(t, b, x, "Sales", rangeStaff)
 			mustClean(t, b.Ctx, x, 0, "Sales")
 		})
@@ -235,7 +235,7 @@ func TestArchiveRangeFailingAfterIsLogged(t *testing.T) {
 			t.Fatalf("the log carries the secret: %v", e.ContextMap())
 		}
 	}
-	testbed.Drain(t, w)
+	b.drainAfterSafety(t, w)
 	mustFindNone(t, b, x, "Sales", rangeStaff)
 	mustClean(t, b.Ctx, x, 0, "Sales")
 }

@@ -171,7 +171,7 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		}
 	}
 	var repaired atomic.Int64
-	err = forEach(ctx, x.opts.Table.Concurrency, order, func(ctx context.Context, rk string) error {
+	err = forEachIn(ctx, x.opts.Table.Concurrency, x.writesTo(pk), order, func(ctx context.Context, rk string) error {
 		f := fixes[rk]
 		if err := x.repairEntity(ctx, pk, rk, f.drifted, f.orphans); err != nil {
 			return err
@@ -491,7 +491,7 @@ func (x *Intra[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		}
 	}
 	var repaired atomic.Int64
-	err = forEach(ctx, maintenanceConcurrency, entities, func(ctx context.Context, v *T) error {
+	err = forEachIn(ctx, maintenanceConcurrency, pk, entities, func(ctx context.Context, v *T) error {
 		w, err := x.rewrite(ctx, "repair", v)
 		if w {
 			repaired.Add(1)

@@ -113,6 +113,8 @@ type seams struct {
 	// serviceAhead is added to the storage service's time as the sweep reads it: time
 	// passing at the service (an export that ran for hours).
 	serviceAhead time.Duration
+	// restoreWindow replaces restoreWindow: a test's windows of a few entities.
+	restoreWindow int
 }
 
 // New returns an Archiver over clients (from account.NewClients). It sends nothing.

@@ -90,7 +90,7 @@ func changeAndBack(ctx context.Context, tb *repo.Table[codec.Entity], low, high 
 // it back before the combine: same content, new ETag. The combine must not delete.
 func TestChangeBackAfterShardExport(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	cj, plan := sb.exportShards(t, sb.container, 3)
 	low, high := plan.shardRange(1)
 	if err := changeAndBack(sb.ctx, sb.current, low, high); err != nil {
@@ -109,7 +109,7 @@ func TestChangeBackAfterShardExport(t *testing.T) {
 // check before the delete must find it.
 func TestChangeBackAfterCombineScan(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	cj, plan := sb.exportShards(t, sb.container, 3)
 	low, high := plan.shardRange(2)
 	a := sb.archiver(t, func(job, step string) error {
@@ -131,7 +131,7 @@ func TestChangeBackAfterCombineScan(t *testing.T) {
 // own range) after every shard exported: the combine must not delete.
 func TestInsertBetweenShardBounds(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	cj, plan := sb.exportShards(t, sb.container, 3)
 	if len(plan.Bounds) != 2 {
 		t.Fatalf("plan %+v", plan)
@@ -156,7 +156,7 @@ func TestInsertBetweenShardBounds(t *testing.T) {
 // another generation of the same table (with its data): the combine refuses both.
 func TestShardManifestOfAnotherShardOrGeneration(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	cjA, planA := sb.exportShards(t, container, 3)
 	cjB, planB := sb.exportShards(t, container, 3)
@@ -203,7 +203,7 @@ func TestShardManifestOfAnotherShardOrGeneration(t *testing.T) {
 // verified content.
 func TestRestoreShardDataReplaced(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	cj, _ := sb.exportShards(t, container, 3)
 	rep := sb.combined(t, cj)

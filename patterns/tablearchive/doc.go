@@ -140,10 +140,16 @@
 // nothing). RestoreTable restores a sharded generation in one job: it reads the shard
 // manifests (contiguous ranges, bound by ShardsSHA256, adding up to the manifest's
 // counts), snapshots every shard and verifies the snapshots, one after another through
-// that one hash, before it writes anything, then writes four shards at once. One job
-// rather than one per shard, because "nothing is written unless every byte verified"
-// needs every shard verified before the first write, and restores are bounded by the
-// table's write rate rather than by one reader. Generations, ReadManifest, restore
+// that one hash, before it writes anything, then writes them in key order, shard after
+// shard, in the windows of 20,000 entities an unsharded restore writes, filled across
+// the shards' boundaries: one retry.Schedule paces every partition of a window,
+// whichever shard holds it, so the restore never has more transactions in flight than
+// one BulkWrite, and a hot partition is written beside the cold ones of every shard
+// (TestRestoreOfShardedGenerationPacesEveryShardOnOneSchedule; unsharded:
+// TestRestoreSpreadsWritesOverPartitions). One job rather than one per shard, because
+// "nothing is written unless every byte verified" needs every shard verified before the
+// first write, and restores are bounded by the table's write rate rather than by one
+// reader. Generations, ReadManifest, restore
 // -generation all and a rerun of an unsharded job read sharded generations like the
 // others; SweepAbortedExports also removes the shard data of a generation without a
 // manifest, and shard data that no shard manifest names (an attempt killed before its
@@ -169,7 +175,21 @@
 // message per shard, one combine message per shard (all but the last find work
 // pending, for a few reads each), and the plan and shard manifests (small blobs). A
 // rerun and a restore read a sharded generation's shards one after another (one
-// SHA-256 over them all); a restore still writes them four at once.
+// SHA-256 over them all).
+//
+// Load on the table's partitions: every scan reads one page at a time. A shard reads
+// its PartitionKey range sequentially and the shards' ranges are disjoint, so however
+// many workers run the shards, one sharded export never has two scanning reads in
+// flight in one partition; the plan's keys-only scan and the combine's whole-table scan
+// and Timestamp query are sequential too, over every partition, one page at a time (a
+// combine's scan is as long as an unsharded export's). Each job's check that the table
+// exists adds a read of one entity, of the table's first partition. A shard whose reads
+// are answered 503 ServerBusy ("The server is busy.") retries them while the shards in
+// other worker processes keep reading
+// (TestShardedExportReadsEachPartitionOneRequestAtATime); within one process a read
+// carries no single partition (a range spans several), so its refusal slows that
+// client's Gate, as an answer of unknown scope does. Two deliveries of one shard at
+// once (duplicates) each read its range.
 //
 // # Consistency and cost
 //

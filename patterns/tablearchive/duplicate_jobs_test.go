@@ -84,10 +84,11 @@ func TestArchiveTableDuplicatesHeldAtManifest(t *testing.T) {
 func TestArchiveTableDuplicateScanPathLosesWrites(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
+	ps.Table.EmulatePaging(100, false)
 	b := setup(t, ps.ConnectionString)
 	container := testenv.ContainerName(t)
 	name := b.current.Name()
-	fillTable(t, b, name, 1500, "a") // two pages
+	fillTable(t, b, name, 300, "a") // three pages
 	job := ArchiveTableJob{Table: name, Container: container, Sealed: true}
 
 	d1 := b.another(t)

@@ -335,7 +335,7 @@ func forgeShardOne(t *testing.T, sb *shardBed, m Manifest) {
 // the table's, but nothing ties the shards' data to it.
 func TestRerunDeletesAgainstForgedShardData(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 700)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	cj, _ := sb.exportShards(t, container, 2)
 	cj.KeepTable = true // a sharded generation whose table is kept (or a combine killed before its delete)
@@ -364,7 +364,7 @@ func TestRerunDeletesAgainstForgedShardData(t *testing.T) {
 // as an unsharded rerun; that rerun must not take a forged sharded latest generation.
 func TestCombineFallbackTakesForgedLatest(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 700)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	cj, _ := sb.exportShards(t, container, 2)
 	keep := cj
@@ -404,7 +404,7 @@ func TestCombineFallbackTakesForgedLatest(t *testing.T) {
 // next unsharded job deletes the table on its strength.
 func TestForgedShardedGenerationFromUnshardedManifest(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 500)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	rep, err := sb.a.ArchiveTable(sb.ctx, ArchiveTableJob{Table: table, Container: container, Sealed: true, KeepTable: true})
 	if err != nil {
@@ -437,7 +437,7 @@ func TestForgedShardedGenerationFromUnshardedManifest(t *testing.T) {
 // ErrArchiveCorrupt before the first write, for the latest and for "all".
 func TestRestoreRefusesForgedShardData(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 600)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	cj, _ := sb.exportShards(t, container, 2)
 	cj.KeepTable = true
@@ -465,7 +465,7 @@ func TestRestoreRefusesForgedShardData(t *testing.T) {
 // after a generation of its own content.
 func TestRerunRefusesForgedShardsWithRewrittenSHA256(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 600)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	cj, _ := sb.exportShards(t, container, 3)
 	cj.KeepTable = true

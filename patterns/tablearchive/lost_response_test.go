@@ -93,7 +93,7 @@ func TestRestoreSnapshotResponseLostLeaksSnapshot(t *testing.T) {
 func TestShardedLostResponses(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
-	sb := setupShardsAt(t, ps.ConnectionString, 900)
+	sb := setupShardsAt(t, ps.ConnectionString, 140)
 	rules := map[string]faultproxy.Rule{
 		"plan": {Times: 1, Action: faultproxy.DropAfterForward(),
 			Match: faultproxy.All(faultproxy.MethodIs(http.MethodPut), faultproxy.PathContains("plan.json"))},
@@ -125,7 +125,7 @@ func TestShardedLostResponses(t *testing.T) {
 func TestLostShardManifestResponse(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
-	sb := setupShardsAt(t, ps.ConnectionString, 900)
+	sb := setupShardsAt(t, ps.ConnectionString, 140)
 	ps.Blob.AddRule(faultproxy.Rule{Name: "lost shard manifest response", Times: 1, Action: faultproxy.DropAfterForward(),
 		Match: faultproxy.All(faultproxy.MethodIs(http.MethodPut), faultproxy.PathContains("shard-0001.json"))})
 	cj, _ := sb.exportShards(t, sb.container, 3)
@@ -141,7 +141,7 @@ func TestLostShardManifestResponse(t *testing.T) {
 // and the combine archives the table.
 func TestDuplicateShardDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	job, gen := sb.planned(t, 2)
 	hold := holdBoth("archive-table-shard", "exported")
 	var wg sync.WaitGroup
@@ -178,7 +178,7 @@ func TestDuplicateShardDeliveriesAtOnce(t *testing.T) {
 // generation.
 func TestCombineKilledAfterManifest(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	cj, _ := sb.exportShards(t, sb.container, 3)
 	killed := sb.archiver(t, crashAt("archive-table-combine", "manifest"))
 	if _, err := killed.CombineShards(sb.ctx, cj); !errors.Is(err, errCrash) {
@@ -198,7 +198,7 @@ func TestCombineKilledAfterManifest(t *testing.T) {
 // table holds now.
 func TestRedeliveredPlanIsKept(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 700)
+	sb := setupShards(t, 140)
 	insertion := time.Now()
 	gen := messageGeneration(insertion, "message-1")
 	if again := messageGeneration(insertion, "message-1"); again != gen || !validGeneration(gen) {

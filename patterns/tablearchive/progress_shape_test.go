@@ -23,7 +23,7 @@ func TestProgressLogsHaveOneShapeForEveryJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 2150
+	const n = 300
 	signIns(t, b, b.current, n)
 	container := testenv.ContainerName(t)
 	if _, err := a.ArchiveTable(b.ctx, ArchiveTableJob{Table: b.current.Name(), Container: container, Sealed: true}); err != nil {

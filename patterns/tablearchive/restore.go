@@ -53,8 +53,9 @@ const restoreWindow = 20000
 // every shard is snapshotted, and the snapshots are verified one after another, each
 // against its shard manifest and all of them in order, through one SHA-256, against the
 // generation's manifest (its SHA256: the shard manifests alone can be forged
-// consistently), before the first write; they are then written four shards at once
-// (their keys are disjoint; generations still in order).
+// consistently), before the first write; they are then written in key order, shard
+// after shard, in windows that span the shards (one retry.Schedule paces every partition
+// of a window, whichever shard holds it).
 //
 // Both the table whose archive it reads (job.Table) and the target must be inside
 // Options.AllowedTablePrefixes, and the container inside Options.AllowedContainers.
@@ -156,21 +157,24 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	names := make([]string, len(gens))
 	for i, g := range gens {
 		names[i] = g.m.Generation
-		// Generations in order (a later copy replaces an earlier one); the shards of one
-		// generation hold disjoint keys, so they are written at once.
+		// Generations in order: a later copy replaces an earlier one.
 		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
-		if err := fanout.Do(ctx, len(ps), shardParallel, func(ctx context.Context, j int) error {
-			return a.restoreGeneration(ctx, t, job.Container, ps[j], ss[j])
-		}); err != nil {
+		if err := a.restoreGeneration(ctx, t, job.Container, g.m, ps, ss); err != nil {
 			return TableReport{}, err
 		}
 	}
 	return TableReport{Outcome: OutcomeRestored, Manifest: gens[len(gens)-1].m, Generations: names}, nil
 }
 
-// restoreGeneration writes one verified generation into t from its snapshot, window by
-// window (restoreWindow).
-func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, snapshot string) error {
+// restoreGeneration writes one verified generation m into t from the snapshots of its
+// data (one, or one per shard: parts, in key order), window by window (restoreWindow),
+// a window filled across the shards' boundaries: each window's partitions, whatever
+// shards hold them, are paced by one BulkWrite (one retry.Schedule).
+func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.Entity], container string, m Manifest, parts []Manifest, snapshots []string) error {
+	window := restoreWindow
+	if a.seams.restoreWindow > 0 {
+		window = a.seams.restoreWindow
+	}
 	var batch []*codec.Entity
 	var written int64
 	pr := a.startProgress(KindRestoreTable, PhaseRestore, t.Name(), m.Generation, m.Entities)
@@ -189,13 +193,16 @@ func (a *Archiver) restoreGeneration(ctx context.Context, t *repo.Table[codec.En
 		pr.report(written, false)
 		return nil
 	}
-	err := a.readLines(ctx, container, m, snapshot, func(e *codec.Entity) error {
-		batch = append(batch, e)
-		if len(batch) == restoreWindow {
-			return flush()
-		}
-		return nil
-	})
+	var err error
+	for j := 0; j < len(parts) && err == nil; j++ {
+		err = a.readLines(ctx, container, parts[j], snapshots[j], func(e *codec.Entity) error {
+			batch = append(batch, e)
+			if len(batch) == window {
+				return flush()
+			}
+			return nil
+		})
+	}
 	if err == nil {
 		err = flush()
 	}

@@ -47,8 +47,8 @@ const (
 	OutcomePending Outcome = "pending"
 )
 
-// shardParallel bounds the shards one process reads or writes at once (a combine's
-// data checks, a restore's snapshots and writes).
+// shardParallel bounds the blobs one process reads or snapshots at once (a combine's
+// data checks; a restore's snapshots, and the generations it verifies).
 const shardParallel = 4
 
 // ShardPlan is the plan of a sharded export, written once (If-None-Match: *) by the

@@ -41,6 +41,16 @@ func setupShards(t *testing.T, n int) *shardBed {
 	return setupShardsAt(t, "", n)
 }
 
+// setupShardsPaged is setupShards through a proxy that pages every query at 100
+// entities: scans of a few hundred entities span several pages, as the service's scans
+// of thousands do at 1,000.
+func setupShardsPaged(t *testing.T, n int) *shardBed {
+	t.Helper()
+	ps := testenv.Proxies(t)
+	ps.Table.EmulatePaging(100, false)
+	return setupShardsAt(t, ps.ConnectionString, n)
+}
+
 // setupShardsAt is setupShards on the connection string cs (a proxied one), with n
 // sign-ins in Current (when n > 0).
 func setupShardsAt(t *testing.T, cs string, n int) *shardBed {
@@ -224,10 +234,10 @@ func (sb *shardBed) combined(t *testing.T, cj CombineJob) TableReport {
 // restore gives back exactly the table.
 func TestShardedArchiveThroughTheWorker(t *testing.T) {
 	t.Parallel()
-	// 1,200 sign-ins: the unsharded export and the scans span more than one page of 1,000,
-	// the 3 shards take whole partitions of the 7 (2,300 under make soak).
-	n := testenv.Scale(1200, 2300)
-	sb := setupShards(t, n)
+	// 300 sign-ins in pages of 100: the unsharded export and the scans span several
+	// pages, the 3 shards take whole partitions of the 7 (2,300 under make soak).
+	n := testenv.Scale(300, 2300)
+	sb := setupShardsPaged(t, n)
 	container, want := sb.container, sb.want
 
 	// The unsharded export of the same table, for comparison (kept: KeepTable).
@@ -304,7 +314,7 @@ func TestShardBoundsBalanceWholePartitions(t *testing.T) {
 // and the rerun of that shard job enqueues the combine, which deletes it.
 func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	sb := setupShards(t, 140)
 	job, gen := sb.planned(t, 3)
 	for i := range 2 {
 		if _, err := sb.a.ExportShard(sb.ctx, ShardJob{ArchiveTableJob: job, Generation: gen, Shard: i}); err != nil {
@@ -333,7 +343,7 @@ func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 	if n := sb.queued(t); n != before+1 {
 		t.Fatalf("the rerun did not enqueue the combine: %d messages, %d before", n, before)
 	}
-	if rep := sb.combined(t, cj); rep.Manifest.Entities != 1500 {
+	if rep := sb.combined(t, cj); rep.Manifest.Entities != 140 {
 		t.Fatalf("combine: %+v", rep)
 	}
 	sb.assertArchivedOnce(t, gen)
@@ -343,7 +353,7 @@ func TestShardKilledBetweenManifestAndCombine(t *testing.T) {
 // succeed, one manifest is written, the table is deleted once, and the archive is whole.
 func TestTwoCombinesAtOnce(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	sb := setupShardsPaged(t, 300) // each combine's scan spans pages
 	cj, _ := sb.exportShards(t, sb.container, 4)
 	hold := holdBoth("archive-table-combine", "checked")
 	a1, a2 := sb.archiver(t, hold), sb.archiver(t, hold)
@@ -367,7 +377,7 @@ func TestTwoCombinesAtOnce(t *testing.T) {
 // deletes nothing, as an unsharded export does; the handler does not retry it.
 func TestWriterDuringShardExport(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1500)
+	sb := setupShards(t, 140)
 	job, gen := sb.planned(t, 3)
 	plan, err := sb.a.readPlan(sb.ctx, sb.container, job.Table, gen)
 	if err != nil || plan.shards() != 3 {
@@ -411,7 +421,7 @@ func TestWriterDuringShardExport(t *testing.T) {
 // removes a shard manifest, or forges the plan: no delete.
 func TestForgedOrMissingShardKeepsTable(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1200)
+	sb := setupShards(t, 140)
 	container, want := sb.container, sb.want
 	cj, plan := sb.exportShards(t, container, 3)
 	table := sb.current.Name()
@@ -492,7 +502,7 @@ func TestForgedOrMissingShardKeepsTable(t *testing.T) {
 // shard manifest names, and keeps the rest.
 func TestShardedGenerationRerunAndSweep(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 1000)
+	sb := setupShards(t, 140)
 	container, want := sb.container, sb.want
 	table := sb.current.Name()
 	cj, _ := sb.exportShards(t, container, 2)

@@ -17,9 +17,9 @@ import (
 // complete generation restores it whole.
 func TestTwoShardCountsAtOnce(t *testing.T) {
 	t.Parallel()
-	// 600 sign-ins over 7 partitions: enough for 5 shards of whole partitions (1,200 under
-	// make soak).
-	sb := setupShards(t, testenv.Scale(600, 1200))
+	// 140 sign-ins over 7 partitions of 20: 5 shards of whole partitions (1,200 under make
+	// soak).
+	sb := setupShards(t, testenv.Scale(140, 1200))
 	table, container := sb.current.Name(), sb.container
 	cjA, _ := sb.exportShards(t, container, 2)
 	cjB, _ := sb.exportShards(t, container, 5)
@@ -59,7 +59,7 @@ func TestUnshardedDuringCombine(t *testing.T) {
 	for _, step := range []string{"checked", "before-delete"} {
 		t.Run(step, func(t *testing.T) {
 			t.Parallel()
-			sb := setupShards(t, 900)
+			sb := setupShards(t, 140)
 			table, container := sb.current.Name(), sb.container
 			cj, _ := sb.exportShards(t, container, 3)
 			var unsharded TableReport
@@ -89,7 +89,7 @@ func TestUnshardedDuringCombine(t *testing.T) {
 // without its data; report whether the generation can still complete.
 func TestSweepDuringPendingCombine(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	job, gen := sb.planned(t, 3)
 	for i := range 2 {
@@ -243,9 +243,9 @@ func repoQueryPK() repo.Query { return repo.Query{Select: []string{"PartitionKey
 // restores it whole.
 func TestShardedMixThroughTheWorker(t *testing.T) {
 	t.Parallel()
-	// 700 sign-ins over 7 partitions, at least one partition a shard for the 5-shard jobs
-	// (1,500 under make soak): every restore below reads each generation whole.
-	sb := setupShards(t, testenv.Scale(700, 1500))
+	// 140 sign-ins over 7 partitions of 20, at least one partition a shard for the 5-shard
+	// jobs (1,500 under make soak): every restore below reads each generation whole.
+	sb := setupShards(t, testenv.Scale(140, 1500))
 	table, container := sb.current.Name(), sb.container
 	for _, shards := range []int{2, 5, 2, 5, 0} {
 		job := ArchiveTableJob{Table: table, Container: container, Sealed: true, Shards: shards}

@@ -32,7 +32,7 @@ func blobTimes(t *testing.T, sb *shardBed, name string) (lastModified, now time.
 // shard 1 finished within it, so the generation is kept whole, and it then completes.
 func TestSweepKeepsActiveShardedGeneration(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 600)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	job, gen := sb.planned(t, 3)
 	export := func(i int) ShardManifest {
@@ -91,7 +91,7 @@ func TestSweepKeepsActiveShardedGeneration(t *testing.T) {
 // archive-table job archives it.
 func TestShardJobSaysItsDataIsGone(t *testing.T) {
 	t.Parallel()
-	sb := setupShards(t, 600)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	job, gen := sb.planned(t, 3)
 	for i := range 2 {
@@ -133,7 +133,7 @@ func TestShardJobSaysItsDataIsGone(t *testing.T) {
 func TestSweepReadsShardedGenerationOnce(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
-	sb := setupShards(t, 900)
+	sb := setupShards(t, 140)
 	table, container := sb.current.Name(), sb.container
 	_, m := sb.archivedKept(t, 4)
 	n := m.Shards

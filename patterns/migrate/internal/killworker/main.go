@@ -1,7 +1,8 @@
 // Command killworker is the worker process of the migration's kill tests: it runs the
-// range jobs of one employees migration from a queue until it is killed. Its settings
-// come from the environment (see main), the connection string from
-// AZURE_STORAGE_CONNECTION_STRING.
+// range jobs of one employees migration from a queue until it is killed: the re-keying
+// migration, or with MIGRATE_MODE=schema the schema migration of employees.EmployeeSplit
+// (MIGRATE_SOURCE its table). Its settings come from the environment (see run), the
+// connection string from AZURE_STORAGE_CONNECTION_STRING.
 package main
 
 import (
@@ -41,28 +42,17 @@ func run() error {
 		return err
 	}
 	rp := retry.Policy{Delay: 5 * time.Millisecond, MinDelay: time.Millisecond, MaxDelay: 50 * time.Millisecond, MaxRetries: 30, MaxElapsed: time.Minute}
-	src, err := repo.New[employees.Employee](clients.Tables, os.Getenv("MIGRATE_SOURCE"), &repo.Options{Retry: rp})
-	if err != nil {
-		return err
-	}
-	tgt, err := repo.New[employees.EmployeeV2](clients.Tables, os.Getenv("MIGRATE_TARGET"), &repo.Options{Retry: rp})
-	if err != nil {
-		return err
-	}
 	q, err := queueworker.NewClient(clients.Queues.NewQueueClient(os.Getenv("MIGRATE_QUEUE")), &queueworker.ClientOptions{Retry: rp})
 	if err != nil {
 		return err
 	}
-	m, err := migrate.New(migrate.Spec[employees.Employee, employees.EmployeeV2]{
-		Name: os.Getenv("MIGRATE_NAME"), Service: clients.Tables, Source: src, Target: tgt,
-		Keys: employees.HashKeys, Transform: employees.Upgrade, Control: os.Getenv("MIGRATE_CONTROL"),
-	}, &migrate.Options{Refresh: ms("MIGRATE_REFRESH_MS"), WriteTimeout: ms("MIGRATE_WRITE_TIMEOUT_MS"),
-		ClockSkew: ms("MIGRATE_CLOCK_SKEW_MS"), Retry: rp, Queue: q})
-	if err != nil {
-		return err
-	}
 	reg := queueworker.NewRegistry()
-	if err := m.Register(reg); err != nil {
+	if os.Getenv("MIGRATE_MODE") == "schema" {
+		err = registerSchema(clients, rp, q, reg)
+	} else {
+		err = registerReKeying(clients, rp, q, reg)
+	}
+	if err != nil {
 		return err
 	}
 	w, err := queueworker.New(queueworker.Config{Queue: q.Queue(), Service: clients.Queues, Registry: reg,
@@ -72,4 +62,27 @@ func run() error {
 		return err
 	}
 	return w.Run(ctx)
+}
+
+// registerReKeying registers the re-keying migration of employees.Employee to
+// employees.EmployeeV2 (MIGRATE_SOURCE to MIGRATE_TARGET).
+func registerReKeying(clients *account.Clients, rp retry.Policy, q *queueworker.Client, reg *queueworker.Registry) error {
+	src, err := repo.New[employees.Employee](clients.Tables, os.Getenv("MIGRATE_SOURCE"), &repo.Options{Retry: rp})
+	if err != nil {
+		return err
+	}
+	tgt, err := repo.New[employees.EmployeeV2](clients.Tables, os.Getenv("MIGRATE_TARGET"), &repo.Options{Retry: rp})
+	if err != nil {
+		return err
+	}
+	pageSize, _ := strconv.Atoi(os.Getenv("MIGRATE_PAGE_SIZE"))
+	m, err := migrate.New(migrate.Spec[employees.Employee, employees.EmployeeV2]{
+		Name: os.Getenv("MIGRATE_NAME"), Service: clients.Tables, Source: src, Target: tgt,
+		Keys: employees.HashKeys, Transform: employees.Upgrade, Control: os.Getenv("MIGRATE_CONTROL"),
+	}, &migrate.Options{Refresh: ms("MIGRATE_REFRESH_MS"), WriteTimeout: ms("MIGRATE_WRITE_TIMEOUT_MS"),
+		ClockSkew: ms("MIGRATE_CLOCK_SKEW_MS"), PageSize: pageSize, Retry: rp, Queue: q})
+	if err != nil {
+		return err
+	}
+	return m.Register(reg)
 }

@@ -269,6 +269,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return enqueue(ctx, args[1], args[2:], stdout, stderr, getenv)
 	case "sweep":
 		return sweep(ctx, args[1:], stdout, stderr, getenv)
+	case "migrate":
+		if len(args) < 2 {
+			return usagef("migrate: status, advance or abort?")
+		}
+		return migrateCommand(ctx, args[1], args[2:], stdout, stderr, getenv, ext)
 	case "poison":
 		if len(args) < 2 {
 			return usagef("poison: list or requeue?")

@@ -113,12 +113,13 @@ type Extensions struct {
 	// with the entity (see consistency.Companion). Use env.Index to share the indexes.
 	// Defaults to nil: a move takes the entity alone.
 	Companions func(env *Env) (map[string][]consistency.Companion, error)
-	// Migrations build the team's live migrations (package patterns/migrate) by name:
-	// the -migration of `archiver enqueue migrate-backfill|migrate-verify|
-	// migrate-cleanup|migrate-abort`. `archiver run` builds every one and registers its
-	// range-job handlers; build each with migrate.Options.Queue set to env.Queue so that
-	// continuations land where `archiver run` takes them. Names follow the grammar of
-	// Indexes. Defaults to none.
+	// Migrations build the team's live migrations (package patterns/migrate: a
+	// *migrate.Migration, or a *migrate.Schema with SchemaSpec.Name) by name: the
+	// -migration of `archiver enqueue migrate-*` and of `archiver migrate
+	// status|advance|abort`. `archiver run` builds every one and registers its range-job
+	// handlers; build each with Options.Queue (SchemaOptions.Queue) set to env.Queue so that continuations land where
+	// `archiver run` takes them, and Options.Logger to env.Logger so that its progress
+	// lines reach the operator. Names follow the grammar of Indexes. Defaults to none.
 	Migrations map[string]func(env *Env) (Migration, error)
 }
 

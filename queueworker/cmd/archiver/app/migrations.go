@@ -13,22 +13,35 @@ import (
 	"github.com/tablepatterns/tablepatterns/queueworker"
 )
 
-// Migration is a live migration whose range jobs the archiver runs:
-// *migrate.Migration implements it. Register puts its job handlers on the worker's
-// registry (`archiver run`); Jobs splits one kind's job by partition bounds (`archiver
-// enqueue migrate-*`); Status reads its state record.
+// Migration is a live migration whose range jobs the archiver runs and whose stages it
+// moves: *migrate.Migration (a re-keying) and *migrate.Schema with SchemaSpec.Name (a
+// staged schema evolution) implement it. Register puts its job handlers on the worker's
+// registry (`archiver run`); Jobs splits one kind's job by partition bounds and
+// EnqueueJob sends one (`archiver enqueue migrate-*`); Status reads its state record
+// (`archiver migrate status`); Advance takes it one stage on, running the stage's work to
+// its end in this process (`archiver migrate advance`); Abort turns it back before
+// CleanUp (`archiver migrate abort`).
 type Migration interface {
 	Register(r *queueworker.Registry) error
 	Jobs(kind string, bounds ...string) ([]migrate.Job, error)
+	EnqueueJob(ctx context.Context, c *queueworker.Client, job migrate.Job) error
 	Status(ctx context.Context) (migrate.State, error)
+	Advance(ctx context.Context) (migrate.State, error)
+	Abort(ctx context.Context) (migrate.State, error)
+	// StageJob is the kind of the range job whose work Advance runs at a stage, by the
+	// migration's kind (a re-keying's or a staged schema evolution's).
+	StageJob(stage migrate.Stage) (string, bool)
 }
 
-// migrationJobs are the migration jobs of `archiver enqueue`.
-var migrationJobs = []string{migrate.KindBackfill, migrate.KindVerify, migrate.KindCleanUp, migrate.KindAbort}
+// migrationJobs are the migration jobs of `archiver enqueue`: a re-keying's, then a
+// staged schema evolution's.
+var migrationJobs = []string{migrate.KindBackfill, migrate.KindVerify, migrate.KindCleanUp, migrate.KindAbort,
+	migrate.KindSchemaRewrite, migrate.KindSchemaVerify, migrate.KindSchemaDowngrade}
 
 // stageOf is the stage whose jobs each kind is.
 var stageOf = map[string]migrate.Stage{migrate.KindBackfill: migrate.Backfill, migrate.KindVerify: migrate.Verify,
-	migrate.KindCleanUp: migrate.CleanUp, migrate.KindAbort: migrate.Aborting}
+	migrate.KindCleanUp: migrate.CleanUp, migrate.KindAbort: migrate.Aborting,
+	migrate.KindSchemaRewrite: migrate.Backfill, migrate.KindSchemaVerify: migrate.Verify, migrate.KindSchemaDowngrade: migrate.Aborting}
 
 // migration builds the migration name on e (once per command).
 func (e *Env) migration(name string) (Migration, error) {
@@ -123,7 +136,12 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "migration %s: stage %s since %s\n", name, stageName(st.Stage), st.Since.UTC().Format("2006-01-02T15:04:05Z"))
+	printState(stdout, name, st)
+	if stageOf[kind] == migrate.Aborting && st.Stage != migrate.Aborting {
+		// An abort job acts only once the record says Aborting; a worker cancels one
+		// delivered before (the migration may never be aborted).
+		return fmt.Errorf("enqueue %s: migration %s is at stage %s, not aborting: run 'archiver migrate abort -migration %s' first", kind, name, stageName(st.Stage), name)
+	}
 	if st.Stage != stageOf[kind] {
 		fmt.Fprintf(stdout, "note: %s jobs act at stage %s; until then a worker snoozes them, after it drops them\n", kind, stageOf[kind])
 	}
@@ -135,10 +153,10 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 		return nil
 	}
 	for i, j := range jobs {
-		err := migrate.Enqueue(ctx, q, j)
+		err := m.EnqueueJob(ctx, q, j)
 		if i == 0 && queueMissing(err) {
 			if err = createQueue(ctx, qc); err == nil {
-				err = migrate.Enqueue(ctx, q, j)
+				err = m.EnqueueJob(ctx, q, j)
 			}
 		}
 		if err != nil {
@@ -147,6 +165,16 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 	}
 	fmt.Fprintf(stdout, "enqueued %d %s jobs on %s; progress: 'migrate: page done' lines of 'archiver run'\n", len(jobs), kind, e.queue)
 	return nil
+}
+
+// printState prints a migration's state record: its stage, since when (the service's
+// time of the transition) and the stage it came from.
+func printState(w io.Writer, name string, st migrate.State) {
+	if st.Stage == "" {
+		fmt.Fprintf(w, "migration %s: stage %s\n", name, stageName(st.Stage))
+		return
+	}
+	fmt.Fprintf(w, "migration %s: stage %s since %s (from %s)\n", name, stageName(st.Stage), st.Since.UTC().Format("2006-01-02T15:04:05Z"), stageName(st.Previous))
 }
 
 func stageName(s migrate.Stage) string {
@@ -171,7 +199,19 @@ Live migrations (patterns/migrate):
                               -migration NAME [-pk-bound PK ...] [-dry-run]
                               the range jobs of a migration's stage, one per part of the
                               partitions the bounds cut; -dry-run prints them and sends
-                              nothing; 'archiver run' logs each page ("migrate: page done")
+                              nothing; 'archiver run' logs each page ("migrate: page done");
+                              migrate-abort only once the migration is aborting
+  archiver enqueue migrate-schema-rewrite|migrate-schema-verify|migrate-schema-downgrade
+                              [flags] -migration NAME [-pk-bound PK ...] [-dry-run]
+                              the same for a staged schema evolution (migrate.Schema):
+                              its rewrite (Backfill), verify and downgrade (Aborting)
+  archiver migrate status|advance|abort [flags] -migration NAME
+                              status prints the stage, since when and the stage before;
+                              advance waits until every process follows the stage, runs
+                              its work to the end in this process (a "migrate: page done"
+                              line per page), then records the next stage; abort turns the
+                              migration back to the old layout (before clean-up only):
+                              then advance, or enqueue migrate-abort first for the workers
 `
 	names := x.migrationNames()
 	if len(names) == 0 {

@@ -1,0 +1,146 @@
+package indexentity
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/repo"
+)
+
+// throttleModel starts the fault proxy's model of the partition targets for a
+// backfill's spread: each partition serves 20 entities/s with a burst of 60, the account
+// has no limit.
+func (b *bed) throttleModel() *faultproxy.Throttle {
+	b.t.Helper()
+	model, err := b.tableProxy().EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 20, PartitionBurst: 60, AccountRate: -1})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(model.Stop)
+	model.Reset()
+	return model
+}
+
+// Option 2's BackfillPartition writes one partition, the entities' own (each entity and
+// its value's index entity in one transaction), on retry.Schedule keyed by it. One hot
+// department (50 employees) and six cold ones (10 each: their reads and writes stay
+// within a partition's burst, so that only the hot one can be refused), every employee
+// with a last name of its own, are backfilled at once, one BackfillPartition per
+// department as the worker's slots run them, through the model, with the default retry
+// policy. From the model's per-partition counts: no partition ever has more than two
+// requests in flight, the hot one is refused, and every cold one is written before the
+// hot one ends; every entity is listed.
+func TestSamePartitionBackfillSpreadsWritesOverPartitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	const hot, colds, cold = 50, 6, 10
+	depts := []string{"Hot"}
+	var items []*Employee
+	for d := range colds + 1 {
+		n := cold
+		if d == 0 {
+			n = hot
+		} else {
+			depts = append(depts, fmt.Sprintf("Cold%d", d-1))
+		}
+		for range n {
+			items = append(items, emp(depts[d], fmt.Sprintf("%06d", len(items)), fmt.Sprintf("Last%06d", len(items))))
+		}
+	}
+	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
+	if err := direct.BulkWrite(b.Ctx, items, nil); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := NewSamePartition(must(repo.New[Employee](b.Clients.Tables, b.Table, nil)), "LastName", lastName, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := b.throttleModel()
+	inEachPartition(t, b.Ctx, depts, func(ctx context.Context, pk string) error {
+		_, err := ix.BackfillPartition(ctx, pk, nil)
+		return err
+	})
+	st := model.Stats()
+	model.Stop()
+	for _, pk := range depts {
+		b.checkIndex(ix, pk)
+	}
+	testenv.CheckSpread(t, st, 2, "Hot", depts[1:])
+}
+
+// Option 3's BackfillPartition writes its entities' lists, one partition per value, on
+// retry.Schedule keyed by the list each entity's value names. One department whose
+// employees are 50 Hots and 10 each of six cold names, read directly (so that the model
+// sees the lists' partitions only), backfilled through the model with the default retry
+// policy: no list partition ever has more than two requests in flight, the hot list is
+// refused, every cold list is written before the hot one ends, and every employee is
+// listed.
+func TestEventualBackfillSpreadsWritesOverLists(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	const hot, colds, cold = 50, 6, 10
+	names := []string{"Hot"}
+	var items []*Employee
+	for d := range colds + 1 {
+		n := cold
+		if d == 0 {
+			n = hot
+		} else {
+			names = append(names, fmt.Sprintf("Cold%d", d-1))
+		}
+		for range n {
+			items = append(items, emp("Sales", fmt.Sprintf("%06d", len(items)), names[d]))
+		}
+	}
+	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
+	if err := direct.BulkWrite(b.Ctx, items, nil); err != nil {
+		t.Fatal(err)
+	}
+	store := must(NewTableStore(must(repo.New[codec.Entity](b.Clients.Tables, b.NewTableName(), nil)), "LastName", nil))
+	ix, err := NewEventual(direct, "LastName", lastName, store, b.queue(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := make([]string, len(names))
+	for i, name := range names {
+		lists[i] = must(store.PartitionKey(name))
+	}
+	model := b.throttleModel()
+	if _, err := ix.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := model.Stats()
+	model.Stop()
+	for i, name := range names {
+		want := cold
+		if i == 0 {
+			want = hot
+		}
+		if got := len(must(store.Keys(b.Ctx, name))); got != want {
+			t.Errorf("%s lists %d employees, want %d", name, got, want)
+		}
+	}
+	testenv.CheckSpread(t, st, 2, lists[0], lists[1:])
+}
+
+// inEachPartition runs op on every partition at once, as the worker's slots run one job
+// per partition, and fails the test on the first error.
+func inEachPartition(t *testing.T, ctx context.Context, pks []string, op func(ctx context.Context, pk string) error) {
+	t.Helper()
+	errs := make([]error, len(pks))
+	var wg sync.WaitGroup
+	for i, pk := range pks {
+		wg.Go(func() { errs[i] = op(ctx, pk) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: %v", pks[i], err)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
+)
+
+// deleteOldBehind deletes the old entity (pk, rk) behind its detached copy c, If-Match the
+// version c records. The copy is a row whoever can write the target table could have
+// written, the real ETag of the old entity copied into it with other values; deleting
+// the old entity on the strength of such a row would leave the forged values as the
+// entity's only data. So when the old entity still holds the version c records, c must
+// hold the Transform of that version, as the migration would write it (the properties
+// of the new type, encoded): otherwise it is refused (ErrInvalidInput) and the old
+// entity stays. An old entity at another version meets the delete's If-Match as before.
+// Cost: one read of the old entity.
+func (m *Migration[O, N]) deleteOldBehind(ctx context.Context, c version, pk, rk string) error {
+	s, err := m.readSource(ctx, pk, rk)
+	if err != nil || !s.found {
+		return err // gone: clean-up (here or elsewhere) deleted it already
+	}
+	if s.etag == c.srcETag {
+		same, err := m.holdsTransformOf(c, s, pk, rk)
+		if err != nil {
+			return err
+		}
+		if !same {
+			return errs.Invalid("copy", "the detached copy of (%s, %s) does not hold the old version it records: refused, the old entity stays (remove the row and clean-up copies the entity again)", pk, rk)
+		}
+	}
+	return m.deleteOld(ctx, pk, rk, c.srcETag)
+}
+
+// holdsTransformOf reports whether the copy c holds what the migration writes for the
+// old entity s: both are read as the new type and encoded again, so that the keys and
+// the new type's properties count, each by its type (the service may return a whole
+// double as an Int32), and the copy's own properties do not.
+func (m *Migration[O, N]) holdsTransformOf(c, s version, pk, rk string) (bool, error) {
+	want, err := m.copyOf(s, pk, rk)
+	if err != nil {
+		return false, err
+	}
+	w, err := m.canonical(want)
+	if err != nil {
+		return false, err
+	}
+	g, err := m.canonical(c.e)
+	return err == nil && bytes.Equal(g, w), nil // a copy the new type cannot read is not the migration's
+}
+
+// canonical is e read as the new type and encoded again.
+func (m *Migration[O, N]) canonical(e *codec.Entity) ([]byte, error) {
+	n, err := m.decodeNew(e, "")
+	if err != nil {
+		return nil, err
+	}
+	return m.spec.Target.Codec().Encode(&n)
+}
