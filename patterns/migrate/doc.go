@@ -73,7 +73,13 @@
 // (Options.Concurrency at once, half of them at most in one partition, partitions in
 // turn). The page scan
 // settles an entity only when its copy, read after the scan, records exactly the version
-// the scan saw: nothing is written then (page.go says why that is safe;
+// the scan saw, and the scan began once the job's stage had settled (a scan taken while
+// writers could still follow the previous stage's rules may miss a write whose writer
+// stopped before its copy step, so its chunk reads every old entity:
+// TestCutOverOldWriteAfterAnEarlyCleanUpScanIsCopiedAndCleanUpFinishes,
+// TestCutOverOldDeleteWithoutItsCopyStepAfterAnEarlyCleanUpScanNeverComesBack,
+// TestBackfillOldWriteAfterAnEarlyVerifyScanIsCountedStaleAndCopied): nothing is
+// written then (page.go says why that is safe;
 // TestWriteBetweenPageScanAndCopyReadEndsCurrent,
 // TestOldWriteWithoutItsCopyBetweenPageScanAndCopyReadIsRepairedByTheNextPasses,
 // TestWriteAndDeleteBetweenCleanUpScanAndCopyReadAreKept). Clean-up detaches a new

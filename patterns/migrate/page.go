@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -30,7 +31,9 @@ import (
 // old layout again copies: Advance's own pass of the job, verify, clean-up); that is the
 // window every read of the job already has, at the scan rather than at a point read.
 // Once CleanUp has settled no process writes the old layout, so there the scanned
-// version is the current one.
+// version is the current one. That argument holds only for a scan taken under the job's
+// stage, settled: a scan that began earlier (the chunk's view waits for the stage to
+// settle, the scan does not) settles nothing (scan_view.go).
 
 // chunkSize bounds the entities that share one stage view and one deadline
 // (WriteTimeout): what a range job does under a stage's rules must end by its deadline.
@@ -38,7 +41,8 @@ import (
 const chunkSize = 100
 
 // item is one entity of a chunk: its old keys, the version the page scan saw (source
-// phase), its copy and old entity as read, and what is left to do.
+// phase, a scan taken under the job's settled stage; empty otherwise), its copy and old
+// entity as read, and what is left to do.
 type item struct {
 	pk, rk  string
 	npk     string // the copy's PartitionKey
@@ -52,7 +56,7 @@ type item struct {
 // runPage runs a page's rows of job, chunk by chunk, each under one stage view; up to
 // half of Options.Concurrency chunks at once (each sends up to Concurrency requests at
 // once), since a chunk's steps wait on each other.
-func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Entity, rep *Report) error {
+func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Entity, scanAt time.Time, rep *Report) error {
 	var chunks [][]codec.Entity
 	var parts []string
 	for c := range slices.Chunk(rows, chunkSize) {
@@ -65,7 +69,7 @@ func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Ent
 	conc := max(1, m.opts.Concurrency/2)
 	return retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: conc, PartitionConcurrency: conc}, func(ctx context.Context, i int) error {
 		var r Report
-		err := m.runChunk(ctx, job, chunks[i], &r)
+		err := m.runChunk(ctx, job, chunks[i], scanAt, &r)
 		mu.Lock()
 		rep.add(r)
 		mu.Unlock()
@@ -76,8 +80,8 @@ func (m *Migration[O, N]) runPage(ctx context.Context, job Job, rows []codec.Ent
 // runChunk takes a chunk through its shared steps under one stage view, then each entity
 // they could not settle through the per-entity rule (converge, or clean-up's finish)
 // under a view and a deadline of its own, as any single operation.
-func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.Entity, rep *Report) error {
-	items, err := m.chunkSteps(ctx, job, rows, rep)
+func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.Entity, scanAt time.Time, rep *Report) error {
+	items, err := m.chunkSteps(ctx, job, rows, scanAt, rep)
 	if err != nil {
 		return err
 	}
@@ -108,19 +112,27 @@ func (m *Migration[O, N]) runChunk(ctx context.Context, job Job, rows []codec.En
 	return err
 }
 
-func (m *Migration[O, N]) chunkSteps(parent context.Context, job Job, rows []codec.Entity, rep *Report) ([]item, error) {
+// chunkSteps runs a chunk's shared steps under one stage view; scanAt is when its page
+// scan began (scan_view.go: the scan settles an entity only when taken under the job's
+// settled stage).
+func (m *Migration[O, N]) chunkSteps(parent context.Context, job Job, rows []codec.Entity, scanAt time.Time, rep *Report) ([]item, error) {
 	stage, ctx, cancel, err := m.enter(parent)
 	defer cancel()
 	if err != nil || stage != jobStage[job.Kind] {
 		return nil, wrongStage(err, job.Kind, stage)
 	}
+	settledScan := m.scanSettled(ctx, stage, scanAt)
 	items := make([]item, 0, len(rows))
 	for i := range rows {
 		row := &rows[i]
 		rep.Scanned++
 		if job.Phase == phaseSource {
 			m.seams.afterScan(ctx, row.PartitionKey, row.RowKey)
-			items = append(items, item{pk: row.PartitionKey, rk: row.RowKey, scanned: row.ETag})
+			it := item{pk: row.PartitionKey, rk: row.RowKey}
+			if settledScan {
+				it.scanned = row.ETag
+			}
+			items = append(items, it)
 			continue
 		}
 		pk, rk, ok := m.sourceOf(row)
@@ -230,7 +242,7 @@ func (m *Migration[O, N]) finishChunk(ctx context.Context, items []item) error {
 		switch {
 		case it.again || it.wrote:
 			it.again = true
-		case c.detached && it.scanned == "" && !it.s.found:
+		case c.detached && it.read && !it.s.found:
 			// A detached copy whose old entity is gone: finished already.
 		case c.detached:
 			del = append(del, it)
@@ -282,7 +294,10 @@ func classified(phase int, it *item, rep *Report) {
 
 // deleteOldOne is finish's last step for one entity whose detached copy records etag; a
 // precondition failure goes to the per-entity rule, which refuses a detached copy of a
-// version the old entity does not hold.
+// version the old entity does not hold. The entity already gone (deleteOld: done) was
+// deleted behind a detached copy of that version, by a finisher (this one, its response
+// lost, included): the chunk detached the copy only on reads, or a scan, taken under
+// CleanUp's settled rules, under which no process deletes an old entity otherwise.
 func (m *Migration[O, N]) deleteOldOne(ctx context.Context, it *item) error {
 	err := m.deleteOld(ctx, it.pk, it.rk, it.c.srcETag)
 	if errors.Is(err, repo.ErrPreconditionFailed) || err != nil && conflict(err) {

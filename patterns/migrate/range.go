@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
@@ -156,6 +157,7 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	if err != nil {
 		return nil, rep, err
 	}
+	scanAt := time.Now()
 	rows, last, more, err := sc.page(ctx, job.After, &rep)
 	if err != nil {
 		return nil, rep, err
@@ -165,7 +167,7 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 			return m.act(ctx, job, row, r)
 		}, &rep)
 	} else {
-		err = m.runPage(ctx, job, rows, &rep)
+		err = m.runPage(ctx, job, rows, scanAt, &rep)
 	}
 	if err != nil {
 		return nil, rep, err
