@@ -278,13 +278,25 @@
 // Per application write during DualWrite..CutOver: the old write, two reads of the copy
 // and the old entity, one copy write, and one more read of the old entity (five
 // requests; a copy that is already current costs three). A read costs one request before
-// CutOver, two at CutOver and CleanUp, one at Done. Per entity of a range job, on copies
-// written once (TestRangeJobsSendUnderAFifthOfARequestPerEntity, BENCHMARKS.md): about
-// 0.1 requests for backfill, verify and clean-up each (per chunk of 100, a range query
-// per partition for the copies and the old entities, the confirming re-read, and the
-// writes of a partition in transactions of up to 100); an entity the chunk cannot
-// settle costs what the per-entity rule costs (four to seven requests). Every range job
-// scans 1,000 keys per query.
+// CutOver, two at CutOver and CleanUp, one at Done. A range job's chunk of 100 reads the
+// copies with a request per new partition among them (a range query, or a point read
+// for a lone copy), the old entities (and their confirming re-read) with one per old
+// partition, and writes the copies (inserts, replaces, detaches) in a transaction per
+// new partition and deletes the old entities in one per old partition. So its cost per
+// entity depends on how the new keys spread a chunk's copies, on copies written once:
+//   - copies grouped by partition (many old entities to one new partition, as the old
+//     layout groups them): about 0.1 requests per entity for backfill, verify and
+//     clean-up each, 0.2 at most (TestRangeJobsSendUnderAFifthOfARequestPerEntity,
+//     BENCHMARKS.md);
+//   - copies spread one per partition (each old entity to a new partition of its own):
+//     nothing is shared on the new side, so each copy costs a point read and each copy
+//     write (backfill's insert, clean-up's detach) a request of its own: about 2
+//     requests per entity for backfill, 1 for verify, 2 for clean-up, and 2.2, 1.1 and
+//     2.2 at most
+//     (TestRangeJobsSendAboutTwoRequestsPerEntityWhenEachCopyHasItsOwnPartition).
+//
+// An entity the chunk cannot settle costs what the per-entity rule costs (four to seven
+// requests). Every range job scans 1,000 keys per query.
 // A staged schema migration costs no request per application write or read beyond the
 // state record's read once per Refresh; its rewrite and downgrade one replace per entity
 // they change (pages of whole entities, SchemaOptions.PageSize).
