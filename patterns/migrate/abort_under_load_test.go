@@ -97,7 +97,7 @@ func TestAbortAtEachStageUnderLoadWithKilledWorkersLeavesTheOldLayout(t *testing
 			}
 			rd.check(t)
 			f.mustHoldOldOnly(t, md)
-			t.Logf("abort from %s, %d entities: writes %d (+%d), reads %d, worker processes killed %d", stage, n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills.Load())
+			t.Logf("abort from %s, %d entities: writes %d (+%d), reads %d, worker processes killed by stage %v", stage, n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills)
 		})
 	}
 }

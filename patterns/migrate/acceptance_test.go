@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -8,26 +9,52 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
 )
 
-// buildWorker builds the test worker process (internal/killworker).
+// worker is the test worker process (internal/killworker), built once for the kill
+// tests that run at once and removed when the last of them ends.
+var worker struct {
+	mu    sync.Mutex
+	dir   string
+	users int
+}
+
+// buildWorker returns the test worker's binary, building it unless a running test did.
 func buildWorker(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "killworker")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./internal/killworker").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	worker.mu.Lock()
+	defer worker.mu.Unlock()
+	if worker.users == 0 {
+		dir, err := os.MkdirTemp("", "killworker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "killworker"), "./internal/killworker").CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		worker.dir = dir
 	}
-	return bin
+	worker.users++
+	t.Cleanup(func() {
+		worker.mu.Lock()
+		defer worker.mu.Unlock()
+		if worker.users--; worker.users == 0 {
+			os.RemoveAll(worker.dir)
+		}
+	})
+	return filepath.Join(worker.dir, "killworker")
 }
 
 // killLoop runs worker processes on queue one after another, each killed with SIGKILL
-// at a random point (the kill's timing is the attack, not a wait for state), until stop.
-func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*sync.WaitGroup, *atomic.Int64) {
+// at a random point (the kill's timing is the attack, not a wait for state) at most
+// 1.5 s after its start, until stop. It counts the kills by the stage this process's
+// view was at: every stage lasts at least its settle (over 2 s), so each sees kills.
+func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*sync.WaitGroup, *killCount) {
 	o := testOptions()
 	env := append(os.Environ(),
 		"AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t),
@@ -38,7 +65,7 @@ func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*
 		"MIGRATE_CLOCK_SKEW_MS="+strconv.Itoa(int(o.ClockSkew.Milliseconds())),
 		"MIGRATE_PAGE_SIZE="+strconv.Itoa(f.m.opts.PageSize))
 	var wg sync.WaitGroup
-	var kills atomic.Int64
+	kills := &killCount{by: map[Stage]int{}}
 	wg.Go(func() {
 		for {
 			var stderr strings.Builder
@@ -50,7 +77,7 @@ func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*
 				t.Error(err)
 				return
 			}
-			timer := time.NewTimer(500*time.Millisecond + rand.N(2500*time.Millisecond))
+			timer := time.NewTimer(300*time.Millisecond + rand.N(1200*time.Millisecond))
 			stopped := false
 			select {
 			case <-timer.C:
@@ -59,7 +86,7 @@ func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*
 			}
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			kills.Add(1)
+			kills.add(f.m.cached().Stage)
 			mu.Lock()
 			if strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "killworker:") {
 				t.Errorf("worker process failed:\n%s", stderr.String())
@@ -70,7 +97,37 @@ func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*
 			}
 		}
 	})
-	return &wg, &kills
+	return &wg, kills
+}
+
+// killCount counts the worker processes killed, by stage.
+type killCount struct {
+	mu sync.Mutex
+	by map[Stage]int
+}
+
+func (k *killCount) add(s Stage) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.by[s]++
+}
+
+// mustCover fails unless a worker process was killed during each of stages.
+func (k *killCount) mustCover(t *testing.T, stages ...Stage) {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, s := range stages {
+		if k.by[s] == 0 {
+			t.Errorf("no worker process killed during %s (kills by stage: %v)", s, k.by)
+		}
+	}
+}
+
+func (k *killCount) String() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return fmt.Sprint(k.by)
 }
 
 type writerFunc func([]byte) (int, error)
@@ -85,6 +142,7 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 // exactly the latest version of every live entity and none that was deleted, the old
 // layout is empty, and the reader saw no gap and no step back.
 func TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest(t *testing.T) {
+	t.Parallel()
 	n, parts := scale(t), 20
 	f := setup(t, false, false)
 	bin := buildWorker(t)
@@ -132,5 +190,6 @@ func TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest(t *testing.
 	}
 	rd.check(t)
 	f.mustHoldExactly(t, md)
-	t.Logf("%d entities: writes %d (+%d), reads %d, worker processes killed %d", n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills.Load())
+	kills.mustCover(t, Backfill, Verify, CleanUp)
+	t.Logf("%d entities: writes %d (+%d), reads %d, worker processes killed by stage %v", n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills)
 }

@@ -62,15 +62,38 @@
 // the old layout or of the copies, and resumes after its checkpoint After, the last key
 // it scanned: the selection, its validation and the checks of every key a scan returns
 // (inside the range, ascending) are package patterns/internal/rangejob's, shared with
-// the range archive. A page's entities run through retry.Schedule (Options.Concurrency at once, half of
-// them at most in one partition, partitions in turn). Advance runs a stage's work to its
-// end in the calling process before it moves on (an operator's program calls it, or a
-// team's archiver: Extensions.Migrations of package queueworker/cmd/archiver/app,
-// `archiver migrate status|advance|abort -migration NAME`, and for the jobs `archiver
-// enqueue migrate-* -migration NAME [-dry-run]`); workers (Register, Jobs, Enqueue) run
-// the same range jobs in parallel beforehand, so Advance's own pass finds little left.
-// An abort job acts only once the record says Aborting: one delivered before is
-// cancelled into the poison queue, since the migration may never be aborted
+// the range archive. A page's entities go through the copy rule together, 100 at a time
+// under one stage view (page.go): their copies read, THEN their old entities, each with
+// one range query per partition, the copy writes of one new partition in entity group
+// transactions, each write with its own condition (grouped.go), THEN the old entities
+// read again the same way; what that cannot settle (a transaction refused, an old entity
+// changed since, a chunk past its deadline:
+// TestChunkPastItsDeadlineGoesThroughThePerEntityRule) goes through the per-entity rule,
+// each entity under its own stage view and deadline, through retry.Schedule
+// (Options.Concurrency at once, half of them at most in one partition, partitions in
+// turn). The page scan
+// settles an entity only when its copy, read after the scan, records exactly the version
+// the scan saw, and the scan began once the job's stage had settled (a scan taken while
+// writers could still follow the previous stage's rules may miss a write whose writer
+// stopped before its copy step, so its chunk reads every old entity:
+// TestCutOverOldWriteAfterAnEarlyCleanUpScanIsCopiedAndCleanUpFinishes,
+// TestCutOverOldDeleteWithoutItsCopyStepAfterAnEarlyCleanUpScanNeverComesBack,
+// TestBackfillOldWriteAfterAnEarlyVerifyScanIsCountedStaleAndCopied): nothing is
+// written then (page.go says why that is safe;
+// TestWriteBetweenPageScanAndCopyReadEndsCurrent,
+// TestOldWriteWithoutItsCopyBetweenPageScanAndCopyReadIsRepairedByTheNextPasses,
+// TestWriteAndDeleteBetweenCleanUpScanAndCopyReadAreKept). Clean-up detaches a new
+// partition's copies and deletes an old partition's entities in entity group
+// transactions, If-Match each one's version (a delete transaction refused: its entities
+// one by one). Advance runs a stage's work to its
+// end in the calling process before it moves on (an operator's program calls it;
+// a team's archiver runs the jobs: Extensions.Migrations of package
+// queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
+// workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
+// Advance's own pass finds little left. The operator's archiver moves the stages too:
+// `archiver migrate status|advance|abort -migration NAME`. An abort job acts only once
+// the record says Aborting: one delivered before is cancelled into the poison queue,
+// since the migration may never be aborted
 // (TestAbortJobBeforeTheAbortIsCancelledNotSnoozed).
 //
 // # Staleness bound
@@ -255,11 +278,28 @@
 // Per application write during DualWrite..CutOver: the old write, two reads of the copy
 // and the old entity, one copy write, and one more read of the old entity (five
 // requests; a copy that is already current costs three). A read costs one request before
-// CutOver, two at CutOver and CleanUp, one at Done. Per entity, backfill and verify cost
-// three reads and a copy write, clean-up about eight requests; every range job scans
-// 1,000 keys per query. A staged schema migration costs no request per application write
-// or read beyond the state record's read once per Refresh; its rewrite and downgrade one
-// replace per entity they change (pages of whole entities, SchemaOptions.PageSize).
+// CutOver, two at CutOver and CleanUp, one at Done. A range job's chunk of 100 reads the
+// copies with a request per new partition among them (a range query, or a point read
+// for a lone copy), the old entities (and their confirming re-read) with one per old
+// partition, and writes the copies (inserts, replaces, detaches) in a transaction per
+// new partition and deletes the old entities in one per old partition. So its cost per
+// entity depends on how the new keys spread a chunk's copies, on copies written once:
+//   - copies grouped by partition (many old entities to one new partition, as the old
+//     layout groups them): about 0.1 requests per entity for backfill, verify and
+//     clean-up each, 0.2 at most (TestRangeJobsSendUnderAFifthOfARequestPerEntity,
+//     BENCHMARKS.md);
+//   - copies spread one per partition (each old entity to a new partition of its own):
+//     nothing is shared on the new side, so each copy costs a point read and each copy
+//     write (backfill's insert, clean-up's detach) a request of its own: about 2
+//     requests per entity for backfill, 1 for verify, 2 for clean-up, and 2.2, 1.1 and
+//     2.2 at most
+//     (TestRangeJobsSendAboutTwoRequestsPerEntityWhenEachCopyHasItsOwnPartition).
+//
+// An entity the chunk cannot settle costs what the per-entity rule costs (four to seven
+// requests). Every range job scans 1,000 keys per query.
+// A staged schema migration costs no request per application write or read beyond the
+// state record's read once per Refresh; its rewrite and downgrade one replace per entity
+// they change (pages of whole entities, SchemaOptions.PageSize).
 //
 // # Errors
 //

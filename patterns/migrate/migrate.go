@@ -248,37 +248,18 @@ func (m *Migration[O, N]) finish(ctx context.Context, pk, rk string) error {
 	}
 }
 
-// act is one entity of a range job, by the job's kind: backfill converges it, verify
-// counts what was wrong then converges it, clean-up finishes it, abort drops its copy.
-// row is an old entity (source phase) or a copy (target phase).
+// act is one row of an abort job (a copy): the copy dropped, abort's rule. The other
+// range jobs take their rows a chunk at a time (page.go).
 func (m *Migration[O, N]) act(ctx context.Context, job Job, row *codec.Entity, rep *Report) error {
 	stage, ctx, cancel, err := m.enter(ctx)
 	defer cancel()
 	if err != nil || stage != jobStage[job.Kind] {
 		return wrongStage(err, job.Kind, stage)
 	}
-	pk, rk := row.PartitionKey, row.RowKey
-	if job.Phase == phaseTarget {
-		var ok bool
-		if pk, rk, ok = m.sourceOf(row); !ok {
-			rep.foreign(row.PartitionKey, row.RowKey)
-			return nil
-		}
+	pk, rk, ok := m.sourceOf(row)
+	if !ok {
+		rep.foreign(row.PartitionKey, row.RowKey)
+		return nil
 	}
-	switch job.Kind {
-	case KindBackfill:
-		wrote, err := m.converge(ctx, pk, rk, false)
-		rep.copied(wrote)
-		return err
-	case KindVerify:
-		if err := m.classify(ctx, job.Phase, pk, rk, rep); err != nil {
-			return err
-		}
-		_, err := m.converge(ctx, pk, rk, false)
-		return err
-	case KindCleanUp:
-		return m.finish(ctx, pk, rk)
-	default:
-		return m.dropCopy(ctx, pk, rk)
-	}
+	return m.dropCopy(ctx, pk, rk)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/codec/keys"
@@ -156,13 +157,19 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 	if err != nil {
 		return nil, rep, err
 	}
+	scanAt := time.Now()
 	rows, last, more, err := sc.page(ctx, job.After, &rep)
 	if err != nil {
 		return nil, rep, err
 	}
-	if err := each(ctx, m.opts.Concurrency, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
-		return m.act(ctx, job, row, r)
-	}, &rep); err != nil {
+	if job.Kind == KindAbort {
+		err = each(ctx, m.opts.Concurrency, rows, func(ctx context.Context, row *codec.Entity, r *Report) error {
+			return m.act(ctx, job, row, r)
+		}, &rep)
+	} else {
+		err = m.runPage(ctx, job, rows, scanAt, &rep)
+	}
+	if err != nil {
 		return nil, rep, err
 	}
 	switch p := phases[job.Kind]; {

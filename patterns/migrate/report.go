@@ -1,8 +1,6 @@
 package migrate
 
 import (
-	"context"
-
 	"go.uber.org/zap"
 )
 
@@ -78,26 +76,4 @@ func (r *Report) foreign(pk, rk string) { r.note(pk, rk, func(c *Counts) { c.For
 func (r Report) fields() []zap.Field {
 	return []zap.Field{zap.Int("scanned", r.Scanned), zap.Int("copied", r.Copied), zap.Int("missing", r.Missing),
 		zap.Int("stale", r.Stale), zap.Int("orphans", r.Orphans), zap.Int("foreign", r.Foreign)}
-}
-
-// classify is verify's look at one entity before it is repaired: from the old layout, a
-// missing or stale copy; from the new layout, an orphan (its old entity gone).
-func (m *Migration[O, N]) classify(ctx context.Context, phase int, pk, rk string, rep *Report) error {
-	c, err := m.readCopy(ctx, pk, rk)
-	if err != nil {
-		return err
-	}
-	s, err := m.readSource(ctx, pk, rk)
-	if err != nil {
-		return err
-	}
-	switch {
-	case phase == phaseSource && s.found && !c.found:
-		rep.note(pk, rk, func(c *Counts) { c.Missing++ })
-	case phase == phaseSource && s.found && !c.detached && c.srcETag != s.etag:
-		rep.note(pk, rk, func(c *Counts) { c.Stale++ })
-	case phase == phaseTarget && c.found && !s.found && !c.detached:
-		rep.note(c.e.PartitionKey, c.e.RowKey, func(c *Counts) { c.Orphans++ })
-	}
-	return nil
 }

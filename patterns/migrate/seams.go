@@ -4,6 +4,9 @@ import "context"
 
 // seams lets tests act in the narrowest windows of the algorithm. Only tests set it.
 type seams struct {
+	// scanned runs for each old entity of a range job's page after the page was scanned
+	// and before its copy is read.
+	scanned func(ctx context.Context, pk, rk string)
 	// copyWrite runs after a copy's old entity was read and before the copy is written
 	// (or, the old entity gone, deleted).
 	copyWrite func(ctx context.Context, pk, rk string)
@@ -29,5 +32,11 @@ func (s *seams) beforeCopyWrite(ctx context.Context, pk, rk string) {
 func (s *seams) afterCopyWrite(ctx context.Context, pk, rk string) {
 	if s.copyWritten != nil {
 		s.copyWritten(ctx, pk, rk)
+	}
+}
+
+func (s *seams) afterScan(ctx context.Context, pk, rk string) {
+	if s.scanned != nil {
+		s.scanned(ctx, pk, rk)
 	}
 }
