@@ -66,9 +66,11 @@ func TestRangeBlobTwoRunsAtOnce(t *testing.T) {
 func TestRangeContinuationOvertakesParent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	// 600 a partition: the range spans more than one page of 1,000 and the continuations
-	// start inside the first partition (1,200 under make soak).
-	per := testenv.Scale(600, 1200)
+	// 60 a partition in pages of 100: the range spans more than one page and the
+	// continuations start inside the first partition (1,200 in pages of RangeJobSize under
+	// make soak).
+	per := testenv.Scale(60, 1200)
+	b.a.pageSize = testenv.Scale(100, RangeJobSize)
 	want := b.loadRange(t, []string{"b1", "b2"}, per)
 	keep := map[RangeKey]bool{}
 	for k := range b.loadRange(t, []string{"c0"}, 10) {
