@@ -20,7 +20,7 @@ func TestRangeBlobTwoRunsAtOnce(t *testing.T) {
 	b := setup(t, "")
 	container := testenv.ContainerName(t)
 	t.Cleanup(func() { _, _ = b.clients.Blobs.DeleteContainer(context.Background(), container, nil) })
-	want := b.loadRange(t, []string{"Ops", "Sales"}, 120)
+	want := b.loadRange(t, []string{"Ops", "Sales"}, 60)
 	long := "000050" + strings.Repeat(".", 330) // 1,000+ bytes escaped
 	raw := rangeEntity("Sales", 50, 1)
 	raw.RowKey = long

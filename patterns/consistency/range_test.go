@@ -286,8 +286,8 @@ func TestArchiveRangeSelections(t *testing.T) {
 	b.assertRangeArchived(t, want, keep)
 }
 
-// A range archive to blobs: every entity in its own blob (EntityBlobName), readable with
-// ReadArchivedEntity, the source empty.
+// A range archive to blobs, over two pages of 20: every entity in its own blob
+// (EntityBlobName), readable with ReadArchivedEntity, the source empty.
 func TestArchiveRangeToBlobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
@@ -297,7 +297,8 @@ func TestArchiveRangeToBlobs(t *testing.T) {
 		defer cancel()
 		_, _ = b.clients.Blobs.DeleteContainer(ctx, container, nil)
 	})
-	want := b.loadRange(t, []string{"o'brien 100%"}, 120)
+	b.a.pageSize = 20
+	want := b.loadRange(t, []string{"o'brien 100%"}, 30)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "o'brien 100%", TargetContainer: container}
 	rep, err := b.a.ArchiveRange(b.ctx, job)
 	if err != nil || rep.Moved != len(want) {
