@@ -140,7 +140,7 @@ func (b *bed) assertRangeArchived(t *testing.T, want map[RangeKey]string, keep m
 	}
 }
 
-// The acceptance test: a range archive over 24 partitions in pages of 50 keys
+// The acceptance test: a range archive over 24 partitions in pages of 20 keys
 // (20,000 entities over 20 partitions in pages of RangeJobSize under make soak), through
 // the worker, killed 10 times at random steps (the worker's context cancelled and the job
 // stopped where it was, as a crash would), resumed by new workers from the queue, ends
@@ -149,21 +149,21 @@ func (b *bed) assertRangeArchived(t *testing.T, want map[RangeKey]string, keep m
 func TestRangeArchiveKilledTenTimes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	// A page of 50 keys spans two partitions of 25, so a delivery takes 8 steps (scanned;
+	// A page of 20 keys spans two partitions of 10, so a delivery takes 8 steps (scanned;
 	// read, copied, deleted for each of its two batches; continued), and each kill lands
 	// within the first 9 steps of a delivery: at any step of a page, its continuation
 	// included, or the next page's scan. Ten kills move the job at most 80 steps, fewer
 	// than the twelve pages (95 steps and more) hold: every kill lands inside the job,
 	// across continuations, and the last worker still has work left. make soak takes pages
 	// of RangeJobSize (32 steps, batches of 100) and reaches 40 steps, into 20 pages.
-	nparts, perPart := testenv.Scale(24, 20), testenv.Scale(25, RangeJobSize)
-	page, reach := testenv.Scale(50, RangeJobSize), testenv.Scale[int64](9, 40)
+	nparts, perPart := testenv.Scale(24, 20), testenv.Scale(10, RangeJobSize)
+	page, reach := testenv.Scale(20, RangeJobSize), testenv.Scale[int64](9, 40)
 	var parts []string
 	for p := 1; p <= nparts; p++ {
 		parts = append(parts, fmt.Sprintf("p%02d", p))
 	}
 	want := b.loadRange(t, parts, perPart)
-	outside := b.loadRange(t, []string{"p00", fmt.Sprintf("p%02d", nparts+1)}, 25)
+	outside := b.loadRange(t, []string{"p00", fmt.Sprintf("p%02d", nparts+1)}, 10)
 	keep := map[RangeKey]bool{}
 	for k := range outside {
 		keep[k] = true
