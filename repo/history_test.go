@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
+	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/retry"
 )
 
-// The history test: 20 goroutines each run 100 read-modify-write increments of one counter
-// (If-Match, re-read on 412) through 20 % faults: 503 ServerBusy, 500 OperationTimedOut,
+// The history test: 20 goroutines each run 30 read-modify-write increments of one counter
+// (100 under make soak; If-Match, re-read on 412) through 20 % faults: 503 ServerBusy, 500 OperationTimedOut,
 // drops before and after the request reached the service. "nil" must mean the increment
 // happened: with tracking the counter equals the calls that returned nil, exactly; without,
 // it lies between them and them plus the calls that returned ErrOutcomeUnknown.
@@ -26,7 +27,10 @@ import (
 // keeps 64: more versions than can land between a lost answer and its retry's read here.
 func TestIncrementHistoryUnderFaults(t *testing.T) {
 	t.Parallel()
-	const writers, perWriter = 20, 100
+	// 20 writers keep the contention that overran a history of 16; the increments each
+	// runs only add rounds of it.
+	const writers = 20
+	perWriter := testenv.Scale(30, 100)
 	for _, track := range []bool{true, false} {
 		t.Run(fmt.Sprintf("track=%v", track), func(t *testing.T) {
 			t.Parallel()

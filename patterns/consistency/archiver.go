@@ -82,6 +82,9 @@ type Archiver struct {
 	// step, when set (by tests), is called after each step of a job; an error stops the
 	// job there, as a crash would.
 	step func(job, step string) error
+	// pageSize, when set (by tests), replaces RangeJobSize: a range test spans its pages
+	// and continuations with fewer entities.
+	pageSize int
 	// companionsByTable is Options.Companions keyed by lower-case table name.
 	companionsByTable map[string]tableCompanions
 }

@@ -20,7 +20,7 @@ func TestRangeBlobTwoRunsAtOnce(t *testing.T) {
 	b := setup(t, "")
 	container := testenv.ContainerName(t)
 	t.Cleanup(func() { _, _ = b.clients.Blobs.DeleteContainer(context.Background(), container, nil) })
-	want := b.loadRange(t, []string{"Ops", "Sales"}, 120)
+	want := b.loadRange(t, []string{"Ops", "Sales"}, 60)
 	long := "000050" + strings.Repeat(".", 330) // 1,000+ bytes escaped
 	raw := rangeEntity("Sales", 50, 1)
 	raw.RowKey = long
@@ -66,9 +66,11 @@ func TestRangeBlobTwoRunsAtOnce(t *testing.T) {
 func TestRangeContinuationOvertakesParent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	// 600 a partition: the range spans more than one page of 1,000 and the continuations
-	// start inside the first partition (1,200 under make soak).
-	per := testenv.Scale(600, 1200)
+	// 60 a partition in pages of 100: the range spans more than one page and the
+	// continuations start inside the first partition (1,200 in pages of RangeJobSize under
+	// make soak).
+	per := testenv.Scale(60, 1200)
+	b.a.pageSize = testenv.Scale(100, RangeJobSize)
 	want := b.loadRange(t, []string{"b1", "b2"}, per)
 	keep := map[RangeKey]bool{}
 	for k := range b.loadRange(t, []string{"c0"}, 10) {

@@ -18,11 +18,13 @@ import (
 func TestRangeMovesTheRestOfABatchWhenOneEntityChangesBeforeEachDelete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.loadRange(t, []string{"Sales"}, RangeJobSize+100) // two pages: the second needs the continuation
+	const page = 100
+	b.loadRange(t, []string{"Sales"}, page+100) // two pages: the second needs the continuation
 	hot := rangeEntity("Sales", 50, 1)
 	core, logs := observer.New(zap.WarnLevel)
 	q, queue := rangeClient(t, b)
 	a := rangeArchiver(t, b, q, &Options{Logger: zap.New(core)})
+	a.pageSize = page
 	var mu sync.Mutex // batches run concurrently
 	a.step = func(job, step string) error {
 		if job != KindArchiveRange || step != "copied" {
@@ -53,8 +55,8 @@ func TestRangeMovesTheRestOfABatchWhenOneEntityChangesBeforeEachDelete(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != RangeJobSize+100 { // the hot one's copy of the version the batch read stays beside it
-		t.Fatalf("archived %d, want %d", len(got), RangeJobSize+100)
+	if len(got) != page+100 { // the hot one's copy of the version the batch read stays beside it
+		t.Fatalf("archived %d, want %d", len(got), page+100)
 	}
 	warned := logs.FilterField(zap.String("rowKey", hot.RowKey)).Len()
 	if warned == 0 {

@@ -2,6 +2,7 @@ package consistency
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -37,13 +38,21 @@ func TestRangeInt64ConditionBesideOtherNumberTypes(t *testing.T) {
 
 // A job selected by one Edm.Int64 condition only (never sent: the query has no filter of
 // its own but the key ranges): the job checks the condition itself on every entity of the
-// table, over two pages (continuation checkpoints across partitions), and moves exactly
-// the matching ones.
+// table, over two pages of 100 (continuation checkpoints across partitions), and moves
+// exactly the matching ones.
 func TestRangeInt64OnlyAcrossPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
+	b.a.pageSize = 100
+	var scans atomic.Int64
+	b.a.step = func(_, step string) error {
+		if step == "scanned" {
+			scans.Add(1)
+		}
+		return nil
+	}
 	var items []*codec.Entity
-	for i := 0; i < 1300; i++ {
+	for i := 0; i < 130; i++ {
 		pk := []string{"A", "B", "C"}[i%3]
 		items = append(items, &codec.Entity{PartitionKey: pk, RowKey: fmt.Sprintf("%06d", i), Properties: map[string]any{"Big": int64(i) << 33}})
 	}
@@ -51,13 +60,16 @@ func TestRangeInt64OnlyAcrossPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := ArchiveRangeJob{Source: b.current.Name(), TargetTable: b.archive.Name(),
-		Where: []filter.Condition{{Property: "Big", Op: "ge", Type: "Edm.Int64", Value: "10995116277760"}}} // 1280 << 33
+		Where: []filter.Condition{{Property: "Big", Op: "ge", Type: "Edm.Int64", Value: "1030792151040"}}} // 120 << 33
 	rep, err := b.a.ArchiveRange(b.ctx, job)
-	if err != nil || rep.Moved != 20 {
+	if err != nil || rep.Moved != 10 {
 		t.Fatalf("%+v %v", rep, err)
 	}
+	if n := scans.Load(); n != 2 {
+		t.Fatalf("the job scanned %d pages, want 2", n)
+	}
 	left, err := b.current.Collect(b.ctx, repo.Query{Select: []string{"PartitionKey", "RowKey"}})
-	if err != nil || len(left) != 1280 {
+	if err != nil || len(left) != 120 {
 		t.Fatalf("left %d: %v", len(left), err)
 	}
 }

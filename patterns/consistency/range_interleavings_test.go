@@ -147,13 +147,17 @@ func TestRangeResponseLostAfterCommit(t *testing.T) {
 
 // Two deliveries of one job at once: the job is enqueued twice and both deliveries are
 // held at their first scan until both have scanned, so they move the same batches
-// concurrently; and, from code, two runs at once. Every entity ends archived once.
+// concurrently; and, from code, two runs at once. Every entity ends archived once. Pages
+// of 150 keys make both ranges span pages (and the first, partitions within a page).
 func TestRangeTwoDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	want := b.loadRange(t, []string{"a1", "a2", "a3"}, 400)
+	const page = 150
+	b.a.pageSize = page
+	want := b.loadRange(t, []string{"a1", "a2", "a3"}, 100)
 	c, queue := rangeClient(t, b)
 	a := rangeArchiver(t, b, c, nil)
+	a.pageSize = page
 	var scans atomic.Int32
 	both := make(chan struct{})
 	a.step = func(_, step string) error {
@@ -181,7 +185,7 @@ func TestRangeTwoDeliveriesAtOnce(t *testing.T) {
 	}
 
 	// From code: two runs of one job at once.
-	more := b.loadRange(t, []string{"b1"}, 300)
+	more := b.loadRange(t, []string{"b1"}, 200)
 	job2 := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "b1", TargetTable: b.archive.Name()}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -365,23 +369,24 @@ func TestRangeScanKeysUntrusted(t *testing.T) {
 
 // The real service may end a page early, even empty, with a continuation (Azurite never
 // does): emulated at the proxy with pages of 7 and an empty first page, the scan, the
-// target read and the source read of each batch page through, and a partition of 300
-// entities with a Where that selects 250 ends with exactly those archived.
+// target read and the source read of each batch page through, and a partition of 150
+// entities with a Where that selects 120 (a batch of 100 and one of 20) ends with exactly
+// those archived.
 func TestRangeArchiveShortPages(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
-	all := b.loadRange(t, []string{"Sales"}, 300)
+	all := b.loadRange(t, []string{"Sales"}, 150)
 	ps.Table.EmulatePaging(7, true)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name(),
-		Where: []filter.Condition{{Property: "N", Op: "lt", Type: "Edm.Int32", Value: "250"}}}
+		Where: []filter.Condition{{Property: "N", Op: "lt", Type: "Edm.Int32", Value: "120"}}}
 	rep, err := b.a.ArchiveRange(b.ctx, job)
-	if err != nil || rep.Moved != 250 {
+	if err != nil || rep.Moved != 120 {
 		t.Fatalf("moved %d: %v", rep.Moved, err)
 	}
 	want, keep := map[RangeKey]string{}, map[RangeKey]bool{}
 	for k, etag := range all {
-		if k.RowKey < "000250" {
+		if k.RowKey < "000120" {
 			want[k] = etag
 		} else {
 			keep[k] = true

@@ -111,6 +111,15 @@ func encodeCopy(source string, dst *repo.Table[codec.Entity], e *codec.Entity, s
 	return w, repo.CheckTransaction(w.act)
 }
 
+// rangePageSize is how many keys a delivery scans: RangeJobSize, or the page size a
+// test set.
+func (a *Archiver) rangePageSize() int {
+	if a.pageSize > 0 {
+		return a.pageSize
+	}
+	return RangeJobSize
+}
+
 // rangeBatch is a run of keys of one partition, in RowKey order.
 type rangeBatch struct {
 	pk  string
@@ -131,7 +140,7 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return RangeReport{}, err
 	}
-	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: p.Select(), Top: RangeJobSize})
+	found, err := src.Collect(ctx, repo.Query{Filter: f, Select: p.Select(), Top: a.rangePageSize()})
 	if archive.IsTableNotFound(err) {
 		return RangeReport{}, fmt.Errorf("table %s: %w", job.Source, ErrNothingToArchive)
 	}
@@ -171,7 +180,7 @@ func (a *Archiver) archiveRangePage(ctx context.Context, p *rangePlan) (RangeRep
 	if err != nil {
 		return rep, err
 	}
-	if len(found) == RangeJobSize {
+	if len(found) == a.rangePageSize() {
 		last := found[len(found)-1]
 		rep.Next = &RangeKey{PartitionKey: last.PartitionKey, RowKey: last.RowKey}
 	}

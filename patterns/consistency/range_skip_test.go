@@ -224,13 +224,13 @@ func TestRangeMoveRequestsPinned(t *testing.T) {
 // the source, 254 with the copy's two; any writer of the source can store it) stops the
 // whole job: the error is ErrInvalidInput, permanent, so the worker cancels the message,
 // and the other entities of its batch and every later page are never archived. Through
-// the worker, with Options.Queue: 2,500 entities, the poison at 000005.
+// the worker, with Options.Queue: 250 entities in pages of 100, the poison at 000005.
 // Expected (promise: the job ends with every entity archived): the entity that cannot be
 // copied is left in the source (and reported), the rest of the range moves.
 func TestRangeOnePoisonEntityStopsTheJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	want := b.loadRange(t, []string{"Sales"}, 2500)
+	want := b.loadRange(t, []string{"Sales"}, 250)
 	poison := &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", 5), Properties: map[string]any{}}
 	for i := 0; i < codec.MaxProperties; i++ {
 		poison.Properties[fmt.Sprintf("P%03d", i)] = int32(i)
@@ -240,6 +240,7 @@ func TestRangeOnePoisonEntityStopsTheJob(t *testing.T) {
 	}
 	c, queue := rangeClient(t, b)
 	a := rangeArchiver(t, b, c, nil)
+	a.pageSize = 100 // three pages: the poison's batch fills the first
 	w := rangeWorker(t, b, queue, a)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}
 	if err := EnqueueArchiveRange(b.ctx, c, job); err != nil {

@@ -81,14 +81,14 @@ func TestCopyWithoutETagRefused(t *testing.T) {
 // batch's keys: a target partition that already holds earlier archives interleaved with
 // the batch's keys (a monthly archive by a Where on a date: each run's keys fall between
 // the earlier runs') is read whole, page by page. 100 entities spread over a target
-// partition of 5,000 earlier copies: expected one target read, observed one per 1,000
+// partition of 2,000 earlier copies: expected one target read, observed one per 1,000
 // earlier copies (and growing with the archive).
 func TestRangeTargetReadScansEarlierArchives(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
 	var old []*codec.Entity
-	for i := 0; i < 5000; i++ {
+	for i := 0; i < 2000; i++ {
 		old = append(old, &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d", i), Properties: map[string]any{"Old": true}})
 	}
 	if err := directTable(t, b.archive.Name()).BulkWrite(b.ctx, old, nil); err != nil {
@@ -96,7 +96,7 @@ func TestRangeTargetReadScansEarlierArchives(t *testing.T) {
 	}
 	var fresh []*codec.Entity
 	for i := 0; i < 100; i++ {
-		fresh = append(fresh, &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d-s", i*50), Properties: map[string]any{"N": int32(i)}})
+		fresh = append(fresh, &codec.Entity{PartitionKey: "Sales", RowKey: fmt.Sprintf("%06d-s", i*20), Properties: map[string]any{"N": int32(i)}})
 	}
 	if err := directTable(t, b.current.Name()).BulkWrite(b.ctx, fresh, nil); err != nil {
 		t.Fatal(err)

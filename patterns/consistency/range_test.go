@@ -140,28 +140,30 @@ func (b *bed) assertRangeArchived(t *testing.T, want map[RangeKey]string, keep m
 	}
 }
 
-// The acceptance test: a range archive of 6,000 entities over 6 partitions (20,000
-// over 20 under make soak), through the worker, killed 10 times at random steps (the
-// worker's context cancelled and the job stopped where it was, as a crash would), resumed
-// by new workers from the queue, ends with every entity archived exactly once at its
-// source version and the source empty; the partitions just outside the range are not
-// touched.
+// The acceptance test: a range archive over 24 partitions in pages of 20 keys
+// (20,000 entities over 20 partitions in pages of RangeJobSize under make soak), through
+// the worker, killed 10 times at random steps (the worker's context cancelled and the job
+// stopped where it was, as a crash would), resumed by new workers from the queue, ends
+// with every entity archived exactly once at its source version and the source empty; the
+// partitions just outside the range are not touched.
 func TestRangeArchiveKilledTenTimes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	// A delivery takes 32 steps a page of 1,000 (scanned; read, copied, deleted for each
-	// batch of 100; continued), and each kill lands within the first reach steps of a
-	// delivery. Ten kills use at most 160 steps at the default scale, fewer than the six
-	// pages (192 steps and more) hold: every kill lands inside the job, at any step of a
-	// page's first half, across continuations, and the last worker still has work left.
-	// make soak reaches 40 steps, past a page's continuation, into 20 pages.
-	nparts, reach := testenv.Scale(6, 20), testenv.Scale[int64](16, 40)
+	// A page of 20 keys spans two partitions of 10, so a delivery takes 8 steps (scanned;
+	// read, copied, deleted for each of its two batches; continued), and each kill lands
+	// within the first 9 steps of a delivery: at any step of a page, its continuation
+	// included, or the next page's scan. Ten kills move the job at most 80 steps, fewer
+	// than the twelve pages (95 steps and more) hold: every kill lands inside the job,
+	// across continuations, and the last worker still has work left. make soak takes pages
+	// of RangeJobSize (32 steps, batches of 100) and reaches 40 steps, into 20 pages.
+	nparts, perPart := testenv.Scale(24, 20), testenv.Scale(10, RangeJobSize)
+	page, reach := testenv.Scale(20, RangeJobSize), testenv.Scale[int64](9, 40)
 	var parts []string
 	for p := 1; p <= nparts; p++ {
 		parts = append(parts, fmt.Sprintf("p%02d", p))
 	}
-	want := b.loadRange(t, parts, 1000)
-	outside := b.loadRange(t, []string{"p00", fmt.Sprintf("p%02d", nparts+1)}, 50)
+	want := b.loadRange(t, parts, perPart)
+	outside := b.loadRange(t, []string{"p00", fmt.Sprintf("p%02d", nparts+1)}, 10)
 	keep := map[RangeKey]bool{}
 	for k := range outside {
 		keep[k] = true
@@ -172,13 +174,18 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 14))
 	enqueued := false
+	var continued atomic.Int64 // continuations enqueued, by all the workers
 	for kill := 0; kill < 10; kill++ {
 		var steps atomic.Int64
 		var fired atomic.Bool
 		at := 1 + rng.Int64N(reach)
 		ctx, stop := context.WithCancel(b.ctx)
 		crashing := rangeArchiver(t, b, c, nil)
+		crashing.pageSize = page
 		crashing.step = func(_, step string) error {
+			if step == "continued" {
+				continued.Add(1)
+			}
 			if steps.Add(1) == at {
 				fired.Store(true)
 				stop()          // the process goes down ...
@@ -200,6 +207,13 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 		}
 	}
 	final := rangeArchiver(t, b, c, nil)
+	final.pageSize = page
+	final.step = func(_, step string) error {
+		if step == "continued" {
+			continued.Add(1)
+		}
+		return nil
+	}
 	w := rangeWorker(t, b, queue, final)
 	// Drain waits for the messages the killed workers left invisible; a drain that handles
 	// nothing while entities of the range are left means the job was lost.
@@ -219,6 +233,9 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 		}
 	}
 	b.assertRangeArchived(t, want, keep)
+	if continued.Load() == 0 {
+		t.Fatal("the range was moved in one page: the kills never met a continuation")
+	}
 	poison, err := queueworker.PeekPoison(b.ctx, w.PoisonQueue(), 8)
 	if err != nil && !errors.Is(err, repo.ErrNotFound) {
 		t.Fatal(err)
@@ -269,8 +286,8 @@ func TestArchiveRangeSelections(t *testing.T) {
 	b.assertRangeArchived(t, want, keep)
 }
 
-// A range archive to blobs: every entity in its own blob (EntityBlobName), readable with
-// ReadArchivedEntity, the source empty.
+// A range archive to blobs, over two pages of 20: every entity in its own blob
+// (EntityBlobName), readable with ReadArchivedEntity, the source empty.
 func TestArchiveRangeToBlobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
@@ -280,7 +297,8 @@ func TestArchiveRangeToBlobs(t *testing.T) {
 		defer cancel()
 		_, _ = b.clients.Blobs.DeleteContainer(ctx, container, nil)
 	})
-	want := b.loadRange(t, []string{"o'brien 100%"}, 120)
+	b.a.pageSize = 20
+	want := b.loadRange(t, []string{"o'brien 100%"}, 30)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "o'brien 100%", TargetContainer: container}
 	rep, err := b.a.ArchiveRange(b.ctx, job)
 	if err != nil || rep.Moved != len(want) {
@@ -303,11 +321,19 @@ func TestArchiveRangeToBlobs(t *testing.T) {
 }
 
 // Without Options.Queue, one delivery of an archive-range job runs its whole range
-// (three pages here), enqueuing no continuation.
+// (three pages of 50 here), enqueuing no continuation.
 func TestRangeJobWithoutQueueRunsWhole(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	want := b.loadRange(t, []string{"Sales"}, 2200)
+	b.a.pageSize = 50
+	var scans atomic.Int64
+	b.a.step = func(_, step string) error {
+		if step == "scanned" {
+			scans.Add(1)
+		}
+		return nil
+	}
+	want := b.loadRange(t, []string{"Sales"}, 110)
 	queue := testenv.QueueName(t)
 	w := rangeWorker(t, b, queue, b.a) // b.a has no Options.Queue
 	c, err := queueworker.NewClient(b.clients.Queues.NewQueueClient(queue), &queueworker.ClientOptions{Retry: fastRetry()})
@@ -320,6 +346,9 @@ func TestRangeJobWithoutQueueRunsWhole(t *testing.T) {
 	drain(t, w)
 	if s := w.Stats(); s.Processed != 1 || s.Failed != 0 {
 		t.Fatalf("worker: %+v, want one delivery", s)
+	}
+	if n := scans.Load(); n != 3 {
+		t.Fatalf("the delivery scanned %d pages, want 3", n)
 	}
 	b.assertRangeArchived(t, want, nil)
 }

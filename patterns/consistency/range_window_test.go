@@ -79,9 +79,10 @@ func TestRangeSourceChangedBetweenTargetAndSourceRead(t *testing.T) {
 func TestRangeStoppedAfterContinuation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	want := b.loadRange(t, []string{"Sales"}, 2500) // three pages
+	want := b.loadRange(t, []string{"Sales"}, 125) // three pages of 50
 	c, queue := rangeClient(t, b)
 	crashing := rangeArchiver(t, b, c, nil)
+	crashing.pageSize = 50
 	ctx, stop := context.WithCancel(b.ctx)
 	var fired atomic.Bool
 	crashing.step = func(_, step string) error {
@@ -103,7 +104,9 @@ func TestRangeStoppedAfterContinuation(t *testing.T) {
 	if err != nil || props.ApproximateMessagesCount == nil || *props.ApproximateMessagesCount != 2 {
 		t.Fatalf("messages after the stop: %v %v, want 2 (the page's and its continuation)", props.ApproximateMessagesCount, err)
 	}
-	final := rangeWorker(t, b, queue, rangeArchiver(t, b, c, nil))
+	resumed := rangeArchiver(t, b, c, nil)
+	resumed.pageSize = 50
+	final := rangeWorker(t, b, queue, resumed)
 	drain(t, final)
 	b.assertRangeArchived(t, want, nil)
 	if s := final.Stats(); s.Poisoned != 0 {

@@ -27,12 +27,16 @@ func TestRangeReplaceCopiesOverWireBudget(t *testing.T) {
 	pk := heavy
 	rk := func(i int) string { return heavy + string(rune('A'+i/26)) + string(rune('a'+i%26)) + "x" }
 	fill := strings.Repeat("z", 16650) // twice: 100 copies fill the copy budget (3.5 MiB), one transaction
+	// The first version is small: its copies only have to exist for the second's to be
+	// replaces, and only the second fills the copy budget.
 	write := func(v int) {
 		var items []*codec.Entity
 		for i := 0; i < 100; i++ {
-			items = append(items, &codec.Entity{PartitionKey: pk, RowKey: rk(i), Properties: map[string]any{
-				"Version": int32(v), "Fill": fill, "Fill2": fill,
-			}})
+			props := map[string]any{"Version": int32(v)}
+			if v > 1 {
+				props["Fill"], props["Fill2"] = fill, fill
+			}
+			items = append(items, &codec.Entity{PartitionKey: pk, RowKey: rk(i), Properties: props})
 		}
 		for _, e := range items {
 			if err := b.current.Insert(b.ctx, e); err != nil {
@@ -80,9 +84,9 @@ func (c *bigCopyRows) Removal(ctx context.Context, e *codec.Entity) (Removal, er
 	return Removal{Actions: []repo.Action{c.t.UpdateAction(&cp, nil)}}, nil
 }
 
-// 100 entities of one partition whose companion updates a 120 KB copy row each: the
-// delete transactions are cut by action count only (50 entities and 50 updates), about
-// 6 MB, so the delete is refused before it is sent (ErrInvalidInput: permanent, the
+// 40 entities of one partition whose companion updates a 120 KB copy row each: the
+// delete transactions are cut by action count only (one of 40 entities and 40 updates),
+// about 4.8 MB, so the delete is refused before it is sent (ErrInvalidInput: permanent, the
 // worker cancels the job) and nothing is ever archived, although every entity and its
 // companion action fit a transaction. Expected: the delete transactions are cut by
 // payload size too, and the range is archived.
@@ -95,7 +99,8 @@ func TestRangeCompanionUpdatesOver4MiB(t *testing.T) {
 	}
 	fill := strings.Repeat("c", 30000)
 	var items []*codec.Entity
-	for i := 0; i < 100; i++ {
+	const n = 40 // 80 actions: one transaction by count, two by payload
+	for i := 0; i < n; i++ {
 		rk := fmt.Sprintf("e_%03d", i)
 		items = append(items,
 			&codec.Entity{PartitionKey: "Sales", RowKey: rk, Properties: map[string]any{"N": int32(i)}},
@@ -110,7 +115,7 @@ func TestRangeCompanionUpdatesOver4MiB(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%+v: %v (permanent: %v)", rep, err, permanent(err))
 	}
-	if rep.Moved != 100 {
+	if rep.Moved != n {
 		t.Fatalf("moved %d", rep.Moved)
 	}
 }

@@ -117,17 +117,17 @@ func TestWorkerStoppedBetweenSteps(t *testing.T) {
 }
 
 // With 20 % of table, blob and queue requests failing transiently (including responses
-// lost after the request was served), 200 archive jobs (1,000 under make soak) all
+// lost after the request was served), 100 archive jobs (1,000 under make soak) all
 // complete exactly once.
 func TestArchiveJobsUnderFaults(t *testing.T) {
 	t.Parallel()
 	ps := testenv.Proxies(t)
 	b := setup(t, ps.ConnectionString)
 	w, c := newWorker(t, b, testenv.QueueName(t), b.a)
-	// 200 jobs send about 1,200 table and queue requests, so each kind of fault fires in
-	// every step of a move dozens of times (the check below wants n/5 table faults), and
-	// 20 jobs per partition run concurrently in each of the 10 partitions.
-	n := testenv.Scale(200, 1000)
+	// 100 jobs send about 600 table and queue requests, so each kind of fault fires in
+	// every step of a move about ten times (the check below wants n/5 table faults), and
+	// 10 jobs per partition run concurrently in each of the 10 partitions.
+	n := testenv.Scale(100, 1000)
 	all := make([]string, n)
 	batch := make([]*codec.Entity, n)
 	for i := range all {
