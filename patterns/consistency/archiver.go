@@ -79,12 +79,7 @@ type Archiver struct {
 	opts    Options
 	allow   archive.Allowlist
 	topts   *repo.Options
-	// step, when set (by tests), is called after each step of a job; an error stops the
-	// job there, as a crash would.
-	step func(job, step string) error
-	// pageSize, when set (by tests), replaces RangeJobSize: a range test spans its pages
-	// and continuations with fewer entities.
-	pageSize int
+	seams   seams
 	// companionsByTable is Options.Companions keyed by lower-case table name.
 	companionsByTable map[string]tableCompanions
 }
@@ -126,10 +121,10 @@ func (a *Archiver) allowed(table, otherTable, container string) error {
 }
 
 func (a *Archiver) after(job, step string) error {
-	if a.step == nil {
+	if a.seams.step == nil {
 		return nil
 	}
-	return a.step(job, step)
+	return a.seams.step(job, step)
 }
 
 func (a *Archiver) table(name string) (*repo.Table[codec.Entity], error) {

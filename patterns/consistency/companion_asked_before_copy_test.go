@@ -23,7 +23,7 @@ func TestCompanionRefusalOnARestartWritesNothingNew(t *testing.T) {
 	b := setupCompanion(t, nil)
 	b.insertWithCopy(t, "000001")
 	var changed atomic.Bool
-	b.a.step = func(job, step string) error {
+	b.a.seams.step = func(job, step string) error {
 		if job != "archive-entity" || step != "copied" || !changed.CompareAndSwap(false, true) {
 			return nil
 		}

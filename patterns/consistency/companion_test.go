@@ -207,7 +207,7 @@ func TestArchiveEntityStopBetweenBeforeAndDelete(t *testing.T) {
 	t.Parallel()
 	b := setupCompanion(t, nil)
 	b.insertWithCopy(t, "000001")
-	b.a.step = func(_, s string) error {
+	b.a.seams.step = func(_, s string) error {
 		if s == "companions-before" {
 			return errCrash
 		}
@@ -221,7 +221,7 @@ func TestArchiveEntityStopBetweenBeforeAndDelete(t *testing.T) {
 			t.Fatalf("%s after the stop: %v", rk, err)
 		}
 	}
-	b.a.step = nil
+	b.a.seams.step = nil
 	b.mustMoveWithCopy(t, 2)
 }
 

@@ -116,7 +116,7 @@ func TestArchiveEntityStopAfterEveryStep(t *testing.T) {
 		if err := b.current.Insert(b.ctx, e); err != nil {
 			t.Fatal(err)
 		}
-		b.a.step = func(job, s string) error {
+		b.a.seams.step = func(job, s string) error {
 			if s == step {
 				return errCrash
 			}
@@ -125,7 +125,7 @@ func TestArchiveEntityStopAfterEveryStep(t *testing.T) {
 		if _, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", rk)); !errors.Is(err, errCrash) {
 			t.Fatalf("stop after %s: %v", step, err)
 		}
-		b.a.step = nil
+		b.a.seams.step = nil
 		out, err := b.a.ArchiveEntity(b.ctx, b.job("Sales", rk))
 		if err != nil {
 			t.Fatalf("rerun after %s: %v", step, err)
@@ -190,7 +190,7 @@ func TestArchiveEntitySourceChangedDuringMove(t *testing.T) {
 	}
 	newer := employee("Sales", "000200", 41)
 	var once sync.Once
-	b.a.step = func(job, s string) error {
+	b.a.seams.step = func(job, s string) error {
 		if s == "copied" {
 			once.Do(func() {
 				if err := b.current.Upsert(b.ctx, employee("Sales", "000200", 41), nil); err != nil {

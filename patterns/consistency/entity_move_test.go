@@ -67,7 +67,7 @@ func TestArchiveEntityStaleDuplicateNeverReplacesNewer(t *testing.T) {
 			first := b.another(t)
 			paused, resume := make(chan struct{}), make(chan struct{})
 			var once sync.Once
-			first.step = func(_, s string) error {
+			first.seams.step = func(_, s string) error {
 				if s == "read" {
 					once.Do(func() { close(paused); <-resume })
 				}
@@ -108,7 +108,7 @@ func TestArchiveEntityDuplicatesRaceAnUpdate(t *testing.T) {
 		return nil
 	}
 	d1, d2 := b.another(t), b.another(t)
-	d1.step, d2.step = jitter, jitter
+	d1.seams.step, d2.seams.step = jitter, jitter
 	for i := range 50 {
 		rk := fmt.Sprintf("race%03d", i)
 		job := b.job("Sales", rk)

@@ -212,7 +212,7 @@ func TestGoneBeforeTheDeleteStillRunsAfter(t *testing.T) {
 	if err := b.current.Insert(b.ctx, employee("Sales", "000001", 30)); err != nil {
 		t.Fatal(err)
 	}
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if job == "archive-entity" && step == "copied" {
 			return b.current.Delete(b.ctx, "Sales", "000001", nil)
 		}

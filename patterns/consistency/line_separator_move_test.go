@@ -46,7 +46,7 @@ func TestLineSeparatorKeyMoveWithCompanionNeverDeletesANeighbourNorHalfMoves(t *
 					t.Fatal(err)
 				}
 				var attempts atomic.Int32
-				a.step = func(job, step string) error {
+				a.seams.step = func(job, step string) error {
 					if step == "read" {
 						attempts.Add(1)
 					}

@@ -70,7 +70,7 @@ func TestRangeContinuationOvertakesParent(t *testing.T) {
 	// continuations start inside the first partition (1,200 in pages of RangeJobSize under
 	// make soak).
 	per := testenv.Scale(60, 1200)
-	b.a.pageSize = testenv.Scale(100, RangeJobSize)
+	b.a.seams.pageSize = testenv.Scale(100, RangeJobSize)
 	want := b.loadRange(t, []string{"b1", "b2"}, per)
 	keep := map[RangeKey]bool{}
 	for k := range b.loadRange(t, []string{"c0"}, 10) {

@@ -35,7 +35,7 @@ func TestRangeMovesAroundSeveralHotEntitiesWithCompanions(t *testing.T) {
 	always, once, gone := rangeEntity("Sales", 3, 1), rangeEntity("Sales", 5, 1), rangeEntity("Sales", 7, 1)
 	var mu sync.Mutex
 	pass := 0
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if job != KindArchiveRange || step != "copied" {
 			return nil
 		}

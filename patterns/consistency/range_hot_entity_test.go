@@ -24,9 +24,9 @@ func TestRangeMovesTheRestOfABatchWhenOneEntityChangesBeforeEachDelete(t *testin
 	core, logs := observer.New(zap.WarnLevel)
 	q, queue := rangeClient(t, b)
 	a := rangeArchiver(t, b, q, &Options{Logger: zap.New(core)})
-	a.pageSize = page
+	a.seams.pageSize = page
 	var mu sync.Mutex // batches run concurrently
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if job != KindArchiveRange || step != "copied" {
 			return nil
 		}

@@ -39,7 +39,7 @@ func TestRangeHotEntityThenLostDeleteResponseLeavesOnlyTheHotEntity(t *testing.T
 	}
 	hot := rangeEntity("Sales", 2, 1)
 	var mu sync.Mutex
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if job != KindArchiveRange || step != "copied" {
 			return nil
 		}

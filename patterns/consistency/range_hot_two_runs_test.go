@@ -32,7 +32,7 @@ func TestRangeTwoRunsAtOnceAroundAHotEntityMoveEachOtherEntityOnce(t *testing.T)
 	}
 	hot := rangeEntity("Sales", 11, 1)
 	var mu sync.Mutex
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if job != KindArchiveRange || step != "copied" {
 			return nil
 		}

@@ -43,9 +43,9 @@ func TestRangeInt64ConditionBesideOtherNumberTypes(t *testing.T) {
 func TestRangeInt64OnlyAcrossPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.a.pageSize = 100
+	b.a.seams.pageSize = 100
 	var scans atomic.Int64
-	b.a.step = func(_, step string) error {
+	b.a.seams.step = func(_, step string) error {
 		if step == "scanned" {
 			scans.Add(1)
 		}

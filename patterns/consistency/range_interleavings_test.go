@@ -153,14 +153,14 @@ func TestRangeTwoDeliveriesAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	const page = 150
-	b.a.pageSize = page
+	b.a.seams.pageSize = page
 	want := b.loadRange(t, []string{"a1", "a2", "a3"}, 100)
 	c, queue := rangeClient(t, b)
 	a := rangeArchiver(t, b, c, nil)
-	a.pageSize = page
+	a.seams.pageSize = page
 	var scans atomic.Int32
 	both := make(chan struct{})
-	a.step = func(_, step string) error {
+	a.seams.step = func(_, step string) error {
 		if step == "scanned" {
 			switch scans.Add(1) {
 			case 2:

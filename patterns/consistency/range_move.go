@@ -114,8 +114,8 @@ func encodeCopy(source string, dst *repo.Table[codec.Entity], e *codec.Entity, s
 // rangePageSize is how many keys a delivery scans: RangeJobSize, or the page size a
 // test set.
 func (a *Archiver) rangePageSize() int {
-	if a.pageSize > 0 {
-		return a.pageSize
+	if a.seams.pageSize > 0 {
+		return a.seams.pageSize
 	}
 	return RangeJobSize
 }

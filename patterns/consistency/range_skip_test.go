@@ -240,7 +240,7 @@ func TestRangeOnePoisonEntityStopsTheJob(t *testing.T) {
 	}
 	c, queue := rangeClient(t, b)
 	a := rangeArchiver(t, b, c, nil)
-	a.pageSize = 100 // three pages: the poison's batch fills the first
+	a.seams.pageSize = 100 // three pages: the poison's batch fills the first
 	w := rangeWorker(t, b, queue, a)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "Sales", TargetTable: b.archive.Name()}
 	if err := EnqueueArchiveRange(b.ctx, c, job); err != nil {

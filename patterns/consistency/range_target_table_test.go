@@ -89,7 +89,7 @@ func TestRangeSingleJobWritesNewerCopyMidBatch(t *testing.T) {
 			}
 			v2 := rangeEntity("Sales", 7, 2)
 			var once sync.Once
-			b.a.step = func(kind, step string) error {
+			b.a.seams.step = func(kind, step string) error {
 				if kind != KindArchiveRange || step != "read" {
 					return nil
 				}

@@ -181,8 +181,8 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 		at := 1 + rng.Int64N(reach)
 		ctx, stop := context.WithCancel(b.ctx)
 		crashing := rangeArchiver(t, b, c, nil)
-		crashing.pageSize = page
-		crashing.step = func(_, step string) error {
+		crashing.seams.pageSize = page
+		crashing.seams.step = func(_, step string) error {
 			if step == "continued" {
 				continued.Add(1)
 			}
@@ -207,8 +207,8 @@ func TestRangeArchiveKilledTenTimes(t *testing.T) {
 		}
 	}
 	final := rangeArchiver(t, b, c, nil)
-	final.pageSize = page
-	final.step = func(_, step string) error {
+	final.seams.pageSize = page
+	final.seams.step = func(_, step string) error {
 		if step == "continued" {
 			continued.Add(1)
 		}
@@ -297,7 +297,7 @@ func TestArchiveRangeToBlobs(t *testing.T) {
 		defer cancel()
 		_, _ = b.clients.Blobs.DeleteContainer(ctx, container, nil)
 	})
-	b.a.pageSize = 20
+	b.a.seams.pageSize = 20
 	want := b.loadRange(t, []string{"o'brien 100%"}, 30)
 	job := ArchiveRangeJob{Source: b.current.Name(), PartitionKey: "o'brien 100%", TargetContainer: container}
 	rep, err := b.a.ArchiveRange(b.ctx, job)
@@ -325,9 +325,9 @@ func TestArchiveRangeToBlobs(t *testing.T) {
 func TestRangeJobWithoutQueueRunsWhole(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.a.pageSize = 50
+	b.a.seams.pageSize = 50
 	var scans atomic.Int64
-	b.a.step = func(_, step string) error {
+	b.a.seams.step = func(_, step string) error {
 		if step == "scanned" {
 			scans.Add(1)
 		}

@@ -82,10 +82,10 @@ func TestRangeStoppedAfterContinuation(t *testing.T) {
 	want := b.loadRange(t, []string{"Sales"}, 125) // three pages of 50
 	c, queue := rangeClient(t, b)
 	crashing := rangeArchiver(t, b, c, nil)
-	crashing.pageSize = 50
+	crashing.seams.pageSize = 50
 	ctx, stop := context.WithCancel(b.ctx)
 	var fired atomic.Bool
-	crashing.step = func(_, step string) error {
+	crashing.seams.step = func(_, step string) error {
 		if step == "continued" && !fired.Swap(true) {
 			stop()
 			return errCrash
@@ -105,7 +105,7 @@ func TestRangeStoppedAfterContinuation(t *testing.T) {
 		t.Fatalf("messages after the stop: %v %v, want 2 (the page's and its continuation)", props.ApproximateMessagesCount, err)
 	}
 	resumed := rangeArchiver(t, b, c, nil)
-	resumed.pageSize = 50
+	resumed.seams.pageSize = 50
 	final := rangeWorker(t, b, queue, resumed)
 	drain(t, final)
 	b.assertRangeArchived(t, want, nil)

@@ -36,7 +36,7 @@ func TestArchiveEntityRefusedDeleteFailsOnceAsPermanent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
-	b.a.step = func(job, step string) error {
+	b.a.seams.step = func(job, step string) error {
 		if step == "read" {
 			attempts.Add(1)
 		}
@@ -93,7 +93,7 @@ func TestArchiveEntityCompanionDeleteRefusedTwiceFailsOnceAsPermanent(t *testing
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if step == "read" {
 			attempts.Add(1)
 		}
@@ -134,7 +134,7 @@ func TestArchiveRangeCompanionDeleteRefusedTwiceSkipsTheEntity(t *testing.T) {
 		t.Fatal(err)
 	}
 	var attempts atomic.Int32
-	a.step = func(job, step string) error {
+	a.seams.step = func(job, step string) error {
 		if step == "read" {
 			attempts.Add(1)
 		}

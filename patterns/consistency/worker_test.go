@@ -76,7 +76,7 @@ func TestWorkerStoppedBetweenSteps(t *testing.T) {
 		w1, c := newWorker(t, b, queue, crashing)
 		ctx, stop := context.WithCancel(b.ctx)
 		var reached atomic.Bool
-		crashing.step = func(_, s string) error {
+		crashing.seams.step = func(_, s string) error {
 			if s == step {
 				reached.Store(true)
 				stop()          // the process is going down ...
