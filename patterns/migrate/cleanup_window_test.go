@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tablepatterns/tablepatterns/errs"
 )
@@ -17,16 +16,8 @@ import (
 func cleanUpWindowTest(t *testing.T, missing bool, act func(f *fix, pk, rk string)) (*fix, [2]string) {
 	f := setup(t, false, false)
 	// act's write at CleanUp finishes the entity before it writes the copy, about nine
-	// requests in a row under one WriteTimeout: one a loaded machine meets (each
-	// transition's settle grows with it).
-	o := testOptions()
-	o.WriteTimeout = 6 * time.Second
-	m, err := New(Spec[Employee, EmployeeV2]{Name: "hash-departments", Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
-		Keys: hashKeys, Transform: upgrade, Control: f.m.control.Name()}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.m = m
+	// requests in a row under one WriteTimeout.
+	f.patient(t)
 	keys, _ := f.planned(t, 12, 3)
 	f.advanceTo(t, CutOver)
 	f.settled(t)

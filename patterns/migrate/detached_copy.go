@@ -34,6 +34,49 @@ func (m *Migration[O, N]) deleteOldBehind(ctx context.Context, c version, pk, rk
 	return m.deleteOld(ctx, pk, rk, c.srcETag)
 }
 
+// holdTransforms is deleteOldBehind's check for a chunk of clean-up: before the old
+// entities of items are deleted on the strength of their detached copies, the copies
+// and the old entities are read whole (a partition's with one range query each), and
+// every copy whose old entity still holds the version it records must hold the
+// Transform of that version; otherwise the chunk is refused (ErrInvalidInput) before
+// any delete. An old entity gone or at another version is left to the delete's
+// If-Match. Cost: two range queries per partition of the chunk.
+func (m *Migration[O, N]) holdTransforms(ctx context.Context, items []*item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	nks, oks := make([][2]string, len(items)), make([][2]string, len(items))
+	for i, it := range items {
+		npk, nrk, err := m.newKeys(it.pk, it.rk)
+		if err != nil {
+			return err
+		}
+		nks[i], oks[i] = [2]string{npk, nrk}, [2]string{it.pk, it.rk}
+	}
+	copies, err := m.readMany(ctx, m.tgt, nks, nil)
+	if err != nil {
+		return err
+	}
+	olds, err := m.readMany(ctx, m.src, oks, nil)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		c, s := copies[i], olds[i]
+		if !c.found || !s.found || s.etag != it.c.srcETag {
+			continue
+		}
+		same, err := m.holdsTransformOf(c, s, it.pk, it.rk)
+		if err != nil {
+			return err
+		}
+		if !same {
+			return errs.Invalid("copy", "the detached copy of (%s, %s) does not hold the old version it records: refused, the old entity stays (remove the row and clean-up copies the entity again)", it.pk, it.rk)
+		}
+	}
+	return nil
+}
+
 // holdsTransformOf reports whether the copy c holds what the migration writes for the
 // old entity s: both are read as the new type and encoded again, so that the keys and
 // the new type's properties count, each by its type (the service may return a whole

@@ -282,7 +282,10 @@
 // copies with a request per new partition among them (a range query, or a point read
 // for a lone copy), the old entities (and their confirming re-read) with one per old
 // partition, and writes the copies (inserts, replaces, detaches) in a transaction per
-// new partition and deletes the old entities in one per old partition. So its cost per
+// new partition and deletes the old entities in one per old partition; before those
+// deletes, clean-up reads the copies and the old entities whole once more (a request per
+// partition each), since a copy must hold the Transform of the version it records
+// (holdTransforms in detached_copy.go). So its cost per
 // entity depends on how the new keys spread a chunk's copies, on copies written once:
 //   - copies grouped by partition (many old entities to one new partition, as the old
 //     layout groups them): about 0.1 requests per entity for backfill, verify and
@@ -291,8 +294,8 @@
 //   - copies spread one per partition (each old entity to a new partition of its own):
 //     nothing is shared on the new side, so each copy costs a point read and each copy
 //     write (backfill's insert, clean-up's detach) a request of its own: about 2
-//     requests per entity for backfill, 1 for verify, 2 for clean-up, and 2.2, 1.1 and
-//     2.2 at most
+//     requests per entity for backfill, 1 for verify, 3 for clean-up (its check's read
+//     of the copy), and 2.2, 1.1 and 3.3 at most
 //     (TestRangeJobsSendAboutTwoRequestsPerEntityWhenEachCopyHasItsOwnPartition).
 //
 // An entity the chunk cannot settle costs what the per-entity rule costs (four to seven

@@ -61,6 +61,21 @@ func setup(t testing.TB, sameTable bool, proxied bool) *fix {
 	return f
 }
 
+// patient gives f's migration a WriteTimeout a loaded machine meets, for a test whose
+// writes or chunks run many requests in a row under one deadline (each transition's
+// settle grows with it).
+func (f *fix) patient(t testing.TB) {
+	t.Helper()
+	o := testOptions()
+	o.WriteTimeout = 6 * time.Second
+	m, err := New(Spec[Employee, EmployeeV2]{Name: f.m.spec.Name, Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
+		Keys: hashKeys, Transform: upgrade, Control: f.m.control.Name()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+}
+
 func (f *fix) newMigration(t testing.TB, name, control string) *Migration[Employee, EmployeeV2] {
 	t.Helper()
 	m, err := New(Spec[Employee, EmployeeV2]{Name: name, Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,

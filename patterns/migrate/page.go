@@ -256,6 +256,9 @@ func (m *Migration[O, N]) finishChunk(ctx context.Context, items []item) error {
 	}
 	detached, err := m.detachAll(ctx, detach)
 	if err == nil {
+		err = m.holdTransforms(ctx, append(del, detached...))
+	}
+	if err == nil {
 		err = m.deleteOlds(ctx, append(del, detached...))
 	}
 	if err != nil {
