@@ -76,6 +76,9 @@ bench: deps
 	  $(GOBENCH) -bench ArchiveRangeThrottled -benchtime=1x ./patterns/consistency/; \
 	  $(GOBENCH) -bench RestoreThrottled -benchtime=1x ./patterns/tablearchive/; \
 	  $(GOBENCH) -bench BackfillThrottled -benchtime=1x ./patterns/secondaryindex/; \
+	  $(GOBENCH) -bench DualWriteRequests -benchtime=100x ./patterns/migrate/; \
+	  $(GOBENCH) -bench RangeJobRequests -benchtime=1x ./patterns/migrate/; \
+	  $(GOBENCH) -bench BackfillThrottled -benchtime=1x ./patterns/migrate/; \
 	done 2>&1 | tee $(BENCH_OUT)
 	@$(GO) run ./internal/benchcmp/cmd/benchtable < $(BENCH_OUT)
 

@@ -121,6 +121,11 @@ func TestCheckReadsTheTableItPrints(t *testing.T) {
 	if err := check(strings.NewReader(unstated), &out, ranges, "B.md"); err == nil || !strings.Contains(out.String(), "not stated in B.md") {
 		t.Errorf("a figure the file does not state passed (%v):\n%s", err, out.String())
 	}
+	ranges[key{"patterns/migrate", "BackfillThrottled", "ratio-ceiling"}] = stated{0.5, 1.25}
+	out.Reset()
+	if err := check(strings.NewReader(sample), &out, ranges, "B.md"); err == nil || !strings.Contains(out.String(), "measured by no run") {
+		t.Errorf("a figure the file states that no run measured passed (%v):\n%s", err, out.String())
+	}
 }
 
 func TestCheckRefusesAFileWithoutATable(t *testing.T) {
