@@ -80,15 +80,16 @@ func (j Job) Validate() error {
 	return j.selection().Validate()
 }
 
-// scanner reads one page of a range job's rows (keys and the copies' own properties)
-// through the job's rangejob selection: every key returned must lie inside the range,
-// after the checkpoint and ascending, or the page is refused.
+// scanner reads one page of a range job's rows (keys and the copies' own properties, or
+// whole entities) through the job's rangejob selection: every key returned must lie
+// inside the range, after the checkpoint and ascending, or the page is refused.
 type scanner struct {
 	table *repo.Table[codec.Entity]
 	plan  *rangejob.Plan
 	extra filter.Expr
 	skip  func(*codec.Entity) bool
 	size  int
+	whole bool
 }
 
 func (m *Migration[O, N]) scanner(j Job) (scanner, error) {
@@ -105,13 +106,18 @@ func (m *Migration[O, N]) scanner(j Job) (scanner, error) {
 }
 
 // page returns the rows to act on after the checkpoint after, the checkpoint of the
-// next page (the last key scanned) and whether there is more.
-func (s scanner) page(ctx context.Context, after *Key, rep *Report) ([]codec.Entity, *Key, bool, error) {
+// next page (the last key scanned) and whether there is more; a row whose keys cannot be
+// addressed goes to odd and is left.
+func (s scanner) page(ctx context.Context, after *Key, odd func(Key)) ([]codec.Entity, *Key, bool, error) {
 	f, err := s.plan.Scan((*rangejob.Key)(after))
 	if err != nil {
 		return nil, nil, false, err
 	}
-	p := s.table.Pages(repo.Query{Filter: filter.And(f, s.extra), Select: scanProps, PageSize: s.size})
+	sel := scanProps
+	if s.whole {
+		sel = nil
+	}
+	p := s.table.Pages(repo.Query{Filter: filter.And(f, s.extra), Select: sel, PageSize: s.size})
 	var page repo.Page[codec.Entity]
 	for len(page.Items) == 0 && p.More() { // a page may be empty and still continue
 		if page, err = p.Next(ctx); err != nil {
@@ -132,7 +138,7 @@ func (s scanner) page(ctx context.Context, after *Key, rep *Report) ([]codec.Ent
 		last = &k
 		switch {
 		case rangejob.Addressable(rangejob.Key(k)) != nil:
-			rep.foreign(k.PartitionKey, k.RowKey)
+			odd(k)
 		case s.skip == nil || !s.skip(&e):
 			rows = append(rows, e)
 		}
@@ -158,7 +164,7 @@ func (m *Migration[O, N]) RunJob(ctx context.Context, job Job) (*Job, Report, er
 		return nil, rep, err
 	}
 	scanAt := time.Now()
-	rows, last, more, err := sc.page(ctx, job.After, &rep)
+	rows, last, more, err := sc.page(ctx, job.After, func(k Key) { rep.foreign(k.PartitionKey, k.RowKey) })
 	if err != nil {
 		return nil, rep, err
 	}

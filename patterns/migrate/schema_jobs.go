@@ -9,11 +9,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/codec/keys"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/rangejob"
 	"github.com/tablepatterns/tablepatterns/queueworker"
-	"github.com/tablepatterns/tablepatterns/repo"
 )
 
 // The kinds of a staged schema migration's range jobs, also the queueworker kinds its
@@ -243,42 +241,19 @@ func (s *Schema[T]) beforeWrite(ctx context.Context, pk, rk string) {
 	}
 }
 
-// page reads one page of a schema job's rows after the checkpoint after (whole
-// entities: the rewrite writes what it read). Every key returned must lie inside the
-// range, after the checkpoint and ascending, or the page is refused; a row whose keys
-// cannot be addressed is counted unknown and left.
+// page reads one page of a schema job's rows after the checkpoint after, whole (the
+// rewrite writes what it read), through the re-keying jobs' scanner: every key returned
+// must lie inside the range, after the checkpoint and ascending, or the page is refused;
+// a row whose keys cannot be addressed is counted unknown and left.
 func (s *Schema[T]) page(ctx context.Context, plan *rangejob.Plan, after *Key, rep *SchemaReport) ([]codec.Entity, *Key, bool, error) {
-	f, err := plan.Scan((*rangejob.Key)(after))
+	unknown := 0
+	rows, last, more, err := scanner{table: s.raw, plan: plan, size: s.opts.PageSize, whole: true}.page(ctx, after, func(Key) { unknown++ })
 	if err != nil {
 		return nil, nil, false, err
 	}
-	p := s.raw.Pages(repo.Query{Filter: f, PageSize: s.opts.PageSize})
-	var page repo.Page[codec.Entity]
-	for len(page.Items) == 0 && p.More() { // a page may be empty and still continue
-		if page, err = p.Next(ctx); err != nil {
-			return nil, nil, false, tableGone(err)
-		}
-	}
-	rows := page.Items[:0:0]
-	last := after
-	for _, e := range page.Items {
-		k := Key{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
-		if err := plan.CheckPosition("scan", rangejob.Key(k)); err != nil {
-			return nil, nil, false, err
-		}
-		if last != nil && (keys.Compare(k.PartitionKey, last.PartitionKey) < 0 ||
-			k.PartitionKey == last.PartitionKey && keys.Compare(k.RowKey, last.RowKey) <= 0) {
-			return nil, nil, false, errs.Invalid("scan", "the store returned (%s, %s) out of key order", k.PartitionKey, k.RowKey)
-		}
-		last = &k
-		if rangejob.Addressable(rangejob.Key(k)) != nil {
-			rep.Unknown++
-			continue
-		}
-		rows = append(rows, e)
-	}
-	rep.Scanned += len(page.Items)
-	return rows, last, page.Token != "", nil
+	rep.Unknown += unknown
+	rep.Scanned += len(rows) + unknown
+	return rows, last, more, nil
 }
 
 // RunAll runs every page of one kind's schema job over the whole table, in this
