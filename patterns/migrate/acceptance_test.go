@@ -55,15 +55,27 @@ func buildWorker(t *testing.T) string {
 // 1.5 s after its start, until stop. It counts the kills by the stage this process's
 // view was at: every stage lasts at least its settle (over 2 s), so each sees kills.
 func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*sync.WaitGroup, *killCount) {
+	env := workerEnv(t, "MIGRATE_SOURCE="+f.src.Name(), "MIGRATE_TARGET="+f.tgt.Name(), "MIGRATE_CONTROL="+f.m.control.Name(),
+		"MIGRATE_QUEUE="+queue, "MIGRATE_NAME="+f.m.spec.Name, "MIGRATE_PAGE_SIZE="+strconv.Itoa(f.m.opts.PageSize))
+	return runKillLoop(t, bin, env, stop, func() Stage { return f.m.cached().Stage })
+}
+
+// workerEnv is the environment of the test worker process: the test's account and
+// staleness bound (testOptions), and extra.
+func workerEnv(t *testing.T, extra ...string) []string {
 	o := testOptions()
-	env := append(os.Environ(),
+	return append(append(os.Environ(),
 		"AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t),
-		"MIGRATE_SOURCE="+f.src.Name(), "MIGRATE_TARGET="+f.tgt.Name(), "MIGRATE_CONTROL="+f.m.control.Name(),
-		"MIGRATE_QUEUE="+queue, "MIGRATE_NAME="+f.m.spec.Name,
 		"MIGRATE_REFRESH_MS="+strconv.Itoa(int(o.Refresh.Milliseconds())),
 		"MIGRATE_WRITE_TIMEOUT_MS="+strconv.Itoa(int(o.WriteTimeout.Milliseconds())),
-		"MIGRATE_CLOCK_SKEW_MS="+strconv.Itoa(int(o.ClockSkew.Milliseconds())),
-		"MIGRATE_PAGE_SIZE="+strconv.Itoa(f.m.opts.PageSize))
+		"MIGRATE_CLOCK_SKEW_MS="+strconv.Itoa(int(o.ClockSkew.Milliseconds()))), extra...)
+}
+
+// runKillLoop runs the worker binary bin with env, one process after another, each
+// killed with SIGKILL at a random point 0.3 to 1.5 s after its start (the kill's timing
+// is the attack, not a wait for state), until stop; it counts each kill by the stage
+// stage reports then, and fails the test on a worker's panic or error.
+func runKillLoop(t *testing.T, bin string, env []string, stop <-chan struct{}, stage func() Stage) (*sync.WaitGroup, *killCount) {
 	var wg sync.WaitGroup
 	kills := &killCount{by: map[Stage]int{}}
 	wg.Go(func() {
@@ -86,7 +98,7 @@ func (f *fix) killLoop(t *testing.T, bin, queue string, stop <-chan struct{}) (*
 			}
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			kills.add(f.m.cached().Stage)
+			kills.add(stage())
 			mu.Lock()
 			if strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "killworker:") {
 				t.Errorf("worker process failed:\n%s", stderr.String())

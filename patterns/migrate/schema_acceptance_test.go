@@ -64,7 +64,8 @@ func TestSchemaMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest(t *te
 	}
 	rd.check(t)
 	f.mustHoldAt(t, md, 2)
-	t.Logf("%d entities: writes %d (+%d), reads %d, worker processes killed %d", n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills.Load())
+	kills.mustCover(t, Backfill, Verify)
+	t.Logf("%d entities: writes %d (+%d), reads %d, worker processes killed by stage %v", n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills)
 }
 
 // TestSchemaAbortDuringRewriteUnderLoadWithKilledWorkersLeavesTheFromVersion: the
@@ -123,5 +124,6 @@ func TestSchemaAbortDuringRewriteUnderLoadWithKilledWorkersLeavesTheFromVersion(
 	}
 	rd.check(t)
 	f.mustHoldAt(t, md, 1)
-	t.Logf("%d entities: writes %d (+%d), reads %d, worker processes killed %d", n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills.Load())
+	kills.mustCover(t, Backfill, Aborting)
+	t.Logf("%d entities: writes %d (+%d), reads %d, worker processes killed by stage %v", n, w1.writes.Load(), w2.writes.Load(), rd.reads.Load(), kills)
 }

@@ -5,17 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/testbed"
 	"github.com/tablepatterns/tablepatterns/patterns/migrate/internal/employees"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -255,49 +250,10 @@ func (f *stagedFix) mustHoldAt(t testing.TB, md *model, version int) {
 	}
 }
 
-// schemaKillLoop runs worker processes (killworker in schema mode) on queue one after
-// another, each killed with SIGKILL at a random point, until stop.
-func (f *stagedFix) schemaKillLoop(t *testing.T, bin, queue string, pageSize int, stop <-chan struct{}) (*sync.WaitGroup, *atomic.Int64) {
-	o := testOptions()
-	env := append(os.Environ(), "MIGRATE_MODE=schema",
-		"AZURE_STORAGE_CONNECTION_STRING="+testenv.ConnectionString(t),
-		"MIGRATE_SOURCE="+f.b.Table, "MIGRATE_CONTROL="+f.control, "MIGRATE_QUEUE="+queue, "MIGRATE_NAME="+stagedName,
-		"MIGRATE_PAGE_SIZE="+strconv.Itoa(pageSize),
-		"MIGRATE_REFRESH_MS="+strconv.Itoa(int(o.Refresh.Milliseconds())),
-		"MIGRATE_WRITE_TIMEOUT_MS="+strconv.Itoa(int(o.WriteTimeout.Milliseconds())),
-		"MIGRATE_CLOCK_SKEW_MS="+strconv.Itoa(int(o.ClockSkew.Milliseconds())))
-	var wg sync.WaitGroup
-	var kills atomic.Int64
-	wg.Go(func() {
-		for {
-			var stderr strings.Builder
-			var mu sync.Mutex
-			cmd := exec.CommandContext(t.Context(), bin)
-			cmd.Env = env
-			cmd.Stderr = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return stderr.Write(p) })
-			if err := cmd.Start(); err != nil {
-				t.Error(err)
-				return
-			}
-			timer := time.NewTimer(300*time.Millisecond + rand.N(1500*time.Millisecond))
-			stopped := false
-			select {
-			case <-timer.C:
-			case <-stop:
-				stopped = true
-			}
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			kills.Add(1)
-			mu.Lock()
-			if strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "killworker:") {
-				t.Errorf("worker process failed:\n%s", stderr.String())
-			}
-			mu.Unlock()
-			if stopped {
-				return
-			}
-		}
-	})
-	return &wg, &kills
+// schemaKillLoop runs worker processes (killworker in schema mode) on queue as runKillLoop
+// does, until stop.
+func (f *stagedFix) schemaKillLoop(t *testing.T, bin, queue string, pageSize int, stop <-chan struct{}) (*sync.WaitGroup, *killCount) {
+	env := workerEnv(t, "MIGRATE_MODE=schema", "MIGRATE_SOURCE="+f.b.Table, "MIGRATE_CONTROL="+f.control,
+		"MIGRATE_QUEUE="+queue, "MIGRATE_NAME="+stagedName, "MIGRATE_PAGE_SIZE="+strconv.Itoa(pageSize))
+	return runKillLoop(t, bin, env, stop, func() Stage { return f.s.m.cached().Stage })
 }
