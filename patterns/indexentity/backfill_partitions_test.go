@@ -13,11 +13,11 @@ import (
 )
 
 // throttleModel starts the fault proxy's model of the partition targets for a
-// backfill's spread: each partition serves 20 entities/s with a burst of 60, the account
-// has no limit.
-func (b *bed) throttleModel() *faultproxy.Throttle {
+// backfill's spread: each partition serves rate entities/s with a burst of burst, the
+// account has no limit.
+func (b *bed) throttleModel(rate, burst float64) *faultproxy.Throttle {
 	b.t.Helper()
-	model, err := b.tableProxy().EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 20, PartitionBurst: 60, AccountRate: -1})
+	model, err := b.tableProxy().EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: rate, PartitionBurst: burst, AccountRate: -1})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSamePartitionBackfillSpreadsWritesOverPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := b.throttleModel()
+	model := b.throttleModel(20, 60)
 	inEachPartition(t, b.Ctx, depts, func(ctx context.Context, pk string) error {
 		_, err := ix.BackfillPartition(ctx, pk, nil)
 		return err
@@ -75,15 +75,17 @@ func TestSamePartitionBackfillSpreadsWritesOverPartitions(t *testing.T) {
 
 // Option 3's BackfillPartition writes its entities' lists, one partition per value, on
 // retry.Schedule keyed by the list each entity's value names. One department whose
-// employees are 50 Hots and 10 each of six cold names, read directly (so that the model
-// sees the lists' partitions only), backfilled through the model with the default retry
-// policy: no list partition ever has more than two requests in flight, the hot list is
-// refused, every cold list is written before the hot one ends, and every employee is
-// listed.
+// employees are 50 Hots and 6 each of six cold names, read directly (so that the model
+// sees the lists' partitions only), backfilled through a model where a list serves 8
+// entity operations/s with a burst of 24 (a cold list's 15 or so operations fit its
+// burst; the hot list's 125 outrun its rate unless the client sends fewer than 10 a
+// second, so a loaded machine still meets the refusal) with the default retry policy:
+// no list partition ever has more than two requests in flight, the hot list is refused,
+// every cold list is written before the hot one ends, and every employee is listed.
 func TestEventualBackfillSpreadsWritesOverLists(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	const hot, colds, cold = 50, 6, 10
+	const hot, colds, cold = 50, 6, 6
 	names := []string{"Hot"}
 	var items []*Employee
 	for d := range colds + 1 {
@@ -110,7 +112,7 @@ func TestEventualBackfillSpreadsWritesOverLists(t *testing.T) {
 	for i, name := range names {
 		lists[i] = must(store.PartitionKey(name))
 	}
-	model := b.throttleModel()
+	model := b.throttleModel(8, 24)
 	if _, err := ix.BackfillPartition(b.Ctx, "Sales", nil); err != nil {
 		t.Fatal(err)
 	}
