@@ -112,3 +112,23 @@ func TestRestoreWritesNothingOfShardsThatHoldOneKeyTwice(t *testing.T) {
 	})
 	restoreWritesNothing(t, sb, 0) // the default window: both copies in one
 }
+
+// The same overlap with the two copies in different windows (windows of 50): the
+// restore writes the key twice, the second copy (another version: its IP rewritten)
+// silently replacing the first, and succeeds.
+func TestRestoreWritesNothingOfShardsThatHoldOneKeyTwiceInTwoWindows(t *testing.T) {
+	t.Parallel()
+	sb := setupShards(t, 140)
+	cj, _ := sb.exportShards(t, sb.container, 2)
+	cj.KeepTable = true
+	rep := sb.combined(t, cj)
+	shards, err := sb.a.readShards(sb.ctx, sb.container, rep.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := bytes.Replace(firstLine(gunzipBytes(t, download(t, sb.bed, sb.container, shards[0].DataBlob))), []byte(`"10.0.`), []byte(`"66.6.`), 1)
+	rewriteShardRows(t, sb, rep.Manifest, 1, func(lines []byte) []byte {
+		return append(bytes.Clone(first), lines...)
+	})
+	restoreWritesNothing(t, sb, 50)
+}
