@@ -173,6 +173,9 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 	var repaired atomic.Int64
 	err = forEachIn(ctx, x.opts.Table.Concurrency, x.writesTo(pk), order, func(ctx context.Context, rk string) error {
 		f := fixes[rk]
+		if x.checkRef(pk, rk) != nil {
+			return nil // a key read from a copy that no entity can have: left, and reported, not repaired
+		}
 		if err := x.repairEntity(ctx, pk, rk, f.drifted, f.orphans); err != nil {
 			return err
 		}

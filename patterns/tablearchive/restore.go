@@ -135,9 +135,9 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	err = fanout.Do(vctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
 		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
 		if gens[i].m.Shards == 0 {
-			return a.readLines(ctx, job.Container, ps[0], ss[0], nil)
+			return a.readLines(ctx, job.Container, ps[0], ss[0], inKeyOrder(gens[i].m))
 		}
-		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss)
+		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss, inKeyOrder(gens[i].m))
 		return err
 	})
 	if err != nil {

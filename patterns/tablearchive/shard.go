@@ -850,7 +850,7 @@ func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Man
 	if err != nil {
 		return nil, err
 	}
-	return a.verifyShards(ctx, container, m, parts, nil)
+	return a.verifyShards(ctx, container, m, parts, nil, nil)
 }
 
 // verifyShards reads the data of every shard of the sharded generation m (parts, in
@@ -862,7 +862,7 @@ func (a *Archiver) verifyGeneration(ctx context.Context, container string, m Man
 // the data, not only the manifests, to the table, as an unsharded generation's data is
 // tied by its own SHA256. SHA-256 does not combine: the shards are read one after
 // another.
-func (a *Archiver) verifyShards(ctx context.Context, container string, m Manifest, parts []Manifest, snaps []string) ([]dataRef, error) {
+func (a *Archiver) verifyShards(ctx context.Context, container string, m Manifest, parts []Manifest, snaps []string, fn func(*codec.Entity) error) ([]dataRef, error) {
 	whole := sha256.New()
 	refs := make([]dataRef, len(parts))
 	for i, p := range parts {
@@ -870,7 +870,7 @@ func (a *Archiver) verifyShards(ctx context.Context, container string, m Manifes
 		if snaps != nil {
 			snap = snaps[i]
 		}
-		etag, err := a.readDataTo(ctx, container, p, snap, nil, whole)
+		etag, err := a.readDataTo(ctx, container, p, snap, fn, whole)
 		if err != nil {
 			return nil, err
 		}
