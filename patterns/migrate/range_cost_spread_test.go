@@ -13,7 +13,7 @@ func rangeJobCostWith(t testing.TB, n, parts int, keys func(pk, rk string) (stri
 	f.src = mustTable[Employee](t, f, f.src.Name())
 	f.tgt = mustTable[EmployeeV2](t, f, f.tgt.Name())
 	m, err := New(Spec[Employee, EmployeeV2]{Name: "cost", Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
-		Keys: keys, Transform: upgrade, Control: f.m.control.Name()}, testOptions())
+		Keys: keys, Transform: upgrade, Control: f.m.control.Name()}, patientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
