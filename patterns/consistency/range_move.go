@@ -111,13 +111,9 @@ func encodeCopy(source string, dst *repo.Table[codec.Entity], e *codec.Entity, s
 	return w, repo.CheckTransaction(w.act)
 }
 
-// rangePageSize is how many keys a delivery scans: RangeJobSize, or the page size a
-// test set.
+// rangePageSize is how many keys a delivery scans: RangeJobSize, or a test's page size.
 func (a *Archiver) rangePageSize() int {
-	if a.seams.pageSize > 0 {
-		return a.seams.pageSize
-	}
-	return RangeJobSize
+	return cmp.Or(a.seams.pageSize, RangeJobSize)
 }
 
 // rangeBatch is a run of keys of one partition, in RowKey order.

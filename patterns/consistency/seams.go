@@ -1,11 +1,8 @@
 package consistency
 
-// seams are the package's test seams: unset in production, set by tests in this package.
+// seams are the test seams, unset in production: step runs after each step of a job (an
+// error stops the job there, as a crash would); pageSize replaces RangeJobSize.
 type seams struct {
-	// step, when set, is called after each step of a job; an error stops the job there,
-	// as a crash would.
-	step func(job, step string) error
-	// pageSize, when set, replaces RangeJobSize: a range test spans its pages and
-	// continuations with fewer entities.
+	step     func(job, step string) error
 	pageSize int
 }
