@@ -61,8 +61,9 @@ type Checkpoint struct {
 	// Done reports that the partition's end was reached.
 	Done bool `json:"done,omitempty"`
 	// Scanned counts the entities read by this call, and Written those whose listing
-	// had to be written. When a page stops at a failure, Written counts its writes too
-	// (see Report.Repaired), while After and Scanned stay at the last page finished.
+	// had to be written. When a page stops at a failure, Written and Skipped count its
+	// writes and skips too (see Report.Repaired), while After and Scanned stay at the
+	// last page finished.
 	Scanned, Written int `json:"-"`
 	// Skipped counts the entities passed over because their stored value cannot be
 	// indexed (a key over the service's limit: data written around the index). Each is
