@@ -18,6 +18,14 @@ type ScheduleOptions struct {
 	// which two transactions of 100 in flight reach at a round trip of up to 100 ms.
 	// Defaults to 2.
 	PartitionConcurrency int
+	// FinishRunning makes the first error stop only the tasks not yet started: the
+	// running ones keep their context (only ctx's end cancels them), and Schedule returns
+	// the first error once they have returned. A path that counts what its tasks wrote
+	// sets it: a write whose client is cancelled may still land at the service (the
+	// request was sent), so a cancelled task cannot say whether it wrote. Defaults to
+	// false: the first error cancels the running tasks too, so that BulkWrite ends
+	// without waiting for them.
+	FinishRunning bool
 }
 
 func (o *ScheduleOptions) withDefaults() (ScheduleOptions, error) {
@@ -56,9 +64,10 @@ func (o *ScheduleOptions) withDefaults() (ScheduleOptions, error) {
 // while the other partitions' go on.
 //
 // The first error a task returns cancels the context of the tasks still running and not
-// yet started, and is returned; nil when every task succeeded. A task that must not stop
-// the others returns nil and records its error itself. Schedule returns after every
-// started task has returned, and returns ctx's cause if ctx ended first.
+// yet started (with FinishRunning, it only stops those not yet started), and is
+// returned; nil when every task succeeded. A task that must not stop the others returns
+// nil and records its error itself. Schedule returns after every started task has
+// returned, and returns ctx's cause if ctx ended first.
 //
 // Errors: an *InvalidInputError (ErrInvalidInput) for a negative Concurrency or
 // PartitionConcurrency, before any task starts; else the first task's error, or ctx's.
@@ -78,17 +87,22 @@ func Schedule(ctx context.Context, partitions []string, opts *ScheduleOptions, f
 	}
 	done := make(chan result)
 	running, started := 0, 0
+	var first error // with FinishRunning: the first error, its siblings left running
 	finish := func(r result) {
 		running--
 		q.finished(r.i)
-		if r.err != nil {
+		switch {
+		case r.err == nil:
+		case !o.FinishRunning:
 			cancel(r.err)
+		case first == nil && ctx.Err() == nil:
+			first = r.err
 		}
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	for started < len(partitions) && ctx.Err() == nil {
+	for started < len(partitions) && ctx.Err() == nil && first == nil {
 		var wake <-chan time.Time
 		if running < o.Concurrency {
 			i, ok, until := q.next(time.Now())
@@ -122,6 +136,9 @@ func Schedule(ctx context.Context, partitions []string, opts *ScheduleOptions, f
 	}
 	for running > 0 {
 		finish(<-done)
+	}
+	if first != nil {
+		return first
 	}
 	return context.Cause(ctx)
 }

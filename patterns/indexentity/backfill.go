@@ -54,7 +54,9 @@ func (ix *SamePartition[T]) entities(pk string) filter.Expr {
 // no longer has, and a concurrent write makes it read again. Listed entities are left
 // alone; a backfilled entity gets a new ETag. An entity whose value cannot be indexed is
 // logged and counted in Checkpoint.Skipped, and the backfill goes on (Verify reports it).
-// It is idempotent; resume from the returned checkpoint.
+// Any other failure stops the page: no other entity's transaction starts, those running
+// finish, and Checkpoint.Written counts every one that wrote. It is idempotent; resume
+// from the returned checkpoint.
 //
 // Cost: 1 query per page of entities; per entity with a value, 1 range query of its
 // value's index entities, and 1 transaction when it is not listed.
@@ -71,7 +73,7 @@ func (ix *SamePartition[T]) BackfillPartition(ctx context.Context, pk string, op
 	}
 	return backfillPages(ctx, ix.primary, pk, o, ix.entities(pk), func(ctx context.Context, items []T) (int, int, error) {
 		// Every transaction writes partition pk (the entity and its value's index entity).
-		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, func(T) string { return pk }, func(ctx context.Context, v T) (bool, error) {
+		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), ix.seams.stopped, items, func(T) string { return pk }, func(ctx context.Context, v T) (bool, error) {
 			_, rk := ix.codec.Keys(&v)
 			return ix.relist(ctx, pk, rk, &v, nil)
 		})
@@ -258,7 +260,9 @@ func (ix *SamePartition[T]) Verify(ctx context.Context, pk string, opts *VerifyO
 // Repair runs Verify on partition pk and fixes each entity it found drifted with the
 // live path's transaction (see BackfillPartition): listed under its value, removed from
 // the others, conditional on every ETag read, retried from fresh reads on a conflict.
-// It is idempotent: a second Repair finds nothing.
+// The first failure stops the repair: no other entity's transaction starts, those
+// running finish, and the Report returned with the error counts in Repaired every one
+// that wrote. It is idempotent: a second Repair finds nothing.
 //
 // Cost: Verify's, plus per drifted entity 1 read, 1 range query per value involved and
 // 1 transaction.
@@ -271,7 +275,7 @@ func (ix *SamePartition[T]) Repair(ctx context.Context, pk string, opts *VerifyO
 	}
 	wrong, order := wrongValues(r)
 	// An entity whose value cannot be indexed is logged and left (Verify reports it).
-	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(string) string { return pk }, func(ctx context.Context, rk string) (bool, error) {
+	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), ix.seams.stopped, order, func(string) string { return pk }, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKeys(pk, rk) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
@@ -324,8 +328,9 @@ func (ix *Eventual[T]) StartBackfill(ctx context.Context, partitions ...string) 
 // the list entry of a value the entity lost meanwhile is removed by the message of the
 // write that changed it). Checkpoint.Written counts the entities whose reconciliation
 // wrote to the store; an entity whose value the store cannot index is logged and counted
-// in Checkpoint.Skipped, and the backfill goes on. It is idempotent; resume from the
-// returned checkpoint.
+// in Checkpoint.Skipped, and the backfill goes on. Any other failure stops the page: no
+// other entity's reconciliation starts, those running finish, and Checkpoint.Written
+// counts every one that wrote. It is idempotent; resume from the returned checkpoint.
 //
 // Cost: 1 query per page; per entity with a value, Reconcile's (2 reads of the entity, 1
 // read of the list, 1 write when the key is not listed).
@@ -341,7 +346,7 @@ func (ix *Eventual[T]) BackfillPartition(ctx context.Context, pk string, opts *B
 		return Checkpoint{PartitionKey: pk, After: o.After}, err
 	}
 	return backfillPages(ctx, ix.primary, pk, o, filter.PartitionKey(pk), func(ctx context.Context, items []T) (int, int, error) {
-		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), items, ix.listOf, func(ctx context.Context, v T) (bool, error) {
+		return fixEach(ctx, "backfill", ix.conc, ix.primary.Logger(), ix.seams.stopped, items, ix.listOf, func(ctx context.Context, v T) (bool, error) {
 			if ix.value(&v) == "" {
 				return false, nil
 			}
@@ -474,7 +479,9 @@ func (ix *Eventual[T]) Verify(ctx context.Context, pk string, opts *VerifyOption
 // Repair runs Verify on partition pk and fixes each drifted entity through Reconcile
 // with the values it is wrongly listed under as its old values: the live path's
 // reconciliation, which lists the entity under its current value and removes it from the
-// others, idempotent and safe concurrently with the worker.
+// others, idempotent and safe concurrently with the worker. The first failure stops the
+// repair: no other entity's reconciliation starts, those running finish, and the Report
+// returned with the error counts in Repaired every one that succeeded.
 //
 // Cost: Verify's, plus a Reconcile per drifted entity.
 //
@@ -489,7 +496,7 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 	// The lists an entity's reconciliation writes are known only once it has read the
 	// entity: one key for all bounds the repair to 2 reconciliations at once, so at most 2
 	// writes in flight in any list.
-	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), order, func(string) string { return pk }, func(ctx context.Context, rk string) (bool, error) {
+	r.Repaired, _, err = fixEach(ctx, "repair", ix.conc, ix.primary.Logger(), ix.seams.stopped, order, func(string) string { return pk }, func(ctx context.Context, rk string) (bool, error) {
 		if ix.checkKey(Key{pk, rk}) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}

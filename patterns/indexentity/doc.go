@@ -197,7 +197,13 @@
 // (Checkpoint.Skipped) rather than stopping its partition; Verify reports it as missing
 // and Repair leaves it (TestBackfillSkipsUnindexableEntityVerifyReportsIt).
 // Checkpoint.Written counts only the entities whose listing was written: a rerun over a
-// complete index reports 0 (TestEventualBackfillRerunReportsNothingWritten).
+// complete index reports 0 (TestEventualBackfillRerunReportsNothingWritten). A failure
+// stops a page or a repair without losing count: no other entity's write starts, the
+// writes already running finish under the caller's context (a write whose client gave
+// up may land all the same, so a sibling's failure cancels none), and
+// Checkpoint.Written and Report.Repaired count every write confirmed, with the error too
+// (TestSamePartitionBackfillPageStopsAtTheFirstFailure,
+// TestSamePartitionRepairCountsEveryEntityItWrote).
 //
 // Verify and repair run as jobs too, one per partition: StartVerify and StartRepair
 // enqueue them (kinds VerifyKind and RepairKind, handled by the same Register). A verify

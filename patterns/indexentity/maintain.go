@@ -11,7 +11,6 @@ import (
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
 	"github.com/tablepatterns/tablepatterns/repo/filter"
-	"github.com/tablepatterns/tablepatterns/retry"
 	"go.uber.org/zap"
 )
 
@@ -62,7 +61,9 @@ type Checkpoint struct {
 	// Done reports that the partition's end was reached.
 	Done bool `json:"done,omitempty"`
 	// Scanned counts the entities read by this call, and Written those whose listing
-	// had to be written.
+	// had to be written. When a page stops at a failure, Written and Skipped count its
+	// writes and skips too (see Report.Repaired), while After and Scanned stay at the
+	// last page finished.
 	Scanned, Written int `json:"-"`
 	// Skipped counts the entities passed over because their stored value cannot be
 	// indexed (a key over the service's limit: data written around the index). Each is
@@ -104,7 +105,11 @@ type Report struct {
 	Missing, Stale, Orphan int
 	// Samples holds the first VerifyOptions.Samples drifts.
 	Samples []Sample
-	// Repaired counts the entities whose listing Repair wrote; 0 for Verify.
+	// Repaired counts the entities whose listing Repair wrote; 0 for Verify. It counts
+	// every write confirmed, also when Repair returns an error: the first failure starts
+	// no other entity's repair, and those already running finish under the caller's ctx
+	// (only its end cancels them), since a write whose client gave up may land all the
+	// same and could not be counted.
 	Repaired int
 	found    []Sample
 }
@@ -185,12 +190,12 @@ func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o Ba
 			return cp, err
 		}
 		n, skipped, err := fix(ctx, page.Items)
+		cp.Written += n // a page stopped by a failure wrote these too
+		cp.Skipped += skipped
 		if err != nil {
 			return cp, err
 		}
 		cp.Scanned += len(page.Items)
-		cp.Written += n
-		cp.Skipped += skipped
 		if len(page.Items) > 0 {
 			_, cp.After = t.Codec().Keys(&page.Items[len(page.Items)-1])
 		}
@@ -208,42 +213,28 @@ func backfillPages[T any](ctx context.Context, t *repo.Table[T], pk string, o Ba
 	return cp, nil
 }
 
-// each runs fn on every item on retry.Schedule, item i writing partition part(items[i]):
-// at most n at once and at most 2 (ScheduleOptions.PartitionConcurrency's default) at
-// once in one partition, each call's context marked with its partition so that the
-// client's Gate slows a busy partition alone; it counts the true results. The first
-// error stops the calls not yet started.
-func each[V any](ctx context.Context, n int, items []V, part func(v V) string, fn func(ctx context.Context, v V) (bool, error)) (int, error) {
-	parts := make([]string, len(items))
-	for i, v := range items {
-		parts[i] = part(v)
-	}
-	var count atomic.Int64
-	err := retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: max(n, 1)}, func(ctx context.Context, i int) error {
-		ok, err := fn(ctx, items[i])
-		if ok {
-			count.Add(1)
-		}
-		return err
-	})
-	return int(count.Load()), err
-}
-
 // fixEach runs fix on every entity of a page (of a backfill) or on every drifted entity
-// (of a repair: op names which), on each (part names the partition each writes), and
-// counts those it wrote and those it skipped: an entity whose stored value cannot be indexed (errs.ErrInvalidInput) is
-// logged as skipped by op and passed over, so that one bad entity neither stops its
-// partition nor gets the job cancelled.
-func fixEach[T any](ctx context.Context, op string, n int, log *zap.Logger, items []T, part func(v T) string, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
-	var s atomic.Int64
-	written, err = each(ctx, n, items, part, func(ctx context.Context, v T) (bool, error) {
-		w, err := fix(ctx, v)
+// (of a repair: op names which) on maintain.Each, at most n at once (part names the
+// partition each writes), and counts those it wrote and those it skipped. The first
+// failure starts no new call, and the calls already running finish under ctx, never
+// cancelled by it, so that written counts every write confirmed: a cancelled write may
+// land all the same. An entity whose stored value cannot be indexed
+// (errs.ErrInvalidInput) is logged as skipped by op and passed over, so that one bad
+// entity neither stops its partition nor gets the job cancelled. stopped is the seam of
+// the same name (nil outside tests).
+func fixEach[T any](ctx context.Context, op string, n int, log *zap.Logger, stopped func(), items []T, part func(v T) string, fix func(ctx context.Context, v T) (bool, error)) (written, skipped int, err error) {
+	var w, s atomic.Int64
+	err = maintain.Each(ctx, items, part, maintain.EachOptions{Concurrency: n, StopAtFailure: true, Stopped: stopped}, func(ctx context.Context, v T) error {
+		wrote, err := fix(ctx, v)
 		if errors.Is(err, errs.ErrInvalidInput) {
 			log.Warn("indexentity: "+op+" skipped an entity whose value cannot be indexed (Verify reports it)", errs.LogField(err))
 			s.Add(1)
-			return false, nil
+			return nil
 		}
-		return w, err
+		if wrote {
+			w.Add(1)
+		}
+		return err
 	})
-	return written, int(s.Load()), err
+	return int(w.Load()), int(s.Load()), err
 }

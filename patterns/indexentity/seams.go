@@ -11,11 +11,14 @@ import (
 // "remove" for Eventual's steps), and an error stops it there, as a crash would;
 // afterSubmit replaces the outcome of each SamePartition transaction, to play the answers
 // of a retried transaction whose first attempt landed; clock is Handle's clock, so that
-// tests need not wait for Settle.
+// tests need not wait for Settle; stopped runs when a backfill page or a repair has
+// recorded its first failure (no call starts after it, the running ones go on), so that
+// a test can release a call it holds at that point.
 type seams struct {
 	step        func(ctx context.Context, step string) error
 	afterSubmit func(step string, err error) error
 	clock       func() time.Time
+	stopped     func()
 }
 
 // at runs the step seam, if set, before step.

@@ -3,14 +3,12 @@ package secondaryindex
 import (
 	"bytes"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/patterns/internal/maintain"
 	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/retry"
 )
 
 // BackfillOptions configures one call of BackfillPartition. nil means the zero value,
@@ -168,22 +166,13 @@ func (o *BackfillOptions) withDefaults() (BackfillOptions, error) {
 }
 
 // forEachIn runs fn for every item of items, each writing partition part, on
-// retry.Schedule: at most n at once, at most 2 (ScheduleOptions.PartitionConcurrency's
-// default) at once in part, so a backfill or repair keeps at most 2 transactions in
-// flight in the partition it writes, and each call's context is marked with part, so the
-// client's Gate slows that partition alone when it is busy. As fanout.Each, every call
-// runs (until ctx is done), and the errors of the failed ones are returned joined.
+// maintain.Each: at most n at once and at most 2 in part, so a backfill or repair keeps
+// at most 2 transactions in flight in the partition it writes, each call's context
+// marked with part, so the client's Gate slows that partition alone when it is busy.
+// Every call runs (until ctx is done), and the errors of the failed ones are returned
+// joined.
 func forEachIn[V any](ctx context.Context, n int, part string, items []V, fn func(ctx context.Context, v V) error) error {
-	parts := make([]string, len(items))
-	for i := range parts {
-		parts[i] = part
-	}
-	failed := make([]error, len(items))
-	err := retry.Schedule(ctx, parts, &retry.ScheduleOptions{Concurrency: max(n, 1)}, func(ctx context.Context, i int) error {
-		failed[i] = fn(ctx, items[i])
-		return nil // every call runs: the errors are joined below
-	})
-	return errors.Join(append(failed, err)...)
+	return maintain.Each(ctx, items, func(V) string { return part }, maintain.EachOptions{Concurrency: n}, fn)
 }
 
 // sameProperties reports whether a stored copy holds exactly the properties of want.

@@ -1,6 +1,6 @@
 // Package maintain holds what the index packages secondaryindex and indexentity share:
 // for their maintenance (backfill, verify, repair) the partition listing, the option
-// defaults and the job plumbing, and for maintenance and archive moves alike the
+// defaults, the loop of per-entity writes (Each) and the job plumbing, and for maintenance and archive moves alike the
 // reading of a stored entity as the indexed type (Decode).
 package maintain
 
