@@ -85,21 +85,25 @@ func (x *Inter[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 		if err != nil {
 			return cp, err
 		}
+		var reconciled atomic.Int64
 		err = forEachIn(ctx, x.opts.Table.Concurrency, x.writesTo(pk), todo, func(ctx context.Context, rk string) error {
 			err := x.Reconcile(ctx, pk, rk)
 			if errors.Is(err, repo.ErrInvalidInput) {
 				// A stored value no index can hold: reconciled as far as it goes (its
 				// other indexes are written); verify reports it. The backfill goes on.
 				x.opts.Table.Logger.Warn("secondaryindex: backfill met an entity that cannot be indexed")
-				return nil
+				err = nil
+			}
+			if err == nil {
+				reconciled.Add(1)
 			}
 			return err
 		})
+		cp.Written += int(reconciled.Load()) // a page stopped by a failure wrote these too
 		if err != nil {
 			return cp, err
 		}
 		cp.Scanned += len(page.Items)
-		cp.Written += len(todo)
 		if n := len(page.Items); n > 0 {
 			_, cp.After = x.c.Keys(&page.Items[n-1])
 		}
@@ -268,11 +272,11 @@ func (x *Intra[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 			}
 			return err
 		})
+		cp.Written += int(written.Load()) // a page stopped by a failure wrote these too
 		if err != nil {
 			return cp, err
 		}
 		cp.Scanned += len(page.Items)
-		cp.Written += int(written.Load())
 		if n := len(page.Items); n > 0 {
 			_, cp.After = x.c.Keys(&page.Items[n-1])
 		}

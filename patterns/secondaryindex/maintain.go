@@ -39,7 +39,8 @@ type Checkpoint struct {
 	// Done reports that the partition's end was reached.
 	Done bool `json:"done,omitempty"`
 	// Scanned counts the primary entities read by this call, and Written those whose
-	// copies had to be written.
+	// copies had to be written. When a page stops at a failure, Written counts its
+	// entities written all the same, while After and Scanned stay at the last page done.
 	Scanned, Written int `json:"-"`
 }
 

@@ -21,7 +21,8 @@ import (
 // An Intra backfill page runs every entity's rewrite on retry.Schedule, "every call runs,
 // the errors joined": one entity of a page of six whose transaction the service refuses
 // (403, every time) leaves the other five written, the error names no indexed value (no
-// copy's key), no checkpoint is stored or returned past the page, and a Repair that
+// copy's key), no checkpoint is stored or returned past the page (the one returned counts the five
+// written), and a Repair that
 // meets the same refusal counts only the entities it wrote.
 func TestIntraBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testing.T) {
 	t.Parallel()
@@ -53,6 +54,9 @@ func TestIntraBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testi
 	if cp.After != "" || cp.Done || len(stored) != 0 {
 		t.Fatalf("checkpoint %+v returned, %+v stored, past the entity that failed", cp, stored)
 	}
+	if cp.Written != n-1 {
+		t.Errorf("the returned checkpoint counts %d written, want the %d entities of the stopped page that were", cp.Written, n-1)
+	}
 	if got := len(b.rows(t, "Sales")); got != 2*n-1 {
 		t.Errorf("Sales holds %d rows, want %d primary copies and the %d email copies of the entities not refused", got, n, n-1)
 	}
@@ -81,7 +85,8 @@ func logText(logs *observer.ObservedLogs) []string {
 
 // The same for Inter: one entity of a page of six whose index transaction is refused
 // (403, every time) leaves the other five reconciled (copy and ref), the error and the
-// log name no indexed value, no checkpoint passes the page, and a Repair that meets the
+// log name no indexed value, no checkpoint passes the page (the one returned counts the
+// five reconciled), and a Repair that meets the
 // same refusal counts only what it wrote.
 func TestInterBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testing.T) {
 	t.Parallel()
@@ -111,6 +116,9 @@ func TestInterBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testi
 	}
 	if cp.After != "" || cp.Done || len(stored) != 0 {
 		t.Fatalf("checkpoint %+v returned, %+v stored, past the entity that failed", cp, stored)
+	}
+	if cp.Written != n-1 {
+		t.Errorf("the returned checkpoint counts %d written, want the %d entities of the stopped page that were", cp.Written, n-1)
 	}
 	checkIndexed(t, b, "email_Sales", n-1)
 	for _, text := range append([]string{err.Error()}, logText(logs)...) {
