@@ -63,7 +63,7 @@ func TestAbortAtEachStageUnderLoadWithKilledWorkersLeavesTheOldLayout(t *testing
 					t.Fatal(err)
 				}
 				for _, j := range jobs {
-					if err := Enqueue(f.b.Ctx, q, j); err != nil {
+					if err := f.m.EnqueueJob(f.b.Ctx, q, j); err != nil {
 						t.Fatal(err)
 					}
 				}

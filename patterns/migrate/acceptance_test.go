@@ -187,7 +187,7 @@ func TestMigrationUnderLoadWithKilledWorkersEndsWithExactlyTheLatest(t *testing.
 				t.Fatal(err)
 			}
 			for _, j := range jobs {
-				if err := Enqueue(f.b.Ctx, q, j); err != nil {
+				if err := f.m.EnqueueJob(f.b.Ctx, q, j); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -89,7 +89,7 @@
 // end in the calling process before it moves on (an operator's program calls it;
 // a team's archiver runs the jobs: Extensions.Migrations of package
 // queueworker/cmd/archiver/app, `archiver enqueue migrate-* -migration NAME [-dry-run]`);
-// workers (Register, Jobs, Enqueue) run the same range jobs in parallel beforehand, so
+// workers (Register, Jobs, EnqueueJob) run the same range jobs in parallel beforehand, so
 // Advance's own pass finds little left. The operator's archiver moves the stages too:
 // `archiver migrate status|advance|abort -migration NAME`. An abort job acts only once
 // the record says Aborting: one delivered before is cancelled into the poison queue,

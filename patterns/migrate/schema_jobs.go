@@ -81,8 +81,7 @@ func (s *Schema[T]) EnqueueJob(ctx context.Context, c *queueworker.Client, job J
 	if err := s.validJob(job); err != nil {
 		return err
 	}
-	_, err := queueworker.Enqueue(ctx, c, job.Kind, job.Migration+"|"+job.Kind, job, nil)
-	return err
+	return enqueue(ctx, c, job)
 }
 
 // Register adds the handlers of the schema job kinds for this migration to r, with the

@@ -63,7 +63,7 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 			return nil
 		}
 		if m.opts.Queue != nil {
-			return Enqueue(ctx, m.opts.Queue, *next)
+			return m.EnqueueJob(ctx, m.opts.Queue, *next)
 		}
 		job = *next
 	}
@@ -102,20 +102,9 @@ func (m *Migration[O, N]) pageDone(job Job, rep Report, more bool) {
 	m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", more))...)
 }
 
-// Enqueue puts job on the queue of c, for a worker that registered the migration.
-//
-// Errors: ErrInvalidInput (job), those of queueworker.Enqueue.
-func Enqueue(ctx context.Context, c *queueworker.Client, job Job) error {
-	if err := job.Validate(); err != nil {
-		return err
-	}
-	_, err := queueworker.Enqueue(ctx, c, job.Kind, job.Migration+"|"+job.Kind, job, nil)
-	return err
-}
-
-// EnqueueJob is Enqueue for a job of this migration (Schema.EnqueueJob is its staged
-// schema evolution's), so that a program that runs either kind of migration enqueues
-// through one method.
+// EnqueueJob puts job, a job of this migration, on the queue of c for a worker that
+// registered it (Schema.EnqueueJob is its staged schema evolution's), so that a program
+// that runs either kind of migration enqueues through one method.
 //
 // Errors: ErrInvalidInput (a job of another migration, or one that does not validate),
 // those of queueworker.Enqueue.
@@ -123,7 +112,17 @@ func (m *Migration[O, N]) EnqueueJob(ctx context.Context, c *queueworker.Client,
 	if job.Migration != m.spec.Name {
 		return errs.Invalid("Job.Migration", "names another migration")
 	}
-	return Enqueue(ctx, c, job)
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	return enqueue(ctx, c, job)
+}
+
+// enqueue puts a validated job on the queue of c, its message id naming the migration
+// and the kind.
+func enqueue(ctx context.Context, c *queueworker.Client, job Job) error {
+	_, err := queueworker.Enqueue(ctx, c, job.Kind, job.Migration+"|"+job.Kind, job, nil)
+	return err
 }
 
 // StageJob returns the kind of the range job whose work Advance runs at stage (false:
