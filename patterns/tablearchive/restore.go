@@ -131,13 +131,17 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	for _, g := range gens {
 		total += g.m.Entities
 	}
+	t, err := a.table(target)
+	if err != nil {
+		return TableReport{}, err
+	}
 	vctx, verify := a.startPhase(ctx, KindRestoreTable, PhaseVerify, target, gens[len(gens)-1].m.Generation, total)
 	err = fanout.Do(vctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
 		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
 		if gens[i].m.Shards == 0 {
-			return a.readLines(ctx, job.Container, ps[0], ss[0], inKeyOrder(gens[i].m))
+			return a.readLines(ctx, job.Container, ps[0], ss[0], inKeyOrder(gens[i].m, t))
 		}
-		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss, inKeyOrder(gens[i].m))
+		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss, inKeyOrder(gens[i].m, t))
 		return err
 	})
 	if err != nil {
@@ -145,10 +149,6 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	}
 	verify.finish()
 	if err := a.after("restore-table", "verified"); err != nil {
-		return TableReport{}, err
-	}
-	t, err := a.table(target)
-	if err != nil {
 		return TableReport{}, err
 	}
 	if err := t.CreateIfNotExists(ctx); err != nil {
