@@ -38,7 +38,8 @@ const restoreWindow = 20000
 // a chosen one, or all of them in their order (see Generations; a later copy of an
 // entity replaces an earlier one). Before it writes anything it takes a snapshot of
 // every chosen generation's data blob and verifies each snapshot whole against its
-// manifest (ErrArchiveCorrupt, a permanent failure: nothing written); it then writes
+// manifest, and every line as an entity the service can hold, in strictly ascending key
+// order (ErrArchiveCorrupt, a permanent failure: nothing written); it then writes
 // from those snapshots, which cannot change, so what it writes is exactly what it
 // verified, whatever happens to the data blobs meanwhile. It creates the target table
 // (waiting out TableBeingDeleted), writes with idempotent upserts, and deletes its
