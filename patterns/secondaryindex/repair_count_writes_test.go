@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
@@ -99,4 +100,32 @@ func TestInterRepairCountsEachEntityOnceThroughLostAnswers(t *testing.T) {
 		t.Fatalf("repair: %d stale, Repaired %d; want the three entities counted once each", r.Stale, r.Repaired)
 	}
 	mustClean(t, b.Ctx, x, 5, "Sales")
+}
+
+// The same when the write that landed is the live reconciliation's: entity 1 lost its
+// copy and its ref (Missing); Repair's Reconcile writes both, and the forced
+// transaction after it is refused (403, every time). The entity was written (its copy
+// is back), so it is counted, beside the error.
+func TestInterRepairCountsAnEntityItsReconcileWroteBeforeAFailure(t *testing.T) {
+	t.Parallel()
+	b, x := repairBed(t, 2)
+	for _, rk := range []string{interKey("employee000001@contoso.com", "000001"), "!000001"} {
+		if err := b.Raw.Delete(b.Ctx, "email_Sales", rk, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen atomic.Int32
+	held := batchHolding("employee000001")
+	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "refuse all but the first", Action: faultproxy.Respond(http.StatusForbidden, "AuthorizationFailure"),
+		Match: func(r *http.Request) bool { return held(r) && seen.Add(1) > 1 }})
+	r, err := x.Repair(b.Ctx, "Sales", nil)
+	if err == nil || r == nil {
+		t.Fatalf("repair: %+v, %v; want the refusal", r, err)
+	}
+	if b.row(t, "email_Sales", interKey("employee000001@contoso.com", "000001")) == nil {
+		t.Fatal("the copy is still missing: the repair wrote nothing (the test would prove nothing)")
+	}
+	if r.Missing != 1 || r.Repaired != 1 {
+		t.Fatalf("repair: %d missing, Repaired %d (error %v); want the entity it wrote counted", r.Missing, r.Repaired, err)
+	}
 }

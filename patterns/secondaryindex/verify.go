@@ -195,16 +195,17 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 // rewritten even when the ref says it is up to date (a copy changed or deleted by hand),
 // and each of orphans[index], copies the ref does not know, is deleted by a forced
 // transaction of its own, each conditional on the ref's ETag read just before it. wrote
-// reports that one of those forced transactions landed and answered (an error after it
-// leaves the entity written in part).
+// reports that one of its transactions (the live Reconcile's or a forced one) landed and
+// answered: an error after it leaves the entity written in part.
 func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string][]string) (wrote bool, err error) {
 	if x.checkRef(pk, rk) != nil {
 		return false, nil // a key read from a copy that no entity can have: left, and reported
 	}
+	ctx, rec := recordLanded(ctx)
 	// The live path first: it writes a ref where there is none, so every decision below
 	// is conditional on a ref's ETag.
 	if err := x.Reconcile(ctx, pk, rk); err != nil && !errors.Is(err, repo.ErrInvalidInput) {
-		return false, err
+		return rec.Load(), err
 	}
 	// Round i deletes the i-th orphan of each index (round 0 also rewrites every drifted
 	// index): a transaction names one old copy per index, and each round reads the refs
@@ -222,12 +223,11 @@ func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[
 			}
 		}
 		if i > 0 && len(round) == 0 {
-			return wrote, nil
+			return rec.Load(), nil
 		}
 		if err := x.forceIndexes(ctx, pk, rk, forced, round); err != nil {
-			return wrote, err
+			return rec.Load(), err
 		}
-		wrote = true
 	}
 }
 
