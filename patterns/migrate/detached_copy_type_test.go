@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -101,6 +102,8 @@ func TestCleanUpFinishesOverCopiesOfEveryPropertyType(t *testing.T) {
 			At: time.Date(2026, 11, 28, 12, 0, 0, 1234500, time.UTC), ID: codec.GUID{byte(i), 1}, Raw: []byte{byte(i), 0}, On: true,
 			Small: -7, Big: 1 << 40, Text: "t"})
 	}
+	// Zero values of every kind too (an empty string and binary, a GUID of zeros, -0).
+	items = append(items, &kinds{PK: "p0", RK: "zero", At: time.Unix(0, 0).UTC(), Raw: []byte{}}, &kinds{PK: "p1", RK: "zero", At: time.Unix(0, 0).UTC(), Whole: math.Copysign(0, -1)})
 	if err := src.BulkWrite(b.Ctx, items, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +133,7 @@ func TestCleanUpFinishesOverCopiesOfEveryPropertyType(t *testing.T) {
 	}
 	for _, it := range items {
 		got, err := m.Get(b.Ctx, it.PK, it.RK)
-		if err != nil || got.Whole != 5 || got.Big != 1<<40 || got.ID != it.ID {
+		if err != nil || got.Whole != it.Whole || got.Big != it.Big || got.ID != it.ID {
 			t.Fatalf("Get(%s, %s) after clean-up = %+v, %v", it.PK, it.RK, got, err)
 		}
 	}
