@@ -17,7 +17,8 @@ func TestChunkPastItsDeadlineGoesThroughThePerEntityRule(t *testing.T) {
 	f.advanceTo(t, Backfill)
 	f.settled(t)
 	victim := keys[3]
-	var held atomic.Int64
+	var held, late atomic.Int64
+	f.m.seams.chunkLate = func() { late.Add(1) }
 	f.m.seams.scanned = func(ctx context.Context, pk, rk string) {
 		if pk == victim[0] && rk == victim[1] {
 			held.Add(1)
@@ -30,6 +31,9 @@ func TestChunkPastItsDeadlineGoesThroughThePerEntityRule(t *testing.T) {
 	}
 	if held.Load() == 0 {
 		t.Fatal("the backfill never reached the window")
+	}
+	if late.Load() == 0 {
+		t.Error("no chunk was reported past its deadline (the seam tests rely on to see one)")
 	}
 	if rep.Copied != len(keys) {
 		t.Errorf("copied %d, want %d", rep.Copied, len(keys))

@@ -14,6 +14,7 @@ func TestTwoDeliveriesOfOneCleanUpJobAtOnce(t *testing.T) {
 	t.Parallel()
 	f := setup(t, false, false)
 	f.patient(t) // both deliveries' chunks and the writer's clean-up writes meet their deadline on a loaded machine
+	chunksStayChunks(t, f.m)
 	keys, md := f.planned(t, 150, 3)
 	f.advanceTo(t, CleanUp)
 	f.settled(t)

@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"context"
+	"reflect"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
@@ -14,7 +15,7 @@ import (
 // the old entity on the strength of such a row would leave the forged values as the
 // entity's only data. So when the old entity still holds the version c records, c must
 // hold the Transform of that version, as the migration would write it (the properties
-// of the new type, encoded): otherwise it is refused (ErrInvalidInput) and the old
+// of the new type, encoded, each stored with the type it writes): otherwise it is refused (ErrInvalidInput) and the old
 // entity stays. An old entity at another version meets the delete's If-Match as before.
 // Cost: one read of the old entity.
 func (m *Migration[O, N]) deleteOldBehind(ctx context.Context, c version, pk, rk string) error {
@@ -79,8 +80,10 @@ func (m *Migration[O, N]) holdTransforms(ctx context.Context, items []*item) err
 
 // holdsTransformOf reports whether the copy c holds what the migration writes for the
 // old entity s: both are read as the new type and encoded again, so that the keys and
-// the new type's properties count, each by its type (the service may return a whole
-// double as an Int32), and the copy's own properties do not.
+// the new type's properties count and the copy's own properties do not; and each
+// property the migration writes must be stored with the type it writes (sameTypes): the
+// new type reads an Int32 or a string into an int64 field, but a query on the typed
+// value misses such a copy.
 func (m *Migration[O, N]) holdsTransformOf(c, s version, pk, rk string) (bool, error) {
 	want, err := m.copyOf(s, pk, rk)
 	if err != nil {
@@ -91,7 +94,35 @@ func (m *Migration[O, N]) holdsTransformOf(c, s version, pk, rk string) (bool, e
 		return false, err
 	}
 	g, err := m.canonical(c.e)
-	return err == nil && bytes.Equal(g, w), nil // a copy the new type cannot read is not the migration's
+	if err != nil || !bytes.Equal(g, w) {
+		return false, nil // a copy the new type cannot read is not the migration's
+	}
+	we, err := codec.DecodeEntity(w)
+	if err != nil {
+		return false, err
+	}
+	return sameTypes(we.Properties, c.e.Properties), nil
+}
+
+// sameTypes reports whether every property of want is stored in have with its type. A
+// whole double may be stored as an Int32 (the emulator does; the service answers one
+// unannotated), so an Int32 of the same value stands for it.
+func sameTypes(want, have map[string]any) bool {
+	for name, w := range want {
+		h, ok := have[name]
+		if !ok {
+			return false
+		}
+		if wf, isDouble := w.(float64); isDouble {
+			if hi, isInt := h.(int32); isInt && float64(hi) == wf {
+				continue
+			}
+		}
+		if reflect.TypeOf(h) != reflect.TypeOf(w) {
+			return false
+		}
+	}
+	return true
 }
 
 // canonical is e read as the new type and encoded again.

@@ -179,12 +179,14 @@
 //     TestJobCheckpointOutsideItsRangeRefusedBeforeAnyRequest,
 //     TestForeignRowAtCopyKeysRefusedNotReplaced; a row claiming to be a detached copy
 //     before clean-up began, or of a version the old entity does not hold, or of the old
-//     entity's real version with other values (clean-up deletes an old entity only behind
-//     a copy that holds its Transform: detached_copy.go), is refused and never read
-//     before clean-up nor lets clean-up delete the old entity:
+//     entity's real version with other values, or with a value stored as another type
+//     than the migration writes (clean-up deletes an old entity only behind a copy that
+//     holds its Transform: detached_copy.go), is refused and never read before clean-up
+//     nor lets clean-up delete the old entity:
 //     TestForgedDetachedCopyBeforeCleanUpRefusedNeverRead,
 //     TestForgedDetachedCopyAtCleanUpNeverDeletesTheOldEntity,
-//     TestForgedDetachedCopyWithTheRealETagNeverDeletesTheOldEntity).
+//     TestForgedDetachedCopyWithTheRealETagNeverDeletesTheOldEntity,
+//     TestDetachedCopyOfAnotherPropertyTypeNeverDeletesTheOldEntity).
 //
 // # Planning
 //

@@ -63,7 +63,8 @@ func setup(t testing.TB, sameTable bool, proxied bool) *fix {
 
 // patient gives f's migration a WriteTimeout a loaded machine meets, for a test whose
 // writes or chunks run many requests in a row under one deadline (each transition's
-// settle grows with it).
+// settle grows with it). A test of the chunk's path also calls chunksStayChunks: a
+// chunk can still outlast it.
 func (f *fix) patient(t testing.TB) {
 	t.Helper()
 	m, err := New(Spec[Employee, EmployeeV2]{Name: f.m.spec.Name, Service: f.b.Clients.Tables, Source: f.src, Target: f.tgt,
@@ -72,6 +73,19 @@ func (f *fix) patient(t testing.TB) {
 		t.Fatal(err)
 	}
 	f.m = m
+}
+
+// chunksStayChunks fails t, at its end, if a chunk of m outlasted its deadline: its
+// entities then went through the per-entity rule, so a test of the chunk's path (its
+// transactions, its cost) did not test it, and passing would prove nothing about it.
+func chunksStayChunks(t testing.TB, m *Migration[Employee, EmployeeV2]) {
+	var late atomic.Int64
+	m.seams.chunkLate = func() { late.Add(1) }
+	t.Cleanup(func() {
+		if n := late.Load(); n > 0 {
+			t.Errorf("%d chunks outlasted their WriteTimeout (%s) and went entity by entity: the chunk's path was not tested", n, m.opts.WriteTimeout)
+		}
+	})
 }
 
 // patientOptions are testOptions with a WriteTimeout a loaded machine meets: a chunk

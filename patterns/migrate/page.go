@@ -158,6 +158,7 @@ func (m *Migration[O, N]) chunkSteps(parent context.Context, job Job, rows []cod
 	if err != nil && ctx.Err() != nil && parent.Err() == nil {
 		// The chunk's deadline passed (a loaded store): its entities go through the
 		// per-entity rule, each under a deadline of its own, from fresh reads.
+		m.seams.lateChunk()
 		for i := range items {
 			items[i].again = true
 		}

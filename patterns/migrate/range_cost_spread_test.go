@@ -18,6 +18,7 @@ func rangeJobCostWith(t testing.TB, n, parts int, keys func(pk, rk string) (stri
 		t.Fatal(err)
 	}
 	f.m = m
+	chunksStayChunks(t, m)
 	f.planned(t, n, parts)
 	var views atomic.Int64
 	f.m.seams.stateRead = func() { views.Add(1) }

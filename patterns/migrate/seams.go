@@ -21,6 +21,9 @@ type seams struct {
 	newWrite func(pk, rk string)
 	// stateRead runs after each read of the state record for a process's view.
 	stateRead func()
+	// chunkLate runs when a chunk's shared steps outlast its deadline and its entities
+	// go through the per-entity rule.
+	chunkLate func()
 }
 
 func (s *seams) beforeCopyWrite(ctx context.Context, pk, rk string) {
@@ -38,5 +41,11 @@ func (s *seams) afterCopyWrite(ctx context.Context, pk, rk string) {
 func (s *seams) afterScan(ctx context.Context, pk, rk string) {
 	if s.scanned != nil {
 		s.scanned(ctx, pk, rk)
+	}
+}
+
+func (s *seams) lateChunk() {
+	if s.chunkLate != nil {
+		s.chunkLate()
 	}
 }

@@ -77,6 +77,9 @@ func (x *Inter[T]) indexDone(ix *interIndex[T], err error, bad *error) error {
 // whose ref was moved by another reconciliation, starts over from fresh reads (the ref
 // says what is written). An old copy already gone (removed by hand) is finished without.
 func (x *Inter[T]) refMoved(ctx context.Context, err error, acts []repo.Action, dropAt int) error {
+	if err == nil {
+		landed(ctx)
+	}
 	if errors.Is(err, repo.ErrOutcomeUnknown) {
 		return retry.Again(err)
 	}
@@ -85,6 +88,9 @@ func (x *Inter[T]) refMoved(ctx context.Context, err error, acts []repo.Action, 
 		switch {
 		case ae.Index == dropAt && errors.Is(err, repo.ErrNotFound):
 			_, err = repo.Submit(ctx, acts[:dropAt]...)
+			if err == nil {
+				landed(ctx)
+			}
 			if errors.Is(err, repo.ErrOutcomeUnknown) || (err != nil && errors.As(err, &ae) && ae.Index == 0) {
 				return retry.Again(err)
 			}

@@ -133,7 +133,10 @@ func str(e *codec.Entity, name string) string {
 // on the ref's ETag), so a repair never replaces a newer copy and a concurrent write or
 // reconciliation makes it start over. An orphan whose copy names no entity is left and
 // reported (nothing this package wrote). It is idempotent: a second Repair finds nothing.
-// The report is Verify's, with Repaired set to the entities repaired.
+// The report is Verify's, with Repaired set to the entities it wrote: also one whose
+// repair failed after one of its transactions landed and answered; never one it left, nor
+// one whose every transaction failed (when an answer was lost, whether it landed is
+// unknown: not counted).
 //
 // Cost: Verify's, plus per drifted entity a Reconcile and 1 transaction per drifted
 // index.
@@ -176,11 +179,13 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 		if x.checkRef(pk, rk) != nil {
 			return nil // a key read from a copy that no entity can have: left, and reported, not repaired
 		}
-		if err := x.repairEntity(ctx, pk, rk, f.drifted, f.orphans); err != nil {
-			return err
+		// Counted when one of its transactions landed and answered, even if a later one
+		// failed: the entity was written.
+		wrote, err := x.repairEntity(ctx, pk, rk, f.drifted, f.orphans)
+		if wrote {
+			repaired.Add(1)
 		}
-		repaired.Add(1)
-		return nil
+		return err
 	})
 	r.Repaired = int(repaired.Load())
 	return r, err
@@ -189,15 +194,18 @@ func (x *Inter[T]) Repair(ctx context.Context, pk string, opts *VerifyOptions) (
 // repairEntity reconciles the entity rk, forcing the indexes in drifted: their copy is
 // rewritten even when the ref says it is up to date (a copy changed or deleted by hand),
 // and each of orphans[index], copies the ref does not know, is deleted by a forced
-// transaction of its own, each conditional on the ref's ETag read just before it.
-func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string][]string) error {
+// transaction of its own, each conditional on the ref's ETag read just before it. wrote
+// reports that one of its transactions (the live Reconcile's or a forced one) landed and
+// answered: an error after it leaves the entity written in part.
+func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[string]bool, orphans map[string][]string) (wrote bool, err error) {
 	if x.checkRef(pk, rk) != nil {
-		return nil // a key read from a copy that no entity can have: left, and reported
+		return false, nil // a key read from a copy that no entity can have: left, and reported
 	}
+	ctx, rec := recordLanded(ctx)
 	// The live path first: it writes a ref where there is none, so every decision below
 	// is conditional on a ref's ETag.
 	if err := x.Reconcile(ctx, pk, rk); err != nil && !errors.Is(err, repo.ErrInvalidInput) {
-		return err
+		return rec.Load(), err
 	}
 	// Round i deletes the i-th orphan of each index (round 0 also rewrites every drifted
 	// index): a transaction names one old copy per index, and each round reads the refs
@@ -215,10 +223,10 @@ func (x *Inter[T]) repairEntity(ctx context.Context, pk, rk string, drifted map[
 			}
 		}
 		if i > 0 && len(round) == 0 {
-			return nil
+			return rec.Load(), nil
 		}
 		if err := x.forceIndexes(ctx, pk, rk, forced, round); err != nil {
-			return err
+			return rec.Load(), err
 		}
 	}
 }

@@ -38,7 +38,8 @@ const restoreWindow = 20000
 // a chosen one, or all of them in their order (see Generations; a later copy of an
 // entity replaces an earlier one). Before it writes anything it takes a snapshot of
 // every chosen generation's data blob and verifies each snapshot whole against its
-// manifest (ErrArchiveCorrupt, a permanent failure: nothing written); it then writes
+// manifest, and every line as an entity the service can hold, in strictly ascending key
+// order (ErrArchiveCorrupt, a permanent failure: nothing written); it then writes
 // from those snapshots, which cannot change, so what it writes is exactly what it
 // verified, whatever happens to the data blobs meanwhile. It creates the target table
 // (waiting out TableBeingDeleted), writes with idempotent upserts, and deletes its
@@ -131,13 +132,17 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	for _, g := range gens {
 		total += g.m.Entities
 	}
+	t, err := a.table(target)
+	if err != nil {
+		return TableReport{}, err
+	}
 	vctx, verify := a.startPhase(ctx, KindRestoreTable, PhaseVerify, target, gens[len(gens)-1].m.Generation, total)
 	err = fanout.Do(vctx, len(gens), shardParallel, func(ctx context.Context, i int) error {
 		ps, ss := all[first[i]:first[i]+len(parts[i])], snaps[first[i]:first[i]+len(parts[i])]
 		if gens[i].m.Shards == 0 {
-			return a.readLines(ctx, job.Container, ps[0], ss[0], inKeyOrder(gens[i].m))
+			return a.readLines(ctx, job.Container, ps[0], ss[0], inKeyOrder(gens[i].m, t))
 		}
-		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss, inKeyOrder(gens[i].m))
+		_, err := a.verifyShards(ctx, job.Container, gens[i].m, ps, ss, inKeyOrder(gens[i].m, t))
 		return err
 	})
 	if err != nil {
@@ -145,10 +150,6 @@ func (a *Archiver) RestoreTable(ctx context.Context, job RestoreTableJob) (Table
 	}
 	verify.finish()
 	if err := a.after("restore-table", "verified"); err != nil {
-		return TableReport{}, err
-	}
-	t, err := a.table(target)
-	if err != nil {
 		return TableReport{}, err
 	}
 	if err := t.CreateIfNotExists(ctx); err != nil {
