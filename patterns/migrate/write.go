@@ -77,7 +77,7 @@ func checkKeys(pk, rk string) error {
 }
 
 // writeOld is the application's write on the old layout, as the application asked,
-// never sent without a condition (abandoned_write.go: writeOldGuarded). In a same-table
+// never sent without a condition (abandoned_write.go): writeOldGuarded. In a same-table
 // migration a copy may sit at old keys written after Plan: the write never replaces nor
 // deletes it, and is refused (ErrInvalidInput).
 func (m *Migration[O, N]) writeOld(ctx context.Context, o op, v *O, pk, rk, etag string) error {
