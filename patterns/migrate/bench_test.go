@@ -11,7 +11,8 @@ import (
 
 // BenchmarkDualWriteRequests counts the requests one application write costs through the
 // migration at each stage's rules, on entities whose copies are current: an Upsert at
-// DualWrite (the old write, two reads, a copy write, the confirming read), and a Get at
+// DualWrite (a read of the old entity, the old write If-Match it, two reads, a copy
+// write, the confirming read), and a Get at
 // Verify (one read), CutOver (two) and Done (one). Reported: <what>-req/op.
 //
 //	go test -run '^$' -bench DualWriteRequests -benchtime=200x ./patterns/migrate/

@@ -139,7 +139,13 @@
 // accepted by one write after it began, and refused once the entity was written since
 // (TestETagReadBeforeCleanUpRefusedOnceTheEntityChanged); an Update or Delete without an
 // ETag never meets errs.ErrPreconditionFailed from another write
-// (TestUnconditionalWritesOnceCleanUpBeganNeverMeetPreconditionFailed).
+// (TestUnconditionalWritesOnceCleanUpBeganNeverMeetPreconditionFailed). No application
+// write is sent without a condition: one the application made unconditional (an Upsert,
+// an Update or a Delete without an ETag) is written If-Match the row read just before it
+// (inserted where there was none), so its request, abandoned by a client that gave up
+// and applied by the service after a newer write, is refused instead of putting the
+// older version back (TestReaderNeverStepsBackWhenAnAbandonedWriteLandsLate;
+// abandoned_write.go).
 //
 // # Promises and the tests that prove them (against the server)
 //
@@ -196,9 +202,9 @@
 // per entity in memory. Keys must be a pure function of the old keys, and in a same-table
 // migration its image must stay out of the old key space for keys written later too (a
 // prefix the old keys never have): a write at an old key where a copy sits is refused
-// and never replaces nor deletes the copy; for it, a write the application made
+// and never replaces nor deletes the copy, since a write the application made
 // unconditional (Upsert, Update or Delete without an ETag) reads the row first and
-// writes If-Match it, one more request (TestWriteAtAnOldKeyWhereACopySitsRefused).
+// writes If-Match it (TestWriteAtAnOldKeyWhereACopySitsRefused).
 //
 // # Schema evolution without a key change (schema.go, schema_stages.go, schema_jobs.go)
 //
@@ -279,7 +285,10 @@
 //
 // Per application write during DualWrite..CutOver: the old write, two reads of the copy
 // and the old entity, one copy write, and one more read of the old entity (five
-// requests; a copy that is already current costs three). A read costs one request before
+// requests; a copy that is already current costs three); a write the application made
+// unconditional reads the old entity first, one more (two requests before DualWrite).
+// Once clean-up began a write reads the copy, then writes it If-Match what it read (at
+// CleanUp, after finishing the entity). A read costs one request before
 // CutOver, two at CutOver and CleanUp, one at Done. A range job's chunk of 100 reads the
 // copies with a request per new partition among them (a range query, or a point read
 // for a lone copy), the old entities (and their confirming re-read) with one per old

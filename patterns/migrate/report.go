@@ -8,7 +8,9 @@ import (
 type Report struct {
 	// Scanned counts the rows the job handled.
 	Scanned int
-	// Copied counts the copies a backfill wrote or removed.
+	// Copied counts the copies a backfill wrote or removed and was told so: a write whose
+	// answer was lost (its deadline passed, or its page stopped on another entity's
+	// error and ran again, finding the copy current) is not counted.
 	Copied int
 	// Missing counts old entities verify found without a copy, Stale those whose copy
 	// recorded an older version, Orphans copies whose old entity was gone (each repaired

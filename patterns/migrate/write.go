@@ -76,12 +76,13 @@ func checkKeys(pk, rk string) error {
 	return nil
 }
 
-// writeOld is the application's write on the old layout, as the application asked. In
-// a same-table migration a copy may sit at old keys written after Plan: the write never
-// replaces nor deletes it (writeOldGuarded), and is refused (ErrInvalidInput).
+// writeOld is the application's write on the old layout, as the application asked,
+// never sent without a condition (abandoned_write.go): writeOldGuarded. In a same-table
+// migration a copy may sit at old keys written after Plan: the write never replaces nor
+// deletes it, and is refused (ErrInvalidInput).
 func (m *Migration[O, N]) writeOld(ctx context.Context, o op, v *O, pk, rk, etag string) error {
 	t := m.spec.Source
-	if m.sameTable && etag == "" && o != opInsert {
+	if unconditional(o, etag) {
 		return m.writeOldGuarded(ctx, o, v, pk, rk)
 	}
 	switch o {
@@ -102,9 +103,10 @@ func (m *Migration[O, N]) writeOld(ctx context.Context, o op, v *O, pk, rk, etag
 }
 
 // writeOldGuarded is a write the application made unconditional (Upsert, or Update and
-// Delete without an ETag), in a same-table migration: it reads the row first, refuses a
-// copy there, and writes If-Match the row read (or inserts where there was none), so a
-// copy written at those keys meanwhile is never replaced; a conflict reads again.
+// Delete without an ETag): it reads the row first, refuses a copy there, and writes
+// If-Match the row read (or inserts where there was none), so neither a copy written at
+// those keys meanwhile (same table) nor a newer version (its request abandoned and
+// applied late) is ever replaced; a conflict reads again.
 func (m *Migration[O, N]) writeOldGuarded(ctx context.Context, o op, v *O, pk, rk string) error {
 	t, c := m.spec.Source, m.spec.Source.Codec()
 	for round := 1; ; round++ {
@@ -146,7 +148,7 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 		err := m.writeCopyAlone(ctx, o, v, pk, rk, etag)
 		// The copy is written If-Match the version read; a write the application made
 		// unconditional reads again when another write moved first.
-		if etag != "" || o == opInsert || !errors.Is(err, repo.ErrPreconditionFailed) {
+		if !readsAgain(o, etag, err) {
 			return err
 		}
 		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
@@ -188,7 +190,7 @@ func (m *Migration[O, N]) writeCopyAlone(ctx context.Context, o op, v *O, pk, rk
 		e.ETag = c.etag
 		err = m.tgt.Update(ctx, e, nil)
 	default:
-		err = m.tgt.Upsert(ctx, e, nil)
+		err = m.upsertCopy(ctx, e, c)
 	}
 	if err == nil {
 		m.spec.Source.Codec().SetETag(v, e.ETag)
