@@ -78,6 +78,15 @@
 // over only when an entity its write was conditional on still holds that ETag, the one
 // proof that nothing landed; found, gone or changed proves nothing (retry.Evidence).
 //
+// An attempt the client gave up on (its deadline passed, its answer lost) may still be
+// applied by the service later, after a newer write of the same entity that succeeded: a
+// store goes on with a request it received, and one it had not read yet can be applied
+// after later requests. An unconditional write (Upsert; Update or Delete without an
+// ETag) applied that late puts its older version back. Where the order of one entity's
+// writes matters, write If-Match the ETag read: the late attempt then meets a version
+// that has changed and is refused (patterns/migrate sends every application write so,
+// for that reason).
+//
 // # Cost in requests
 //
 // Get, Insert, Upsert, Update and Delete: one request (plus one read after an ambiguous
