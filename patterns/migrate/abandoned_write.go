@@ -39,9 +39,11 @@ func (m *Migration[O, N]) upsertCopy(ctx context.Context, e *codec.Entity, c ver
 	return m.tgt.Update(ctx, e, nil)
 }
 
-// readsAgain reports whether a write once clean-up began reads the copy again after err:
-// the application's write was unconditional and another write moved the copy first (a
-// replace meets 412, or 404 once the copy was deleted; an insert meets 409).
+// readsAgain reports whether a write sent If-Match the row read (inserted where there
+// was none) reads the row again after err: the application's write was unconditional
+// and another write moved the row first (a replace meets 412, or 404 once the row was
+// deleted; an insert meets 409). Used once clean-up began (the copy) and by Schema
+// (schema_abandoned_write.go).
 func readsAgain(o op, etag string, err error) bool {
 	switch {
 	case o == opUpsert:

@@ -206,7 +206,7 @@
 // unconditional (Upsert, Update or Delete without an ETag) reads the row first and
 // writes If-Match it (TestWriteAtAnOldKeyWhereACopySitsRefused).
 //
-// # Schema evolution without a key change (schema.go, schema_stages.go, schema_jobs.go)
+// # Schema evolution without a key change (schema.go, schema_stages.go, schema_jobs.go, schema_abandoned_write.go)
 //
 // Schema covers the other half of a migration: the keys stay, the shape changes. Every
 // entity carries its version in a property (SchemaSpec.VersionProperty, absent =
@@ -218,7 +218,12 @@
 // (TestUnknownSchemaVersionRefusedNotRead, TestForgedSchemaVersionsRefusedAndLeftByEveryJob).
 // Without SchemaSpec.Name it has no stages: writes are at the latest version and
 // Rewrite (one page, resumable by its checkpoint) and RewriteAll upgrade every older
-// entity (TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite).
+// entity (TestSchemaRewriteUnderWritesLostResponsesAndTwoRunsLosesNoWrite). It promises
+// no reader ordering beyond a plain table's, but its writes take the staged path below:
+// a write the application made unconditional reads the entity first and is sent
+// If-Match it, so an abandoned request never puts an older value back there either
+// (TestSchemaReaderNeverStepsBackWhenAnAbandonedWriteLandsLate, "no stages"), for one
+// more request per such write.
 //
 // With SchemaSpec.Name the evolution goes through the stages, the state record and the
 // staleness bound of a re-keying migration: it is the table's migration (its record is
@@ -279,7 +284,25 @@
 // every live entity at version from with its latest value
 // (TestSchemaAbortAtEachStageLeavesEveryEntityAtTheFromVersion, in process, also
 // refused once CleanUp began; TestSchemaAbortDuringRewriteUnderLoadWithKilledWorkersLeavesTheFromVersion,
-// while SIGKILLed worker processes rewrite and downgrade).
+// while SIGKILLed worker processes rewrite and downgrade). A request whose client gave
+// up can still be applied by the service after the application's newer, acknowledged
+// write (a loaded store; Azurite does so to a request it received on a connection it
+// had not read yet). So Schema sends none of the application's writes without a
+// condition: an Upsert, or an Update or Delete without an ETag, reads the entity first
+// and is sent If-Match the ETag read, or inserted where there was none; on 412, 409 or
+// 404 an Upsert reads again (it never returns ErrPreconditionFailed). Applied late, the
+// abandoned request meets a row that changed since and is refused: the reader never
+// reads the older value after the newer one
+// (TestSchemaReaderNeverStepsBackWhenAnAbandonedWriteLandsLate, at DualWrite, CutOver,
+// Done and without stages), a from-version write sent before Backfill never lands
+// below the latest after the rewrite
+// (TestSchemaAbandonedWriteLandingAfterTheRewriteLeavesNoEntityBelowTheLatest), and a
+// latest-version write never lands at the latest after the downgrade
+// (TestSchemaAbandonedWriteLandingAfterTheDowngradeLeavesNoEntityAtTheLatest). An
+// insert carries only If-None-Match: one abandoned where the entity was absent, and
+// applied late while it is still absent (nothing written it since), stores the version
+// of the stage it was sent in; reads return it in the latest shape, and the next write
+// of it stores the version of the stage it is made in.
 //
 // # Cost
 //
@@ -311,9 +334,12 @@
 //
 // An entity the chunk cannot settle costs what the per-entity rule costs (four to seven
 // requests). Every range job scans 1,000 keys per query.
-// A staged schema migration costs no request per application write or read beyond the
-// state record's read once per Refresh; its rewrite and downgrade one replace per entity
-// they change (pages of whole entities, SchemaOptions.PageSize).
+// A Schema write the application made unconditional (Upsert, Update or Delete without an
+// ETag) reads the entity first: two requests where a plain table sends one, with or
+// without stages (an Insert, or an Update or Delete with an ETag: one). A staged schema
+// migration costs no other request per application write or read beyond the state
+// record's read once per Refresh; its rewrite and downgrade one replace per entity they
+// change (pages of whole entities, SchemaOptions.PageSize).
 //
 // # Errors
 //

@@ -211,7 +211,7 @@ func (m *Migration[O, N]) converge(ctx context.Context, pk, rk string, cleaning 
 		if err != nil && !conflict(err) {
 			return wrote, err
 		}
-		if err := m.giveUp(ctx, round, "copy", pk, rk); err != nil {
+		if err := giveUp(ctx, round, "copy", pk, rk); err != nil {
 			return wrote, err
 		}
 	}
@@ -242,7 +242,7 @@ func (m *Migration[O, N]) finish(ctx context.Context, pk, rk string) error {
 		case err != nil && !conflict(err):
 			return err
 		}
-		if err := m.giveUp(ctx, round, "clean-up", pk, rk); err != nil {
+		if err := giveUp(ctx, round, "clean-up", pk, rk); err != nil {
 			return err
 		}
 	}

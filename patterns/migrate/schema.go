@@ -229,11 +229,14 @@ func (s *Schema[T]) decode(e *codec.Entity, out *T) error {
 // Upsert writes v at the version the stage's rules write (the latest, or in a staged
 // migration with Downgrades before Backfill and while aborting the version before it:
 // schema_stages.go) by replace. Update replaces it If-Match v's ETag when set; Insert
-// adds it. On success v's ETag holds the new one.
+// adds it. On success v's ETag holds the new one. An Upsert, and an Update without an
+// ETag, read the entity first and write If-Match it, or insert where there was none
+// (schema_abandoned_write.go): an abandoned request never puts an older value back.
 //
 // Errors: ErrInvalidInput (nothing sent), errs.ErrPreconditionFailed and
 // errs.ErrNotFound (Update), errs.ErrAlreadyExists (Insert), ErrInProgress (as Get),
-// ErrOutcomeUnknown, ErrTransient, *repo.Error.
+// ErrOutcomeUnknown, ErrTransient (also another writer winning every round of an
+// Upsert), *repo.Error.
 func (s *Schema[T]) Upsert(ctx context.Context, v *T) error { return s.put(ctx, v, opUpsert) }
 
 // Update: see Upsert.
@@ -243,12 +246,17 @@ func (s *Schema[T]) Update(ctx context.Context, v *T) error { return s.put(ctx, 
 func (s *Schema[T]) Insert(ctx context.Context, v *T) error { return s.put(ctx, v, opInsert) }
 
 // Delete removes the entity (pk, rk) at whatever version it is stored: opts.ETag makes
-// it conditional, nil deletes whatever is stored (repo.Table.Delete's shape).
+// it conditional, nil deletes whatever is stored (repo.Table.Delete's shape), read first
+// and deleted If-Match the ETag read, as Upsert.
 //
 // Errors: ErrInvalidInput (keys), errs.ErrNotFound, errs.ErrPreconditionFailed,
 // ErrOutcomeUnknown, ErrTransient, *repo.Error.
 func (s *Schema[T]) Delete(ctx context.Context, pk, rk string, opts *repo.DeleteOptions) error {
-	return s.raw.Delete(ctx, pk, rk, opts)
+	e := &codec.Entity{PartitionKey: pk, RowKey: rk}
+	if opts != nil {
+		e.ETag = opts.ETag
+	}
+	return s.send(ctx, opDelete, e)
 }
 
 func (s *Schema[T]) put(ctx context.Context, v *T, o op) error {
@@ -277,19 +285,8 @@ func (s *Schema[T]) put(ctx context.Context, v *T, o op) error {
 			return err
 		}
 	}
-	switch o {
-	case opUpdate:
-		e.ETag = s.spec.Table.Codec().ETag(v)
-		if e.ETag == "" {
-			e.ETag = "*"
-		}
-		err = s.raw.Update(ctx, e, nil)
-	case opInsert:
-		err = s.raw.Insert(ctx, e)
-	default:
-		err = s.raw.Upsert(ctx, e, nil)
-	}
-	if err == nil {
+	e.ETag = s.spec.Table.Codec().ETag(v)
+	if err = s.send(ctx, o, e); err == nil {
 		s.spec.Table.Codec().SetETag(v, e.ETag)
 	}
 	return err

@@ -129,7 +129,7 @@ func (m *Migration[O, N]) writeOldGuarded(ctx context.Context, o op, v *O, pk, r
 			}
 			return err
 		}
-		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
+		if err := giveUp(ctx, round, "write", pk, rk); err != nil {
 			return err
 		}
 	}
@@ -151,7 +151,7 @@ func (m *Migration[O, N]) writeNew(ctx context.Context, stage Stage, o op, v *O,
 		if !readsAgain(o, etag, err) {
 			return err
 		}
-		if err := m.giveUp(ctx, round, "write", pk, rk); err != nil {
+		if err := giveUp(ctx, round, "write", pk, rk); err != nil {
 			return err
 		}
 	}
@@ -251,7 +251,7 @@ func (m *Migration[O, N]) dropCopy(ctx context.Context, pk, rk string) error {
 		if err == nil || !conflict(err) {
 			return err
 		}
-		if err := m.giveUp(ctx, round, "abort", pk, rk); err != nil {
+		if err := giveUp(ctx, round, "abort", pk, rk); err != nil {
 			return err
 		}
 	}
@@ -261,7 +261,9 @@ func (m *Migration[O, N]) dropCopy(ctx context.Context, pk, rk string) error {
 // this often is a hot entity, reported rather than retried for ever.
 const maxRounds = 32
 
-func (m *Migration[O, N]) giveUp(ctx context.Context, round int, what, pk, rk string) error {
+// giveUp ends the loop of (pk, rk) at its round when ctx ended or another writer won
+// every round (ErrTransient); nil goes on.
+func giveUp(ctx context.Context, round int, what, pk, rk string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
