@@ -85,7 +85,8 @@
 // ETag) applied that late puts its older version back. Where the order of one entity's
 // writes matters, write If-Match the ETag read: the late attempt then meets a version
 // that has changed and is refused (patterns/migrate sends every application write so,
-// for that reason).
+// for that reason). No condition holds back an insert applied late onto a key still
+// absent, such as one deleted since: the delete is then undone.
 //
 // # Cost in requests
 //
