@@ -7,52 +7,38 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/benchthrottle"
 )
 
 // throttledRange archives, one source table per operation, the entities layout(op)
 // returns to a target table with ArchiveRange (every page in one call) through the
 // throughput model (benchcmp.RunThrottled). Each source is written beforehand on clients
-// that go around the model (untimed). The copy (in the target table, same
-// PartitionKey) and the delete of each entity both count against its partition; the
-// reads of each batch (the target's copies, the source's entities) and each page's scan
-// are the pattern's own work, counted by the model but not in the ceiling.
+// that go around the model (untimed, benchthrottle.Bed.SeedTable). The copy (in the
+// target table, same PartitionKey) and the delete of each entity both count against its
+// partition; the reads of each batch (the target's copies, the source's entities) and
+// each page's scan are the pattern's own work, counted by the model but not in the
+// ceiling.
 func throttledRange(b *testing.B, formula string, layout func(op int) []*codec.Entity, bound func(items []*codec.Entity) time.Duration) {
-	ps := testenv.Proxies(b)
-	direct, err := account.NewClients(testenv.ConnectionString(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	proxied, err := account.NewClients(ps.ConnectionString, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := New(proxied, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: benchcmp.ThrottledPartitionRate, AccountRate: benchcmp.ThrottledAccountRate})
+	bed := benchthrottle.New(b)
+	a, err := New(bed.Proxied, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var items []*codec.Entity
 	var job ArchiveRangeJob
-	benchcmp.RunThrottled(b, model, benchcmp.Throttled{
+	benchcmp.RunThrottled(b, bed.Model, benchcmp.Throttled{
 		Formula: formula,
 		Prepare: func(op int) error {
 			items = layout(op)
-			src, dst := testenv.TableName(b), testenv.TableName(b)
-			testenv.Table(b, src)
-			testenv.Table(b, dst)
-			t, err := repo.New[codec.Entity](direct.Tables, src, nil)
+			src, err := bed.SeedTable(b, items)
 			if err != nil {
 				return err
 			}
+			dst := testenv.TableName(b)
+			testenv.Table(b, dst)
 			job = ArchiveRangeJob{Source: src, PartitionKeyFrom: "A", TargetTable: dst}
-			return t.BulkWrite(b.Context(), items, nil)
+			return nil
 		},
 		Op: func(int) error {
 			rep, err := a.ArchiveRange(b.Context(), job)

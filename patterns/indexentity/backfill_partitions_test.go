@@ -26,6 +26,33 @@ func (b *bed) throttleModel(rate, burst float64) *faultproxy.Throttle {
 	return model
 }
 
+// seedHotAndCold writes, on the direct clients (unthrottled), hot employees named "Hot"
+// and cold ones for each of colds names "Cold0", "Cold1", ..., built by build(name, i) with
+// i counting employees across names, and returns the names, "Hot" first, and the table
+// on the direct clients.
+func (b *bed) seedHotAndCold(hot, colds, cold int, build func(name string, i int) *Employee) ([]string, *repo.Table[Employee]) {
+	b.t.Helper()
+	names := []string{"Hot"}
+	for d := range colds {
+		names = append(names, fmt.Sprintf("Cold%d", d))
+	}
+	var items []*Employee
+	for d, name := range names {
+		n := cold
+		if d == 0 {
+			n = hot
+		}
+		for range n {
+			items = append(items, build(name, len(items)))
+		}
+	}
+	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
+	if err := direct.BulkWrite(b.Ctx, items, nil); err != nil {
+		b.t.Fatal(err)
+	}
+	return names, direct
+}
+
 // Option 2's BackfillPartition writes one partition, the entities' own (each entity and
 // its value's index entity in one transaction), on retry.Schedule keyed by it. One hot
 // department (50 employees) and six cold ones (10 each: their reads and writes stay
@@ -38,24 +65,9 @@ func (b *bed) throttleModel(rate, burst float64) *faultproxy.Throttle {
 func TestSamePartitionBackfillSpreadsWritesOverPartitions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	const hot, colds, cold = 50, 6, 10
-	depts := []string{"Hot"}
-	var items []*Employee
-	for d := range colds + 1 {
-		n := cold
-		if d == 0 {
-			n = hot
-		} else {
-			depts = append(depts, fmt.Sprintf("Cold%d", d-1))
-		}
-		for range n {
-			items = append(items, emp(depts[d], fmt.Sprintf("%06d", len(items)), fmt.Sprintf("Last%06d", len(items))))
-		}
-	}
-	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
-	if err := direct.BulkWrite(b.Ctx, items, nil); err != nil {
-		t.Fatal(err)
-	}
+	depts, _ := b.seedHotAndCold(50, 6, 10, func(name string, i int) *Employee {
+		return emp(name, fmt.Sprintf("%06d", i), fmt.Sprintf("Last%06d", i))
+	})
 	ix, err := NewSamePartition(must(repo.New[Employee](b.Clients.Tables, b.Table, nil)), "LastName", lastName, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,24 +97,10 @@ func TestSamePartitionBackfillSpreadsWritesOverPartitions(t *testing.T) {
 func TestEventualBackfillSpreadsWritesOverLists(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	const hot, colds, cold = 50, 6, 6
-	names := []string{"Hot"}
-	var items []*Employee
-	for d := range colds + 1 {
-		n := cold
-		if d == 0 {
-			n = hot
-		} else {
-			names = append(names, fmt.Sprintf("Cold%d", d-1))
-		}
-		for range n {
-			items = append(items, emp("Sales", fmt.Sprintf("%06d", len(items)), names[d]))
-		}
-	}
-	direct := must(repo.New[Employee](b.Direct.Tables, b.Table, &repo.Options{Retry: fast}))
-	if err := direct.BulkWrite(b.Ctx, items, nil); err != nil {
-		t.Fatal(err)
-	}
+	const hot, cold = 50, 6
+	names, direct := b.seedHotAndCold(hot, 6, cold, func(name string, i int) *Employee {
+		return emp("Sales", fmt.Sprintf("%06d", i), name)
+	})
 	store := must(NewTableStore(must(repo.New[codec.Entity](b.Clients.Tables, b.NewTableName(), nil)), "LastName", nil))
 	ix, err := NewEventual(direct, "LastName", lastName, store, b.queue(), nil)
 	if err != nil {

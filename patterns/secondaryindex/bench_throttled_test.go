@@ -6,33 +6,24 @@ import (
 	"time"
 
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/benchthrottle"
 	"github.com/tablepatterns/tablepatterns/patterns/secondaryindex"
-	"github.com/tablepatterns/tablepatterns/repo/account"
 )
 
 // throttledBackfill runs Intra.Backfill (the primary copy and the email index's copy of
 // each employee) of the employees layout(op) returns through the throughput model, one
 // backfill per operation on freshly filled buckets (benchcmp.RunThrottled).
 func throttledBackfill(b *testing.B, formula string, layout func(op int) []*Employee, bound func(items []*Employee) time.Duration) {
-	ps := testenv.Proxies(b)
-	clients, err := account.NewClients(ps.ConnectionString, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bed := benchthrottle.New(b)
 	name := testenv.TableName(b)
 	testenv.Table(b, name)
-	x, err := intraOn(clients.Tables, name, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: benchcmp.ThrottledPartitionRate, AccountRate: benchcmp.ThrottledAccountRate})
+	x, err := intraOn(bed.Proxied.Tables, name, byID, []secondaryindex.Index[Employee]{byEmail}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var items []*Employee
-	benchcmp.RunThrottled(b, model, benchcmp.Throttled{
+	benchcmp.RunThrottled(b, bed.Model, benchcmp.Throttled{
 		Formula: formula,
 		Prepare: func(op int) error { items = layout(op); return nil },
 		Op:      func(int) error { return x.Backfill(b.Context(), items) },

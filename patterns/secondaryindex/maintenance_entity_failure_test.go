@@ -37,13 +37,27 @@ func TestIntraBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testi
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	x := b.intraLogged(t, zap.New(core), nil, byEmail)
+	err := backfillPastARefusal(t, b, x, fmt.Sprintf("secret%05d", refused), n)
+	if got := len(b.rows(t, "Sales")); got != 2*n-1 {
+		t.Errorf("Sales holds %d rows, want %d primary copies and the %d email copies of the entities not refused", got, n, n-1)
+	}
+	checkRedactedAndRepairCountsWrites(t, b, x, err, logs, "secret")
+}
+
+// backfillPastARefusal has the service refuse (403, every time) every transaction that
+// holds refused, backfills partition Sales (one page of n entities, one of them holding
+// refused) with x, and checks that the backfill fails, that no checkpoint is stored or
+// returned past the page and that the returned one counts the n-1 entities written. It
+// returns the backfill's error.
+func backfillPastARefusal(t *testing.T, b *bed, x maintainer, refused string, n int) error {
+	t.Helper()
 	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "refuse one entity", Action: faultproxy.Respond(http.StatusForbidden, "AuthorizationFailure"),
 		Match: func(r *http.Request) bool {
 			if !faultproxy.IsBatch(r) {
 				return false
 			}
 			body, _ := io.ReadAll(r.Body)
-			return bytes.Contains(body, []byte(fmt.Sprintf("secret%05d", refused)))
+			return bytes.Contains(body, []byte(refused))
 		}})
 	var stored []secondaryindex.Checkpoint
 	cp, err := x.BackfillPartition(b.Ctx, "Sales", &secondaryindex.BackfillOptions{
@@ -57,11 +71,17 @@ func TestIntraBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testi
 	if cp.Written != n-1 {
 		t.Errorf("the returned checkpoint counts %d written, want the %d entities of the stopped page that were", cp.Written, n-1)
 	}
-	if got := len(b.rows(t, "Sales")); got != 2*n-1 {
-		t.Errorf("Sales holds %d rows, want %d primary copies and the %d email copies of the entities not refused", got, n, n-1)
-	}
-	for _, text := range append([]string{err.Error()}, logText(logs)...) {
-		if strings.Contains(text, "secret") {
+	return err
+}
+
+// checkRedactedAndRepairCountsWrites checks that neither the backfill's error nor the log
+// carries value (the start of every indexed value), then that a Repair of Sales with x,
+// which meets the same refusal, finds the refused entity's copy missing, repairs none,
+// fails, and does not carry value in its error either.
+func checkRedactedAndRepairCountsWrites(t *testing.T, b *bed, x maintainer, backfillErr error, logs *observer.ObservedLogs, value string) {
+	t.Helper()
+	for _, text := range append([]string{backfillErr.Error()}, logText(logs)...) {
+		if strings.Contains(text, value) {
 			t.Fatalf("an indexed value in the error or the log: %s", text)
 		}
 	}
@@ -69,7 +89,7 @@ func TestIntraBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testi
 	if err == nil || r.Repaired != 0 || r.Missing != 1 {
 		t.Fatalf("repair: %+v, %v; want the refused entity's copy found missing, none repaired, and its error", r, err)
 	}
-	if strings.Contains(err.Error(), "secret") {
+	if strings.Contains(err.Error(), value) {
 		t.Fatalf("an indexed value in the repair's error: %v", err)
 	}
 }
@@ -100,37 +120,7 @@ func TestInterBackfillPageRunsEveryEntityAndCheckpointsNonePastAFailure(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Proxies.Table.AddRule(faultproxy.Rule{Name: "refuse one entity", Action: faultproxy.Respond(http.StatusForbidden, "AuthorizationFailure"),
-		Match: func(r *http.Request) bool {
-			if !faultproxy.IsBatch(r) {
-				return false
-			}
-			body, _ := io.ReadAll(r.Body)
-			return bytes.Contains(body, []byte("employee000003"))
-		}})
-	var stored []secondaryindex.Checkpoint
-	cp, err := x.BackfillPartition(b.Ctx, "Sales", &secondaryindex.BackfillOptions{
-		Checkpoint: func(_ context.Context, cp secondaryindex.Checkpoint) error { stored = append(stored, cp); return nil }})
-	if err == nil {
-		t.Fatal("the backfill succeeded although one entity's transaction was refused")
-	}
-	if cp.After != "" || cp.Done || len(stored) != 0 {
-		t.Fatalf("checkpoint %+v returned, %+v stored, past the entity that failed", cp, stored)
-	}
-	if cp.Written != n-1 {
-		t.Errorf("the returned checkpoint counts %d written, want the %d entities of the stopped page that were", cp.Written, n-1)
-	}
+	err = backfillPastARefusal(t, b, x, "employee000003", n)
 	checkIndexed(t, b, "email_Sales", n-1)
-	for _, text := range append([]string{err.Error()}, logText(logs)...) {
-		if strings.Contains(text, "employee0") {
-			t.Fatalf("an indexed value in the error or the log: %s", text)
-		}
-	}
-	r, err := x.Repair(b.Ctx, "Sales", nil)
-	if err == nil || r.Repaired != 0 || r.Missing != 1 {
-		t.Fatalf("repair: %+v, %v; want the refused entity's copy found missing, none repaired, and its error", r, err)
-	}
-	if strings.Contains(err.Error(), "employee0") {
-		t.Fatalf("an indexed value in the repair's error: %v", err)
-	}
+	checkRedactedAndRepairCountsWrites(t, b, x, err, logs, "employee0")
 }

@@ -64,6 +64,39 @@ func checkIndexed(t *testing.T, b *bed, part string, n int) {
 	}
 }
 
+// throttledInEachDepartment runs op on every department at once, as inEachDepartment
+// does, through a model where each partition serves 20 entities/s with a burst of 60 and
+// the account has no limit, and returns the model's per-partition counts. The model is
+// stopped on return, so that the test's checks read unthrottled.
+func throttledInEachDepartment(t *testing.T, b *bed, depts []string, op func(ctx context.Context, pk string) error) faultproxy.ThrottleStats {
+	t.Helper()
+	model, err := b.Proxies.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 20, PartitionBurst: 60, AccountRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Stop()
+	model.Reset()
+	inEachDepartment(t, b.Ctx, depts, op)
+	return model.Stats()
+}
+
+// checkInterSpreads seeds the layout of interSpreadDepartments (one hot department of hot
+// employees, colds cold ones of cold), runs op with its Inter on every department at once
+// through throttledInEachDepartment's model, and checks that every copy and ref is
+// written and that the writes spread (testenv.CheckSpread, two requests in flight at most
+// per partition) over the hot index partition and the cold ones.
+func checkInterSpreads(t *testing.T, hot, colds, cold int, op func(x *secondaryindex.Inter[Employee], ctx context.Context, pk string) error) {
+	t.Helper()
+	b := setup(t, true)
+	x, depts, coldParts := interSpreadDepartments(t, b, hot, colds, cold)
+	st := throttledInEachDepartment(t, b, depts, func(ctx context.Context, pk string) error { return op(x, ctx, pk) })
+	checkIndexed(t, b, "email_Hot", hot)
+	for _, part := range coldParts {
+		checkIndexed(t, b, part, cold)
+	}
+	testenv.CheckSpread(t, st, 2, "email_Hot", coldParts)
+}
+
 // An Inter backfill runs its reconciliations on retry.Schedule, keyed by the index
 // partition they write: every entity of partition pk has its email copy in email_<pk>.
 // One hot department (50 employees) and six cold ones (10 each: their partitions' reads
@@ -75,26 +108,10 @@ func checkIndexed(t *testing.T, b *bed, part string, n int) {
 // written before the hot one ends; every copy and ref is written.
 func TestInterBackfillSpreadsWritesOverPartitions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	const hot, colds, cold = 50, 6, 10
-	x, depts, coldParts := interSpreadDepartments(t, b, hot, colds, cold)
-	model, err := b.Proxies.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 20, PartitionBurst: 60, AccountRate: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Stop()
-	model.Reset()
-	inEachDepartment(t, b.Ctx, depts, func(ctx context.Context, pk string) error {
+	checkInterSpreads(t, 50, 6, 10, func(x *secondaryindex.Inter[Employee], ctx context.Context, pk string) error {
 		_, err := x.BackfillPartition(ctx, pk, nil)
 		return err
 	})
-	st := model.Stats()
-	model.Stop()
-	checkIndexed(t, b, "email_Hot", hot)
-	for _, part := range coldParts {
-		checkIndexed(t, b, part, cold)
-	}
-	testenv.CheckSpread(t, st, 2, "email_Hot", coldParts)
 }
 
 // Inter's Repair runs its reconciliations on retry.Schedule too: the same layout as
@@ -104,26 +121,10 @@ func TestInterBackfillSpreadsWritesOverPartitions(t *testing.T) {
 // through the model, holds the same bounds, and every copy and ref is written.
 func TestInterRepairSpreadsWritesOverPartitions(t *testing.T) {
 	t.Parallel()
-	b := setup(t, true)
-	const hot, colds, cold = 30, 6, 6
-	x, depts, coldParts := interSpreadDepartments(t, b, hot, colds, cold)
-	model, err := b.Proxies.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 20, PartitionBurst: 60, AccountRate: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Stop()
-	model.Reset()
-	inEachDepartment(t, b.Ctx, depts, func(ctx context.Context, pk string) error {
+	checkInterSpreads(t, 30, 6, 6, func(x *secondaryindex.Inter[Employee], ctx context.Context, pk string) error {
 		_, err := x.Repair(ctx, pk, nil)
 		return err
 	})
-	st := model.Stats()
-	model.Stop()
-	checkIndexed(t, b, "email_Hot", hot)
-	for _, part := range coldParts {
-		checkIndexed(t, b, part, cold)
-	}
-	testenv.CheckSpread(t, st, 2, "email_Hot", coldParts)
 }
 
 // Intra's BackfillPartition writes one partition, the entity's own, one transaction per
@@ -162,18 +163,10 @@ func TestIntraBackfillPartitionSpreadsWritesOverPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := b.Proxies.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: 20, PartitionBurst: 60, AccountRate: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Stop()
-	model.Reset()
-	inEachDepartment(t, b.Ctx, depts, func(ctx context.Context, pk string) error {
+	st := throttledInEachDepartment(t, b, depts, func(ctx context.Context, pk string) error {
 		_, err := x.BackfillPartition(ctx, pk, nil)
 		return err
 	})
-	st := model.Stats()
-	model.Stop()
 	for d, dept := range depts {
 		n := cold
 		if d == 0 {

@@ -7,57 +7,39 @@ import (
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/benchcmp"
-	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/internal/testenv"
-	"github.com/tablepatterns/tablepatterns/repo"
-	"github.com/tablepatterns/tablepatterns/repo/account"
+	"github.com/tablepatterns/tablepatterns/patterns/internal/benchthrottle"
 )
 
 // throttledRestore restores, one table per operation, an archive of the entities
 // layout(op) returns through the throughput model (benchcmp.RunThrottled). Each table is
-// written and archived beforehand, on clients that go around the model (untimed); the
-// restore runs on clients behind it, into a new table, and is timed whole: the snapshot
-// and the verification of the archive before the first write (tens of milliseconds here)
-// are in its time.
+// written (benchthrottle.Bed.SeedTable) and archived beforehand, on clients that go
+// around the model (untimed); the restore runs on clients behind it, into a new table,
+// and is timed whole: the snapshot and the verification of the archive before the first
+// write (tens of milliseconds here) are in its time.
 func throttledRestore(b *testing.B, formula string, layout func(op int) []*codec.Entity, bound func(items []*codec.Entity) time.Duration) {
-	ps := testenv.Proxies(b)
-	direct, err := account.NewClients(testenv.ConnectionString(b), nil)
+	bed := benchthrottle.New(b)
+	archiver, err := New(bed.Direct, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	proxied, err := account.NewClients(ps.ConnectionString, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	archiver, err := New(direct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	restorer, err := New(proxied, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	model, err := ps.Table.EmulateThrottling(&faultproxy.ThrottleOptions{PartitionRate: benchcmp.ThrottledPartitionRate, AccountRate: benchcmp.ThrottledAccountRate})
+	restorer, err := New(bed.Proxied, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	container := testenv.ContainerName(b)
 	var items []*codec.Entity
 	var job RestoreTableJob
-	benchcmp.RunThrottled(b, model, benchcmp.Throttled{
+	benchcmp.RunThrottled(b, bed.Model, benchcmp.Throttled{
 		Formula: formula,
 		Prepare: func(op int) error {
 			items = layout(op)
-			src, target := testenv.TableName(b), testenv.TableName(b)
-			testenv.Table(b, src)
-			testenv.Table(b, target) // cleaned up after the benchmark; the restore creates it
-			t, err := repo.New[codec.Entity](direct.Tables, src, nil)
+			src, err := bed.SeedTable(b, items)
 			if err != nil {
 				return err
 			}
-			if err := t.BulkWrite(b.Context(), items, nil); err != nil {
-				return err
-			}
+			target := testenv.TableName(b)
+			testenv.Table(b, target) // cleaned up after the benchmark; the restore creates it
 			if _, err := archiver.ArchiveTable(b.Context(), ArchiveTableJob{Table: src, Container: container, Sealed: true}); err != nil {
 				return err
 			}

@@ -1,14 +1,11 @@
 package app_test
 
 import (
-	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/tablepatterns/tablepatterns/codec"
-	"github.com/tablepatterns/tablepatterns/internal/testenv"
 	"github.com/tablepatterns/tablepatterns/patterns/migrate"
 	"github.com/tablepatterns/tablepatterns/queueworker/cmd/archiver/app"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -22,42 +19,13 @@ import (
 // aborting (a worker would cancel the jobs), and accepted after. Unknown migrations and
 // subcommands exit 2 before any request.
 func TestMigrateCommandsShowAdvanceAndAbortAMigration(t *testing.T) {
-	cs := testenv.ConnectionString(t)
-	b := newIndexBed(t, cs)
-	src, dst, control := b.table, testenv.TableName(t), testenv.TableName(t)
-	t.Cleanup(func() {
-		for _, n := range []string{dst, control} {
-			_, _ = b.clients.Tables.NewClient(n).Delete(context.Background(), nil)
-		}
-	})
-	old, err := repo.New[worker](b.clients.Tables, src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 12 {
-		if err := old.Insert(t.Context(), &worker{Department: fmt.Sprintf("dept%02d", i%3), ID: fmt.Sprintf("w%d", i), Name: "n"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.ext = &app.Extensions{Migrations: map[string]func(*app.Env) (app.Migration, error){
-		"workers": func(env *app.Env) (app.Migration, error) {
-			o := migrationOptions()
-			o.Queue, o.Logger = env.Queue, env.Logger
-			return migrate.New(migrationSpec(t, env.Clients, src, dst, control), o)
-		},
-	}}
+	b, src, dst, control := workersMigrationBed(t, 12, 3)
 	for _, args := range [][]string{{"migrate", "status", "-migration", "nobody"}, {"migrate", "warp", "-migration", "workers"}, {"migrate", "status"}, {"migrate"}} {
 		if code, _, stderr := b.archiver(args...); code != app.ExitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, code, app.ExitUsage, stderr)
 		}
 	}
-	m, err := migrate.New(migrationSpec(t, b.clients, src, dst, control), migrationOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Plan(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	planWorkers(t, b, src, dst, control)
 	stage := func(out, stage, from string) {
 		t.Helper()
 		re := regexp.MustCompile(`migration workers: stage ` + stage + ` since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(from ` + regexp.QuoteMeta(from) + `\)`)

@@ -52,14 +52,14 @@ func migrationOptions() *migrate.Options {
 	return &migrate.Options{Refresh: 50 * time.Millisecond, WriteTimeout: 2 * time.Second, ClockSkew: 20 * time.Millisecond}
 }
 
-// TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity: a team's archiver knows a
-// migration; `enqueue migrate-backfill -dry-run` prints the jobs and enqueues nothing,
-// without -dry-run it enqueues one job per part of the partitions, and `run -drain`
-// copies every entity.
-func TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity(t *testing.T) {
-	cs := testenv.ConnectionString(t)
-	b := newIndexBed(t, cs)
-	src, dst, control := b.table, testenv.TableName(t), testenv.TableName(t)
+// workersMigrationBed returns an archiver bed whose table holds n workers spread over
+// depts departments and whose archiver knows the migration "workers" (migrationSpec, from
+// the bed's table to a new one, with a new control table; both are deleted after the
+// test), with the source, target and control table names.
+func workersMigrationBed(t *testing.T, n, depts int) (b *indexBed, src, dst, control string) {
+	t.Helper()
+	b = newIndexBed(t, testenv.ConnectionString(t))
+	src, dst, control = b.table, testenv.TableName(t), testenv.TableName(t)
 	t.Cleanup(func() {
 		for _, n := range []string{dst, control} {
 			_, _ = b.clients.Tables.NewClient(n).Delete(context.Background(), nil)
@@ -69,8 +69,8 @@ func TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 40 {
-		if err := old.Insert(t.Context(), &worker{Department: fmt.Sprintf("dept%02d", i%4), ID: fmt.Sprintf("w%d", i), Name: "n"}); err != nil {
+	for i := range n {
+		if err := old.Insert(t.Context(), &worker{Department: fmt.Sprintf("dept%02d", i%depts), ID: fmt.Sprintf("w%d", i), Name: "n"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,6 +81,12 @@ func TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity(t *testing.T) {
 			return migrate.New(migrationSpec(t, env.Clients, src, dst, control), o)
 		},
 	}}
+	return b, src, dst, control
+}
+
+// planWorkers plans the migration of workersMigrationBed on b's clients and returns it.
+func planWorkers(t *testing.T, b *indexBed, src, dst, control string) *migrate.Migration[worker, workerV2] {
+	t.Helper()
 	m, err := migrate.New(migrationSpec(t, b.clients, src, dst, control), migrationOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,16 @@ func TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity(t *testing.T) {
 	if err := m.Plan(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity: a team's archiver knows a
+// migration; `enqueue migrate-backfill -dry-run` prints the jobs and enqueues nothing,
+// without -dry-run it enqueues one job per part of the partitions, and `run -drain`
+// copies every entity.
+func TestEnqueueMigrateDryRunSendsNothingAndRunCopiesEveryEntity(t *testing.T) {
+	b, src, dst, control := workersMigrationBed(t, 40, 4)
+	m := planWorkers(t, b, src, dst, control)
 	for range 2 { // Planned -> DualWrite -> Backfill
 		if _, err := m.Advance(t.Context()); err != nil {
 			t.Fatal(err)
