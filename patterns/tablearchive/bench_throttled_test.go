@@ -47,7 +47,11 @@ func throttledRestore(b *testing.B, formula string, layout func(op int) []*codec
 			return nil
 		},
 		Op: func(int) error {
-			_, err := restorer.RestoreTable(b.Context(), job)
+			rep, err := restorer.RestoreTable(b.Context(), job)
+			if err == nil && (rep.Outcome != OutcomeRestored || rep.Manifest.Entities != int64(len(items))) {
+				// A restore that found no archive, or a smaller one, would time nothing.
+				err = fmt.Errorf("restore: outcome %q of %d entities, want %q of %d", rep.Outcome, rep.Manifest.Entities, OutcomeRestored, len(items))
+			}
 			return err
 		},
 		Bound: func(int) time.Duration { return bound(items) },
