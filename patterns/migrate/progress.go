@@ -159,7 +159,8 @@ func (r *progressRow) checkpoint() checkpoint {
 func (m *Migration[O, N]) recordPage(ctx context.Context, job Job, next *Job, c progressCounts) {
 	m.seams.beforeProgress(ctx, job)
 	if err := m.writeProgress(ctx, job, next, c); err != nil {
-		m.opts.Logger.Warn("migrate: progress not recorded", zap.String("kind", job.Kind), zap.String("error", errs.Redact(err)))
+		m.opts.Logger.Warn("migrate: progress not recorded (advisory: the page is done)", zap.String("kind", job.Kind),
+			zap.Int64("scanned", c[0]), zap.Bool("more", next != nil), zap.String("error", errs.Redact(err)))
 	}
 }
 
@@ -184,6 +185,9 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	for round := 1; round <= progressRounds; round++ {
 		row, err := m.progress.rows.Get(ctx, pk, rk)
 		found := err == nil
+		if found {
+			err = m.checkProgressRow(&row, run)
+		}
 		switch {
 		case errors.Is(err, repo.ErrNotFound):
 			row = progressRow{PartitionKey: pk, RowKey: rk, Kind: job.Kind, From: job.PartitionKeyFrom, To: job.PartitionKeyTo}
@@ -191,9 +195,7 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 				row.Parts = int64(job.Parts)
 			}
 		case err != nil:
-			return err
-		case m.checkProgressRow(&row, run) != nil:
-			return m.checkProgressRow(&row, run)
+			return err // includes a stored row that does not validate: never built on
 		case !to.past(row.checkpoint()):
 			return nil // this page, or one after it, was counted
 		}

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/queueworker"
@@ -277,5 +280,37 @@ func TestProgressSkipsARowThatDoesNotParse(t *testing.T) {
 	}
 	if p.Skipped != len(forged) || len(p.Kinds) != 1 || p.Kinds[0].Counts["scanned"] != n || p.Kinds[0].Started != 1 {
 		t.Errorf("progress %+v: want %d rows skipped and %d scanned over one range", p, len(forged), n)
+	}
+}
+
+// TestAFailedProgressWriteNeverFailsThePage forges the progress row of the one range
+// before a backfill runs (a count of the wrong type): every progress write of the run
+// meets a row it must not build on and fails, each logged as a warning, while the
+// backfill copies every entity and returns no error.
+func TestAFailedProgressWriteNeverFailsThePage(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false, false)
+	const n = 20
+	f.atBackfill(t, n, 2, 10)
+	core, logs := observer.New(zap.WarnLevel)
+	f.m.opts.Logger = zap.New(core)
+	st, err := f.m.load(f.b.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := mustTable[codec.Entity](t, f, f.m.control.Name())
+	rk := f.m.progressPrefix(runOf(st, Backfill)) + KindBackfill + ":" + rangeID("")
+	if err := raw.Insert(f.b.Ctx, &codec.Entity{PartitionKey: f.m.recordKey(), RowKey: rk, Properties: map[string]any{"Kind": KindBackfill, "Scanned": "many"}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.m.RunAll(f.b.Ctx, KindBackfill)
+	if err != nil || rep.Scanned != n || rep.Copied != n {
+		t.Fatalf("the backfill under failing progress writes: %+v, %v: want %d copied", rep, err, n)
+	}
+	if got := logs.FilterMessageSnippet("progress not recorded").Len(); got != 2 {
+		t.Errorf("%d progress warnings, want one per page (2)", got)
+	}
+	if p, err := f.m.Progress(f.b.Ctx); err != nil || p.Skipped != 1 || len(p.Kinds) != 0 {
+		t.Errorf("progress %+v, %v: want the forged row skipped, nothing summed", p, err)
 	}
 }
