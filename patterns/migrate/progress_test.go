@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/tablepatterns/tablepatterns/codec"
+	"github.com/tablepatterns/tablepatterns/internal/errs"
 	"github.com/tablepatterns/tablepatterns/internal/faultproxy"
 	"github.com/tablepatterns/tablepatterns/queueworker"
 	"github.com/tablepatterns/tablepatterns/repo"
@@ -312,5 +314,32 @@ func TestAFailedProgressWriteNeverFailsThePage(t *testing.T) {
 	}
 	if p, err := f.m.Progress(f.b.Ctx); err != nil || p.Skipped != 1 || len(p.Kinds) != 0 {
 		t.Errorf("progress %+v, %v: want the forged row skipped, nothing summed", p, err)
+	}
+}
+
+// TestJobsCarryTheirPartsAndAForgedCountIsRefused: Jobs tells each job how many parts
+// the kind was split into (Progress's total), and a job whose count is negative or past
+// the bound is refused, a re-keying's and a schema migration's.
+func TestJobsCarryTheirPartsAndAForgedCountIsRefused(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false, false)
+	s := setupStaged(t, false, 0)
+	jobs, err := f.m.Jobs(KindVerify, "b", "c")
+	if err != nil || len(jobs) != 3 || jobs[2].Parts != 3 {
+		t.Fatalf("Jobs: %+v, %v: want 3 jobs of 3 parts", jobs, err)
+	}
+	sj, err := s.s.Jobs(KindSchemaRewrite, "b")
+	if err != nil || len(sj) != 2 || sj[0].Parts != 2 {
+		t.Fatalf("schema Jobs: %+v, %v: want 2 jobs of 2 parts", sj, err)
+	}
+	for _, parts := range []int{-1, maxParts + 1} {
+		j, k := jobs[0], sj[0]
+		j.Parts, k.Parts = parts, parts
+		if _, _, err := f.m.RunJob(f.b.Ctx, j); !errors.Is(err, errs.ErrInvalidInput) {
+			t.Errorf("a job of %d parts: %v, want ErrInvalidInput", parts, err)
+		}
+		if _, _, err := s.s.RunJob(s.b.Ctx, k); !errors.Is(err, errs.ErrInvalidInput) {
+			t.Errorf("a schema job of %d parts: %v, want ErrInvalidInput", parts, err)
+		}
 	}
 }

@@ -45,6 +45,8 @@ func (s *Schema[T]) validJob(j Job) error {
 		return errs.Invalid("Job.Migration", "another migration's job")
 	case j.Phase != phaseSource:
 		return errs.Invalid("Job.Phase", "not a phase of %s", j.Kind)
+	case j.Parts < 0 || j.Parts > maxParts:
+		return errs.Invalid("Job.Parts", "must be 0 to %d", maxParts)
 	}
 	return j.selection().Validate()
 }
