@@ -304,6 +304,32 @@
 // of the stage it was sent in; reads return it in the latest shape, and the next write
 // of it stores the version of the stage it is made in.
 //
+// # Progress (progress.go)
+//
+// Each page a range job completes, on a worker's delivery or in RunAll (Advance),
+// records its progress in the control table, beside the state record: one row per
+// range job of the stage's run, keyed by the migration, the id of the transition that
+// entered the stage (a re-run after an abort, or a later stage, is another run), the job
+// kind and the range; it holds the furthest checkpoint reached, whether the range is
+// done, and the counts (scanned, and the kind's own: copied, missing, stale, orphans,
+// foreign; rewritten, current, unknown, downgraded, refused): counts and keys, never
+// values (TestProgressRowsNeverHoldAValue). Only the write that moves the stored
+// checkpoint past where it was adds the page's counts, If-Match the row read (an insert
+// where none is); a page whose checkpoint is not past it adds nothing, and a write that
+// meets 412, 409 or an unknown outcome reads again. So a page counts once under two
+// deliveries at once (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), a lost
+// response (TestProgressCountsAPageOnceWhenItsWriteLosesItsResponse), and a worker
+// killed between the page's work and its progress write, whose redelivery counts it
+// (TestProgressOfAPageWhoseWorkerWasKilledIsCountedOnceByTheRedelivery); the sums equal
+// the Report of a RunAll of the stage (TestProgressSumsEqualTheReportOfRunAll).
+// Migration.Progress and Schema.Progress sum the current stage's rows per job kind
+// (ranges started and done, the total Jobs split the kind into, the counts), skipping
+// and counting a row that does not validate (TestProgressSkipsARowThatDoesNotParse);
+// `archiver migrate status` prints them. Progress is advisory: a progress write that
+// fails is logged as a warning and never fails the page, whose counts are then missing
+// from the sums. It costs one read and one write of the control table per page (more
+// only when two deliveries of a page meet).
+//
 // # Cost
 //
 // Per application write during DualWrite..CutOver: the old write, two reads of the copy

@@ -135,6 +135,7 @@ type Migration[O, N any] struct {
 	sameTable bool
 	src, tgt  *repo.Table[codec.Entity]
 	control   *repo.Table[record]
+	progress  progressTables
 	mu        sync.Mutex
 	view      State
 	fetched   time.Time
@@ -165,6 +166,9 @@ func New[O, N any](spec Spec[O, N], opts *Options) (*Migration[O, N], error) {
 		return nil, err
 	}
 	if m.control, err = repo.New[record](spec.Service, cmp.Or(spec.Control, DefaultControlTable), topts); err != nil {
+		return nil, err
+	}
+	if m.progress, err = newProgressTables(spec.Service, m.control.Name(), topts); err != nil {
 		return nil, err
 	}
 	return m, nil

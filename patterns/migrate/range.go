@@ -55,7 +55,13 @@ type Job struct {
 	PartitionKeyTo   string `json:"pkTo,omitempty"`
 	// After is the checkpoint: the keys of the last row an earlier delivery scanned.
 	After *Key `json:"after,omitempty"`
+	// Parts is the number of jobs Jobs split the kind's work into (0: unknown), what
+	// Progress reports as the total of ranges.
+	Parts int `json:"parts,omitempty"`
 }
+
+// maxParts bounds Job.Parts.
+const maxParts = 1 << 20
 
 // Key is a position in a table: a PartitionKey and a RowKey (pk and rk in JSON).
 type Key rangejob.Key
@@ -76,6 +82,8 @@ func (j Job) Validate() error {
 		return errs.Invalid("Job.Migration", "not a migration name")
 	case j.Phase != p[0] && j.Phase != p[1]:
 		return errs.Invalid("Job.Phase", "not a phase of %s", j.Kind)
+	case j.Parts < 0 || j.Parts > maxParts:
+		return errs.Invalid("Job.Parts", "must be 0 to %d", maxParts)
 	}
 	return j.selection().Validate()
 }
@@ -221,7 +229,7 @@ func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, erro
 	}
 	total := Report{}
 	failed := 0
-	for job := (&Job{Migration: m.spec.Name, Kind: kind, Phase: p[0]}); job != nil; {
+	for job := (&Job{Migration: m.spec.Name, Kind: kind, Phase: p[0], Parts: 1}); job != nil; {
 		next, rep, err := m.RunJob(ctx, *job)
 		total.add(rep)
 		if err != nil {
@@ -232,7 +240,7 @@ func (m *Migration[O, N]) RunAll(ctx context.Context, kind string) (Report, erro
 			}
 			continue
 		}
-		m.pageDone(*job, rep, next != nil)
+		m.pageDone(ctx, *job, rep, next)
 		failed, job = 0, next
 	}
 	m.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), total.fields()...)

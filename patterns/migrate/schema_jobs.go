@@ -45,6 +45,8 @@ func (s *Schema[T]) validJob(j Job) error {
 		return errs.Invalid("Job.Migration", "another migration's job")
 	case j.Phase != phaseSource:
 		return errs.Invalid("Job.Phase", "not a phase of %s", j.Kind)
+	case j.Parts < 0 || j.Parts > maxParts:
+		return errs.Invalid("Job.Parts", "must be 0 to %d", maxParts)
 	}
 	return j.selection().Validate()
 }
@@ -64,7 +66,7 @@ func (s *Schema[T]) Jobs(kind string, bounds ...string) ([]Job, error) {
 	edges := append(append([]string{""}, bounds...), "")
 	out := make([]Job, 0, len(edges)-1)
 	for i := 0; i+1 < len(edges); i++ {
-		j := Job{Migration: s.spec.Name, Kind: kind, PartitionKeyFrom: edges[i], PartitionKeyTo: edges[i+1]}
+		j := Job{Migration: s.spec.Name, Kind: kind, PartitionKeyFrom: edges[i], PartitionKeyTo: edges[i+1], Parts: len(edges) - 1}
 		if err := s.validJob(j); err != nil {
 			return nil, err
 		}
@@ -129,9 +131,7 @@ func (s *Schema[T]) handle(ctx context.Context, msg *queueworker.Message[Job]) e
 		case err != nil:
 			return err
 		}
-		s.opts.Logger.Info("migrate: schema page done", zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom),
-			zap.String("pkTo", job.PartitionKeyTo), zap.Int("scanned", rep.Scanned), zap.Int("rewritten", rep.Rewritten),
-			zap.Int("downgraded", rep.Downgraded), zap.Int("stale", rep.Stale), zap.Int("unknown", rep.Unknown), zap.Int("refused", rep.Refused), zap.Bool("more", next != nil))
+		s.pageRecorded(ctx, job, next, rep)
 		if next == nil {
 			return nil
 		}
@@ -262,7 +262,7 @@ func (s *Schema[T]) page(ctx context.Context, plan *rangejob.Plan, after *Key, r
 func (s *Schema[T]) RunAll(ctx context.Context, kind string) (SchemaReport, error) {
 	total := SchemaReport{}
 	failed := 0
-	for job := (&Job{Migration: s.spec.Name, Kind: kind}); job != nil; {
+	for job := (&Job{Migration: s.spec.Name, Kind: kind, Parts: 1}); job != nil; {
 		next, rep, err := s.RunJob(ctx, *job)
 		total.add(rep)
 		if err != nil {
@@ -271,6 +271,7 @@ func (s *Schema[T]) RunAll(ctx context.Context, kind string) (SchemaReport, erro
 			}
 			continue
 		}
+		s.pageRecorded(ctx, *job, next, rep)
 		failed, job = 0, next
 	}
 	s.opts.Logger.Info(fmt.Sprintf("migrate: %s done", kind), zap.Int("scanned", total.Scanned), zap.Int("rewritten", total.Rewritten),

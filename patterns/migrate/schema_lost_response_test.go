@@ -25,7 +25,7 @@ func TestLostResponsesOnSchemaRewritesDowngradesAndTransitionsLoseNothing(t *tes
 			p.SetSeed(7)
 			lost := faultproxy.DropAfterForward()
 			p.AddRule(faultproxy.Rule{Name: "replace", Match: faultproxy.All(faultproxy.MethodIs(http.MethodPut), faultproxy.IsEntityWrite, onTable(f.b.Table)), Probability: 0.25, Action: lost})
-			p.AddRule(faultproxy.Rule{Name: "transition", Match: faultproxy.All(faultproxy.IsEntityWrite, onTable(f.control)), Times: 3, Action: lost})
+			p.AddRule(faultproxy.Rule{Name: "transition", Match: faultproxy.All(faultproxy.IsEntityWrite, onTable(f.control), onStateRecord), Times: 3, Action: lost})
 			stop := make(chan struct{})
 			w := &stagedWriter{s: f.s, md: md, keys: keys, deletes: true}
 			ww := w.run(f.b.Ctx, t, 2, stop)

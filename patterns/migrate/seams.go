@@ -24,6 +24,9 @@ type seams struct {
 	// chunkLate runs when a chunk's shared steps outlast its deadline and its entities
 	// go through the per-entity rule.
 	chunkLate func()
+	// progress runs after a range job's page did its work and before its progress is
+	// recorded (a worker killed there leaves the page to its redelivery).
+	progress func(ctx context.Context, job Job)
 }
 
 func (s *seams) beforeCopyWrite(ctx context.Context, pk, rk string) {
@@ -47,5 +50,11 @@ func (s *seams) afterScan(ctx context.Context, pk, rk string) {
 func (s *seams) lateChunk() {
 	if s.chunkLate != nil {
 		s.chunkLate()
+	}
+}
+
+func (s *seams) beforeProgress(ctx context.Context, job Job) {
+	if s.progress != nil {
+		s.progress(ctx, job)
 	}
 }

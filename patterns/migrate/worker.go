@@ -58,7 +58,7 @@ func (m *Migration[O, N]) handle(ctx context.Context, msg *queueworker.Message[J
 		case err != nil:
 			return err
 		}
-		m.pageDone(job, rep, next != nil)
+		m.pageDone(ctx, job, rep, next)
 		if next == nil {
 			return nil
 		}
@@ -97,9 +97,11 @@ func stageName(s Stage) string {
 }
 
 // pageDone logs the progress of a range job, a page at a time (counts and bounds, never
-// values), wherever it runs: a worker's delivery or RunAll (Advance).
-func (m *Migration[O, N]) pageDone(job Job, rep Report, more bool) {
-	m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", more))...)
+// values), wherever it runs: a worker's delivery or RunAll (Advance), and records it
+// for Progress (progress.go); next is the job that continues it (nil: the range is done).
+func (m *Migration[O, N]) pageDone(ctx context.Context, job Job, rep Report, next *Job) {
+	m.opts.Logger.Info("migrate: page done", append(rep.fields(), zap.String("kind", job.Kind), zap.String("pkFrom", job.PartitionKeyFrom), zap.String("pkTo", job.PartitionKeyTo), zap.Bool("more", next != nil))...)
+	m.recordPage(ctx, job, next, reportCounts(rep))
 }
 
 // EnqueueJob puts job, a job of this migration, on the queue of c for a worker that
@@ -145,7 +147,7 @@ func (m *Migration[O, N]) Jobs(kind string, bounds ...string) ([]Job, error) {
 	edges := append(append([]string{""}, bounds...), "")
 	out := make([]Job, 0, len(edges)-1)
 	for i := 0; i+1 < len(edges); i++ {
-		j := Job{Migration: m.spec.Name, Kind: kind, PartitionKeyFrom: edges[i], PartitionKeyTo: edges[i+1], Phase: p[0]}
+		j := Job{Migration: m.spec.Name, Kind: kind, PartitionKeyFrom: edges[i], PartitionKeyTo: edges[i+1], Phase: p[0], Parts: len(edges) - 1}
 		if err := j.Validate(); err != nil {
 			return nil, err
 		}

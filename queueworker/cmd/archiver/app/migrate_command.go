@@ -58,6 +58,12 @@ func migrateCommand(ctx context.Context, sub string, args []string, stdout, stde
 	if st.Stage == "" {
 		return fmt.Errorf("migration %s: %w", name, errs.ErrNotFound)
 	}
+	// Progress is advisory: a failure to read it leaves the status shown.
+	if p, err := m.Progress(ctx); err != nil {
+		fmt.Fprintf(stderr, "progress not read: %s\n", errs.Redact(err))
+	} else {
+		printProgress(stdout, p)
+	}
 	return nil
 }
 
@@ -71,7 +77,7 @@ func advanceMigration(ctx context.Context, m Migration, name string, st migrate.
 		return nil
 	}
 	if kind, ok := m.StageJob(st.Stage); ok {
-		fmt.Fprintf(stdout, "advancing from %s: waits until every process follows it, runs its %s work to the end (progress: 'migrate: page done' lines), then records the next stage\n", st.Stage, kind)
+		fmt.Fprintf(stdout, "advancing from %s: waits until every process follows it, runs its %s work to the end (progress: 'migrate: page done' lines, and 'migrate status'), then records the next stage\n", st.Stage, kind)
 	} else {
 		fmt.Fprintf(stdout, "advancing from %s: waits until every process follows it, then records the next stage\n", st.Stage)
 	}

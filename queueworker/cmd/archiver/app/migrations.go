@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -18,7 +19,8 @@ import (
 // staged schema evolution) implement it. Register puts its job handlers on the worker's
 // registry (`archiver run`); Jobs splits one kind's job by partition bounds and
 // EnqueueJob sends one (`archiver enqueue migrate-*`); Status reads its state record
-// (`archiver migrate status`); Advance takes it one stage on, running the stage's work to
+// and Progress the summed progress of its current stage's range jobs (`archiver migrate
+// status`); Advance takes it one stage on, running the stage's work to
 // its end in this process (`archiver migrate advance`); Abort turns it back before
 // CleanUp (`archiver migrate abort`).
 type Migration interface {
@@ -26,6 +28,7 @@ type Migration interface {
 	Jobs(kind string, bounds ...string) ([]migrate.Job, error)
 	EnqueueJob(ctx context.Context, c *queueworker.Client, job migrate.Job) error
 	Status(ctx context.Context) (migrate.State, error)
+	Progress(ctx context.Context) (migrate.Progress, error)
 	Advance(ctx context.Context) (migrate.State, error)
 	Abort(ctx context.Context) (migrate.State, error)
 	// StageJob is the kind of the range job whose work Advance runs at a stage, by the
@@ -163,7 +166,7 @@ func enqueueMigration(ctx context.Context, kind string, args []string, stdout, s
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "enqueued %d %s jobs on %s; progress: 'migrate: page done' lines of 'archiver run'\n", len(jobs), kind, e.queue)
+	fmt.Fprintf(stdout, "enqueued %d %s jobs on %s; progress: 'archiver migrate status -migration %s' (summed over the workers)\n", len(jobs), kind, e.queue, name)
 	return nil
 }
 
@@ -175,6 +178,40 @@ func printState(w io.Writer, name string, st migrate.State) {
 		return
 	}
 	fmt.Fprintf(w, "migration %s: stage %s since %s (from %s)\n", name, stageName(st.Stage), st.Since.UTC().Format("2006-01-02T15:04:05Z"), stageName(st.Previous))
+}
+
+// printProgress prints the summed progress of the current stage's range jobs, a line
+// per job kind: ranges done/started (/total when known), then the counts, scanned first.
+func printProgress(w io.Writer, p migrate.Progress) {
+	for _, k := range p.Kinds {
+		ranges := fmt.Sprintf("ranges done/started %d/%d", k.Done, k.Started)
+		if k.Total > 0 {
+			ranges = fmt.Sprintf("ranges done/started/total %d/%d/%d", k.Done, k.Started, k.Total)
+		}
+		names := make([]string, 0, len(k.Counts))
+		for n := range k.Counts {
+			names = append(names, n)
+		}
+		slices.SortFunc(names, func(a, b string) int {
+			return cmp.Or(cmp.Compare(rankCount(a), rankCount(b)), cmp.Compare(a, b))
+		})
+		counts := make([]string, 0, len(names))
+		for _, n := range names {
+			counts = append(counts, fmt.Sprintf("%s %d", n, k.Counts[n]))
+		}
+		fmt.Fprintf(w, "progress %s: %s; %s\n", k.Kind, ranges, strings.Join(counts, ", "))
+	}
+	if p.Skipped > 0 {
+		fmt.Fprintf(w, "progress: %d rows skipped (they do not validate)\n", p.Skipped)
+	}
+}
+
+// rankCount puts "scanned" before the kind's own counts.
+func rankCount(name string) int {
+	if name == "scanned" {
+		return 0
+	}
+	return 1
 }
 
 func stageName(s migrate.Stage) string {
@@ -199,14 +236,17 @@ Live migrations (patterns/migrate):
                               -migration NAME [-pk-bound PK ...] [-dry-run]
                               the range jobs of a migration's stage, one per part of the
                               partitions the bounds cut; -dry-run prints them and sends
-                              nothing; 'archiver run' logs each page ("migrate: page done");
+                              nothing; 'archiver run' logs each page ("migrate: page done")
+                              and 'archiver migrate status' shows the sum over the workers;
                               migrate-abort only once the migration is aborting
   archiver enqueue migrate-schema-rewrite|migrate-schema-verify|migrate-schema-downgrade
                               [flags] -migration NAME [-pk-bound PK ...] [-dry-run]
                               the same for a staged schema evolution (migrate.Schema):
                               its rewrite (Backfill), verify and downgrade (Aborting)
   archiver migrate status|advance|abort [flags] -migration NAME
-                              status prints the stage, since when and the stage before;
+                              status prints the stage, since when and the stage before,
+                              then the progress of the stage's range jobs summed over the
+                              workers (a line per kind: ranges done/started/total, counts);
                               advance waits until every process follows the stage, runs
                               its work to the end in this process (a "migrate: page done"
                               line per page), then records the next stage; abort turns the
