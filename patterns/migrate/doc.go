@@ -322,8 +322,11 @@
 // killed between the page's work and its progress write, whose redelivery counts it
 // (TestProgressOfAPageWhoseWorkerWasKilledIsCountedOnceByTheRedelivery); the sums equal
 // the Report of a RunAll of the stage (TestProgressSumsEqualTheReportOfRunAll).
-// Migration.Progress and Schema.Progress sum the current stage's rows per job kind
-// (ranges started and done, the total Jobs split the kind into, the counts), skipping
+// Migration.Progress and Schema.Progress sum the current stage's rows per pass of a job
+// kind (ranges started and done, the total Jobs split the pass into, the counts): the
+// workers' jobs and Advance's own RunAll over the same work keep rows apart and are
+// summed apart, so neither counts an entity twice
+// (TestProgressKeepsAdvancesPassApartFromTheWorkers), skipping
 // and counting a row that does not validate (TestProgressSkipsARowThatDoesNotParse);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that
 // fails is logged as a warning and never fails the page, whose counts are then missing

@@ -118,8 +118,12 @@ func (m *Migration[O, N]) progressPrefix(run string) string {
 	return "progress:" + m.spec.Name + ":" + run + ":"
 }
 
-func rangeID(from string) string {
-	h := sha256.Sum256([]byte(from))
+// rangeID names a range job's row: its start bound within the split it belongs to
+// (parts, as Jobs made it; 1 for RunAll's one pass). Passes over the same work by another
+// split (Advance's RunAll beside the workers' jobs) keep rows of their own, so that no
+// page of one is taken for a page of the other, and Progress sums each pass apart.
+func rangeID(parts int, from string) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s", parts, from))
 	return hex.EncodeToString(h[:16])
 }
 
@@ -181,7 +185,7 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	if next != nil {
 		to.phase, to.after = int64(next.Phase), next.After
 	}
-	pk, rk := m.recordKey(), m.progressPrefix(run)+job.Kind+":"+rangeID(job.PartitionKeyFrom)
+	pk, rk := m.recordKey(), m.progressPrefix(run)+job.Kind+":"+rangeID(job.Parts, job.PartitionKeyFrom)
 	for round := 1; round <= progressRounds; round++ {
 		row, err := m.progress.rows.Get(ctx, pk, rk)
 		found := err == nil
@@ -230,7 +234,7 @@ func (m *Migration[O, N]) checkProgressRow(r *progressRow, run string) error {
 	switch {
 	case !ok || stage == "":
 		return bad("Kind is not a migration job kind")
-	case r.PartitionKey != m.recordKey() || r.RowKey != m.progressPrefix(run)+r.Kind+":"+rangeID(r.From):
+	case r.PartitionKey != m.recordKey() || r.RowKey != m.progressPrefix(run)+r.Kind+":"+rangeID(int(r.Parts), r.From):
 		return bad("its key does not name its run, kind and range")
 	case r.Parts < 0 || r.Parts > maxParts:
 		return bad("Parts out of range")
@@ -259,20 +263,23 @@ func (m *Migration[O, N]) checkProgressRow(r *progressRow, run string) error {
 type Progress struct {
 	// Stage is the stage the state record shows; the rows are those of its run.
 	Stage Stage
-	// Kinds is the progress of each job kind with a recorded page, by kind.
+	// Kinds is the progress of each pass of a job kind with a recorded page, by kind:
+	// the workers' jobs as Jobs split them, and apart from them Advance's own pass over
+	// the same work (RunAll: Total 1), so that no entity is counted twice in one.
 	Kinds []KindProgress
 	// Skipped counts the progress rows that did not validate: read, never trusted.
 	Skipped int
 }
 
-// KindProgress is the progress of one job kind in a stage's run.
+// KindProgress is the progress of one pass of a job kind in a stage's run: the ranges of
+// one split of the work.
 type KindProgress struct {
 	// Kind is the job kind (KindBackfill, KindSchemaRewrite, ...).
 	Kind string
 	// Started counts the ranges with a recorded page, Done those finished.
 	Started, Done int
-	// Total is the number of ranges the jobs were split into (Jobs), when every range
-	// recorded says the same; 0 when unknown.
+	// Total is the number of ranges the pass was split into (Jobs; 1 for RunAll); 0 for
+	// jobs that did not say.
 	Total int
 	// Counts sums the ranges' counts by name: "scanned", and the kind's own counts
 	// ("copied", "missing", "stale", "orphans", "foreign" for a re-keying's jobs;
@@ -301,8 +308,11 @@ func (m *Migration[O, N]) Progress(ctx context.Context) (Progress, error) {
 	if err != nil {
 		return Progress{}, tableGone(err)
 	}
-	byKind := map[string]*KindProgress{}
-	parts := map[string]int64{}
+	type pass struct {
+		kind  string
+		parts int64
+	}
+	byPass := map[pass]*KindProgress{}
 	for i := range rows {
 		r, err := parseProgressRow(&rows[i])
 		if err == nil {
@@ -312,18 +322,14 @@ func (m *Migration[O, N]) Progress(ctx context.Context) (Progress, error) {
 			p.Skipped++
 			continue
 		}
-		k := byKind[r.Kind]
+		k := byPass[pass{r.Kind, r.Parts}]
 		if k == nil {
-			k = &KindProgress{Kind: r.Kind, Counts: map[string]int64{}}
-			byKind[r.Kind] = k
-			parts[r.Kind] = r.Parts
+			k = &KindProgress{Kind: r.Kind, Total: int(r.Parts), Counts: map[string]int64{}}
+			byPass[pass{r.Kind, r.Parts}] = k
 		}
 		k.Started++
 		if r.Done {
 			k.Done++
-		}
-		if parts[r.Kind] != r.Parts {
-			parts[r.Kind] = 0
 		}
 		for i, c := range r.counts() {
 			if *c != 0 {
@@ -331,11 +337,12 @@ func (m *Migration[O, N]) Progress(ctx context.Context) (Progress, error) {
 			}
 		}
 	}
-	for kind, k := range byKind {
-		k.Total = int(parts[kind])
+	for _, k := range byPass {
 		p.Kinds = append(p.Kinds, *k)
 	}
-	slices.SortFunc(p.Kinds, func(a, b KindProgress) int { return cmp.Compare(a.Kind, b.Kind) })
+	slices.SortFunc(p.Kinds, func(a, b KindProgress) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(b.Total, a.Total))
+	})
 	return p, nil
 }
 

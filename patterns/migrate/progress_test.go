@@ -268,9 +268,9 @@ func TestProgressSkipsARowThatDoesNotParse(t *testing.T) {
 		{"Kind": KindBackfill, "From": "not-this-range", "Scanned": int64(1000)},
 	}
 	for i, props := range forged {
-		rk := prefix + rangeID(props["From"].(string))
+		rk := prefix + rangeID(0, props["From"].(string))
 		if i == 2 {
-			rk = prefix + rangeID("z")
+			rk = prefix + rangeID(0, "z")
 		}
 		if err := raw.Insert(f.b.Ctx, &codec.Entity{PartitionKey: f.m.recordKey(), RowKey: rk, Properties: props}); err != nil {
 			t.Fatal(err)
@@ -301,7 +301,7 @@ func TestAFailedProgressWriteNeverFailsThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := mustTable[codec.Entity](t, f, f.m.control.Name())
-	rk := f.m.progressPrefix(runOf(st, Backfill)) + KindBackfill + ":" + rangeID("")
+	rk := f.m.progressPrefix(runOf(st, Backfill)) + KindBackfill + ":" + rangeID(1, "")
 	if err := raw.Insert(f.b.Ctx, &codec.Entity{PartitionKey: f.m.recordKey(), RowKey: rk, Properties: map[string]any{"Kind": KindBackfill, "Scanned": "many"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -341,5 +341,43 @@ func TestJobsCarryTheirPartsAndAForgedCountIsRefused(t *testing.T) {
 		if _, _, err := s.s.RunJob(s.b.Ctx, k); !errors.Is(err, errs.ErrInvalidInput) {
 			t.Errorf("a schema job of %d parts: %v, want ErrInvalidInput", parts, err)
 		}
+	}
+}
+
+// TestProgressKeepsAdvancesPassApartFromTheWorkers runs a backfill's whole range with
+// RunAll (Advance's own pass) before the workers' two jobs of the same work: each pass
+// has rows of its own, so the workers' pass sums every entity once (not the ones its
+// first range shares with RunAll's lost, nor the second range's counted on top of
+// RunAll's), and RunAll's pass sums them once too.
+func TestProgressKeepsAdvancesPassApartFromTheWorkers(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false, false)
+	const n = 60
+	f.atBackfill(t, n, 3, 10)
+	jobs, err := f.m.Jobs(KindBackfill, "dept01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.RunAll(f.b.Ctx, KindBackfill); err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range jobs {
+		if err := deliver(f.b.Ctx, f.m, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := f.m.Progress(f.b.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTotal := map[int]KindProgress{}
+	for _, k := range p.Kinds {
+		if k.Kind == KindBackfill {
+			byTotal[k.Total] = k
+		}
+	}
+	workers, own := byTotal[len(jobs)], byTotal[1]
+	if len(byTotal) != 2 || workers.Counts["scanned"] != n || workers.Done != len(jobs) || own.Counts["scanned"] != n || own.Done != 1 {
+		t.Errorf("progress %+v: want the workers' %d ranges and RunAll's one apart, each pass %d scanned and done", p.Kinds, len(jobs), n)
 	}
 }
