@@ -23,6 +23,9 @@ func (m *Migration[O, N]) deleteOldBehind(ctx context.Context, c version, pk, rk
 	if err != nil || !s.found {
 		return err // gone: clean-up (here or elsewhere) deleted it already
 	}
+	if lateInsert(c, s) {
+		return m.deleteOld(ctx, pk, rk, s.etag)
+	}
 	if s.etag == c.srcETag {
 		same, err := m.holdsTransformOf(c, s, pk, rk)
 		if err != nil {
