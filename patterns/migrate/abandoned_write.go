@@ -39,6 +39,19 @@ func (m *Migration[O, N]) upsertCopy(ctx context.Context, e *codec.Entity, c ver
 	return m.tgt.Update(ctx, e, nil)
 }
 
+// gone is an Update's or a Delete's answer when the row read again is not there:
+// errs.ErrNotFound, unless an earlier round's write may have been applied (landed: its
+// answer lost, the retry meeting its own success as 412 or 404). Then the write that
+// removed the row may be this one, and the outcome stays unknown (ErrOutcomeUnknown, as
+// a plain table's Delete reports it), never "not found"
+// (TestUnconditionalDeleteWhoseAnswerIsLostNeverReportsNotFound).
+func gone(landed error, s version, pk, rk string) error {
+	if landed != nil {
+		return landed
+	}
+	return present(s, nil, pk, rk)
+}
+
 // readsAgain reports whether a write sent If-Match the row read (inserted where there
 // was none) reads the row again after err: the application's write was unconditional
 // and another write moved the row first (a replace meets 412, or 404 once the row was
