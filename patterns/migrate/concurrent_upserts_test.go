@@ -87,3 +87,36 @@ func (f *fix) storedETag(t *testing.T, stage Stage, k [2]string) string {
 	}
 	return e.ETag
 }
+
+// TestConcurrentSchemaUpsertsOfOneEntityAllApplyAndEnd: the same through a Schema,
+// whose Upsert is sent If-Match the row read as well.
+func TestConcurrentSchemaUpsertsOfOneEntityAllApplyAndEnd(t *testing.T) {
+	t.Parallel()
+	f := setupStaged(t, false, 0)
+	keys, _ := f.planned(t, 6, 1)
+	f.s = f.newSchema(t, "", true, 0)
+	ctx, k := f.b.Ctx, keys[1]
+	const writers, each = 4, 12
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				v := &EmployeeSplit{Department: k[0], EmployeeID: k[1], FirstName: fmt.Sprint(w), LastName: "L", Seq: int64(w*1000 + i)}
+				if err := f.s.Upsert(ctx, v); err != nil {
+					t.Errorf("writer %d, Upsert %d: %v", w, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := f.s.Get(ctx, k[0], k[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Seq%1000 != each-1 {
+		t.Errorf("the entity ends at Seq %d, not the last value of any writer", got.Seq)
+	}
+}
