@@ -481,7 +481,8 @@ func (ix *Eventual[T]) Verify(ctx context.Context, pk string, opts *VerifyOption
 // reconciliation, which lists the entity under its current value and removes it from the
 // others, idempotent and safe concurrently with the worker. The first failure stops the
 // repair: no other entity's reconciliation starts, those running finish, and the Report
-// returned with the error counts in Repaired every one that succeeded.
+// returned with the error counts in Repaired every one that wrote, also one that wrote
+// and then failed (TestEventualRepairCountsAnEntityItWroteBeforeItFailed).
 //
 // Cost: Verify's, plus a Reconcile per drifted entity.
 //
@@ -500,8 +501,9 @@ func (ix *Eventual[T]) Repair(ctx context.Context, pk string, opts *VerifyOption
 		if ix.checkKey(Key{pk, rk}) != nil {
 			return false, nil // an entry no entity can have (read from storage): left, and reported
 		}
-		err := ix.Reconcile(ctx, Key{pk, rk}, wrong[rk]...)
-		return err == nil, err
+		// wrote counts a listing written before a later step failed (Report.Repaired).
+		_, wrote, err := ix.reconcile(ctx, Key{pk, rk}, wrong[rk])
+		return wrote, err
 	})
 	return r, err
 }

@@ -39,15 +39,32 @@ func (m *Migration[O, N]) upsertCopy(ctx context.Context, e *codec.Entity, c ver
 	return m.tgt.Update(ctx, e, nil)
 }
 
+// gone is an Update's or a Delete's answer when the row read again is not there:
+// errs.ErrNotFound, unless an earlier round's write may have been applied (landed: its
+// answer lost, the retry meeting its own success as 412 or 404). Then the write that
+// removed the row may be this one, and the outcome stays unknown (ErrOutcomeUnknown, as
+// a plain table's Delete reports it), never "not found"
+// (TestUnconditionalDeleteWhoseAnswerIsLostNeverReportsNotFound).
+func gone(landed error, s version, pk, rk string) error {
+	if landed != nil {
+		return landed
+	}
+	return present(s, nil, pk, rk)
+}
+
 // readsAgain reports whether a write sent If-Match the row read (inserted where there
 // was none) reads the row again after err: the application's write was unconditional
 // and another write moved the row first (a replace meets 412, or 404 once the row was
-// deleted; an insert meets 409). Used once clean-up began (the copy) and by Schema
-// (schema_abandoned_write.go).
+// deleted; an insert meets 409). An Upsert also reads again after ErrOutcomeUnknown (its
+// answer lost, the retry meeting its own success): written again over whatever is read,
+// it succeeds, as before clean-up (writeOldGuarded), where an Update or a Delete read
+// again could find its own effect and misreport it. Used once clean-up began (the copy)
+// and by Schema (schema_abandoned_write.go).
 func readsAgain(o op, etag string, err error) bool {
 	switch {
 	case o == opUpsert:
-		return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound)
+		return errors.Is(err, repo.ErrPreconditionFailed) || errors.Is(err, repo.ErrAlreadyExists) || errors.Is(err, repo.ErrNotFound) ||
+			errors.Is(err, repo.ErrOutcomeUnknown)
 	case etag == "" && o != opInsert:
 		return errors.Is(err, repo.ErrPreconditionFailed)
 	}

@@ -3,10 +3,12 @@ package migrate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"reflect"
 
 	"github.com/tablepatterns/tablepatterns/codec"
 	"github.com/tablepatterns/tablepatterns/internal/errs"
+	"github.com/tablepatterns/tablepatterns/repo"
 )
 
 // deleteOldBehind deletes the old entity (pk, rk) behind its detached copy c, If-Match the
@@ -16,7 +18,8 @@ import (
 // entity's only data. So when the old entity still holds the version c records, c must
 // hold the Transform of that version, as the migration would write it (the properties
 // of the new type, encoded, each stored with the type it writes): otherwise it is refused (ErrInvalidInput) and the old
-// entity stays. An old entity at another version meets the delete's If-Match as before.
+// entity stays. An old entity at another version meets the delete's If-Match, and is
+// deleted only when it is a request applied late (deleteIfLate, late_old_write.go).
 // Cost: one read of the old entity.
 func (m *Migration[O, N]) deleteOldBehind(ctx context.Context, c version, pk, rk string) error {
 	s, err := m.readSource(ctx, pk, rk)
@@ -32,7 +35,11 @@ func (m *Migration[O, N]) deleteOldBehind(ctx context.Context, c version, pk, rk
 			return errs.Invalid("copy", "the detached copy of (%s, %s) does not hold the old version it records: refused, the old entity stays (remove the row and clean-up copies the entity again)", pk, rk)
 		}
 	}
-	return m.deleteOld(ctx, pk, rk, c.srcETag)
+	err = m.deleteOld(ctx, pk, rk, c.srcETag)
+	if errors.Is(err, repo.ErrPreconditionFailed) {
+		return m.deleteIfLate(ctx, c, pk, rk, err)
+	}
+	return err
 }
 
 // holdTransforms is deleteOldBehind's check for a chunk of clean-up: before the old

@@ -145,7 +145,14 @@
 // (inserted where there was none), so its request, abandoned by a client that gave up
 // and applied by the service after a newer write, is refused instead of putting the
 // older version back (TestReaderNeverStepsBackWhenAnAbandonedWriteLandsLate;
-// abandoned_write.go).
+// abandoned_write.go). An insert meets no condition: one abandoned before clean-up and
+// applied once it began, or a write applied between a copy's detach and the old
+// entity's delete, leaves an old entity the service stamped after the detached copy,
+// which clean-up deletes instead of refusing the entity's writes and its own end
+// (TestCleanUpEndsWhenAnAbandonedInsertLandsBehindADetachedCopy,
+// TestCleanUpEndsWhenAnAbandonedWriteLandsBetweenDetachAndDelete; late_old_write.go).
+// Applied after Done, it stays in the old layout, which nothing reads any more; applied
+// onto a key deleted since, it undoes the delete (repo's doc).
 //
 // # Promises and the tests that prove them (against the server)
 //

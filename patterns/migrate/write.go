@@ -109,12 +109,13 @@ func (m *Migration[O, N]) writeOld(ctx context.Context, o op, v *O, pk, rk, etag
 // applied late) is ever replaced; a conflict reads again.
 func (m *Migration[O, N]) writeOldGuarded(ctx context.Context, o op, v *O, pk, rk string) error {
 	t, c := m.spec.Source, m.spec.Source.Codec()
+	var landed error // a round's write that may have been applied (gone)
 	for round := 1; ; round++ {
 		s, err := m.readSource(ctx, pk, rk)
 		switch {
 		case err != nil:
 		case !s.found && o != opUpsert:
-			err = present(s, nil, pk, rk)
+			err = gone(landed, s, pk, rk)
 		case !s.found:
 			err = t.Insert(ctx, v)
 		case o == opDelete:
@@ -128,6 +129,9 @@ func (m *Migration[O, N]) writeOldGuarded(ctx context.Context, o op, v *O, pk, r
 				c.SetETag(v, "")
 			}
 			return err
+		}
+		if errors.Is(err, repo.ErrOutcomeUnknown) {
+			landed = err
 		}
 		if err := giveUp(ctx, round, "write", pk, rk); err != nil {
 			return err

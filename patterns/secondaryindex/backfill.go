@@ -87,6 +87,9 @@ func (x *Inter[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 		}
 		var reconciled atomic.Int64
 		err = forEachIn(ctx, x.opts.Table.Concurrency, x.writesTo(pk), todo, func(ctx context.Context, rk string) error {
+			// An entity whose transaction landed in one index is written, also when
+			// another index then fails (Written counts it).
+			ctx, rec := recordLanded(ctx)
 			err := x.Reconcile(ctx, pk, rk)
 			if errors.Is(err, repo.ErrInvalidInput) {
 				// A stored value no index can hold: reconciled as far as it goes (its
@@ -94,7 +97,7 @@ func (x *Inter[T]) BackfillPartition(ctx context.Context, pk string, opts *Backf
 				x.opts.Table.Logger.Warn("secondaryindex: backfill met an entity that cannot be indexed")
 				err = nil
 			}
-			if err == nil {
+			if err == nil || rec.Load() {
 				reconciled.Add(1)
 			}
 			return err

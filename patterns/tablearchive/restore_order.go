@@ -21,20 +21,23 @@ import (
 // TestRestoreWritesNothingOfShardsWithALineTheServiceRefuses,
 // TestRestoreWritesNothingOfShardsThatHoldOneKeyTwice,
 // TestRestoreWritesNothingOfShardsThatHoldOneKeyTwiceInTwoWindows). Cost: each line is
-// decoded and encoded twice, once to verify and once to write.
+// decoded and encoded twice, once to verify and once to write. Its errors name a line by
+// its place in the generation, never by its keys: an archived index table's keys hold
+// the values it indexes (TestRestoreErrorOfALineOutOfKeyOrderWithholdsItsKeys).
 func inKeyOrder(m Manifest, t *repo.Table[codec.Entity]) func(*codec.Entity) error {
 	var pk, rk string
-	seen := false
+	line := 0
 	return func(e *codec.Entity) error {
-		if seen && (keys.Compare(e.PartitionKey, pk) < 0 || e.PartitionKey == pk && keys.Compare(e.RowKey, rk) <= 0) {
-			return fmt.Errorf("%w: generation %s of %s holds (%s, %s) after (%s, %s): a key twice or out of key order",
-				ErrArchiveCorrupt, m.Generation, m.Table, e.PartitionKey, e.RowKey, pk, rk)
+		line++
+		if line > 1 && (keys.Compare(e.PartitionKey, pk) < 0 || e.PartitionKey == pk && keys.Compare(e.RowKey, rk) <= 0) {
+			return fmt.Errorf("%w: generation %s of %s: entity %d does not come after the one before it in key order (a key twice or out of order)",
+				ErrArchiveCorrupt, m.Generation, m.Table, line)
 		}
 		if err := repo.CheckTransaction(t.UpsertAction(e, nil)); err != nil {
-			return fmt.Errorf("%w: generation %s of %s holds an entity the service cannot hold: %v",
-				ErrArchiveCorrupt, m.Generation, m.Table, err)
+			return fmt.Errorf("%w: generation %s of %s: entity %d is one the service cannot hold: %v",
+				ErrArchiveCorrupt, m.Generation, m.Table, line, err)
 		}
-		pk, rk, seen = e.PartitionKey, e.RowKey, true
+		pk, rk = e.PartitionKey, e.RowKey
 		return nil
 	}
 }
