@@ -315,11 +315,16 @@
 // foreign; rewritten, current, unknown, downgraded, refused): counts and keys, never
 // values (TestProgressRowsNeverHoldAValue). Only the write that moves the stored
 // checkpoint past where it was adds the page's counts, If-Match the row read (an insert
-// where none is); a page whose checkpoint is not past it adds nothing, and a write that
-// meets 412, 409 or an unknown outcome reads again. So a page counts once under two
-// deliveries at once (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), a lost
-// response (TestProgressCountsAPageOnceWhenItsWriteLosesItsResponse), and a worker
-// killed between the page's work and its progress write, whose redelivery counts it
+// where none is), and only from a page that starts at or past it; a page whose
+// checkpoint is not past it adds nothing, nor does one that starts before it (its counts
+// hold rows counted already: the delivery that counted them goes on from the stored
+// checkpoint and counts the rest), and a write that meets 412, 409 or an unknown outcome
+// reads again. So a page counts once under two deliveries at once
+// (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), two deliveries that end their
+// pages at other keys (a worker of another PageSize, a service page that ended early:
+// TestProgressCountsAPageOnceWhenDeliveriesEndItAtOtherKeys), a lost response
+// (TestProgressCountsAPageOnceWhenItsWriteLosesItsResponse), and a worker killed between
+// the page's work and its progress write, whose redelivery counts it
 // (TestProgressOfAPageWhoseWorkerWasKilledIsCountedOnceByTheRedelivery); the sums equal
 // the Report of a RunAll of the stage (TestProgressSumsEqualTheReportOfRunAll).
 // Migration.Progress and Schema.Progress sum the current stage's rows per pass of a job
@@ -330,7 +335,9 @@
 // and counting a row that does not validate (TestProgressSkipsARowThatDoesNotParse);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that
 // fails is logged as a warning and never fails the page, whose counts are then missing
-// from the sums. It costs one read and one write of the control table per page (more
+// from the sums; so are the rest of a page that began before rows counted already when
+// the delivery that counted them stopped for good (its redelivery paged the range at
+// other keys): the sums may fall short, never count a row twice. It costs one read and one write of the control table per page (more
 // only when two deliveries of a page meet).
 //
 // # Cost

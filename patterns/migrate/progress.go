@@ -26,9 +26,11 @@ import (
 // after an abort, or a later stage, never mixes with this run), the job kind and the
 // range (its PartitionKeyFrom, hashed). The counts are added only by the write that
 // moves the stored checkpoint past where it was, If-Match the row read (insert where
-// there is none); a page whose checkpoint is not past the stored one adds nothing, and
-// a write that meets 412/409 or an unknown outcome reads again. So two deliveries of one
-// page, a lost response, a killed worker's redelivery each count a page once. Progress
+// there is none), from a page that starts at or past it; a page whose checkpoint is not
+// past the stored one adds nothing, nor does a page that starts before it (its counts
+// hold rows counted already), and a write that meets 412/409 or an unknown outcome
+// reads again. So two deliveries of one page, a lost response, a killed worker's
+// redelivery, deliveries that end a page at other keys each count a page once. Progress
 // is advisory: a progress write that fails is logged and never fails the page (its
 // counts are then missing from the sums).
 
@@ -185,6 +187,7 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	if next != nil {
 		to.phase, to.after = int64(next.Phase), next.After
 	}
+	from := checkpoint{phase: int64(job.Phase), after: job.After}
 	pk, rk := m.recordKey(), m.progressPrefix(run)+job.Kind+":"+rangeID(job.Parts, job.PartitionKeyFrom)
 	for round := 1; round <= progressRounds; round++ {
 		row, err := m.progress.rows.Get(ctx, pk, rk)
@@ -202,6 +205,11 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 			return err // includes a stored row that does not validate: never built on
 		case !to.past(row.checkpoint()):
 			return nil // this page, or one after it, was counted
+		case row.checkpoint().past(from):
+			// The page began before rows counted already (another delivery paged the
+			// range at other keys): its counts cannot be told apart; the delivery that
+			// counted them goes on from the stored checkpoint and counts the rest.
+			return nil
 		}
 		row.Done, row.Phase, row.At, row.AfterPK, row.AfterRK = to.done, to.phase, to.after != nil, "", ""
 		if to.after != nil {
