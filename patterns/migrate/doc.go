@@ -331,8 +331,9 @@
 // kind (ranges started and done, the total Jobs split the pass into, the counts): the
 // workers' jobs and Advance's own RunAll over the same work keep rows apart and are
 // summed apart, so neither counts an entity twice
-// (TestProgressKeepsAdvancesPassApartFromTheWorkers), skipping
-// and counting a row that does not validate (TestProgressSkipsARowThatDoesNotParse);
+// (TestProgressKeepsAdvancesPassApartFromTheWorkers), skipping and counting a row that
+// does not validate (TestProgressSkipsARowThatDoesNotParse), among them one of a kind
+// that no job of the run writes (TestProgressSkipsARowOfAKindNotOfItsRun);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that
 // fails is logged as a warning and never fails the page, whose counts are then missing
 // from the sums; so are the rest of a page that began before rows counted already when

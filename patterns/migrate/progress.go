@@ -193,7 +193,7 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 		row, err := m.progress.rows.Get(ctx, pk, rk)
 		found := err == nil
 		if found {
-			err = m.checkProgressRow(&row, run)
+			err = m.checkProgressRow(&row, run, stage)
 		}
 		switch {
 		case errors.Is(err, repo.ErrNotFound):
@@ -230,18 +230,19 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	return fmt.Errorf("migrate: progress of a %s range: %d rounds lost to other writers: %w", job.Kind, progressRounds, errs.ErrPreconditionFailed)
 }
 
-// checkProgressRow validates a progress row read back (untrusted): its kind, range,
-// checkpoint and counts, and its key naming this migration's run, kind and range.
-func (m *Migration[O, N]) checkProgressRow(r *progressRow, run string) error {
+// checkProgressRow validates a progress row read back (untrusted) in the run of stage:
+// its kind (one of this migration's jobs at stage), range, checkpoint and counts, and
+// its key naming this migration's run, kind and range.
+func (m *Migration[O, N]) checkProgressRow(r *progressRow, run string, stage Stage) error {
 	bad := func(what string) error { return errs.Invalid("progress row", "%s", what) }
-	stage, ok := kindStage(r.Kind)
+	ok := m.runsKindAt(r.Kind, stage)
 	j := Job{Migration: m.spec.Name, Kind: r.Kind, Phase: int(r.Phase), PartitionKeyFrom: r.From, PartitionKeyTo: r.To}
 	if r.At {
 		j.After = &Key{PartitionKey: r.AfterPK, RowKey: r.AfterRK}
 	}
 	switch {
-	case !ok || stage == "":
-		return bad("Kind is not a migration job kind")
+	case !ok:
+		return bad("Kind is not a kind of this migration's jobs at its stage")
 	case r.PartitionKey != m.recordKey() || r.RowKey != m.progressPrefix(run)+r.Kind+":"+rangeID(int(r.Parts), r.From):
 		return bad("its key does not name its run, kind and range")
 	case r.Parts < 0 || r.Parts > maxParts:
@@ -324,7 +325,7 @@ func (m *Migration[O, N]) Progress(ctx context.Context) (Progress, error) {
 	for i := range rows {
 		r, err := parseProgressRow(&rows[i])
 		if err == nil {
-			err = m.checkProgressRow(&r, run)
+			err = m.checkProgressRow(&r, run, st.Stage)
 		}
 		if err != nil {
 			p.Skipped++
