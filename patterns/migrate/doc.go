@@ -331,7 +331,9 @@
 // kind (ranges started and done, the total Jobs split the pass into, the counts): the
 // workers' jobs and Advance's own RunAll over the same work keep rows apart and are
 // summed apart, so neither counts an entity twice
-// (TestProgressKeepsAdvancesPassApartFromTheWorkers), skipping and counting a row that
+// (TestProgressKeepsAdvancesPassApartFromTheWorkers), and so do two splits of the work
+// into as many parts at other bounds: a range joins a pass none of whose ranges it
+// overlaps (TestProgressKeepsTwoSplitsOfOneCountApart), skipping and counting a row that
 // does not validate (TestProgressSkipsARowThatDoesNotParse), among them one of a kind
 // that no job of the run writes (TestProgressSkipsARowOfAKindNotOfItsRun);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that

@@ -23,7 +23,7 @@ func TestProgressSkipsARowOfAKindNotOfItsRun(t *testing.T) {
 	}
 	raw := mustTable[codec.Entity](t, f, f.m.control.Name())
 	for _, kind := range []string{KindVerify, KindSchemaRewrite} {
-		rk := f.m.progressPrefix(runOf(st, Backfill)) + kind + ":" + rangeID(1, "")
+		rk := f.m.progressPrefix(runOf(st, Backfill)) + kind + ":" + rangeID(1, "", "")
 		props := map[string]any{"Kind": kind, "Parts": int64(1), "Done": true, "Scanned": int64(1000)}
 		if err := raw.Insert(f.b.Ctx, &codec.Entity{PartitionKey: f.m.recordKey(), RowKey: rk, Properties: props}); err != nil {
 			t.Fatal(err)
