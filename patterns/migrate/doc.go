@@ -318,9 +318,10 @@
 // where none is), and only from a page that starts at or past it; a page whose
 // checkpoint is not past it adds nothing, nor does one that starts before it (its counts
 // hold rows counted already: the delivery that counted them goes on from the stored
-// checkpoint and counts the rest), and a write that meets 412, 409 or an unknown outcome
-// reads again. So a page counts once under two deliveries at once
-// (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), two deliveries that end their
+// checkpoint and counts the rest), and a write that meets 412 or 409 reads again; one
+// whose answer is lost is not retried (it was applied, or its counts are missing) and
+// the next page's write reads the row again. So a page counts once under two
+// deliveries at once (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), two deliveries that end their
 // pages at other keys (a worker of another PageSize, a service page that ended early:
 // TestProgressCountsAPageOnceWhenDeliveriesEndItAtOtherKeys), a lost response
 // (TestProgressCountsAPageOnceWhenItsWriteLosesItsResponse), and a worker killed between
@@ -338,10 +339,13 @@
 // that no job of the run writes (TestProgressSkipsARowOfAKindNotOfItsRun);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that
 // fails is logged as a warning and never fails the page, whose counts are then missing
-// from the sums; so are the rest of a page that began before rows counted already when
-// the delivery that counted them stopped for good (its redelivery paged the range at
-// other keys): the sums may fall short, never count a row twice. It costs one read and one write of the control table per page (more
-// only when two deliveries of a page meet).
+// from the sums; it is sent once, never retried, so that a throttled or failing control
+// table never holds the pages (and Advance's RunAll) for the sake of a count
+// (TestAProgressWriteTheServiceRefusesIsTriedOnceAndNeverFailsThePage). The rest of a
+// page that began before rows counted already is missing too when the delivery that
+// counted them stopped for good (its redelivery paged the range at other keys): the
+// sums may fall short, never count a row twice. It costs one read and one write of the
+// control table per page (more only when two deliveries of a page meet).
 //
 // # Cost
 //

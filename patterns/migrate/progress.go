@@ -26,11 +26,11 @@ import (
 // that moves the stored checkpoint past where it was, If-Match the row read (insert
 // where there is none), from a page that starts at or past it; a page whose checkpoint
 // is not past the stored one adds nothing, nor does a page that starts before it (its
-// counts hold rows counted already), and a write that meets 412/409 or an unknown
-// outcome reads again. So two deliveries of one page, a lost response, a killed
-// worker's redelivery, deliveries that end a page at other keys each count a page once.
-// Progress is advisory: a progress write that fails is logged and never fails the page
-// (its counts are then missing from the sums).
+// counts hold rows counted already), and a write that meets 412/409 reads again. So two
+// deliveries of one page, a lost response, a killed worker's redelivery, deliveries that
+// end a page at other keys each count a page once. Progress is advisory: a progress
+// write that fails is logged and never fails the page (its counts are then missing from
+// the sums), and is sent once, never retried (progress_advisory.go).
 
 // progressRow is a range job's progress, counts and keys only (never values).
 type progressRow struct {
@@ -59,7 +59,7 @@ type progressTables struct {
 }
 
 func newProgressTables(svc *aztables.ServiceClient, control string, o *repo.Options) (progressTables, error) {
-	rows, err := repo.New[progressRow](svc, control, o)
+	rows, err := repo.New[progressRow](svc, control, advisory(o))
 	if err != nil {
 		return progressTables{}, err
 	}
