@@ -328,8 +328,10 @@
 // the page's work and its progress write, whose redelivery counts it
 // (TestProgressOfAPageWhoseWorkerWasKilledIsCountedOnceByTheRedelivery); the sums equal
 // the Report of a RunAll of the stage (TestProgressSumsEqualTheReportOfRunAll).
-// Migration.Progress and Schema.Progress sum the current stage's rows per pass of a job
-// kind (ranges started and done, the total Jobs split the pass into, the counts): the
+// Migration.Progress and Schema.Progress sum the current stage's rows (its run's alone:
+// none before its first page, none at Aborted or Done, the abort job's at Aborting:
+// TestProgressShowsTheCurrentStagesRunAlone) per pass of a job kind (ranges started and
+// done, the total Jobs split the pass into, the counts): the
 // workers' jobs and Advance's own RunAll over the same work keep rows apart and are
 // summed apart, so neither counts an entity twice
 // (TestProgressKeepsAdvancesPassApartFromTheWorkers), and so do two splits of the work

@@ -182,7 +182,7 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	if run == "" {
 		return nil
 	}
-	to := checkpoint{done: next == nil}
+	to := checkpoint{done: next == nil, phase: int64(job.Phase)} // done: in the last page's phase, one of its kind
 	if next != nil {
 		to.phase, to.after = int64(next.Phase), next.After
 	}
