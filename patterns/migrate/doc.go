@@ -338,7 +338,9 @@
 // into as many parts at other bounds: a range joins a pass none of whose ranges it
 // overlaps (TestProgressKeepsTwoSplitsOfOneCountApart), skipping and counting a row that
 // does not validate (TestProgressSkipsARowThatDoesNotParse), among them one of a kind
-// that no job of the run writes (TestProgressSkipsARowOfAKindNotOfItsRun);
+// that no job of the run writes (TestProgressSkipsARowOfAKindNotOfItsRun) and those that
+// would take a sum past the largest count or start a pass past 64 of a kind
+// (TestProgressSumsNeverOverflow, TestProgressBoundsThePassesOfOverlappingRanges);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that
 // fails is logged as a warning and never fails the page, whose counts are then missing
 // from the sums; it is sent once, never retried, so that a throttled or failing control

@@ -329,7 +329,9 @@ func (m *Migration[O, N]) Progress(ctx context.Context) (Progress, error) {
 		}
 		valid = append(valid, r)
 	}
-	p.Kinds = passes(valid)
+	var skipped int
+	p.Kinds, skipped = passes(valid)
+	p.Skipped += skipped
 	return p, nil
 }
 

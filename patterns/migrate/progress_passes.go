@@ -2,39 +2,62 @@ package migrate
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/tablepatterns/tablepatterns/codec/keys"
 )
 
+// maxPasses bounds the passes of one kind and count of parts: splits of the same work
+// at other bounds, as many as an operator enqueues; ranges past them are skipped.
+const maxPasses = 64
+
 // passes sums valid progress rows per pass: the ranges of one kind and one count of
 // parts, apart from any range that overlaps one of the pass (Jobs at other bounds split
 // the same work into as many parts: their ranges overlap, and summed together would
 // count the shared entities twice). Each range joins the first pass, in key order, that
-// it does not overlap.
-func passes(rows []progressRow) []KindProgress {
+// it does not overlap. A range that would start a pass past maxPasses, or whose counts
+// would take a sum of its pass past the largest int64, is skipped (forged: no job writes
+// it) and counted in the second result.
+func passes(rows []progressRow) ([]KindProgress, int) {
 	slices.SortFunc(rows, func(a, b progressRow) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(b.Parts, a.Parts), keys.Compare(a.From, b.From), compareTo(a.To, b.To))
 	})
 	type pass struct {
-		k      KindProgress
-		parts  int64
-		ranges []progressRow
+		k   KindProgress
+		end string // the furthest To of its ranges ("": no end)
 	}
-	var all []*pass
-	for _, r := range rows {
+	var all, group []*pass
+	skipped := 0
+	for i, r := range rows {
+		if i == 0 || r.Kind != rows[i-1].Kind || r.Parts != rows[i-1].Parts {
+			group = nil
+		}
+		// The ranges are in order of From: r overlaps a pass when it starts before
+		// the furthest end of the pass's ranges.
 		var in *pass
-		for _, p := range all {
-			if p.k.Kind == r.Kind && p.parts == r.Parts && !slices.ContainsFunc(p.ranges, func(o progressRow) bool { return overlap(o, r) }) {
+		for _, p := range group {
+			if !startsBefore(r.From, p.end) {
 				in = p
 				break
 			}
 		}
-		if in == nil {
-			in = &pass{k: KindProgress{Kind: r.Kind, Total: int(r.Parts), Counts: map[string]int64{}}, parts: r.Parts}
+		switch {
+		case in == nil && len(group) == maxPasses:
+			skipped++
+			continue
+		case in == nil:
+			in = &pass{k: KindProgress{Kind: r.Kind, Total: int(r.Parts), Counts: map[string]int64{}}}
+			group = append(group, in)
 			all = append(all, in)
 		}
-		in.ranges = append(in.ranges, r)
+		if overflows(in.k.Counts, &r) {
+			skipped++
+			continue
+		}
+		if in.k.Started == 0 || compareTo(r.To, in.end) > 0 {
+			in.end = r.To
+		}
 		in.k.Started++
 		if r.Done {
 			in.k.Done++
@@ -47,9 +70,21 @@ func passes(rows []progressRow) []KindProgress {
 	}
 	out := make([]KindProgress, 0, len(all))
 	for _, p := range all {
-		out = append(out, p.k)
+		if p.k.Started > 0 {
+			out = append(out, p.k)
+		}
 	}
-	return out
+	return out, skipped
+}
+
+// overflows reports whether adding r's counts to sums would take one past math.MaxInt64.
+func overflows(sums map[string]int64, r *progressRow) bool {
+	for i, c := range r.counts() {
+		if sums[countNames[i]] > math.MaxInt64-*c {
+			return true
+		}
+	}
+	return false
 }
 
 // compareTo orders range ends: "" (no end) after every key.
@@ -63,11 +98,6 @@ func compareTo(a, b string) int {
 		return -1
 	}
 	return keys.Compare(a, b)
-}
-
-// overlap reports whether two ranges [From, To) share a key.
-func overlap(a, b progressRow) bool {
-	return startsBefore(a.From, b.To) && startsBefore(b.From, a.To)
 }
 
 // startsBefore reports whether a range starting at from has keys before the end to.
