@@ -322,23 +322,41 @@
 // foreign; rewritten, current, unknown, downgraded, refused): counts and keys, never
 // values (TestProgressRowsNeverHoldAValue). Only the write that moves the stored
 // checkpoint past where it was adds the page's counts, If-Match the row read (an insert
-// where none is); a page whose checkpoint is not past it adds nothing, and a write that
-// meets 412, 409 or an unknown outcome reads again. So a page counts once under two
-// deliveries at once (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), a lost
-// response (TestProgressCountsAPageOnceWhenItsWriteLosesItsResponse), and a worker
-// killed between the page's work and its progress write, whose redelivery counts it
+// where none is), and only from a page that starts at or past it; a page whose
+// checkpoint is not past it adds nothing, nor does one that starts before it (its counts
+// hold rows counted already: the delivery that counted them goes on from the stored
+// checkpoint and counts the rest), and a write that meets 412 or 409 reads again; one
+// whose answer is lost is not retried (it was applied, or its counts are missing) and
+// the next page's write reads the row again. So a page counts once under two
+// deliveries at once (TestProgressCountsAPageOnceUnderTwoDeliveriesAtOnce), two deliveries that end their
+// pages at other keys (a worker of another PageSize, a service page that ended early:
+// TestProgressCountsAPageOnceWhenDeliveriesEndItAtOtherKeys), a lost response
+// (TestProgressCountsAPageOnceWhenItsWriteLosesItsResponse), and a worker killed between
+// the page's work and its progress write, whose redelivery counts it
 // (TestProgressOfAPageWhoseWorkerWasKilledIsCountedOnceByTheRedelivery); the sums equal
 // the Report of a RunAll of the stage (TestProgressSumsEqualTheReportOfRunAll).
-// Migration.Progress and Schema.Progress sum the current stage's rows per pass of a job
-// kind (ranges started and done, the total Jobs split the pass into, the counts): the
+// Migration.Progress and Schema.Progress sum the current stage's rows (its run's alone:
+// none before its first page, none at Aborted or Done, the abort job's at Aborting:
+// TestProgressShowsTheCurrentStagesRunAlone) per pass of a job kind (ranges started and
+// done, the total Jobs split the pass into, the counts): the
 // workers' jobs and Advance's own RunAll over the same work keep rows apart and are
 // summed apart, so neither counts an entity twice
-// (TestProgressKeepsAdvancesPassApartFromTheWorkers), skipping
-// and counting a row that does not validate (TestProgressSkipsARowThatDoesNotParse);
+// (TestProgressKeepsAdvancesPassApartFromTheWorkers), and so do two splits of the work
+// into as many parts at other bounds: a range joins a pass none of whose ranges it
+// overlaps (TestProgressKeepsTwoSplitsOfOneCountApart), skipping and counting a row that
+// does not validate (TestProgressSkipsARowThatDoesNotParse), among them one of a kind
+// that no job of the run writes (TestProgressSkipsARowOfAKindNotOfItsRun) and those that
+// would take a sum past the largest count or start a pass past 64 of a kind
+// (TestProgressSumsNeverOverflow, TestProgressBoundsThePassesOfOverlappingRanges);
 // `archiver migrate status` prints them. Progress is advisory: a progress write that
 // fails is logged as a warning and never fails the page, whose counts are then missing
-// from the sums. It costs one read and one write of the control table per page (more
-// only when two deliveries of a page meet).
+// from the sums; it is sent once, never retried, so that a throttled or failing control
+// table never holds the pages (and Advance's RunAll) for the sake of a count
+// (TestAProgressWriteTheServiceRefusesIsTriedOnceAndNeverFailsThePage). The rest of a
+// page that began before rows counted already is missing too when the delivery that
+// counted them stopped for good (its redelivery paged the range at other keys): the
+// sums may fall short, never count a row twice. It costs one read and one write of the
+// control table per page (more only when two deliveries of a page meet).
 //
 // # Cost
 //

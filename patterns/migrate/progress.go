@@ -1,13 +1,11 @@
 package migrate
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"go.uber.org/zap"
@@ -24,13 +22,15 @@ import (
 // furthest checkpoint reached, whether the range is done, and its counts. The row is
 // keyed by the migration, the id of the transition that entered the stage (so a re-run
 // after an abort, or a later stage, never mixes with this run), the job kind and the
-// range (its PartitionKeyFrom, hashed). The counts are added only by the write that
-// moves the stored checkpoint past where it was, If-Match the row read (insert where
-// there is none); a page whose checkpoint is not past the stored one adds nothing, and
-// a write that meets 412/409 or an unknown outcome reads again. So two deliveries of one
-// page, a lost response, a killed worker's redelivery each count a page once. Progress
-// is advisory: a progress write that fails is logged and never fails the page (its
-// counts are then missing from the sums).
+// range (its bounds within its split, hashed). The counts are added only by the write
+// that moves the stored checkpoint past where it was, If-Match the row read (insert
+// where there is none), from a page that starts at or past it; a page whose checkpoint
+// is not past the stored one adds nothing, nor does a page that starts before it (its
+// counts hold rows counted already), and a write that meets 412/409 reads again. So two
+// deliveries of one page, a lost response, a killed worker's redelivery, deliveries that
+// end a page at other keys each count a page once. Progress is advisory: a progress
+// write that fails is logged and never fails the page (its counts are then missing from
+// the sums), and is sent once, never retried (progress_advisory.go).
 
 // progressRow is a range job's progress, counts and keys only (never values).
 type progressRow struct {
@@ -59,7 +59,7 @@ type progressTables struct {
 }
 
 func newProgressTables(svc *aztables.ServiceClient, control string, o *repo.Options) (progressTables, error) {
-	rows, err := repo.New[progressRow](svc, control, o)
+	rows, err := repo.New[progressRow](svc, control, advisory(o))
 	if err != nil {
 		return progressTables{}, err
 	}
@@ -118,12 +118,13 @@ func (m *Migration[O, N]) progressPrefix(run string) string {
 	return "progress:" + m.spec.Name + ":" + run + ":"
 }
 
-// rangeID names a range job's row: its start bound within the split it belongs to
-// (parts, as Jobs made it; 1 for RunAll's one pass). Passes over the same work by another
-// split (Advance's RunAll beside the workers' jobs) keep rows of their own, so that no
-// page of one is taken for a page of the other, and Progress sums each pass apart.
-func rangeID(parts int, from string) string {
-	h := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s", parts, from))
+// rangeID names a range job's row: its bounds within the split it belongs to (parts, as
+// Jobs made it; 1 for RunAll's one pass). Passes over the same work by another split
+// (Advance's RunAll beside the workers' jobs, or Jobs at other bounds) keep rows of
+// their own, so that no page of one is taken for a page of the other, and Progress sums
+// each pass apart (progress_passes.go).
+func rangeID(parts int, from, to string) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%s", parts, from, to))
 	return hex.EncodeToString(h[:16])
 }
 
@@ -181,16 +182,17 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	if run == "" {
 		return nil
 	}
-	to := checkpoint{done: next == nil}
+	to := checkpoint{done: next == nil, phase: int64(job.Phase)} // done: in the last page's phase, one of its kind
 	if next != nil {
 		to.phase, to.after = int64(next.Phase), next.After
 	}
-	pk, rk := m.recordKey(), m.progressPrefix(run)+job.Kind+":"+rangeID(job.Parts, job.PartitionKeyFrom)
+	from := checkpoint{phase: int64(job.Phase), after: job.After}
+	pk, rk := m.recordKey(), m.progressPrefix(run)+job.Kind+":"+rangeID(job.Parts, job.PartitionKeyFrom, job.PartitionKeyTo)
 	for round := 1; round <= progressRounds; round++ {
 		row, err := m.progress.rows.Get(ctx, pk, rk)
 		found := err == nil
 		if found {
-			err = m.checkProgressRow(&row, run)
+			err = m.checkProgressRow(&row, run, stage)
 		}
 		switch {
 		case errors.Is(err, repo.ErrNotFound):
@@ -202,6 +204,11 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 			return err // includes a stored row that does not validate: never built on
 		case !to.past(row.checkpoint()):
 			return nil // this page, or one after it, was counted
+		case row.checkpoint().past(from):
+			// The page began before rows counted already (another delivery paged the
+			// range at other keys): its counts cannot be told apart; the delivery that
+			// counted them goes on from the stored checkpoint and counts the rest.
+			return nil
 		}
 		row.Done, row.Phase, row.At, row.AfterPK, row.AfterRK = to.done, to.phase, to.after != nil, "", ""
 		if to.after != nil {
@@ -222,19 +229,20 @@ func (m *Migration[O, N]) writeProgress(ctx context.Context, job Job, next *Job,
 	return fmt.Errorf("migrate: progress of a %s range: %d rounds lost to other writers: %w", job.Kind, progressRounds, errs.ErrPreconditionFailed)
 }
 
-// checkProgressRow validates a progress row read back (untrusted): its kind, range,
-// checkpoint and counts, and its key naming this migration's run, kind and range.
-func (m *Migration[O, N]) checkProgressRow(r *progressRow, run string) error {
+// checkProgressRow validates a progress row read back (untrusted) in the run of stage:
+// its kind (one of this migration's jobs at stage), range, checkpoint and counts, and
+// its key naming this migration's run, kind and range.
+func (m *Migration[O, N]) checkProgressRow(r *progressRow, run string, stage Stage) error {
 	bad := func(what string) error { return errs.Invalid("progress row", "%s", what) }
-	stage, ok := kindStage(r.Kind)
+	ok := m.runsKindAt(r.Kind, stage)
 	j := Job{Migration: m.spec.Name, Kind: r.Kind, Phase: int(r.Phase), PartitionKeyFrom: r.From, PartitionKeyTo: r.To}
 	if r.At {
 		j.After = &Key{PartitionKey: r.AfterPK, RowKey: r.AfterRK}
 	}
 	switch {
-	case !ok || stage == "":
-		return bad("Kind is not a migration job kind")
-	case r.PartitionKey != m.recordKey() || r.RowKey != m.progressPrefix(run)+r.Kind+":"+rangeID(int(r.Parts), r.From):
+	case !ok:
+		return bad("Kind is not a kind of this migration's jobs at its stage")
+	case r.PartitionKey != m.recordKey() || r.RowKey != m.progressPrefix(run)+r.Kind+":"+rangeID(int(r.Parts), r.From, r.To):
 		return bad("its key does not name its run, kind and range")
 	case r.Parts < 0 || r.Parts > maxParts:
 		return bad("Parts out of range")
@@ -264,8 +272,9 @@ type Progress struct {
 	// Stage is the stage the state record shows; the rows are those of its run.
 	Stage Stage
 	// Kinds is the progress of each pass of a job kind with a recorded page, by kind:
-	// the workers' jobs as Jobs split them, and apart from them Advance's own pass over
-	// the same work (RunAll: Total 1), so that no entity is counted twice in one.
+	// the workers' jobs as Jobs split them (each split apart: Jobs at other bounds is
+	// another pass), and apart from them Advance's own pass over the same work (RunAll:
+	// Total 1), so that no entity is counted twice in one.
 	Kinds []KindProgress
 	// Skipped counts the progress rows that did not validate: read, never trusted.
 	Skipped int
@@ -308,41 +317,21 @@ func (m *Migration[O, N]) Progress(ctx context.Context) (Progress, error) {
 	if err != nil {
 		return Progress{}, tableGone(err)
 	}
-	type pass struct {
-		kind  string
-		parts int64
-	}
-	byPass := map[pass]*KindProgress{}
+	var valid []progressRow
 	for i := range rows {
 		r, err := parseProgressRow(&rows[i])
 		if err == nil {
-			err = m.checkProgressRow(&r, run)
+			err = m.checkProgressRow(&r, run, st.Stage)
 		}
 		if err != nil {
 			p.Skipped++
 			continue
 		}
-		k := byPass[pass{r.Kind, r.Parts}]
-		if k == nil {
-			k = &KindProgress{Kind: r.Kind, Total: int(r.Parts), Counts: map[string]int64{}}
-			byPass[pass{r.Kind, r.Parts}] = k
-		}
-		k.Started++
-		if r.Done {
-			k.Done++
-		}
-		for i, c := range r.counts() {
-			if *c != 0 {
-				k.Counts[countNames[i]] += *c
-			}
-		}
+		valid = append(valid, r)
 	}
-	for _, k := range byPass {
-		p.Kinds = append(p.Kinds, *k)
-	}
-	slices.SortFunc(p.Kinds, func(a, b KindProgress) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(b.Total, a.Total))
-	})
+	var skipped int
+	p.Kinds, skipped = passes(valid)
+	p.Skipped += skipped
 	return p, nil
 }
 

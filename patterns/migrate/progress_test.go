@@ -268,9 +268,9 @@ func TestProgressSkipsARowThatDoesNotParse(t *testing.T) {
 		{"Kind": KindBackfill, "From": "not-this-range", "Scanned": int64(1000)},
 	}
 	for i, props := range forged {
-		rk := prefix + rangeID(0, props["From"].(string))
+		rk := prefix + rangeID(0, props["From"].(string), "")
 		if i == 2 {
-			rk = prefix + rangeID(0, "z")
+			rk = prefix + rangeID(0, "z", "")
 		}
 		if err := raw.Insert(f.b.Ctx, &codec.Entity{PartitionKey: f.m.recordKey(), RowKey: rk, Properties: props}); err != nil {
 			t.Fatal(err)
@@ -301,7 +301,7 @@ func TestAFailedProgressWriteNeverFailsThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := mustTable[codec.Entity](t, f, f.m.control.Name())
-	rk := f.m.progressPrefix(runOf(st, Backfill)) + KindBackfill + ":" + rangeID(1, "")
+	rk := f.m.progressPrefix(runOf(st, Backfill)) + KindBackfill + ":" + rangeID(1, "", "")
 	if err := raw.Insert(f.b.Ctx, &codec.Entity{PartitionKey: f.m.recordKey(), RowKey: rk, Properties: map[string]any{"Kind": KindBackfill, "Scanned": "many"}}); err != nil {
 		t.Fatal(err)
 	}
