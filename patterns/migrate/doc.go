@@ -377,8 +377,8 @@
 // entity depends on how the new keys spread a chunk's copies, on copies written once:
 //   - copies grouped by partition (many old entities to one new partition, as the old
 //     layout groups them): about 0.1 requests per entity for backfill, verify and
-//     clean-up each, 0.2 at most (TestRangeJobsSendUnderAFifthOfARequestPerEntity,
-//     BENCHMARKS.md);
+//     clean-up each, 0.2 at most, a page's progress row included
+//     (TestRangeJobsSendUnderAFifthOfARequestPerEntity, BENCHMARKS.md);
 //   - copies spread one per partition (each old entity to a new partition of its own):
 //     nothing is shared on the new side, so each copy costs a point read and each copy
 //     write (backfill's insert, clean-up's detach) a request of its own: about 2
