@@ -146,11 +146,16 @@
 // and applied by the service after a newer write, is refused instead of putting the
 // older version back (TestReaderNeverStepsBackWhenAnAbandonedWriteLandsLate;
 // abandoned_write.go). An insert meets no condition: one abandoned before clean-up and
-// applied once it began, or a write applied between a copy's detach and the old
-// entity's delete, leaves an old entity the service stamped after the detached copy,
-// which clean-up deletes instead of refusing the entity's writes and its own end
-// (TestCleanUpEndsWhenAnAbandonedInsertLandsBehindADetachedCopy,
-// TestCleanUpEndsWhenAnAbandonedWriteLandsBetweenDetachAndDelete; late_old_write.go).
+// applied once it began, behind a copy the application wrote since (a copy that stands
+// alone), leaves an old entity the service stamped after that copy, which clean-up
+// deletes instead of refusing the entity's writes and its own end
+// (TestCleanUpEndsWhenAnAbandonedInsertLandsBehindADetachedCopy; late_old_write.go). A
+// write applied between a copy's detach by clean-up and the old entity's delete is, at
+// the service, a write of a process past every stage bound, one its writer may have
+// seen acknowledged: it is kept, never deleted, and the entity's writes and clean-up
+// are refused (ErrInvalidInput) for an operator to decide
+// (TestAbandonedWriteLandingBetweenDetachAndDeleteIsKeptAndReported,
+// TestOldWriteBetweenCleanUpDetachAndItsTransactionIsNeverDeleted).
 // Applied after Done, it stays in the old layout, which nothing reads any more; applied
 // onto a key deleted since, it undoes the delete (repo's doc).
 //
