@@ -1,38 +1,12 @@
 package migrate
 
-import (
-	"sync/atomic"
-	"testing"
-)
+import "testing"
 
-// rangeJobCost runs the range jobs of a migration of n entities over parts partitions and
-// returns the requests each job sent per entity (the state record's own reads left out).
+// rangeJobCost runs the range jobs of a migration of n entities over parts partitions,
+// re-keyed by hashKeys, and returns the requests each job sent per entity (the state
+// record's own reads left out): rangeJobCostWith.
 func rangeJobCost(t testing.TB, n, parts int) map[string]float64 {
-	f := setup(t, false, false)
-	ctr := f.b.CountRequests()
-	f.src = mustTable[Employee](t, f, f.src.Name())
-	f.tgt = mustTable[EmployeeV2](t, f, f.tgt.Name())
-	f.m = f.newMigration(t, "cost", f.m.control.Name())
-	f.planned(t, n, parts)
-	var views atomic.Int64
-	f.m.seams.stateRead = func() { views.Add(1) }
-	out := map[string]float64{}
-	for _, stage := range []Stage{Backfill, Verify, CleanUp} {
-		f.advanceTo(t, stage)
-		f.settled(t)
-		kind := jobOf[stage]
-		before, v0 := ctr.Count(), views.Load()
-		rep, err := f.m.RunAll(f.b.Ctx, kind)
-		if err != nil {
-			t.Fatalf("%s: %v", kind, err)
-		}
-		if rep.Problems() != 0 {
-			t.Errorf("%s: %+v", kind, rep)
-		}
-		out[kind] = float64(ctr.Count()-before-(views.Load()-v0)) / float64(n)
-	}
-	f.advanceTo(t, Done)
-	return out
+	return rangeJobCostWith(t, n, parts, hashKeys)
 }
 
 // TestRangeJobsSendUnderAFifthOfARequestPerEntity: the backfill, verify and clean-up
